@@ -1,0 +1,30 @@
+# Weft's developer entry points. `make help` lists them.
+.DEFAULT_GOAL := help
+
+GOLANGCI_LINT_VERSION := v2.15.0
+BIN := $(CURDIR)/.bin
+GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+
+.PHONY: help run test bench lint build
+
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+run: ## Start the whole system on embedded defaults (weft dev)
+	go run ./cmd/weft dev
+
+test: ## Run every test with -race against real Postgres and embedded NATS JetStream
+	go test -race -count=1 ./...
+
+bench: ## Print the benchmark figures recorded in BENCHMARKS.md
+	go run ./bench
+
+build: ## Build the weft binary into .bin/weft
+	go build -o $(BIN)/weft ./cmd/weft
+
+lint: $(GOLANGCI_LINT) ## Run golangci-lint (pinned version, config in .golangci.yaml)
+	$(GOLANGCI_LINT) run ./...
+
+$(GOLANGCI_LINT):
+	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(BIN)/golangci-lint $@

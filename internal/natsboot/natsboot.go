@@ -1,0 +1,56 @@
+// Package natsboot runs an embedded nats-server with JetStream, for `weft dev`
+// and the test harness. Production deployments run a real nats-server
+// (deploy/compose.yaml); nothing here is needed there.
+package natsboot
+
+import (
+	"cmp"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// Config describes an embedded server. StoreDir is required.
+type Config struct {
+	// StoreDir holds JetStream's file store. Required.
+	StoreDir string
+	// Host defaults to 127.0.0.1.
+	Host string
+	// Port; -1 picks a free port, 0 means 4222.
+	Port int
+	// SyncAlways fsyncs every JetStream write before the ack
+	// (sync_interval: always). Off, the server's periodic sync applies.
+	// Weft is correct either way; see DESIGN.md "The bus is a transport".
+	SyncAlways bool
+	// ReadyTimeout bounds the wait for the server to accept connections.
+	ReadyTimeout time.Duration
+}
+
+// Start starts the server and waits until it accepts connections.
+func Start(cfg Config) (*server.Server, error) {
+	if cfg.StoreDir == "" {
+		return nil, fmt.Errorf("natsboot: StoreDir is required")
+	}
+	opts := &server.Options{
+		ServerName: "weft-embedded",
+		Host:       cmp.Or(cfg.Host, "127.0.0.1"),
+		Port:       cmp.Or(cfg.Port, 4222),
+		JetStream:  true,
+		StoreDir:   cfg.StoreDir,
+		SyncAlways: cfg.SyncAlways,
+		NoSigs:     true,
+		NoLog:      true,
+		MaxPayload: 8 << 20,
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("natsboot: %w", err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(cmp.Or(cfg.ReadyTimeout, 10*time.Second)) {
+		srv.Shutdown()
+		return nil, fmt.Errorf("natsboot: server on %s:%d not ready (port taken?)", opts.Host, opts.Port)
+	}
+	return srv, nil
+}

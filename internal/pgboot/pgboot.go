@@ -1,0 +1,252 @@
+// Package pgboot starts a private PostgreSQL server from the binaries
+// installed on the machine (initdb, pg_ctl, postgres). The test harness uses
+// it when no server answers, and `weft dev` uses it when WEFT_DATABASE_URL is
+// not set.
+//
+// The server listens on 127.0.0.1 only, on a port of its own, with unix
+// sockets off and trust authentication for the superuser "postgres". PostgreSQL
+// refuses to run as root, so when the caller is root the data folder is
+// handed to the "postgres" system user and every command runs as that user
+// through runuser.
+package pgboot
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// ErrNoBinaries is returned when initdb and pg_ctl cannot be found. Its
+// message says what to install.
+var ErrNoBinaries = errors.New("pgboot: PostgreSQL server binaries (initdb, pg_ctl) not found: " +
+	"install them (Debian/Ubuntu: apt-get install postgresql; macOS: brew install postgresql@15) " +
+	"or point WEFT_DATABASE_URL / WEFT_TEST_DATABASE_URL at a running server")
+
+// Config describes a private instance. The zero value is usable: a fresh
+// temporary data folder and a free port.
+type Config struct {
+	// DataDir holds the cluster. An existing cluster is reused, so data
+	// survives restarts; an empty or missing folder is initialised. Empty
+	// means a new temporary folder, removed by Stop.
+	DataDir string
+	// Port to listen on; 0 picks a free one. A cluster that was started
+	// before keeps no port: each Start chooses again unless Port is set.
+	Port int
+	// BinDir holds initdb and pg_ctl; empty means search PATH and the usual
+	// Debian and Homebrew locations. When running as root, every folder
+	// above DataDir must be searchable by the postgres user.
+	BinDir string
+}
+
+// Instance is a running private server. Stop it when done.
+type Instance struct {
+	dataDir string
+	port    int
+	binDir  string
+	asUser  string
+	tempDir bool
+	logFile string
+}
+
+// URL returns the connection string of the "postgres" database.
+func (i *Instance) URL() string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", i.port)
+}
+
+// DataDir returns the cluster's folder.
+func (i *Instance) DataDir() string { return i.dataDir }
+
+// Start initialises the cluster when needed and starts the server, waiting
+// until it accepts connections.
+func Start(ctx context.Context, cfg Config) (*Instance, error) {
+	bin, err := findBinDir(cfg.BinDir)
+	if err != nil {
+		return nil, err
+	}
+	inst := &Instance{binDir: bin, port: cfg.Port, dataDir: cfg.DataDir}
+	if os.Geteuid() == 0 {
+		inst.asUser = "postgres"
+		if _, err := user.Lookup(inst.asUser); err != nil {
+			return nil, fmt.Errorf("pgboot: running as root needs the %q system user to own the data folder: %w", inst.asUser, err)
+		}
+	}
+	if inst.dataDir == "" {
+		dir, err := os.MkdirTemp("", "weft-pg-")
+		if err != nil {
+			return nil, fmt.Errorf("pgboot: temp folder: %w", err)
+		}
+		inst.dataDir, inst.tempDir = dir, true
+	}
+	if inst.dataDir, err = filepath.Abs(inst.dataDir); err != nil {
+		return nil, fmt.Errorf("pgboot: data folder: %w", err)
+	}
+	if inst.port == 0 {
+		if inst.port, err = freePort(); err != nil {
+			return nil, err
+		}
+	}
+	inst.logFile = filepath.Join(inst.dataDir, "server.log")
+	if err := inst.initdb(ctx); err != nil {
+		inst.cleanup()
+		return nil, err
+	}
+	if err := inst.start(ctx); err != nil {
+		inst.cleanup()
+		return nil, err
+	}
+	return inst, nil
+}
+
+// Stop shuts the server down (fast mode) and removes a temporary data
+// folder. It is safe to call more than once.
+func (i *Instance) Stop(ctx context.Context) error {
+	if i == nil || i.dataDir == "" {
+		return nil
+	}
+	_, err := i.run(ctx, "pg_ctl", "stop", "-D", i.pgData(), "-m", "fast", "-w")
+	i.cleanup()
+	if err != nil && !strings.Contains(err.Error(), "is not running") &&
+		!strings.Contains(err.Error(), "does not exist") {
+		return err
+	}
+	return nil
+}
+
+func (i *Instance) cleanup() {
+	if i.tempDir {
+		_ = os.RemoveAll(i.dataDir)
+		i.dataDir = ""
+	}
+}
+
+// pgData is the cluster inside the folder; the folder also holds the log.
+func (i *Instance) pgData() string { return filepath.Join(i.dataDir, "data") }
+
+func (i *Instance) initdb(ctx context.Context) error {
+	if _, err := os.Stat(filepath.Join(i.pgData(), "PG_VERSION")); err == nil {
+		return i.ensureOwner() // an existing cluster: reuse it
+	}
+	if err := os.MkdirAll(i.pgData(), 0o700); err != nil {
+		return fmt.Errorf("pgboot: create %s: %w", i.pgData(), err)
+	}
+	if err := i.ensureOwner(); err != nil {
+		return err
+	}
+	_, err := i.run(ctx, "initdb", "-D", i.pgData(), "-U", "postgres", "--auth=trust",
+		"--encoding=UTF8", "--locale=C", "--no-sync")
+	return err
+}
+
+func (i *Instance) start(ctx context.Context) error {
+	opts := strings.Join([]string{
+		"-c listen_addresses=127.0.0.1",
+		"-p " + strconv.Itoa(i.port),
+		"-c unix_socket_directories=''",
+		"-c max_connections=400",
+		"-c fsync=on",
+	}, " ")
+	_, err := i.run(ctx, "pg_ctl", "start", "-D", i.pgData(), "-w", "-t", "60",
+		"-l", i.logFile, "-o", opts)
+	if err != nil {
+		log, _ := os.ReadFile(i.logFile)
+		return fmt.Errorf("%w\nserver log:\n%s", err, tail(log, 2000))
+	}
+	return nil
+}
+
+// ensureOwner hands the folder to the postgres user when running as root.
+func (i *Instance) ensureOwner() error {
+	if i.asUser == "" {
+		return nil
+	}
+	u, err := user.Lookup(i.asUser)
+	if err != nil {
+		return fmt.Errorf("pgboot: %w", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	err = filepath.Walk(i.dataDir, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
+	if err != nil {
+		return fmt.Errorf("pgboot: hand %s to %s: %w", i.dataDir, i.asUser, err)
+	}
+	// The postgres user must be able to reach the folder.
+	return os.Chmod(i.dataDir, 0o755)
+}
+
+func (i *Instance) run(ctx context.Context, tool string, args ...string) ([]byte, error) {
+	path := filepath.Join(i.binDir, tool)
+	var cmd *exec.Cmd
+	if i.asUser != "" {
+		cmd = exec.CommandContext(ctx, "runuser", append([]string{"-u", i.asUser, "--", path}, args...)...)
+	} else {
+		cmd = exec.CommandContext(ctx, path, args...)
+	}
+	cmd.Dir = i.dataDir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.Bytes(), fmt.Errorf("pgboot: %s %s: %w: %s", tool, args[0], err, tail(out.Bytes(), 2000))
+	}
+	return out.Bytes(), nil
+}
+
+// findBinDir locates initdb and pg_ctl.
+func findBinDir(explicit string) (string, error) {
+	if explicit != "" {
+		if isExec(filepath.Join(explicit, "initdb")) && isExec(filepath.Join(explicit, "pg_ctl")) {
+			return explicit, nil
+		}
+		return "", fmt.Errorf("%w (looked in %s)", ErrNoBinaries, explicit)
+	}
+	var candidates []string
+	if p, err := exec.LookPath("pg_ctl"); err == nil {
+		candidates = append(candidates, filepath.Dir(p))
+	}
+	for _, pattern := range []string{"/usr/lib/postgresql/*/bin", "/usr/local/opt/postgresql*/bin",
+		"/opt/homebrew/opt/postgresql*/bin", "/usr/pgsql-*/bin"} {
+		matches, _ := filepath.Glob(pattern)
+		sort.Sort(sort.Reverse(sort.StringSlice(matches))) // newest major first
+		candidates = append(candidates, matches...)
+	}
+	for _, dir := range candidates {
+		if isExec(filepath.Join(dir, "initdb")) && isExec(filepath.Join(dir, "pg_ctl")) {
+			return dir, nil
+		}
+	}
+	return "", ErrNoBinaries
+}
+
+func isExec(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("pgboot: find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}

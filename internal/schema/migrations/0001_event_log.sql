@@ -1,0 +1,2 @@
+-- placeholder: replaced by the event log migration
+SELECT 1;

@@ -1,0 +1,2 @@
+-- placeholder: replaced by the outbox migration
+SELECT 1;

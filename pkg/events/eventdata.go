@@ -1,0 +1,205 @@
+package events
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+)
+
+// This file holds the typed eventData payloads. Every payload is part of the
+// append-only history, which is kept for the life of the run, replicated to
+// the event bus and shown to operators, so none may carry a secret value, a
+// binary blob or a log: secrets travel as references resolved inside the
+// activity, and large outputs as ArtifactRef pointers (execution-semantics §2).
+//
+// Readers ignore payload fields they do not know, and writers may add
+// optional fields (state-store contract §6); the JSON names are lowerCamelCase.
+
+// ArtifactRef points at an artifact a step produced. The artifact itself
+// lives in object storage, never in the event log (execution-semantics §2).
+type ArtifactRef struct {
+	// URI locates the artifact, e.g. s3://bucket/key. Required.
+	URI string `json:"uri"`
+	// Kind names what the artifact is, e.g. "dbt-manifest". Required.
+	Kind string `json:"kind"`
+	// SHA256 is the hex SHA-256 of the artifact's bytes, when known.
+	SHA256 string `json:"sha256,omitempty"`
+	// SizeBytes is the artifact's size, when known.
+	SizeBytes int64 `json:"sizeBytes,omitempty"`
+	// ExpiresAt is when retention deletes the artifact; zero means unknown
+	// and is omitted from JSON.
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
+}
+
+// StepError describes why a step attempt failed or was skipped. Message is
+// for people and must not contain secrets or large blobs.
+type StepError struct {
+	// Code is a stable, machine-readable error code.
+	Code string `json:"code"`
+	// Message is a short human-readable description.
+	Message string `json:"message"`
+	// Retryable reports whether a new attempt may succeed.
+	Retryable bool `json:"retryable"`
+	// Category groups codes, e.g. "TIMEOUT" or "USER" (execution-semantics
+	// §2 StepOutput.error.category).
+	Category string `json:"category,omitempty"`
+}
+
+// RunApprovedData is the payload of RunApproved: the identity of the
+// approved run request. The six ids form the run-request uniqueness key of
+// execution-semantics §3.
+type RunApprovedData struct {
+	TenantID      string `json:"tenantId"`
+	ProjectID     string `json:"projectId"`
+	EnvironmentID string `json:"environmentId"`
+	PlanID        string `json:"planId"`
+	PlanVersion   string `json:"planVersion"`
+	RunRequestID  string `json:"runRequestId"`
+	// Input is the run's input document, references only (no secrets).
+	Input json.RawMessage `json:"input,omitempty"`
+}
+
+// RunStartedData is the payload of RunStarted. EngineRunRef duplicates the
+// envelope field for writers that only fill the payload; the reducer
+// prefers the envelope's value.
+type RunStartedData struct {
+	EngineRunRef json.RawMessage `json:"engineRunRef,omitempty"`
+}
+
+// StepScheduledData is the payload of StepScheduled: which activity the
+// engine dispatched for the step and to which task queue.
+type StepScheduledData struct {
+	Activity string `json:"activity"`
+	Queue    string `json:"queue"`
+}
+
+// StepStartedData is the payload of StepStarted.
+type StepStartedData struct {
+	// WorkerID identifies the worker that picked up the attempt.
+	WorkerID string `json:"workerId,omitempty"`
+}
+
+// StepCompletedData is the payload of StepCompleted.
+type StepCompletedData struct {
+	// Output is the step's small JSON result, references only; anything
+	// large goes in an artifact.
+	Output json.RawMessage `json:"output,omitempty"`
+	// Artifacts lists what the step produced.
+	Artifacts []ArtifactRef `json:"artifacts"`
+}
+
+// StepFailedData is the payload of StepFailed: the attempt failed and will
+// not be retried by policy.
+type StepFailedData struct {
+	Error StepError `json:"error"`
+}
+
+// StepSkippedData is the payload of StepSkipped.
+type StepSkippedData struct {
+	Reason string `json:"reason"`
+}
+
+// StepRetryScheduledData is the payload of StepRetryScheduled: the attempt
+// failed with Error and logical attempt NextLogicalAttemptID will be
+// scheduled at RetryAt.
+type StepRetryScheduledData struct {
+	Error                StepError `json:"error"`
+	RetryAt              time.Time `json:"retryAt"`
+	NextLogicalAttemptID string    `json:"nextLogicalAttemptId"`
+}
+
+// RunFailedData is the payload of RunFailed. StepID names the step whose
+// failure failed the run, if one did; Error is the root cause when the
+// engine knows it.
+type RunFailedData struct {
+	Reason string     `json:"reason"`
+	StepID string     `json:"stepId,omitempty"`
+	Error  *StepError `json:"error,omitempty"`
+}
+
+// RunCancelledData is the payload of RunCancelled.
+type RunCancelledData struct {
+	Reason string `json:"reason"`
+}
+
+// RunPausedData is the payload of RunPaused.
+type RunPausedData struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// SignalAcceptedData is the payload of SignalAccepted. Payload is the
+// signal's own payload (at most 64 KiB, execution-semantics §6), no secrets.
+type SignalAcceptedData struct {
+	SignalName string          `json:"signalName"`
+	SignalID   string          `json:"signalId"`
+	Payload    json.RawMessage `json:"payload,omitempty"`
+}
+
+// SignalRejectedData is the payload of SignalRejected.
+type SignalRejectedData struct {
+	SignalName string `json:"signalName"`
+	SignalID   string `json:"signalId"`
+	Reason     string `json:"reason"`
+}
+
+// MalformedEventError reports an event the reducer cannot apply: its
+// eventData does not decode into the payload of its type, or a required
+// envelope field is missing. Err holds the cause and is returned by Unwrap.
+type MalformedEventError struct {
+	RunID  string
+	RunSeq int64
+	Type   Type
+	Err    error
+}
+
+// Error implements error.
+func (e *MalformedEventError) Error() string {
+	return fmt.Sprintf("events: malformed %s event at runSeq %d of run %s: %v", e.Type, e.RunSeq, e.RunID, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *MalformedEventError) Unwrap() error { return e.Err }
+
+// Data decodes the event's eventData into v, which must be a non-nil
+// pointer, usually to the payload struct of the event's type. *v is reset
+// to its zero value first, so fields absent from the data are zero, and
+// empty or JSON null data leaves *v zero. Unknown fields are ignored
+// (additive evolution). Data that does not decode into v yields a
+// *MalformedEventError naming the run, runSeq and type.
+func (e Event) Data(v any) error {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return fmt.Errorf("events: Data needs a non-nil pointer, got %T", v)
+	}
+	rv.Elem().SetZero()
+	if len(e.EventData) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(e.EventData, v); err != nil {
+		return e.malformed(err)
+	}
+	return nil
+}
+
+// malformed wraps err in a *MalformedEventError for e.
+func (e Event) malformed(err error) *MalformedEventError {
+	return &MalformedEventError{RunID: e.RunID, RunSeq: e.RunSeq, Type: e.EventType, Err: err}
+}
+
+// errMissingStepID is the cause given when a step event has no stepId.
+var errMissingStepID = errors.New("step event has no stepId")
+
+// MarshalData encodes v as an eventData payload. A nil v gives nil data,
+// which the envelope omits.
+func MarshalData(v any) (json.RawMessage, error) {
+	if v == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("events: marshal event data %T: %w", v, err)
+	}
+	return b, nil
+}

@@ -1,0 +1,253 @@
+package events
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// ErrWrongRun is wrapped by the error the reducer returns for an event whose
+// runId is not the snapshot's. Test for it with errors.Is.
+var ErrWrongRun = errors.New("events: event belongs to another run")
+
+// errSeqNotAssigned is the cause given for an event whose runSeq is not
+// positive: the append authority has not persisted it.
+var errSeqNotAssigned = errors.New("runSeq is not assigned (must be at least 1)")
+
+// Error codes the reducer writes into StepError.Code when an event carries a
+// reason rather than an error.
+const (
+	// CodeSkipped is the code of the error recorded for a SKIPPED step; its
+	// message is the StepSkipped reason.
+	CodeSkipped = "SKIPPED"
+	// CodeRunFailed is the code of the root cause recorded for a RunFailed
+	// that names neither an error nor a step with one; its message is the
+	// RunFailed reason.
+	CodeRunFailed = "RUN_FAILED"
+)
+
+// GapError reports a gap in a run's log: the next event's runSeq is more
+// than one past the last applied one. The reducer stops at a gap and never
+// applies past it; the caller marks the run STALE and refetches from
+// LastEventSeq (state-store contract §4.2). Test for it with errors.As.
+type GapError struct {
+	RunID        string
+	LastEventSeq int64 // highest runSeq applied
+	NextSeq      int64 // runSeq of the event that was not applied
+}
+
+// Error implements error.
+func (e *GapError) Error() string {
+	return fmt.Sprintf("events: gap in run %s: last applied runSeq %d, next event has runSeq %d",
+		e.RunID, e.LastEventSeq, e.NextSeq)
+}
+
+// DetectGap reports whether an event with runSeq nextSeq cannot be applied
+// after lastSeq because events lastSeq+1 … nextSeq-1 are missing.
+func DetectGap(lastSeq, nextSeq int64) bool { return nextSeq > lastSeq+1 }
+
+// Project replays events onto an empty snapshot of run runID (status
+// PENDING, lastEventSeq 0). It is ProjectIncremental from that snapshot;
+// see there for ordering, duplicates, gaps and errors.
+func Project(runID string, events []Event) (RunSnapshot, error) {
+	return ProjectIncremental(RunSnapshot{RunID: runID, Status: RunStatusPending}, events)
+}
+
+// ProjectIncremental applies events to s and returns the new snapshot. It is
+// pure: it does no I/O, never modifies s or anything s points to, and the
+// result shares no memory with s or events. A zero Status in s is read as
+// PENDING.
+//
+// Events must be in increasing runSeq order. An event whose runSeq is at
+// most the snapshot's LastEventSeq is a duplicate and is skipped, so
+// re-applying events is harmless. Each event applied must have runSeq
+// LastEventSeq+1; a larger one is a gap. On a gap, an event of another run
+// (ErrWrongRun), an event with runSeq < 1 or an event the reducer cannot
+// read (*MalformedEventError), ProjectIncremental stops and returns the
+// snapshot as of the last event applied together with the error (a
+// *GapError for a gap). LastEventSeq is the runSeq of the last event
+// applied.
+//
+// Reduction rules (execution-semantics §1.5), with time meaning persistedAt,
+// or emittedAt when persistedAt is zero:
+//
+//   - RunApproved: APPROVED. RunPaused: PAUSED. RunResumed: RUNNING.
+//   - RunStarted: RUNNING; engineRunRef from the envelope, else from the
+//     payload; startedAt set by the first RunStarted.
+//   - RunCompleted, RunFailed, RunCancelled: that status; completedAt, and
+//     totalDurationMs when the run had started. RunFailed records the root
+//     cause: the payload's error, else the error of the step it names, else
+//     {Code: CodeRunFailed, Message: reason}.
+//   - Terminal run statuses are absorbing: once COMPLETED, FAILED or
+//     CANCELLED, later run events (a late RunResumed, a second terminal
+//     event) leave the run's status, times and root cause alone. Step events
+//     still update their steps.
+//   - SignalAccepted, SignalRejected, SignalApplied, RunQueued and types this
+//     version does not know change nothing but LastEventSeq; their payloads
+//     are not decoded.
+//   - Step events follow the rules on applyStep: steps appear in first-seen
+//     order, events of an older logical attempt are ignored, a newer one
+//     starts a fresh attempt, and within an attempt a step only moves
+//     forward (PENDING, RUNNING, then its first outcome).
+//   - Artifacts is the concatenation of the steps' artifacts in step order;
+//     FailedSteps counts the steps whose status is FAILED.
+func ProjectIncremental(s RunSnapshot, events []Event) (RunSnapshot, error) {
+	p := newProjection(s)
+	err := p.applyAll(events)
+	return p.result(), err
+}
+
+// projection is the working copy one ProjectIncremental call mutates.
+type projection struct {
+	s     RunSnapshot
+	steps map[string]int // stepId -> index in s.Steps
+}
+
+// newProjection deep-copies s so that nothing reachable from s is written.
+func newProjection(s RunSnapshot) *projection {
+	p := &projection{s: s.clone(), steps: make(map[string]int, len(s.Steps))}
+	if p.s.Status == "" {
+		p.s.Status = RunStatusPending
+	}
+	for i, st := range p.s.Steps {
+		p.steps[st.StepID] = i
+	}
+	return p
+}
+
+// applyAll applies events in order and stops at the first error.
+func (p *projection) applyAll(events []Event) error {
+	for _, e := range events {
+		if e.RunID != p.s.RunID {
+			return fmt.Errorf("%w: %s event at runSeq %d is for run %q, snapshot is for run %q",
+				ErrWrongRun, e.EventType, e.RunSeq, e.RunID, p.s.RunID)
+		}
+		if e.RunSeq < 1 {
+			return e.malformed(errSeqNotAssigned)
+		}
+		if e.RunSeq <= p.s.LastEventSeq {
+			continue // duplicate: already applied
+		}
+		if DetectGap(p.s.LastEventSeq, e.RunSeq) {
+			return &GapError{RunID: p.s.RunID, LastEventSeq: p.s.LastEventSeq, NextSeq: e.RunSeq}
+		}
+		if err := p.apply(e); err != nil {
+			return err
+		}
+		p.s.LastEventSeq = e.RunSeq
+	}
+	return nil
+}
+
+// apply applies one event. It changes nothing when it returns an error.
+func (p *projection) apply(e Event) error {
+	switch e.EventType {
+	case RunApproved, RunStarted, RunPaused, RunResumed, RunCompleted, RunFailed, RunCancelled:
+		return p.applyRun(e)
+	case StepScheduled, StepStarted, StepCompleted, StepFailed, StepSkipped, StepRetryScheduled:
+		return p.applyStep(e)
+	default: // signals, RunQueued and unknown types do not change the snapshot
+		return nil
+	}
+}
+
+// applyRun applies a run-level event; payloads are decoded before the
+// terminal check so that a malformed event is reported whatever the state.
+func (p *projection) applyRun(e Event) error {
+	var started RunStartedData
+	var failed RunFailedData
+	var err error
+	switch e.EventType {
+	case RunStarted:
+		err = e.Data(&started)
+	case RunFailed:
+		err = e.Data(&failed)
+	default: // the other run events carry nothing the snapshot records
+	}
+	if err != nil || p.s.Status.Terminal() {
+		return err
+	}
+	switch e.EventType {
+	case RunApproved:
+		p.s.Status = RunStatusApproved
+	case RunStarted:
+		p.start(e, started)
+	case RunPaused:
+		p.s.Status = RunStatusPaused
+	case RunResumed:
+		p.s.Status = RunStatusRunning
+	case RunCompleted:
+		p.finish(e, RunStatusCompleted)
+	case RunFailed:
+		p.s.Error = p.rootCause(failed)
+		p.finish(e, RunStatusFailed)
+	case RunCancelled:
+		p.finish(e, RunStatusCancelled)
+	default: // apply only routes run events here
+	}
+	return nil
+}
+
+// start applies RunStarted.
+func (p *projection) start(e Event, d RunStartedData) {
+	p.s.Status = RunStatusRunning
+	ref := e.EngineRunRef
+	if len(ref) == 0 {
+		ref = d.EngineRunRef
+	}
+	if len(ref) > 0 {
+		p.s.EngineRunRef = slices.Clone(ref)
+	}
+	if p.s.StartedAt == nil {
+		p.s.StartedAt = timePtr(eventTime(e))
+	}
+}
+
+// finish moves the run to a terminal status at the event's time.
+func (p *projection) finish(e Event, status RunStatus) {
+	at := eventTime(e)
+	p.s.Status = status
+	p.s.CompletedAt = &at
+	if p.s.StartedAt != nil {
+		ms := max(0, at.Sub(*p.s.StartedAt).Milliseconds())
+		p.s.TotalDurationMs = &ms
+	}
+}
+
+// rootCause picks the root cause of a RunFailed; see ProjectIncremental.
+func (p *projection) rootCause(d RunFailedData) *StepError {
+	if d.Error != nil {
+		return clonePtr(d.Error)
+	}
+	if i, ok := p.steps[d.StepID]; ok && p.s.Steps[i].Error != nil {
+		return clonePtr(p.s.Steps[i].Error)
+	}
+	return &StepError{Code: CodeRunFailed, Message: d.Reason}
+}
+
+// result returns the snapshot with the derived aggregates recomputed.
+func (p *projection) result() RunSnapshot {
+	s := p.s
+	s.Artifacts = make([]ArtifactRef, 0, len(s.Artifacts))
+	s.FailedSteps = 0
+	for _, st := range s.Steps {
+		s.Artifacts = append(s.Artifacts, st.Artifacts...)
+		if st.Status == StepStatusFailed {
+			s.FailedSteps++
+		}
+	}
+	return s
+}
+
+// eventTime is the time the reducer records for an event: when the log
+// persisted it, or when it was emitted if it has no persistedAt.
+func eventTime(e Event) time.Time {
+	if !e.PersistedAt.IsZero() {
+		return e.PersistedAt
+	}
+	return e.EmittedAt
+}
+
+// timePtr returns a pointer to a copy of t.
+func timePtr(t time.Time) *time.Time { return &t }

@@ -1,0 +1,191 @@
+package events
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestReduceRunEvents has one row per run-level transition.
+func TestReduceRunEvents(t *testing.T) {
+	t.Parallel()
+	runReduceCases(t, []reduceCase{
+		{
+			name:    "RunApproved: PENDING to APPROVED",
+			events:  []Event{ev(1, RunApproved, payload(RunApprovedData{TenantID: "t", PlanVersion: "3"}))},
+			wantSeq: 1,
+			want:    func(_ *testing.T, s *RunSnapshot) { s.Status = RunStatusApproved },
+		},
+		{
+			name:    "RunStarted: RUNNING, engineRunRef and startedAt from persistedAt",
+			history: hApproved,
+			events:  []Event{ev(2, RunStarted, runRef(`{"workflowId":"w1"}`))},
+			wantSeq: 2,
+			want: func(_ *testing.T, s *RunSnapshot) {
+				s.Status = RunStatusRunning
+				s.EngineRunRef = json.RawMessage(`{"workflowId":"w1"}`)
+				s.StartedAt = tp(persisted(2))
+			},
+		},
+		{
+			name:    "RunStarted: startedAt falls back to emittedAt, engineRunRef to the payload",
+			history: hApproved,
+			events: []Event{ev(2, RunStarted, unpersisted,
+				payload(RunStartedData{EngineRunRef: json.RawMessage(`{"workflowId":"w2"}`)}))},
+			wantSeq: 2,
+			want: func(_ *testing.T, s *RunSnapshot) {
+				s.Status = RunStatusRunning
+				s.EngineRunRef = json.RawMessage(`{"workflowId":"w2"}`)
+				s.StartedAt = tp(emitted(2))
+			},
+		},
+		{
+			name:    "RunStarted again: keeps the first startedAt, takes the new engineRunRef",
+			history: hRunning,
+			events:  []Event{ev(3, RunPaused), ev(4, RunStarted, runRef(`{"workflowId":"w3"}`))},
+			wantSeq: 4,
+			want:    func(_ *testing.T, s *RunSnapshot) { s.EngineRunRef = json.RawMessage(`{"workflowId":"w3"}`) },
+		},
+		{
+			name:    "RunPaused: RUNNING to PAUSED",
+			history: hRunning,
+			events:  []Event{ev(3, RunPaused, payload(RunPausedData{Reason: "operator"}))},
+			wantSeq: 3,
+			want:    func(_ *testing.T, s *RunSnapshot) { s.Status = RunStatusPaused },
+		},
+		{
+			name:    "RunResumed: PAUSED to RUNNING",
+			history: append(clip(hRunning), ev(3, RunPaused)),
+			events:  []Event{ev(4, RunResumed)},
+			wantSeq: 4,
+			want:    func(_ *testing.T, s *RunSnapshot) { s.Status = RunStatusRunning },
+		},
+		{
+			name:    "RunCompleted: COMPLETED, completedAt, duration, artifacts aggregated",
+			history: append(clip(hStepDone), ev(6, StepCompleted, on("s2", "1"), payload(StepCompletedData{Artifacts: []ArtifactRef{artB}}))),
+			events:  []Event{ev(7, RunCompleted)},
+			wantSeq: 7,
+			want: func(_ *testing.T, s *RunSnapshot) {
+				s.Status = RunStatusCompleted
+				s.CompletedAt = tp(persisted(7))
+				s.TotalDurationMs = i64p(5000) // started at seq 2
+				s.Artifacts = []ArtifactRef{artA, artB}
+			},
+		},
+		{
+			name:    "RunFailed: root cause from the payload's error",
+			history: hStepFailed,
+			events:  []Event{ev(6, RunFailed, payload(RunFailedData{Reason: "r", Error: &StepError{Code: "ROOT", Message: "m"}}))},
+			wantSeq: 6,
+			want: func(_ *testing.T, s *RunSnapshot) {
+				s.Status = RunStatusFailed
+				s.Error = &StepError{Code: "ROOT", Message: "m"}
+				s.CompletedAt = tp(persisted(6))
+				s.TotalDurationMs = i64p(4000)
+			},
+		},
+		{
+			name:    "RunFailed: root cause from the step it names",
+			history: hStepFailed,
+			events:  []Event{ev(6, RunFailed, payload(RunFailedData{Reason: "step s1 failed", StepID: "s1"}))},
+			wantSeq: 6,
+			want: func(_ *testing.T, s *RunSnapshot) {
+				s.Status = RunStatusFailed
+				s.Error = &errX
+				s.CompletedAt = tp(persisted(6))
+				s.TotalDurationMs = i64p(4000)
+			},
+		},
+		{
+			name:    "RunFailed: root cause from the reason alone",
+			history: hRunning,
+			events:  []Event{ev(3, RunFailed, payload(RunFailedData{Reason: "plan invalid", StepID: "unknown"}))},
+			wantSeq: 3,
+			want: func(_ *testing.T, s *RunSnapshot) {
+				s.Status = RunStatusFailed
+				s.Error = &StepError{Code: CodeRunFailed, Message: "plan invalid"}
+				s.CompletedAt = tp(persisted(3))
+				s.TotalDurationMs = i64p(1000)
+			},
+		},
+		{
+			name:    "RunCancelled: CANCELLED, completedAt, duration",
+			history: hStepRunning,
+			events:  []Event{ev(5, RunCancelled, payload(RunCancelledData{Reason: "operator"}))},
+			wantSeq: 5,
+			want: func(_ *testing.T, s *RunSnapshot) {
+				s.Status = RunStatusCancelled
+				s.CompletedAt = tp(persisted(5))
+				s.TotalDurationMs = i64p(3000)
+			},
+		},
+		{
+			name:    "RunCancelled before RunStarted: no duration",
+			history: hApproved,
+			events:  []Event{ev(2, RunCancelled)},
+			wantSeq: 2,
+			want: func(_ *testing.T, s *RunSnapshot) {
+				s.Status = RunStatusCancelled
+				s.CompletedAt = tp(persisted(2))
+			},
+		},
+		{
+			name:    "terminal is absorbing: late RunResumed, RunStarted, RunFailed after RunCompleted",
+			history: hCompleted,
+			events: []Event{
+				ev(7, RunResumed), ev(8, RunStarted, runRef(`{"x":1}`)), ev(9, RunPaused),
+				ev(10, RunFailed, payload(RunFailedData{Reason: "late"})), ev(11, RunCancelled), ev(12, RunApproved),
+			},
+			wantSeq: 12,
+		},
+		{
+			name:    "step events still apply after the run is terminal",
+			history: append(clip(hStepRunning), ev(5, RunCancelled)),
+			events:  []Event{ev(6, StepFailed, on("s1", "1"), payload(StepFailedData{Error: errX}))},
+			wantSeq: 6,
+			want: func(t *testing.T, s *RunSnapshot) {
+				st := stepOf(t, s, "s1")
+				st.Status, st.CompletedAt, st.Error = StepStatusFailed, tp(persisted(6)), &errX
+				s.FailedSteps = 1
+			},
+		},
+		{
+			name:    "duration is clamped at zero when clocks disagree",
+			history: hApproved,
+			events:  []Event{ev(2, RunStarted), ev(3, RunCompleted, unpersisted, func(e *Event) { e.EmittedAt = t0 })},
+			wantSeq: 3,
+			want: func(_ *testing.T, s *RunSnapshot) {
+				s.Status = RunStatusCompleted
+				s.StartedAt, s.CompletedAt, s.TotalDurationMs = tp(persisted(2)), tp(t0), i64p(0)
+			},
+		},
+	})
+}
+
+// TestReduceNonStatusEvents: signals, RunQueued and unknown types change
+// nothing but lastEventSeq, in every run status.
+func TestReduceNonStatusEvents(t *testing.T) {
+	t.Parallel()
+	var cases []reduceCase
+	for _, typ := range []Type{SignalAccepted, SignalRejected, SignalApplied, RunQueued, "SomethingFromV2"} {
+		for _, h := range [][]Event{nil, hApproved, hStepRunning, hCompleted} {
+			next := int64(len(h)) + 1
+			cases = append(cases, reduceCase{
+				name:    string(typ) + " after " + statusAfter(t, h),
+				history: h,
+				// Payloads the reducer does not read are not decoded either.
+				events:  []Event{ev(next, typ, on("s9", "1"), rawPayload(`{"signalName":"PAUSE","payload":{}}`)), ev(next+1, typ, rawPayload(`not json`))},
+				wantSeq: next + 1,
+			})
+		}
+	}
+	runReduceCases(t, cases)
+}
+
+func statusAfter(t *testing.T, h []Event) string {
+	t.Helper()
+	s, err := Project(testRun, h)
+	require.NoError(t, err)
+	return string(s.Status)
+}

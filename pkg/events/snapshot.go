@@ -1,0 +1,150 @@
+package events
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+)
+
+// RunStatus is the status of a run in a RunSnapshot.
+type RunStatus string
+
+// The run statuses of execution-semantics §1.4.
+const (
+	RunStatusPending   RunStatus = "PENDING"
+	RunStatusApproved  RunStatus = "APPROVED"
+	RunStatusRunning   RunStatus = "RUNNING"
+	RunStatusPaused    RunStatus = "PAUSED"
+	RunStatusCompleted RunStatus = "COMPLETED"
+	RunStatusFailed    RunStatus = "FAILED"
+	RunStatusCancelled RunStatus = "CANCELLED"
+)
+
+// Terminal reports whether s is COMPLETED, FAILED or CANCELLED. Terminal
+// statuses are absorbing: the reducer never moves a run out of one.
+func (s RunStatus) Terminal() bool {
+	switch s {
+	case RunStatusCompleted, RunStatusFailed, RunStatusCancelled:
+		return true
+	default:
+		return false
+	}
+}
+
+// StepStatus is the status of a step in a StepSnapshot.
+type StepStatus string
+
+// The step statuses of execution-semantics §1.4.
+const (
+	StepStatusPending StepStatus = "PENDING"
+	StepStatusRunning StepStatus = "RUNNING"
+	StepStatusSuccess StepStatus = "SUCCESS"
+	StepStatusFailed  StepStatus = "FAILED"
+	StepStatusSkipped StepStatus = "SKIPPED"
+)
+
+// Terminal reports whether s is SUCCESS, FAILED or SKIPPED, the outcomes of
+// a logical attempt. Only a new logical attempt moves a step out of one.
+func (s StepStatus) Terminal() bool {
+	switch s {
+	case StepStatusSuccess, StepStatusFailed, StepStatusSkipped:
+		return true
+	default:
+		return false
+	}
+}
+
+// RunSnapshot is the state of a run derived from its event log by Project
+// and ProjectIncremental (execution-semantics §1.4). It is a value: the
+// reducer returns a new snapshot and never modifies one it was given, and
+// a snapshot shares no memory with another one the reducer returned.
+//
+// Snapshots produced by the reducer have non-nil Steps, Artifacts and
+// StepSnapshot.Artifacts, so they marshal as [] rather than null.
+type RunSnapshot struct {
+	RunID  string    `json:"runId"`
+	Status RunStatus `json:"status"`
+	// LastEventSeq is the highest runSeq applied: the watermark from which
+	// the next fetch continues. Zero before any event.
+	LastEventSeq int64 `json:"lastEventSeq"`
+	// Steps are ordered by first appearance in the log.
+	Steps []StepSnapshot `json:"steps"`
+	// Artifacts aggregates the artifacts of every step, in step order.
+	Artifacts []ArtifactRef `json:"artifacts"`
+	// StartedAt is the time of the first RunStarted.
+	StartedAt *time.Time `json:"startedAt,omitempty"`
+	// CompletedAt is the time of the terminal run event.
+	CompletedAt *time.Time `json:"completedAt,omitempty"`
+	// TotalDurationMs is CompletedAt-StartedAt in milliseconds, clamped at
+	// zero; set only when the run is terminal and had started.
+	TotalDurationMs *int64 `json:"totalDurationMs,omitempty"`
+	// FailedSteps is the number of steps whose status is FAILED.
+	FailedSteps  int             `json:"failedSteps"`
+	EngineRunRef json.RawMessage `json:"engineRunRef,omitempty"`
+	// Error is the root cause of a FAILED run.
+	Error *StepError `json:"error,omitempty"`
+}
+
+// StepSnapshot is the state of one step of a run, as of its current
+// logical attempt.
+type StepSnapshot struct {
+	StepID string     `json:"stepId"`
+	Status StepStatus `json:"status"`
+	// LogicalAttemptID is the current logical attempt.
+	LogicalAttemptID string `json:"logicalAttemptId"`
+	// EngineAttemptID is the highest platform attempt seen for the current
+	// logical attempt.
+	EngineAttemptID string `json:"engineAttemptId,omitempty"`
+	// StartedAt is when the current logical attempt first started.
+	StartedAt *time.Time `json:"startedAt,omitempty"`
+	// CompletedAt is when the current logical attempt reached its outcome.
+	CompletedAt *time.Time `json:"completedAt,omitempty"`
+	// Artifacts are those of the current logical attempt.
+	Artifacts []ArtifactRef `json:"artifacts"`
+	// Error is why the attempt failed or was skipped (Code "SKIPPED"), or,
+	// on a PENDING step, why the previous attempt failed.
+	Error *StepError `json:"error,omitempty"`
+	// Attempts counts the StepStarted events applied to the step over all
+	// its logical and engine attempts.
+	Attempts int `json:"attempts"`
+}
+
+// clone returns a deep copy of s with non-nil slices.
+func (s RunSnapshot) clone() RunSnapshot {
+	c := s
+	c.Steps = make([]StepSnapshot, len(s.Steps))
+	for i, st := range s.Steps {
+		c.Steps[i] = st.clone()
+	}
+	c.Artifacts = cloneArtifacts(s.Artifacts)
+	c.StartedAt = clonePtr(s.StartedAt)
+	c.CompletedAt = clonePtr(s.CompletedAt)
+	c.TotalDurationMs = clonePtr(s.TotalDurationMs)
+	c.EngineRunRef = slices.Clone(s.EngineRunRef)
+	c.Error = clonePtr(s.Error)
+	return c
+}
+
+// clone returns a deep copy of s with a non-nil Artifacts slice.
+func (s StepSnapshot) clone() StepSnapshot {
+	c := s
+	c.StartedAt = clonePtr(s.StartedAt)
+	c.CompletedAt = clonePtr(s.CompletedAt)
+	c.Artifacts = cloneArtifacts(s.Artifacts)
+	c.Error = clonePtr(s.Error)
+	return c
+}
+
+// cloneArtifacts copies a into a new, non-nil slice with no spare capacity.
+func cloneArtifacts(a []ArtifactRef) []ArtifactRef {
+	return append(make([]ArtifactRef, 0, len(a)), a...)
+}
+
+// clonePtr returns a pointer to a copy of *p, or nil for nil.
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
