@@ -90,7 +90,7 @@ func Start(ctx context.Context, cfg Config) (*Instance, error) {
 		return nil, fmt.Errorf("pgboot: data folder: %w", err)
 	}
 	if inst.port == 0 {
-		if inst.port, err = freePort(); err != nil {
+		if inst.port, err = freePort(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -112,7 +112,7 @@ func (i *Instance) Stop(ctx context.Context) error {
 	if i == nil || i.dataDir == "" {
 		return nil
 	}
-	_, err := i.run(ctx, "pg_ctl", "stop", "-D", i.pgData(), "-m", "fast", "-w")
+	err := i.run(ctx, "pg_ctl", "stop", "-D", i.pgData(), "-m", "fast", "-w")
 	i.cleanup()
 	if err != nil && !strings.Contains(err.Error(), "is not running") &&
 		!strings.Contains(err.Error(), "does not exist") {
@@ -141,7 +141,7 @@ func (i *Instance) initdb(ctx context.Context) error {
 	if err := i.ensureOwner(); err != nil {
 		return err
 	}
-	_, err := i.run(ctx, "initdb", "-D", i.pgData(), "-U", "postgres", "--auth=trust",
+	err := i.run(ctx, "initdb", "-D", i.pgData(), "-U", "postgres", "--auth=trust",
 		"--encoding=UTF8", "--locale=C", "--no-sync")
 	return err
 }
@@ -154,7 +154,7 @@ func (i *Instance) start(ctx context.Context) error {
 		"-c max_connections=400",
 		"-c fsync=on",
 	}, " ")
-	_, err := i.run(ctx, "pg_ctl", "start", "-D", i.pgData(), "-w", "-t", "60",
+	err := i.run(ctx, "pg_ctl", "start", "-D", i.pgData(), "-w", "-t", "60",
 		"-l", i.logFile, "-o", opts)
 	if err != nil {
 		log, _ := os.ReadFile(i.logFile)
@@ -187,7 +187,7 @@ func (i *Instance) ensureOwner() error {
 	return os.Chmod(i.dataDir, 0o755)
 }
 
-func (i *Instance) run(ctx context.Context, tool string, args ...string) ([]byte, error) {
+func (i *Instance) run(ctx context.Context, tool string, args ...string) error {
 	path := filepath.Join(i.binDir, tool)
 	var cmd *exec.Cmd
 	if i.asUser != "" {
@@ -199,9 +199,9 @@ func (i *Instance) run(ctx context.Context, tool string, args ...string) ([]byte
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return out.Bytes(), fmt.Errorf("pgboot: %s %s: %w: %s", tool, args[0], err, tail(out.Bytes(), 2000))
+		return fmt.Errorf("pgboot: %s %s: %w: %s", tool, args[0], err, tail(out.Bytes(), 2000))
 	}
-	return out.Bytes(), nil
+	return nil
 }
 
 // findBinDir locates initdb and pg_ctl.
@@ -235,13 +235,13 @@ func isExec(path string) bool {
 	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func freePort(ctx context.Context) (int, error) {
+	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("pgboot: find a free port: %w", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	port := l.Addr().(*net.TCPAddr).Port
+	return port, l.Close()
 }
 
 func tail(b []byte, n int) string {

@@ -32,7 +32,7 @@ func TestPrivateInstanceKeepsDataAcrossRestart(t *testing.T) {
 	t.Cleanup(func() { _ = inst.Stop(context.Background()) })
 	conn, err := pgx.Connect(ctx, inst.URL())
 	require.NoError(t, err)
-	defer conn.Close(ctx)
+	defer func() { _ = conn.Close(ctx) }()
 	var v string
 	require.NoError(t, conn.QueryRow(ctx, "SELECT v FROM kept").Scan(&v))
 	require.Equal(t, "hello", v)
@@ -58,7 +58,7 @@ func exec(ctx context.Context, t *testing.T, url, sql string) {
 	t.Helper()
 	conn, err := pgx.Connect(ctx, url)
 	require.NoError(t, err)
-	defer conn.Close(ctx)
+	defer func() { _ = conn.Close(ctx) }()
 	_, err = conn.Exec(ctx, sql)
 	require.NoError(t, err)
 }

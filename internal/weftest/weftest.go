@@ -89,7 +89,7 @@ func resolveAdmin() (string, error) {
 	}
 	inst, startErr := pgboot.Start(ctx, pgboot.Config{})
 	if startErr != nil {
-		return "", fmt.Errorf("no server at %s (%v), and a private one could not start: %w",
+		return "", fmt.Errorf("no server at %s (%w), and a private one could not start: %w",
 			DefaultDatabaseURL, err, startErr)
 	}
 	admin.instance = inst
@@ -101,7 +101,7 @@ func ping(ctx context.Context, url string) error {
 	if err != nil {
 		return err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
+	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
 	return conn.Ping(ctx)
 }
 
@@ -162,7 +162,7 @@ func dropDB(t testing.TB, adminURL, name string) {
 		t.Errorf("weftest: drop %s: %v", name, err)
 		return
 	}
-	defer conn.Close(ctx)
+	defer func() { _ = conn.Close(ctx) }()
 	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
 		t.Errorf("weftest: drop %s: %v", name, err)
 	}
