@@ -1,0 +1,139 @@
+package eventlog
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/weftrun/weft/pkg/events"
+)
+
+// appendSQL appends one event in one round trip (weft_event_append in
+// 0001_event_log.sql): CAS, idempotency lookup, insert and head update
+// under the run head's row lock.
+const appendSQL = `SELECT o_run_seq, o_persisted, o_persisted_at FROM weft_event_append(
+	$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
+
+// EventAppend appends ev in a transaction of its own (one statement, one
+// round trip) and returns the event's runSeq: a new one, gap-free after the
+// run's head, or, for an idempotency key already in the run, the existing
+// event's runSeq with Idempotent set and nothing written. An invalid event fails with
+// ErrInvalidEvent, a failed WithExpectedHead with ErrConflict, an eventId
+// already in the log with ErrDuplicateEventID; none of them writes anything.
+func (s *Store) EventAppend(ctx context.Context, ev events.Event, opts ...AppendOption) (AppendResult, error) {
+	return appendOne(ctx, s.pool, ev, opts)
+}
+
+// EventAppendTx is EventAppend inside the caller's transaction: the event
+// commits or rolls back with tx, and a rollback leaves no gap in runSeq.
+// It holds the run head's row lock until tx ends, so other appends to the
+// run wait. After any database error (ErrConflict, ErrDuplicateEventID) tx
+// is aborted and must be rolled back.
+func (s *Store) EventAppendTx(ctx context.Context, tx pgx.Tx, ev events.Event, opts ...AppendOption) (AppendResult, error) {
+	return appendOne(ctx, tx, ev, opts)
+}
+
+func appendOne(ctx context.Context, q Querier, ev events.Event, opts []AppendOption) (AppendResult, error) {
+	var o appendOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	args, err := appendArgs(&ev, o.expectedHead)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	res, err := scanResult(q.QueryRow(ctx, appendSQL, args...))
+	if err != nil {
+		return AppendResult{}, appendError(&ev, o.expectedHead, err)
+	}
+	return res, nil
+}
+
+// EventsAppendTx appends evs, all of one run, in order inside tx, in one
+// round trip, and returns one result per event, as EventAppend would. A
+// non-nil expectedHead is compared with the run's head before the first
+// event (ErrConflict on mismatch); the head lock is then held, so no other
+// writer can interleave. A key repeated within evs returns the runSeq of
+// its first occurrence. Events are validated before anything is sent. After
+// a database error (ErrConflict, ErrDuplicateEventID) tx is aborted and must
+// be rolled back; nothing of evs is then written. No events is a no-op.
+func (s *Store) EventsAppendTx(ctx context.Context, tx pgx.Tx, expectedHead *int64, evs ...events.Event) ([]AppendResult, error) {
+	if len(evs) == 0 {
+		return nil, nil
+	}
+	batch := &pgx.Batch{}
+	for i := range evs {
+		if evs[i].RunID != evs[0].RunID {
+			return nil, fmt.Errorf("%w: one batch holds runs %q and %q", ErrInvalidEvent, evs[0].RunID, evs[i].RunID)
+		}
+		head := expectedHead
+		if i > 0 {
+			head = nil
+		}
+		args, err := appendArgs(&evs[i], head)
+		if err != nil {
+			return nil, fmt.Errorf("%w (batch event %d)", err, i)
+		}
+		batch.Queue(appendSQL, args...)
+	}
+	br := tx.SendBatch(ctx, batch)
+	results := make([]AppendResult, len(evs))
+	for i := range evs {
+		res, err := scanResult(br.QueryRow())
+		if err != nil {
+			_ = br.Close()
+			return nil, appendError(&evs[i], expectedHead, err)
+		}
+		results[i] = res
+	}
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("eventlog: append batch to run %s: %w", evs[0].RunID, err)
+	}
+	return results, nil
+}
+
+// appendArgs validates ev and returns weft_event_append's arguments.
+func appendArgs(ev *events.Event, expectedHead *int64) ([]any, error) {
+	version, err := validate(ev)
+	if err != nil {
+		return nil, err
+	}
+	return []any{
+		ev.RunID, ev.EventID, nullText(ev.StepID), nullText(ev.EngineAttemptID),
+		nullText(ev.LogicalAttemptID), string(ev.EventType), nullJSON(ev.EventData),
+		ev.IdempotencyKey, ev.EmittedAt, nullText(ev.AdapterVersion), nullJSON(ev.EngineRunRef),
+		nullText(ev.CausedBySignalID), nullText(ev.ParentEventID), version, expectedHead,
+	}, nil
+}
+
+func scanResult(row pgx.Row) (AppendResult, error) {
+	var res AppendResult
+	if err := row.Scan(&res.RunSeq, &res.Persisted, &res.PersistedAt); err != nil {
+		return AppendResult{}, err
+	}
+	res.Idempotent = !res.Persisted
+	res.PersistedAt = res.PersistedAt.UTC()
+	return res, nil
+}
+
+func appendError(ev *events.Event, expectedHead *int64, err error) error {
+	return fmt.Errorf("eventlog: append %s %s to run %s: %w",
+		ev.EventType, ev.EventID, ev.RunID, mapError(ev.RunID, expectedHead, err))
+}
+
+// nullText stores an empty optional field as NULL.
+func nullText(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// nullJSON stores an absent JSON field as NULL; present ones go as jsonb.
+func nullJSON(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
+}

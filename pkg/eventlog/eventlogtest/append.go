@@ -1,0 +1,274 @@
+package eventlogtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/events"
+)
+
+func testAppendAssignsGapFreeRunSeq(t *testing.T, l Log) {
+	ctx := t.Context()
+	runID := events.NewRunID()
+	head, err := l.Store.RunHead(ctx, runID)
+	require.NoError(t, err)
+	require.Zero(t, head, "an unknown run's head")
+	evs, err := l.Store.EventsFetchAfter(ctx, runID, 0, 0)
+	require.NoError(t, err)
+	require.Empty(t, evs)
+
+	for i := range 5 {
+		res, err := l.Store.EventAppend(ctx, event(t, runID, fmt.Sprint("e", i)))
+		require.NoError(t, err)
+		require.Equal(t, eventlog.AppendResult{RunSeq: int64(i + 1), Persisted: true, PersistedAt: res.PersistedAt}, res)
+		require.False(t, res.PersistedAt.IsZero())
+		require.Equal(t, time.UTC, res.PersistedAt.Location())
+	}
+	requireRun(t, l, runID, 5)
+}
+
+func testDuplicateKeyReturnsExistingRunSeq(t *testing.T, l Log) {
+	ctx := t.Context()
+	runID := events.NewRunID()
+	first := event(t, runID, "a")
+	r1, err := l.Store.EventAppend(ctx, first)
+	require.NoError(t, err)
+	_, err = l.Store.EventAppend(ctx, event(t, runID, "b"))
+	require.NoError(t, err)
+
+	// Same key, another event id and payload: a redelivery of the same fact.
+	dup := event(t, runID, "a")
+	dup.EventData = json.RawMessage(`{"other":true}`)
+	r3, err := l.Store.EventAppend(ctx, dup)
+	require.NoError(t, err)
+	require.Equal(t, eventlog.AppendResult{RunSeq: 1, Idempotent: true, Persisted: false, PersistedAt: r1.PersistedAt}, r3)
+
+	// The same inside a transaction, and with the original event itself.
+	tx := begin(t, l)
+	r4, err := l.Store.EventAppendTx(ctx, tx, first)
+	require.NoError(t, err)
+	require.Equal(t, r3, r4)
+	require.NoError(t, tx.Commit(ctx))
+
+	evs := requireRun(t, l, runID, 2)
+	require.Equal(t, first.EventID, evs[0].EventID, "the stored event is the first one")
+	require.JSONEq(t, string(first.EventData), string(evs[0].EventData))
+}
+
+func testRoundTripsEveryField(t *testing.T, l Log) {
+	ctx := t.Context()
+	runID := events.NewRunID()
+	parent := event(t, runID, "parent")
+	_, err := l.Store.EventAppend(ctx, parent)
+	require.NoError(t, err)
+	ev := event(t, runID, "child")
+	ev.EngineAttemptID = "3"
+	ev.LogicalAttemptID = "2"
+	ev.EventData = json.RawMessage(`{"b": [1, 2], "a": {"x": null}}`)
+	ev.AdapterVersion = "weft/0.1"
+	ev.EngineRunRef = json.RawMessage(`{"stream": "weft.events", "seq": 7}`)
+	ev.CausedBySignalID = "sig-42"
+	ev.ParentEventID = parent.EventID
+	ev.RunSeq, ev.PersistedAt = 99, time.Unix(1, 0) // assigned by the log: ignored
+	res, err := l.Store.EventAppend(ctx, ev)
+	require.NoError(t, err)
+
+	got := requireRun(t, l, runID, 2)[1]
+	require.JSONEq(t, string(ev.EventData), string(got.EventData))
+	require.JSONEq(t, string(ev.EngineRunRef), string(got.EngineRunRef))
+	want := ev
+	want.RunSeq, want.PersistedAt = res.RunSeq, res.PersistedAt
+	want.EventData, want.EngineRunRef = got.EventData, got.EngineRunRef
+	require.Equal(t, want, got)
+
+	// Absent optional fields come back absent; schema version 0 means current.
+	bare := events.Event{RunID: runID, EventID: event(t, runID, "x").EventID, EventType: "Custom",
+		IdempotencyKey: key("bare"), EmittedAt: time.Now().UTC().Truncate(time.Microsecond)}
+	res, err = l.Store.EventAppend(ctx, bare)
+	require.NoError(t, err)
+	got = requireRun(t, l, runID, 3)[2]
+	want = bare
+	want.SchemaVersion, want.RunSeq, want.PersistedAt = events.SchemaVersion, res.RunSeq, res.PersistedAt
+	require.Equal(t, want, got)
+}
+
+func testFetchAfterWatermark(t *testing.T, l Log) {
+	ctx := t.Context()
+	runID := events.NewRunID()
+	const n = eventlog.DefaultFetchLimit + 1
+	evs := make([]events.Event, n)
+	for i := range evs {
+		evs[i] = event(t, runID, fmt.Sprint("e", i))
+	}
+	require.NoError(t, pgx.BeginFunc(ctx, l.Pool, func(tx pgx.Tx) error {
+		_, err := l.Store.EventsAppendTx(ctx, tx, nil, evs...)
+		return err
+	}))
+
+	page, err := l.Store.EventsFetchAfter(ctx, runID, 0, 0)
+	require.NoError(t, err)
+	require.Len(t, page, eventlog.DefaultFetchLimit, "limit 0 means the default")
+	for i, ev := range page {
+		require.Equal(t, int64(i+1), ev.RunSeq)
+		require.Equal(t, evs[i].EventID, ev.EventID)
+		require.JSONEq(t, string(evs[i].EventData), string(ev.EventData))
+	}
+	page, err = l.Store.EventsFetchAfter(ctx, runID, page[len(page)-1].RunSeq, -1)
+	require.NoError(t, err)
+	require.Len(t, page, 1)
+	require.Equal(t, int64(n), page[0].RunSeq)
+
+	page, err = l.Store.EventsFetchAfter(ctx, runID, 5, 3)
+	require.NoError(t, err)
+	require.Equal(t, []int64{6, 7, 8}, seqs(page))
+
+	page, err = l.Store.EventsFetchAfter(ctx, runID, n, 10)
+	require.NoError(t, err)
+	require.Empty(t, page, "nothing after the head")
+
+	_, err = l.Store.EventsFetchAfter(ctx, "not-a-uuid", 0, 0)
+	require.ErrorIs(t, err, eventlog.ErrInvalidRunID)
+	_, err = l.Store.RunHead(ctx, "01890A5D-AC96-774B-BCCE-B302099A8057")
+	require.ErrorIs(t, err, eventlog.ErrInvalidRunID, "upper case is not canonical")
+}
+
+func testCompareAndSwap(t *testing.T, l Log) {
+	ctx := t.Context()
+	runID := events.NewRunID()
+	res, err := l.Store.EventAppend(ctx, event(t, runID, "a"), eventlog.WithExpectedHead(0))
+	require.NoError(t, err)
+	require.Equal(t, int64(1), res.RunSeq)
+	res, err = l.Store.EventAppend(ctx, event(t, runID, "b"), eventlog.WithExpectedHead(1))
+	require.NoError(t, err)
+	require.Equal(t, int64(2), res.RunSeq)
+
+	for _, stale := range []int64{0, 1, 3} {
+		_, err = l.Store.EventAppend(ctx, event(t, runID, "c"), eventlog.WithExpectedHead(stale))
+		require.ErrorIs(t, err, eventlog.ErrConflict)
+		var conflict *eventlog.ConflictError
+		require.ErrorAs(t, err, &conflict)
+		require.Equal(t, eventlog.ConflictError{RunID: runID, Expected: stale, Head: 2}, *conflict)
+	}
+	// The head check comes first, even for a duplicate key.
+	_, err = l.Store.EventAppend(ctx, event(t, runID, "a"), eventlog.WithExpectedHead(1))
+	require.ErrorIs(t, err, eventlog.ErrConflict)
+	// A conflict inside a transaction aborts it.
+	tx := begin(t, l)
+	_, err = l.Store.EventAppendTx(ctx, tx, event(t, runID, "d"), eventlog.WithExpectedHead(7))
+	require.ErrorIs(t, err, eventlog.ErrConflict)
+	_, err = tx.Exec(ctx, "SELECT 1")
+	requireCode(t, err, "25P02")
+	require.NoError(t, tx.Rollback(ctx))
+
+	requireRun(t, l, runID, 2)
+	res, err = l.Store.EventAppend(ctx, event(t, runID, "c"), eventlog.WithExpectedHead(2))
+	require.NoError(t, err)
+	require.Equal(t, int64(3), res.RunSeq)
+}
+
+func testBatchAppend(t *testing.T, l Log) {
+	ctx := t.Context()
+	runID := events.NewRunID()
+	_, err := l.Store.EventAppend(ctx, event(t, runID, "a"))
+	require.NoError(t, err)
+	zero := int64(0)
+	one := int64(1)
+	tx := begin(t, l)
+	res, err := l.Store.EventsAppendTx(ctx, tx, &one,
+		event(t, runID, "b"), event(t, runID, "a"), event(t, runID, "c"), event(t, runID, "b"))
+	require.NoError(t, err)
+	require.Equal(t, []int64{2, 1, 3, 2}, resultSeqs(res))
+	require.Equal(t, []bool{true, false, true, false}, []bool{res[0].Persisted, res[1].Persisted, res[2].Persisted, res[3].Persisted})
+	require.Equal(t, []bool{false, true, false, true}, []bool{res[0].Idempotent, res[1].Idempotent, res[2].Idempotent, res[3].Idempotent})
+
+	// The transaction sees its own appends; nothing is visible outside yet.
+	head, err := l.Store.RunHeadTx(ctx, tx, runID)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), head)
+	inTx, err := l.Store.EventsFetchAfterTx(ctx, tx, runID, 1, 0)
+	require.NoError(t, err)
+	require.Equal(t, []int64{2, 3}, seqs(inTx))
+	requireRun(t, l, runID, 1)
+	require.NoError(t, tx.Commit(ctx))
+	requireRun(t, l, runID, 3)
+
+	// Empty batch: a no-op, whatever the expected head.
+	require.NoError(t, pgx.BeginFunc(ctx, l.Pool, func(tx pgx.Tx) error {
+		res, err := l.Store.EventsAppendTx(ctx, tx, &zero)
+		require.Empty(t, res)
+		return err
+	}))
+	requireRun(t, l, runID, 3)
+}
+
+func testBatchCompareAndSwapConflict(t *testing.T, l Log) {
+	ctx := t.Context()
+	runID := events.NewRunID()
+	zero := int64(0)
+	require.NoError(t, pgx.BeginFunc(ctx, l.Pool, func(tx pgx.Tx) error {
+		_, err := l.Store.EventsAppendTx(ctx, tx, &zero, event(t, runID, "a"), event(t, runID, "b"))
+		return err
+	}))
+	for _, stale := range []int64{0, 1, 5} {
+		tx := begin(t, l)
+		_, err := l.Store.EventsAppendTx(ctx, tx, &stale, event(t, runID, "c"), event(t, runID, "d"), event(t, runID, "e"))
+		require.ErrorIs(t, err, eventlog.ErrConflict)
+		_, err = tx.Exec(ctx, "SELECT 1")
+		requireCode(t, err, "25P02") // the caller's transaction is aborted
+		require.NoError(t, tx.Rollback(ctx))
+	}
+	requireRun(t, l, runID, 2)
+}
+
+func testRollbackLeavesNoGap(t *testing.T, l Log) {
+	ctx := t.Context()
+	runID := events.NewRunID()
+	_, err := l.Store.EventAppend(ctx, event(t, runID, "a"))
+	require.NoError(t, err)
+
+	tx := begin(t, l)
+	res, err := l.Store.EventAppendTx(ctx, tx, event(t, runID, "b"))
+	require.NoError(t, err)
+	require.Equal(t, int64(2), res.RunSeq)
+	_, err = l.Store.EventsAppendTx(ctx, tx, nil, event(t, runID, "c"), event(t, runID, "d"))
+	require.NoError(t, err)
+	require.NoError(t, tx.Rollback(ctx))
+	requireRun(t, l, runID, 1)
+
+	b := event(t, runID, "b")
+	res, err = l.Store.EventAppend(ctx, b)
+	require.NoError(t, err)
+	require.Equal(t, eventlog.AppendResult{RunSeq: 2, Persisted: true, PersistedAt: res.PersistedAt}, res,
+		"the rolled-back key is free again and runSeq 2 is reused")
+	require.Equal(t, b.EventID, requireRun(t, l, runID, 2)[1].EventID)
+
+	// A brand-new run rolled back leaves no head behind.
+	other := events.NewRunID()
+	tx = begin(t, l)
+	_, err = l.Store.EventAppendTx(ctx, tx, event(t, other, "a"))
+	require.NoError(t, err)
+	require.NoError(t, tx.Rollback(ctx))
+	requireRun(t, l, other, 0)
+}
+
+func seqs(evs []events.Event) []int64 {
+	out := make([]int64, len(evs))
+	for i, ev := range evs {
+		out[i] = ev.RunSeq
+	}
+	return out
+}
+
+func resultSeqs(res []eventlog.AppendResult) []int64 {
+	out := make([]int64, len(res))
+	for i, r := range res {
+		out[i] = r.RunSeq
+	}
+	return out
+}
