@@ -1,0 +1,95 @@
+// Package journal commits a run's new events to the event log and their bus
+// copies to the outbox in one transaction, so nothing reaches JetStream that
+// is not in the log and nothing in the log fails to reach JetStream
+// (DESIGN.md). Every writer of events (gateway, engine) goes through it.
+package journal
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/outbox"
+	"github.com/weftrun/weft/pkg/streams"
+)
+
+// Header names set on every event message, so consumers can route and
+// dedupe without decoding the payload.
+const (
+	HeaderEventType = "Weft-Event-Type"
+	HeaderRunSeq    = "Weft-Run-Seq"
+)
+
+// Journal appends events and enqueues their bus messages. Safe for
+// concurrent use.
+type Journal struct {
+	log *eventlog.Store
+}
+
+// New returns a Journal over the event log.
+func New(log *eventlog.Store) *Journal { return &Journal{log: log} }
+
+// AppendTx appends evs, all of one run, inside tx, with the optional
+// compare-and-swap on the run's head (see eventlog.Store.EventsAppendTx),
+// and enqueues one outbox message on weft.events.<runId> for each event that
+// was newly persisted. A duplicate idempotency key persists nothing and
+// enqueues nothing. The message's dedupe id is the persisted event's id and
+// its payload is the envelope with runSeq and persistedAt filled in.
+// On eventlog.ErrConflict tx is aborted and must be rolled back.
+func (j *Journal) AppendTx(ctx context.Context, tx pgx.Tx, expectedHead *int64, evs ...events.Event) ([]eventlog.AppendResult, error) {
+	if len(evs) == 0 {
+		return nil, nil
+	}
+	subject, err := streams.EventSubject(evs[0].RunID)
+	if err != nil {
+		return nil, err
+	}
+	results, err := j.log.EventsAppendTx(ctx, tx, expectedHead, evs...)
+	if err != nil {
+		return nil, err
+	}
+	msgs := make([]outbox.Message, 0, len(evs))
+	for i, res := range results {
+		if !res.Persisted {
+			continue
+		}
+		ev := evs[i]
+		ev.RunSeq, ev.PersistedAt = res.RunSeq, res.PersistedAt
+		payload, err := json.Marshal(ev)
+		if err != nil {
+			return nil, fmt.Errorf("journal: encode event %s: %w", ev.EventID, err)
+		}
+		msgs = append(msgs, outbox.Message{
+			Subject:  subject,
+			Payload:  payload,
+			DedupeID: ev.EventID,
+			OrderKey: ev.RunID,
+			Headers: map[string]string{
+				HeaderEventType: string(ev.EventType),
+				HeaderRunSeq:    strconv.FormatInt(ev.RunSeq, 10),
+			},
+		})
+	}
+	if err := outbox.EnqueueTx(ctx, tx, msgs...); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// Append is AppendTx in a transaction of its own.
+func (j *Journal) Append(ctx context.Context, db interface {
+	Begin(context.Context) (pgx.Tx, error)
+}, expectedHead *int64, evs ...events.Event) ([]eventlog.AppendResult, error) {
+	var results []eventlog.AppendResult
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		var err error
+		results, err = j.AppendTx(ctx, tx, expectedHead, evs...)
+		return err
+	})
+	return results, err
+}

@@ -1,0 +1,170 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/weftrun/weft/pkg/streams"
+)
+
+// Partitions is the number of outbox partitions. EnqueueTx writes
+// hash(OrderKey) mod Partitions into each row and a Relay serves partitions
+// 0..Partitions-1, one relay per partition at a time. Both sides read this
+// one constant, so they always agree within a build.
+//
+// It is a knob in the sense that a build may change it, not a runtime
+// setting: rows written under one count are served by relays of that count.
+// To change it, stop the writers, let the relay empty the outbox table,
+// then deploy the new build (docs/outbox.md, "Partitions").
+const Partitions = 8
+
+// NotifyChannel is the Postgres NOTIFY channel EnqueueTx signals at commit,
+// with the partition number as payload; relays LISTEN on it.
+const NotifyChannel = "weft_outbox"
+
+// ErrInvalidMessage is wrapped by every validation error EnqueueTx returns.
+var ErrInvalidMessage = errors.New("outbox: invalid message")
+
+// Message is one message to publish to JetStream once the transaction that
+// enqueued it commits.
+type Message struct {
+	// Subject is a concrete subject, every token valid
+	// (streams.ValidSubject), for example streams.EventSubject(runID).
+	Subject string
+	// Headers are sent as NATS headers, names kept exactly as given. Names
+	// starting with "Nats-" are reserved for the server and refused.
+	Headers map[string]string
+	// Payload is the message body, sent as is.
+	Payload []byte
+	// DedupeID is sent as Nats-Msg-Id. Required and deterministic: the
+	// event id, or "<runId>/<runSeq>", never random, so a republish after a
+	// crash is recognised by JetStream's duplicate window and by consumers.
+	DedupeID string
+	// OrderKey groups messages whose relative order must hold on the bus
+	// (a run id): they are published in enqueue order, and a failing one
+	// holds back the later ones. Empty means ordered with no other message
+	// (the row is keyed by its DedupeID).
+	OrderKey string
+}
+
+// orderKey is the key the row is stored and ordered under.
+func (m Message) orderKey() string {
+	if m.OrderKey == "" {
+		return m.DedupeID
+	}
+	return m.OrderKey
+}
+
+// PartitionOf returns the outbox partition of an order key: FNV-1a (32 bit)
+// of the key, mod Partitions. Stable across processes and builds.
+func PartitionOf(orderKey string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(orderKey))
+	return int(h.Sum32() % Partitions)
+}
+
+// Validate reports whether m can be enqueued. The error wraps
+// ErrInvalidMessage and, for a bad subject, streams.ErrInvalidToken.
+func (m Message) Validate() error {
+	if err := streams.ValidSubject(m.Subject); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidMessage, err)
+	}
+	if strings.TrimSpace(m.DedupeID) == "" {
+		return fmt.Errorf("%w: subject %s: DedupeID is required", ErrInvalidMessage, m.Subject)
+	}
+	for name, value := range m.Headers {
+		if err := validHeader(name, value); err != nil {
+			return fmt.Errorf("%w: subject %s: %w", ErrInvalidMessage, m.Subject, err)
+		}
+	}
+	return nil
+}
+
+func validHeader(name, value string) error {
+	if name == "" {
+		return errors.New("empty header name")
+	}
+	if strings.HasPrefix(strings.ToLower(name), "nats-") {
+		return fmt.Errorf("header %q: names starting with Nats- are reserved (the dedupe id is DedupeID)", name)
+	}
+	for _, r := range name {
+		if r == ':' || r > unicode.MaxASCII || unicode.IsSpace(r) || unicode.IsControl(r) {
+			return fmt.Errorf("header name %q: %q is not allowed", name, r)
+		}
+	}
+	if strings.ContainsAny(value, "\r\n") || !utf8.ValidString(value) {
+		return fmt.Errorf("header %q: value must be valid UTF-8 without line breaks", name)
+	}
+	return nil
+}
+
+// enqueueSQL inserts the rows in array order (ids follow it) and notifies
+// each partition touched, all in one statement. Postgres delivers the
+// notifications at commit and folds duplicates within a transaction.
+const enqueueSQL = `
+WITH ins AS (
+	INSERT INTO outbox (partition, order_key, subject, headers, payload, dedupe_id)
+	SELECT u.partition, u.order_key, u.subject, u.headers::jsonb, u.payload, u.dedupe_id
+	FROM unnest($1::int[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[])
+		WITH ORDINALITY AS u(partition, order_key, subject, headers, payload, dedupe_id, ord)
+	ORDER BY u.ord
+	RETURNING partition
+)
+SELECT pg_notify('` + NotifyChannel + `', p.partition::text)
+FROM (SELECT DISTINCT partition FROM ins) AS p`
+
+// EnqueueTx validates msgs and inserts them into the outbox inside tx, in
+// one round trip, so they are published if and only if tx commits. Within
+// one OrderKey they are published in the order given, after any message of
+// that key enqueued by an earlier transaction, provided writers of one key
+// serialise (the run head compare-and-swap does). All messages are
+// validated before anything is written: an invalid one fails the call with
+// an error wrapping ErrInvalidMessage and writes nothing. No messages is a
+// no-op.
+func EnqueueTx(ctx context.Context, tx pgx.Tx, msgs ...Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	n := len(msgs)
+	parts, keys, subjects := make([]int32, n), make([]string, n), make([]string, n)
+	headers, payloads, dedupe := make([]string, n), make([][]byte, n), make([]string, n)
+	for i, m := range msgs {
+		if err := m.Validate(); err != nil {
+			return fmt.Errorf("message %d of %d: %w", i+1, n, err)
+		}
+		h, err := encodeHeaders(m.Headers)
+		if err != nil {
+			return fmt.Errorf("outbox: message %d of %d: %w", i+1, n, err)
+		}
+		keys[i] = m.orderKey()
+		parts[i] = int32(PartitionOf(keys[i]))
+		subjects[i], headers[i], dedupe[i] = m.Subject, h, m.DedupeID
+		payloads[i] = m.Payload
+		if payloads[i] == nil {
+			payloads[i] = []byte{}
+		}
+	}
+	if _, err := tx.Exec(ctx, enqueueSQL, parts, keys, subjects, headers, payloads, dedupe); err != nil {
+		return fmt.Errorf("outbox: enqueue %d messages: %w", n, err)
+	}
+	return nil
+}
+
+func encodeHeaders(h map[string]string) (string, error) {
+	if len(h) == 0 {
+		return "{}", nil
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		return "", fmt.Errorf("encode headers: %w", err)
+	}
+	return string(b), nil
+}

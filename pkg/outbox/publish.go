@@ -1,0 +1,192 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// outcomeKind is what became of one row's publish.
+type outcomeKind int
+
+const (
+	notSent   outcomeKind = iota // not published in this batch
+	acked                        // stored, or already in the stream (duplicate)
+	failed                       // refused for this message: charged to the row
+	transport                    // the bus did not answer or was full: not charged
+)
+
+type outcome struct {
+	kind      outcomeKind
+	duplicate bool
+	err       error
+	ackedAt   time.Time
+}
+
+// errAckTimeout marks a publish not acked within AckTimeout.
+var errAckTimeout = errors.New("outbox: no ack within AckTimeout")
+
+// errReconnected marks rows left unsent because the connection changed
+// during the batch.
+var errReconnected = errors.New("outbox: NATS connection changed during the batch")
+
+type inflight struct {
+	idx      int
+	future   jetstream.PubAckFuture
+	deadline time.Time
+}
+
+// publish sends rows in id order with up to MaxInFlight acks outstanding
+// and returns each row's outcome. Order per key holds because the server
+// stores one connection's publishes in the order sent, and no row is sent
+// once a failure before it is known: after a failure of key K no more rows
+// of K; after a transport failure, or once the connection has changed (a
+// new connection could carry a later row past an earlier one lost with the
+// old), no more rows at all. Rows already in flight when a refusal of an
+// earlier row of their key arrives may be stored (docs/outbox.md,
+// "Ordering"). The client's retry on "no responders" is off: it would
+// resend a message after later ones. The error is ctx's, when it ends.
+func (w *worker) publish(ctx context.Context, rows []row) ([]outcome, error) {
+	out := make([]outcome, len(rows))
+	nc := w.r.js.Conn()
+	conn0 := nc.Stats().Reconnects
+	blocked := make(map[string]bool)
+	halted := false
+	var queue []inflight
+	resolve := func(p inflight) error {
+		o, err := w.await(ctx, p)
+		if err != nil {
+			return err
+		}
+		out[p.idx] = o
+		if o.kind != acked {
+			blocked[rows[p.idx].orderKey] = true
+			halted = halted || o.kind == transport
+		}
+		return nil
+	}
+	for i, r := range rows {
+		for len(queue) >= w.r.cfg.MaxInFlight {
+			if err := resolve(queue[0]); err != nil {
+				return nil, err
+			}
+			queue = queue[1:]
+		}
+		if halted || blocked[r.orderKey] {
+			continue
+		}
+		if nc.Stats().Reconnects != conn0 {
+			halted, out[i] = true, outcome{kind: transport, err: errReconnected}
+			continue
+		}
+		f, err := w.r.js.PublishMsgAsync(natsMsg(r), jetstream.WithMsgID(r.dedupeID), jetstream.WithRetryAttempts(0))
+		if err != nil {
+			out[i] = classify(err)
+			blocked[r.orderKey] = true
+			halted = halted || out[i].kind == transport
+			continue
+		}
+		queue = append(queue, inflight{idx: i, future: f, deadline: time.Now().Add(w.r.cfg.AckTimeout)})
+	}
+	for _, p := range queue {
+		if err := resolve(p); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// await waits for one publish's ack or error until its deadline.
+func (w *worker) await(ctx context.Context, p inflight) (outcome, error) {
+	t := time.NewTimer(time.Until(p.deadline))
+	defer t.Stop()
+	select {
+	case ack := <-p.future.Ok():
+		return outcome{kind: acked, duplicate: ack.Duplicate, ackedAt: time.Now()}, nil
+	case err := <-p.future.Err():
+		return classify(err), nil
+	case <-t.C:
+		return outcome{kind: transport, err: errAckTimeout}, nil
+	case <-ctx.Done():
+		return outcome{}, ctx.Err()
+	}
+}
+
+// probeNoResponders tells "no stream captures this subject" (the row's
+// fault) from "JetStream is not there" (the bus's, as while a server
+// restarts): both answer a publish with no responders. When no publish of
+// the batch was acked, the relay asks JetStream for the account's info;
+// if that fails too, the no-responders failures become transport failures,
+// not charged to their rows.
+func (w *worker) probeNoResponders(ctx context.Context, out []outcome) {
+	var suspects []int
+	for i, o := range out {
+		if o.kind == acked {
+			return // the bus answered
+		}
+		if o.kind == failed && errors.Is(o.err, jetstream.ErrNoStreamResponse) {
+			suspects = append(suspects, i)
+		}
+	}
+	if len(suspects) == 0 {
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, w.r.cfg.AckTimeout)
+	defer cancel()
+	_, err := w.r.js.AccountInfo(pctx)
+	if err == nil {
+		return
+	}
+	for _, i := range suspects {
+		out[i] = outcome{kind: transport, err: fmt.Errorf("%w (JetStream unreachable: %w)", out[i].err, err)}
+	}
+}
+
+func natsMsg(r row) *nats.Msg {
+	m := nats.NewMsg(r.subject)
+	m.Data = r.payload
+	for k, v := range r.headers {
+		m.Header[k] = []string{v} // exactly as enqueued, not canonicalised
+	}
+	return m
+}
+
+// classify sorts a publish error: the bus's own trouble (unreachable, ack
+// lost, full, temporarily unavailable) is not the row's fault and is not
+// charged; anything else, such as no stream capturing the subject or a
+// message too large, is charged to the row and ends in outbox_dead.
+func classify(err error) outcome {
+	if busFailure(err) {
+		return outcome{kind: transport, err: err}
+	}
+	return outcome{kind: failed, err: err}
+}
+
+func busFailure(err error) bool {
+	for _, target := range []error{
+		errAckTimeout, nats.ErrDisconnected, nats.ErrConnectionClosed, nats.ErrConnectionDraining,
+		nats.ErrConnectionReconnecting, nats.ErrReconnectBufExceeded, nats.ErrNoServers, nats.ErrTimeout,
+		jetstream.ErrAsyncPublishTimeout, jetstream.ErrTooManyStalledMsgs,
+		context.Canceled, context.DeadlineExceeded,
+	} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	const storeFailed = 10077 // JSStreamStoreFailedF: carries the store's reason
+	if apiErr.ErrorCode == storeFailed {
+		// "maximum bytes exceeded", "maximum messages exceeded", ...: the
+		// stream is full (DiscardNew). "message too large" is the row's.
+		return strings.Contains(apiErr.Description, "exceeded")
+	}
+	return apiErr.Code == 503 // temporarily unavailable, no quorum
+}

@@ -1,0 +1,149 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// row is one claimed outbox row.
+type row struct {
+	id        int64
+	orderKey  string
+	subject   string
+	headers   map[string]string
+	payload   []byte
+	dedupeID  string
+	attempts  int
+	createdAt time.Time
+}
+
+// claimSQL reads the next rows of a partition in id order. It is not a
+// high-water mark: ids are drawn before commit, so a row with a smaller id
+// may become visible after a larger one was published, and it is picked up
+// by the next claim. A row is held back while an earlier-or-same row of
+// its order key waits out a backoff (next_attempt_at in the future), so a
+// later row never overtakes a failing one. Only the partition's owner (the
+// advisory lock holder) runs it, so no row locks are needed.
+const claimSQL = `
+SELECT o.id, o.order_key, o.subject, o.headers, o.payload, o.dedupe_id, o.attempts, o.created_at
+FROM outbox AS o
+WHERE o.partition = $1
+  AND NOT EXISTS (
+	SELECT 1 FROM outbox AS b
+	WHERE b.partition = o.partition AND b.order_key = o.order_key
+	  AND b.id <= o.id AND b.next_attempt_at > now())
+ORDER BY o.id
+LIMIT $2`
+
+// outboxClaim returns up to limit publishable rows of partition, in id order.
+func outboxClaim(ctx context.Context, pool *pgxpool.Pool, partition, limit int) ([]row, error) {
+	rows, err := pool.Query(ctx, claimSQL, partition, limit)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: claim partition %d: %w", partition, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+		var x row
+		err := r.Scan(&x.id, &x.orderKey, &x.subject, &x.headers, &x.payload, &x.dedupeID, &x.attempts, &x.createdAt)
+		return x, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outbox: claim partition %d: %w", partition, err)
+	}
+	return out, nil
+}
+
+// outboxNextDue returns how long until the earliest backoff in partition
+// expires, measured on the database clock, or ok=false when no row waits.
+func outboxNextDue(ctx context.Context, pool *pgxpool.Pool, partition int) (wait time.Duration, ok bool, err error) {
+	var us *int64
+	err = pool.QueryRow(ctx, `
+		SELECT (extract(epoch FROM min(next_attempt_at) - clock_timestamp()) * 1e6)::bigint
+		FROM outbox WHERE partition = $1 AND next_attempt_at > now()`, partition).Scan(&us)
+	if err != nil {
+		return 0, false, fmt.Errorf("outbox: next due in partition %d: %w", partition, err)
+	}
+	if us == nil {
+		return 0, false, nil
+	}
+	return max(time.Duration(*us)*time.Microsecond, 0), true, nil
+}
+
+// settlement is what a batch's outcome does to its rows.
+type settlement struct {
+	published []int64    // delete
+	retries   []retryRow // charge an attempt, back off
+	dead      []retryRow // move to outbox_dead
+}
+
+type retryRow struct {
+	id    int64
+	err   string
+	delay time.Duration
+}
+
+func (s settlement) empty() bool {
+	return len(s.published) == 0 && len(s.retries) == 0 && len(s.dead) == 0
+}
+
+const (
+	deleteSQL = `DELETE FROM outbox WHERE id = ANY($1)`
+	retrySQL  = `
+UPDATE outbox AS o
+SET attempts = o.attempts + 1, last_error = u.err,
+    next_attempt_at = clock_timestamp() + u.delay_us * interval '1 microsecond'
+FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS u(id, err, delay_us)
+WHERE o.id = u.id`
+	deadSQL = `
+WITH u AS (SELECT * FROM unnest($1::bigint[], $2::text[]) AS u(id, err)),
+moved AS (
+	DELETE FROM outbox AS o USING u WHERE o.id = u.id
+	RETURNING o.id, o.partition, o.order_key, o.subject, o.headers, o.payload, o.dedupe_id,
+	          o.attempts, o.next_attempt_at, o.created_at, u.err)
+INSERT INTO outbox_dead (id, partition, order_key, subject, headers, payload, dedupe_id,
+                         attempts, next_attempt_at, last_error, created_at)
+SELECT id, partition, order_key, subject, headers, payload, dedupe_id,
+       attempts + 1, next_attempt_at, err, created_at
+FROM moved
+ON CONFLICT (id) DO UPDATE SET
+	partition = EXCLUDED.partition, order_key = EXCLUDED.order_key, subject = EXCLUDED.subject,
+	headers = EXCLUDED.headers, payload = EXCLUDED.payload, dedupe_id = EXCLUDED.dedupe_id,
+	attempts = EXCLUDED.attempts, next_attempt_at = EXCLUDED.next_attempt_at,
+	last_error = EXCLUDED.last_error, created_at = EXCLUDED.created_at, failed_at = clock_timestamp()`
+)
+
+// outboxSettle applies s in one transaction: published rows are deleted,
+// failed rows charged, dead rows moved to outbox_dead.
+func outboxSettle(ctx context.Context, pool *pgxpool.Pool, s settlement) error {
+	if s.empty() {
+		return nil
+	}
+	b := &pgx.Batch{}
+	if len(s.published) > 0 {
+		b.Queue(deleteSQL, s.published)
+	}
+	if len(s.retries) > 0 {
+		ids, errs, delays := make([]int64, len(s.retries)), make([]string, len(s.retries)), make([]int64, len(s.retries))
+		for i, r := range s.retries {
+			ids[i], errs[i], delays[i] = r.id, r.err, r.delay.Microseconds()
+		}
+		b.Queue(retrySQL, ids, errs, delays)
+	}
+	if len(s.dead) > 0 {
+		ids, errs := make([]int64, len(s.dead)), make([]string, len(s.dead))
+		for i, r := range s.dead {
+			ids[i], errs[i] = r.id, r.err
+		}
+		b.Queue(deadSQL, ids, errs)
+	}
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return fmt.Errorf("outbox: settle batch: %w", err)
+	}
+	return nil
+}

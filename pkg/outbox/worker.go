@@ -1,0 +1,224 @@
+package outbox
+
+import (
+	"cmp"
+	"context"
+	"strings"
+	"time"
+)
+
+// worker serves one partition for as long as the relay holds its lock:
+// claim the next rows in id order, publish them, settle the outcome,
+// repeat at once after a full batch, otherwise wait for a wake-up.
+type worker struct {
+	r         *Relay
+	partition int
+	wake      chan struct{}      // a pending wake-up; capacity 1
+	cancel    context.CancelFunc // stops the worker at once
+	done      chan struct{}      // closed when run returns
+	pauses    int                // consecutive batches cut short by the bus or the database
+}
+
+// startWorker runs a worker for partition until soft ends (after the batch
+// in hand), ctx ends or its cancel is called (at once).
+func startWorker(ctx, soft context.Context, r *Relay, partition int) *worker {
+	wctx, cancel := context.WithCancel(ctx)
+	w := &worker{r: r, partition: partition, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	go w.run(wctx, soft)
+	return w
+}
+
+// poke wakes the worker if it is idle, or makes its next wait return at
+// once if it is busy. It never blocks.
+func (w *worker) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *worker) run(ctx, soft context.Context) {
+	defer close(w.done)
+	for soft.Err() == nil && ctx.Err() == nil {
+		res, err := w.step(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil || res.transport != nil:
+			// The database or the bus failed, not a row: pause, ignoring
+			// wake-ups, so an outage does not become a busy loop.
+			w.pauses++
+			d := w.r.cfg.backoff(w.pauses)
+			w.r.logger.WarnContext(ctx, "outbox: batch cut short; pausing",
+				"partition", w.partition, "pause", d, "err", cmp.Or(err, res.transport))
+			w.sleep(ctx, soft, d, false)
+		case res.full:
+			w.pauses = 0 // more rows are waiting: no sleep
+		default:
+			w.pauses = 0
+			d := w.r.cfg.PollInterval
+			if res.hasDue {
+				d = min(d, res.nextDue)
+			}
+			w.sleep(ctx, soft, d, true)
+		}
+	}
+}
+
+// sleep waits d, or less when the relay stops or, if wakeable, a wake-up
+// arrives.
+func (w *worker) sleep(ctx, soft context.Context, d time.Duration, wakeable bool) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	var wake chan struct{}
+	if wakeable {
+		wake = w.wake
+	}
+	select {
+	case <-t.C:
+	case <-wake:
+	case <-soft.Done():
+	case <-ctx.Done():
+	}
+}
+
+type stepResult struct {
+	full      bool          // the claim was a full batch: claim again at once
+	transport error         // the batch was cut short by the bus
+	nextDue   time.Duration // until the earliest backoff expires, if hasDue
+	hasDue    bool
+}
+
+// step claims, publishes and settles one batch.
+func (w *worker) step(ctx context.Context) (stepResult, error) {
+	cfg := w.r.cfg
+	rows, err := outboxClaim(ctx, w.r.pool, w.partition, cfg.BatchSize)
+	if err != nil {
+		return stepResult{}, err
+	}
+	res := stepResult{full: len(rows) == cfg.BatchSize}
+	if len(rows) > 0 {
+		out, err := w.publish(ctx, rows)
+		if err != nil {
+			return stepResult{}, err
+		}
+		w.probeNoResponders(ctx, out)
+		if cfg.TestingKnobs.AfterPublish != nil {
+			cfg.TestingKnobs.AfterPublish()
+		}
+		acts, s := w.plan(rows, out)
+		if err := outboxSettle(ctx, w.r.pool, s); err != nil {
+			return stepResult{}, err
+		}
+		res.transport = w.report(ctx, rows, out, acts)
+	}
+	if !res.full {
+		res.nextDue, res.hasDue, err = outboxNextDue(ctx, w.r.pool, w.partition)
+	}
+	return res, err
+}
+
+// action is what settling does to one row of a batch.
+type action int
+
+const (
+	keep    action = iota // stays as it is: republished by a later batch
+	deleted               // acked: deleted
+	retried               // failed: attempts+1, backoff
+	dead                  // failed MaxAttempts times: moved to outbox_dead
+)
+
+// plan turns a batch's outcomes into actions, per order key in id order:
+// rows up to the key's first non-acked row are deleted; that row is
+// charged when the failure was its own (not the bus's) and is retried or
+// dead-lettered; every later row of the key stays put, acked or not, so it
+// is never deleted ahead of an earlier row.
+func (w *worker) plan(rows []row, out []outcome) ([]action, settlement) {
+	acts := make([]action, len(rows))
+	blocked := make(map[string]bool)
+	var s settlement
+	for i, r := range rows {
+		if blocked[r.orderKey] {
+			continue
+		}
+		switch out[i].kind {
+		case acked:
+			acts[i] = deleted
+			s.published = append(s.published, r.id)
+			continue
+		case failed:
+			n := r.attempts + 1
+			rr := retryRow{id: r.id, err: truncate(out[i].err.Error(), 2000)}
+			if n >= w.r.cfg.MaxAttempts {
+				acts[i] = dead
+				s.dead = append(s.dead, rr)
+			} else {
+				acts[i] = retried
+				rr.delay = w.r.cfg.backoff(n)
+				s.retries = append(s.retries, rr)
+			}
+		case notSent, transport:
+		}
+		blocked[r.orderKey] = true
+	}
+	return acts, s
+}
+
+// report counts and logs a settled batch and returns the batch's first
+// transport error, if any.
+func (w *worker) report(ctx context.Context, rows []row, out []outcome, acts []action) error {
+	var transportErr error
+	failedKeys := make(map[string]bool)
+	for i, r := range rows {
+		o := out[i]
+		if o.kind == transport && transportErr == nil {
+			transportErr = o.err
+		}
+		if o.kind == failed || o.kind == transport {
+			failedKeys[r.orderKey] = true
+		} else if o.kind == acked && failedKeys[r.orderKey] {
+			w.r.logger.WarnContext(ctx, "outbox: a later message of an order key reached the bus before an earlier one that failed",
+				"partition", w.partition, "order_key", r.orderKey, "dedupe_id", r.dedupeID)
+		}
+		w.reportRow(ctx, r, o, acts[i])
+	}
+	if transportErr != nil {
+		w.r.stats.transport.Add(1)
+	}
+	return transportErr
+}
+
+func (w *worker) reportRow(ctx context.Context, r row, o outcome, a action) {
+	st := &w.r.stats
+	switch a {
+	case deleted:
+		if o.duplicate {
+			st.duplicates.Add(1)
+		} else {
+			st.published.Add(1)
+		}
+		if f := w.r.cfg.ObservePublish; f != nil {
+			f(r.createdAt, o.ackedAt)
+		}
+	case retried:
+		st.failures.Add(1)
+		w.r.logger.WarnContext(ctx, "outbox: publish failed; will retry",
+			"partition", w.partition, "subject", r.subject, "dedupe_id", r.dedupeID,
+			"attempts", r.attempts+1, "err", o.err)
+	case dead:
+		st.failures.Add(1)
+		st.dead.Add(1)
+		w.r.logger.ErrorContext(ctx, "outbox: message moved to outbox_dead after repeated publish failures",
+			"alert", "OUTBOX_DLQ", "partition", w.partition, "subject", r.subject,
+			"dedupe_id", r.dedupeID, "order_key", r.orderKey, "outbox_id", r.id,
+			"attempts", r.attempts+1, "last_error", o.err.Error())
+	case keep:
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
+}

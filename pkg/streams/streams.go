@@ -1,0 +1,142 @@
+// Package streams is the one place Weft's JetStream streams (and later their
+// consumers) are defined, and the subject builders that go with them.
+//
+// Every Weft stream is a transport, never a second source of truth
+// (DESIGN.md, "The bus is a transport"): limits retention, file storage,
+// DiscardNew so a full stream refuses new messages loudly instead of
+// silently dropping old ones, delete and purge denied, and an explicit
+// duplicate window that the outbox relay's retries must fit in.
+//
+// Subjects:
+//
+//	weft.events.<runId>    WEFT_EVENTS   (this package, now)
+//	weft.tasks.<queue>     (later: task queues)
+//	weft.results.<runId>   (later: worker results)
+package streams
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// EventsStream is the name of the stream that captures weft.events.*.
+const EventsStream = "WEFT_EVENTS"
+
+// Defaults applied to a zero Config field.
+const (
+	// DefaultMaxAge bounds how long the bus keeps a message. Postgres keeps
+	// the event log; a consumer that falls further behind resyncs from it.
+	DefaultMaxAge = 24 * time.Hour
+	// DefaultMaxBytes bounds each stream's size. With DiscardNew a full
+	// stream refuses publishes (the outbox relay holds the rows and logs),
+	// it never drops old messages a consumer has not read.
+	DefaultMaxBytes int64 = 4 << 30
+	// DefaultDuplicates is the JetStream dedupe window (Nats-Msg-Id). It
+	// must exceed the outbox relay's worst retry span, about 91s with the
+	// default outbox.RelayConfig (outbox.RelayConfig.RetrySpan has the
+	// arithmetic): 5 minutes leaves a threefold margin. The server
+	// keeps every message id of the window in memory: at 2,000 messages/s
+	// that is 600,000 ids, tens of megabytes.
+	DefaultDuplicates = 5 * time.Minute
+	// DefaultReplicas is 1, right for one server (weft dev). A JetStream
+	// cluster runs R3.
+	DefaultReplicas = 1
+)
+
+// Config sets the limits shared by Weft's streams. The zero value of each
+// field means its default.
+type Config struct {
+	// MaxAge is how long a message is kept. Default DefaultMaxAge.
+	MaxAge time.Duration
+	// MaxBytes caps each stream's size. Default DefaultMaxBytes.
+	MaxBytes int64
+	// Duplicates is the dedupe window. Default DefaultDuplicates. It must
+	// not exceed MaxAge and must be at least the outbox relay's RetrySpan.
+	Duplicates time.Duration
+	// Replicas is the number of copies in a cluster, 1 to 5. Default 1.
+	Replicas int
+}
+
+// ErrInvalidConfig is wrapped by every error Config.Validate returns.
+var ErrInvalidConfig = errors.New("streams: invalid config")
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	c.MaxAge = cmp.Or(c.MaxAge, DefaultMaxAge)
+	c.MaxBytes = cmp.Or(c.MaxBytes, DefaultMaxBytes)
+	c.Duplicates = cmp.Or(c.Duplicates, DefaultDuplicates)
+	c.Replicas = cmp.Or(c.Replicas, DefaultReplicas)
+	return c
+}
+
+// Validate reports whether c, after defaults, is a config JetStream
+// accepts and Weft can rely on.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	switch {
+	case c.MaxAge < 0:
+		return fmt.Errorf("%w: MaxAge %v is negative", ErrInvalidConfig, c.MaxAge)
+	case c.MaxBytes < 0:
+		return fmt.Errorf("%w: MaxBytes %d is negative", ErrInvalidConfig, c.MaxBytes)
+	case c.Duplicates < 0:
+		return fmt.Errorf("%w: Duplicates %v is negative", ErrInvalidConfig, c.Duplicates)
+	case c.Duplicates > c.MaxAge:
+		return fmt.Errorf("%w: Duplicates %v exceeds MaxAge %v", ErrInvalidConfig, c.Duplicates, c.MaxAge)
+	case c.Replicas < 1 || c.Replicas > 5:
+		return fmt.Errorf("%w: Replicas %d is not between 1 and 5", ErrInvalidConfig, c.Replicas)
+	}
+	return nil
+}
+
+// Events returns the definition of WEFT_EVENTS, which captures
+// weft.events.* (one subject per run). Zero fields of cfg take their
+// defaults; Ensure validates cfg before using it.
+func Events(cfg Config) jetstream.StreamConfig {
+	return base(EventsStream, "Weft run events, relayed from the Postgres outbox", EventsSubjectPrefix+".*", cfg)
+}
+
+// base is the shape every Weft stream shares.
+func base(name, description, subject string, cfg Config) jetstream.StreamConfig {
+	cfg = cfg.WithDefaults()
+	return jetstream.StreamConfig{
+		Name:        name,
+		Description: description,
+		Subjects:    []string{subject},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Discard:     jetstream.DiscardNew,
+		MaxAge:      cfg.MaxAge,
+		MaxBytes:    cfg.MaxBytes,
+		MaxMsgs:     -1,
+		Duplicates:  cfg.Duplicates,
+		Replicas:    cfg.Replicas,
+		DenyDelete:  true,
+		DenyPurge:   true,
+	}
+}
+
+// All returns the definitions of every Weft stream, in creation order.
+func All(cfg Config) []jetstream.StreamConfig {
+	return []jetstream.StreamConfig{Events(cfg)}
+}
+
+// Ensure creates every Weft stream, or updates it to the current
+// definition. It is idempotent and safe to run from several processes at
+// once. A change JetStream cannot apply in place (storage type, for one)
+// fails with the server's error.
+func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	for _, sc := range All(cfg) {
+		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
+			return fmt.Errorf("streams: ensure %s: %w", sc.Name, err)
+		}
+	}
+	return nil
+}

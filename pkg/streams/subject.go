@@ -1,0 +1,72 @@
+package streams
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// ErrInvalidToken is wrapped by every error ValidToken and the subject
+// builders return, so callers can test for it with errors.Is.
+var ErrInvalidToken = errors.New("invalid subject token")
+
+// EventsSubjectPrefix is the subject prefix WEFT_EVENTS captures.
+const EventsSubjectPrefix = "weft.events"
+
+// EventSubject returns weft.events.<runID>, the subject every event of the
+// run is published on. It fails with an error wrapping ErrInvalidToken when
+// runID is not a valid subject token (see ValidToken).
+func EventSubject(runID string) (string, error) {
+	if err := ValidToken(runID); err != nil {
+		return "", fmt.Errorf("streams: run id: %w", err)
+	}
+	return EventsSubjectPrefix + "." + runID, nil
+}
+
+// ValidToken reports whether s can be one token of a NATS subject that Weft
+// publishes to: a run id, a queue name. It refuses the empty string, '.',
+// the wildcards '*' and '>', any whitespace or control character, a leading
+// '$' (reserved for the system, as in $JS and $SYS) and invalid UTF-8.
+// The error wraps ErrInvalidToken and names the offending character.
+func ValidToken(s string) error {
+	if s == "" {
+		return fmt.Errorf("%w: empty", ErrInvalidToken)
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalidToken, s)
+	}
+	if s[0] == '$' {
+		return fmt.Errorf("%w: %q starts with '$', which is reserved", ErrInvalidToken, s)
+	}
+	for i, r := range s {
+		switch {
+		case r == '.':
+			return fmt.Errorf("%w: %q contains '.' at byte %d (a token cannot span levels)", ErrInvalidToken, s, i)
+		case r == '*' || r == '>':
+			return fmt.Errorf("%w: %q contains the wildcard %q at byte %d", ErrInvalidToken, s, r, i)
+		case unicode.IsSpace(r):
+			return fmt.Errorf("%w: %q contains whitespace %U at byte %d", ErrInvalidToken, s, r, i)
+		case unicode.IsControl(r):
+			return fmt.Errorf("%w: %q contains the control character %U at byte %d", ErrInvalidToken, s, r, i)
+		}
+	}
+	return nil
+}
+
+// ValidSubject reports whether subject is a concrete subject Weft may
+// publish to: one or more '.'-separated tokens, each passing ValidToken (so
+// no wildcards, no empty levels, nothing reserved). The error wraps
+// ErrInvalidToken.
+func ValidSubject(subject string) error {
+	if subject == "" {
+		return fmt.Errorf("%w: empty subject", ErrInvalidToken)
+	}
+	for i, tok := range strings.Split(subject, ".") {
+		if err := ValidToken(tok); err != nil {
+			return fmt.Errorf("subject %q, token %d: %w", subject, i+1, err)
+		}
+	}
+	return nil
+}

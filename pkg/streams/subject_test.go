@@ -1,0 +1,70 @@
+package streams_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftrun/weft/pkg/streams"
+)
+
+func TestValidToken(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		token   string
+		wantErr string // substring of the error; empty means valid
+	}{
+		{name: "uuid", token: "0190c7d2-8f3a-7b1e-9c4d-5e6f7a8b9c0d"},
+		{name: "plain", token: "run_42"},
+		{name: "dollar inside", token: "a$b"},
+		{name: "unicode letters", token: "läuft"},
+		{name: "empty", token: "", wantErr: "empty"},
+		{name: "dot", token: "a.b", wantErr: "contains '.'"},
+		{name: "star", token: "a*", wantErr: "wildcard '*'"},
+		{name: "gt", token: ">", wantErr: "wildcard '>'"},
+		{name: "space", token: "a b", wantErr: "whitespace"},
+		{name: "tab", token: "a\tb", wantErr: "whitespace"},
+		{name: "newline", token: "a\n", wantErr: "whitespace"},
+		{name: "non-breaking space", token: "a\u00a0b", wantErr: "whitespace"},
+		{name: "nul", token: "a\x00b", wantErr: "control character"},
+		{name: "escape", token: "\x1b[0m", wantErr: "control character"},
+		{name: "delete", token: "a\x7f", wantErr: "control character"},
+		{name: "leading dollar", token: "$JS", wantErr: "starts with '$'"},
+		{name: "invalid utf8", token: "a\xffb", wantErr: "not valid UTF-8"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := streams.ValidToken(tt.token)
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, streams.ErrInvalidToken)
+			require.ErrorContains(t, err, tt.wantErr)
+		})
+	}
+}
+
+func TestEventSubject(t *testing.T) {
+	t.Parallel()
+	subject, err := streams.EventSubject("run-1")
+	require.NoError(t, err)
+	require.Equal(t, "weft.events.run-1", subject)
+
+	for _, bad := range []string{"", "a.b", "*", ">", "a b", "$x"} {
+		_, err := streams.EventSubject(bad)
+		require.ErrorIs(t, err, streams.ErrInvalidToken, "run id %q", bad)
+	}
+}
+
+func TestValidSubject(t *testing.T) {
+	t.Parallel()
+	for _, ok := range []string{"weft.events.r1", "weft.nowhere.x", "single"} {
+		require.NoError(t, streams.ValidSubject(ok), ok)
+	}
+	for _, bad := range []string{"", ".", "weft..x", "weft.events.", ".weft", "weft.*", "weft.>", "weft.a b", "$JS.API.x", "weft.$x"} {
+		require.ErrorIs(t, streams.ValidSubject(bad), streams.ErrInvalidToken, "subject %q", bad)
+	}
+}
