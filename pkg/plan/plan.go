@@ -1,0 +1,213 @@
+package plan
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// SchemaVersion is the newest plan schema version this code reads and the
+// one it writes. Parse rejects a plan whose schemaVersion is higher.
+const SchemaVersion = 1
+
+// Defaults applied by ApplyDefaults (and so by Parse) to activity steps.
+const (
+	DefaultQueue   = "default"
+	DefaultTimeout = 5 * time.Minute
+)
+
+// Plan is a DAG of steps, each naming an activity or waiting for a signal.
+//
+// Its JSON encoding is a persisted format: it is stored inside RunApproved's
+// eventData and read back for the life of the run, possibly by newer code.
+// Field names and meanings never change within a SchemaVersion; additions
+// that older readers would misread need a new SchemaVersion.
+type Plan struct {
+	// SchemaVersion is the version of this JSON shape. Zero means 1; Parse
+	// and ApplyDefaults set it to SchemaVersion.
+	SchemaVersion int `json:"schemaVersion,omitempty"`
+	// PlanID names the plan. Required; obeys the id rules (see Validate).
+	PlanID string `json:"planId"`
+	// PlanVersion names the plan's version; it is part of every event's
+	// idempotency key. Required; obeys the id rules.
+	PlanVersion string `json:"planVersion"`
+	// Steps lists the steps. Their order is the declaration order that
+	// breaks ties in TopoOrder and orders problems.
+	Steps []Step `json:"steps"`
+}
+
+// Kind is the kind of a step.
+type Kind string
+
+// Step kinds.
+const (
+	// KindActivity runs the named activity on a worker. An empty Kind means
+	// KindActivity.
+	KindActivity Kind = "activity"
+	// KindWaitSignal completes when a signal with the step's Signal name
+	// arrives; the signal's payload is the step's output.
+	KindWaitSignal Kind = "waitSignal"
+)
+
+// Step is one node of a plan.
+type Step struct {
+	// ID names the step within the plan; required, obeys the id rules.
+	ID string `json:"id"`
+	// Kind is KindActivity (the default when empty) or KindWaitSignal.
+	Kind Kind `json:"kind,omitempty"`
+	// Activity is the registered activity name. Required for activity
+	// steps, not allowed on waitSignal steps.
+	Activity string `json:"activity,omitempty"`
+	// Signal is the name of the signal that completes a waitSignal step,
+	// matched case-sensitively. Required for waitSignal steps; must not be a
+	// control signal. Not allowed on activity steps.
+	Signal string `json:"signal,omitempty"`
+	// DependsOn lists the ids of the steps that must succeed first.
+	DependsOn []string `json:"dependsOn,omitempty"`
+	// Input is the activity's JSON input. It carries secret references
+	// ({"secretRef": "<name>"}), never secret values. Not allowed on
+	// waitSignal steps.
+	Input json.RawMessage `json:"input,omitempty"`
+	// Queue is the task queue, a NATS subject token. Zero means
+	// DefaultQueue for activity steps; not allowed on waitSignal steps.
+	Queue string `json:"queue,omitempty"`
+	// Timeout bounds each attempt of an activity step; zero means
+	// DefaultTimeout. On a waitSignal step it bounds the wait, and zero
+	// waits indefinitely.
+	Timeout Duration `json:"timeout,omitempty"`
+	// Retry is the activity step's retry policy; nil means
+	// DefaultRetryPolicy. Not allowed on waitSignal steps.
+	Retry *RetryPolicy `json:"retry,omitempty"`
+	// Secrets lists the secrets the activity may resolve. Not allowed on
+	// waitSignal steps.
+	Secrets []SecretRef `json:"secrets,omitempty"`
+	// IdempotencyKey is an optional activity-level key for reconciling an
+	// activity's side effect with its recorded result. Not allowed on
+	// waitSignal steps.
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+}
+
+// SecretRef names a secret the worker resolves through a secrets provider
+// when it runs the step. It is a reference, never a value.
+type SecretRef struct {
+	// Name is how the step refers to the secret, in {"secretRef": Name}
+	// inside its input. Required; obeys the id rules.
+	Name string `json:"name"`
+	// Provider names the secrets provider ("env", "file", or another the
+	// worker registers); empty means the worker's default.
+	Provider string `json:"provider,omitempty"`
+	// Key locates the secret within the provider, e.g. an environment
+	// variable name or a file path. Required.
+	Key string `json:"key"`
+}
+
+// Control signal names. They act on a run, so no waitSignal step may wait
+// for them. Signal names are case-sensitive.
+const (
+	SignalPause     = "PAUSE"
+	SignalResume    = "RESUME"
+	SignalCancel    = "CANCEL"
+	SignalRetryStep = "RETRY_STEP"
+)
+
+// IsControlSignal reports whether name is one of the control signals.
+func IsControlSignal(name string) bool {
+	switch name {
+	case SignalPause, SignalResume, SignalCancel, SignalRetryStep:
+		return true
+	}
+	return false
+}
+
+// EffectiveKind returns s.Kind, or KindActivity when it is empty.
+func (s *Step) EffectiveKind() Kind {
+	if s.Kind == "" {
+		return KindActivity
+	}
+	return s.Kind
+}
+
+// ApplyDefaults fills in what a plan leaves to defaults: SchemaVersion, and
+// for each activity step Kind, Queue, Timeout and Retry (nil becomes
+// DefaultRetryPolicy; a RetryPolicy that is set is taken literally). It
+// also normalises empty lists to nil and Input to its compact JSON form
+// (JSON null becomes nil), so that a plan survives a JSON round trip
+// unchanged. Parse calls it; call it on plans built in Go before using them.
+// It does not validate.
+func (p *Plan) ApplyDefaults() {
+	if p.SchemaVersion == 0 {
+		p.SchemaVersion = SchemaVersion
+	}
+	for i := range p.Steps {
+		p.Steps[i].applyDefaults()
+	}
+}
+
+func (s *Step) applyDefaults() {
+	s.DependsOn = nilIfEmpty(s.DependsOn)
+	s.Secrets = nilIfEmpty(s.Secrets)
+	s.Input = compactInput(s.Input)
+	if s.Retry != nil {
+		s.Retry.NonRetryableErrorCodes = nilIfEmpty(s.Retry.NonRetryableErrorCodes)
+	}
+	if s.Kind != "" && s.Kind != KindActivity {
+		return
+	}
+	s.Kind = KindActivity
+	if s.Queue == "" {
+		s.Queue = DefaultQueue
+	}
+	if s.Timeout == 0 {
+		s.Timeout = Duration(DefaultTimeout)
+	}
+	if s.Retry == nil {
+		r := DefaultRetryPolicy()
+		s.Retry = &r
+	}
+}
+
+// compactInput returns in as json.Marshal writes it (compact, with HTML
+// characters escaped), nil for empty input or JSON null, and in unchanged
+// when it is not valid JSON (Validate reports that).
+func compactInput(in json.RawMessage) json.RawMessage {
+	if len(in) == 0 || string(in) == "null" {
+		return nil
+	}
+	out, err := json.Marshal(in)
+	if err != nil {
+		return in
+	}
+	if string(out) == "null" {
+		return nil
+	}
+	return out
+}
+
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// Step returns the first step with the given id. The pointer aliases
+// p.Steps.
+func (p *Plan) Step(id string) (*Step, bool) {
+	for i := range p.Steps {
+		if p.Steps[i].ID == id {
+			return &p.Steps[i], true
+		}
+	}
+	return nil, false
+}
+
+// Roots returns the ids of the steps with no dependencies, in declaration
+// order. These are the steps a run starts with.
+func (p *Plan) Roots() []string {
+	var roots []string
+	for i := range p.Steps {
+		if len(p.Steps[i].DependsOn) == 0 {
+			roots = append(roots, p.Steps[i].ID)
+		}
+	}
+	return roots
+}
