@@ -1,0 +1,103 @@
+// Command weft is Weft's one binary: every service, the local dev stack and
+// the operator commands are subcommands of it.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// command is one subcommand: it parses its own flags from args.
+type command struct {
+	summary string
+	run     func(ctx context.Context, env *environment, args []string) error
+}
+
+// environment is what every subcommand gets: its output streams, a logger
+// and the process environment (a function, so tests can supply their own).
+type environment struct {
+	stdout io.Writer
+	stderr io.Writer
+	logger *slog.Logger
+	getenv func(string) string
+}
+
+var errUsage = errors.New("usage")
+
+func commands() map[string]command {
+	return map[string]command{
+		"dev":     {"run the whole system in one process on embedded defaults", runDev},
+		"migrate": {"apply the Postgres schema", runMigrate},
+		"relay":   {"run the outbox relay (Postgres outbox to JetStream)", runRelay},
+		"version": {"print the version", runVersion},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	if err != nil {
+		if !errors.Is(err, errUsage) {
+			fmt.Fprintln(os.Stderr, "weft:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	env := &environment{
+		stdout: stdout,
+		stderr: stderr,
+		logger: slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: logLevel(getenv("WEFT_LOG_LEVEL"))})),
+		getenv: getenv,
+	}
+	cmds := commands()
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout, cmds)
+		return nil
+	}
+	cmd, ok := cmds[args[0]]
+	if !ok {
+		usage(stderr, cmds)
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+	return cmd.run(ctx, env, args[1:])
+}
+
+func usage(w io.Writer, cmds map[string]command) {
+	names := make([]string, 0, len(cmds))
+	for name := range cmds {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	fmt.Fprintln(w, "Usage: weft <command> [flags]\n\nCommands:")
+	for _, name := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", name, cmds[name].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'weft <command> -h' for a command's flags.")
+}
+
+func logLevel(s string) slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(s))); err != nil {
+		return slog.LevelInfo
+	}
+	return l
+}
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func runVersion(_ context.Context, env *environment, _ []string) error {
+	_, err := fmt.Fprintln(env.stdout, "weft", version)
+	return err
+}
