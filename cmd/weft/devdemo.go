@@ -31,7 +31,10 @@ func demoRun(ctx context.Context, env *environment, pool *pgxpool.Pool, js jetst
 	if err != nil {
 		return fmt.Errorf("demo: consumer: %w", err)
 	}
-	plan := demoEvents(runID)
+	plan, err := demoEvents(runID)
+	if err != nil {
+		return err
+	}
 	done := make(chan struct{})
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		var ev events.Event
@@ -68,27 +71,27 @@ func demoRun(ctx context.Context, env *environment, pool *pgxpool.Pool, js jetst
 }
 
 // demoEvents is a one-step run from approval to completion.
-func demoEvents(runID string) []events.Event {
+func demoEvents(runID string) ([]events.Event, error) {
 	const planVersion = "1"
-	mk := func(t events.Type, stepID string, data any) events.Event {
-		raw, _ := events.MarshalData(data)
-		id, _ := events.NewEventID(runID)
-		attempt := ""
-		if stepID != "" {
-			attempt = "1"
-		}
-		return events.Event{
-			SchemaVersion: events.SchemaVersion, RunID: runID, EventID: id, StepID: stepID,
-			LogicalAttemptID: attempt, EventType: t, EventData: raw, EmittedAt: time.Now().UTC(),
-			IdempotencyKey: events.IdempotencyKey(runID, stepID, attempt, t, planVersion),
-		}
+	specs := []events.Spec{
+		{Type: events.RunApproved, Data: events.RunApprovedData{PlanID: "demo", PlanVersion: planVersion}},
+		{Type: events.RunStarted},
+		{Type: events.StepScheduled, StepID: "hello", Data: events.StepScheduledData{Activity: "echo", Queue: "default"}},
+		{Type: events.StepStarted, StepID: "hello"},
+		{Type: events.StepCompleted, StepID: "hello", Data: events.StepCompletedData{Output: json.RawMessage(`{"greeting":"hello"}`)}},
+		{Type: events.RunCompleted},
 	}
-	return []events.Event{
-		mk(events.RunApproved, "", events.RunApprovedData{PlanID: "demo", PlanVersion: planVersion}),
-		mk(events.RunStarted, "", nil),
-		mk(events.StepScheduled, "hello", events.StepScheduledData{Activity: "echo", Queue: "default"}),
-		mk(events.StepStarted, "hello", nil),
-		mk(events.StepCompleted, "hello", events.StepCompletedData{Output: json.RawMessage(`{"greeting":"hello"}`)}),
-		mk(events.RunCompleted, "", nil),
+	evs := make([]events.Event, len(specs))
+	for i, s := range specs {
+		s.RunID, s.PlanVersion = runID, planVersion
+		if s.StepID != "" {
+			s.LogicalAttemptID = "1"
+		}
+		ev, err := events.New(s)
+		if err != nil {
+			return nil, fmt.Errorf("demo: %w", err)
+		}
+		evs[i] = ev
 	}
+	return evs, nil
 }

@@ -37,3 +37,47 @@ type Event struct {
 	CausedBySignalID string          `json:"causedBySignalId,omitempty"`
 	ParentEventID    string          `json:"parentEventId,omitempty"`
 }
+
+// Spec names a new event: what happened, to which run and step, in which
+// logical attempt, under which plan version. New turns it into an Event.
+type Spec struct {
+	RunID            string
+	StepID           string // empty for run-level events
+	LogicalAttemptID string // empty for run-level events
+	Type             Type
+	PlanVersion      string
+	// Data is encoded with MarshalData; nil means no payload.
+	Data any
+	// CausedBySignalID and ParentEventID are copied as they are.
+	CausedBySignalID string
+	ParentEventID    string
+}
+
+// New returns the event s describes, ready to append: a fresh event id in
+// the run's partition, the idempotency key of (run, step, logical attempt,
+// type, plan version), EmittedAt now in UTC, and RunSeq and PersistedAt
+// left for the append authority. It fails when RunID is not a UUID or Data
+// cannot be encoded.
+func New(s Spec) (Event, error) {
+	id, err := NewEventID(s.RunID)
+	if err != nil {
+		return Event{}, err
+	}
+	data, err := MarshalData(s.Data)
+	if err != nil {
+		return Event{}, err
+	}
+	return Event{
+		SchemaVersion:    SchemaVersion,
+		RunID:            s.RunID,
+		EventID:          id,
+		StepID:           s.StepID,
+		LogicalAttemptID: s.LogicalAttemptID,
+		EventType:        s.Type,
+		EventData:        data,
+		IdempotencyKey:   IdempotencyKey(s.RunID, s.StepID, s.LogicalAttemptID, s.Type, s.PlanVersion),
+		EmittedAt:        time.Now().UTC(),
+		CausedBySignalID: s.CausedBySignalID,
+		ParentEventID:    s.ParentEventID,
+	}, nil
+}

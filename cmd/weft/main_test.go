@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftrun/weft/internal/weftest"
+	"github.com/weftrun/weft/pkg/events"
+)
+
+func TestMain(m *testing.M) { weftest.Main(m) }
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a running
+// command and the reads of a test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func envOf(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+func TestMigrateIsIdempotent(t *testing.T) {
+	t.Parallel()
+	db := weftest.NewDB(t) // already migrated by the harness
+	var out, errOut syncBuffer
+	err := run(t.Context(), []string{"migrate"}, &out, &errOut, envOf(map[string]string{"WEFT_DATABASE_URL": db.URL}))
+	require.NoError(t, err)
+	require.Equal(t, "schema is up to date\n", out.String())
+}
+
+func TestCommandErrors(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"nope"}, nil, `unknown command "nope"`},
+		{[]string{"migrate"}, nil, "no database: set WEFT_DATABASE_URL"},
+		{[]string{"relay", "--database-url", "postgres://x"}, nil, "no NATS server: set WEFT_NATS_URL"},
+		{[]string{"migrate", "extra"}, nil, "unexpected arguments"},
+		{[]string{"dev"}, map[string]string{"WEFT_DEV_NATS_PORT": "many"}, `WEFT_DEV_NATS_PORT="many"`},
+	}
+	for _, c := range cases {
+		var out, errOut syncBuffer
+		err := run(t.Context(), c.args, &out, &errOut, envOf(c.env))
+		require.ErrorContains(t, err, c.want, "weft %v", c.args)
+	}
+}
+
+func TestHelpListsEveryCommand(t *testing.T) {
+	t.Parallel()
+	var out, errOut syncBuffer
+	require.NoError(t, run(t.Context(), nil, &out, &errOut, envOf(nil)))
+	for name := range commands() {
+		require.Contains(t, out.String(), "  "+name+" ")
+	}
+}
+
+// TestDevRelaysDemoRunInOrder runs `weft dev` as `make run` does (with the
+// test's database instead of a private one), waits until the demo run's
+// events have come back from JetStream, and stops it with its context.
+func TestDevRelaysDemoRunInOrder(t *testing.T) {
+	t.Parallel()
+	db := weftest.NewDB(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var out, errOut syncBuffer
+	env := envOf(map[string]string{
+		"WEFT_DATABASE_URL":  db.URL,
+		"WEFT_DEV_DIR":       t.TempDir(),
+		"WEFT_DEV_NATS_PORT": strconv.Itoa(freePort(t)),
+	})
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"dev"}, &out, &errOut, env) }()
+
+	deadline := time.After(time.Minute)
+	for !strings.Contains(out.String(), "Weft dev stack is up") {
+		select {
+		case err := <-done:
+			t.Fatalf("weft dev exited early: %v\nstderr: %s", err, errOut.String())
+		case <-deadline:
+			t.Fatalf("weft dev not up within a minute\nstderr: %s", errOut.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	cancel()
+	require.NoError(t, <-done)
+	require.Equal(t, []int64{1, 2, 3, 4, 5, 6}, relayedSeqs(t, errOut.String()))
+}
+
+// relayedSeqs returns the runSeq of every "relayed event" log line, in
+// log order.
+func relayedSeqs(t *testing.T, logs string) []int64 {
+	var seqs []int64
+	for line := range strings.Lines(logs) {
+		var rec struct {
+			Msg    string `json:"msg"`
+			RunSeq int64  `json:"run_seq"`
+			Type   string `json:"event_type"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
+		if rec.Msg == "relayed event" {
+			require.True(t, events.Type(rec.Type).Known(), rec.Type)
+			seqs = append(seqs, rec.RunSeq)
+		}
+	}
+	return seqs
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port
+}
