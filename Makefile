@@ -16,8 +16,8 @@ run: ## Start the whole system on embedded defaults (weft dev)
 test: ## Run every test with -race against real Postgres and embedded NATS JetStream
 	go test -race -count=1 ./...
 
-bench: ## Print the benchmark figures recorded in BENCHMARKS.md
-	go run ./bench
+bench: ## Print the figures recorded in BENCHMARKS.md (real Postgres and JetStream)
+	go test -run '^$$' -bench . -benchtime 4s ./bench
 
 build: ## Build the weft binary into .bin/weft
 	go build -o $(BIN)/weft ./cmd/weft

@@ -10,8 +10,8 @@ import (
 )
 
 // appendSQL appends one event in one round trip (weft_event_append in
-// 0001_event_log.sql): CAS, idempotency lookup, insert and head update
-// under the run head's row lock.
+// 0001_event_log.sql): head advance under the head's row lock, CAS,
+// insert unless the idempotency key is already in the run.
 const appendSQL = `SELECT o_run_seq, o_persisted, o_persisted_at FROM weft_event_append(
 	$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
 

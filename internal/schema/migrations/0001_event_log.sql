@@ -141,13 +141,15 @@ END $$;
 SELECT weft_event_partitions_ensure((date_trunc('month', now() AT TIME ZONE 'UTC') - interval '1 month')::date, 5);
 
 -- weft_event_append appends one event in one round trip and returns its
--- runSeq. Under the run head's row lock: the optional compare-and-swap
--- (p_expected_head, else WE409), then the idempotency lookup (a duplicate
--- key returns the existing row's run_seq and persisted_at with
--- o_persisted = false, writing nothing), then the insert at head_seq + 1 and
--- the head update. Each statement of this volatile function takes a fresh
--- snapshot under READ COMMITTED, so the lookup sees every append committed
--- before the lock was granted.
+-- runSeq. The first statement takes the run head's row lock and advances
+-- the head (creating the head row for a new run); the lock is held to the
+-- end of the transaction, so appends of one run are serialised and see each
+-- other. Then the optional compare-and-swap on the old head (else WE409,
+-- which aborts the transaction and so undoes the advance), then the insert
+-- at the new head. A duplicate idempotency key inserts nothing (ON
+-- CONFLICT): the head goes back and the existing row's run_seq and
+-- persisted_at are returned with o_persisted = false. The common path is
+-- two statements; the duplicate path, rare, four.
 CREATE FUNCTION weft_event_append(
     p_run_id uuid, p_event_id uuid, p_step_id text, p_engine_attempt_id text,
     p_logical_attempt_id text, p_event_type text, p_event_data jsonb,
@@ -156,34 +158,33 @@ CREATE FUNCTION weft_event_append(
     p_schema_version smallint, p_expected_head bigint,
     OUT o_run_seq bigint, OUT o_persisted boolean, OUT o_persisted_at timestamptz)
 LANGUAGE plpgsql AS $$
-DECLARE
-    v_head bigint;
 BEGIN
     LOOP -- the head row may be deleted (weft_run_delete) while we wait for it
-        SELECT h.head_seq INTO v_head FROM run_heads h WHERE h.run_id = p_run_id FOR UPDATE;
+        UPDATE run_heads SET head_seq = head_seq + 1, updated_at = clock_timestamp()
+        WHERE run_id = p_run_id RETURNING head_seq INTO o_run_seq;
         EXIT WHEN FOUND;
         INSERT INTO run_heads (run_id, head_seq) VALUES (p_run_id, 0) ON CONFLICT DO NOTHING;
     END LOOP;
-    IF p_expected_head IS NOT NULL AND p_expected_head <> v_head THEN
-        RAISE EXCEPTION 'run % head is %, expected %', p_run_id, v_head, p_expected_head
-            USING ERRCODE = 'WE409', DETAIL = v_head::text;
+    IF p_expected_head IS NOT NULL AND p_expected_head <> o_run_seq - 1 THEN
+        RAISE EXCEPTION 'run % head is %, expected %', p_run_id, o_run_seq - 1, p_expected_head
+            USING ERRCODE = 'WE409', DETAIL = (o_run_seq - 1)::text;
     END IF;
-    SELECT e.run_seq, e.persisted_at INTO o_run_seq, o_persisted_at
-    FROM run_events e WHERE e.run_id = p_run_id AND e.idempotency_key = p_idempotency_key;
-    IF FOUND THEN
-        o_persisted := false;
-        RETURN;
-    END IF;
-    o_run_seq := v_head + 1;
     INSERT INTO run_events (run_id, run_seq, event_id, step_id, engine_attempt_id,
         logical_attempt_id, event_type, event_data, idempotency_key, emitted_at,
         adapter_version, engine_run_ref, caused_by_signal_id, parent_event_id, schema_version)
     VALUES (p_run_id, o_run_seq, p_event_id, p_step_id, p_engine_attempt_id,
         p_logical_attempt_id, p_event_type, p_event_data, p_idempotency_key, p_emitted_at,
         p_adapter_version, p_engine_run_ref, p_caused_by_signal_id, p_parent_event_id, p_schema_version)
+    ON CONFLICT (run_id, idempotency_key) DO NOTHING
     RETURNING persisted_at INTO o_persisted_at;
-    UPDATE run_heads SET head_seq = o_run_seq, updated_at = clock_timestamp() WHERE run_id = p_run_id;
-    o_persisted := true;
+    IF FOUND THEN
+        o_persisted := true;
+        RETURN;
+    END IF;
+    UPDATE run_heads SET head_seq = head_seq - 1 WHERE run_id = p_run_id;
+    SELECT e.run_seq, e.persisted_at INTO o_run_seq, o_persisted_at
+    FROM run_events e WHERE e.run_id = p_run_id AND e.idempotency_key = p_idempotency_key;
+    o_persisted := false;
 END $$;
 
 -- weft_run_delete is the retention path: it deletes every event of one run
