@@ -22,7 +22,7 @@ const relayWriters = 8
 
 // BenchmarkRelay measures the outbox relay end to end while 8 writers
 // append events (one event and its outbox row per transaction, through the
-// journal, to many runs): events relayed per second, from the first commit
+// journal, each writer to runs of its own): events relayed per second, from the first commit
 // to the last JetStream ack, and the p50 and p99 delay from a row's insert
 // (in its single-statement transaction, so at commit) to its JetStream ack.
 // It runs with JetStream's default periodic fsync and with an fsync on
@@ -53,15 +53,15 @@ func benchRelay(b *testing.B, natsOpts []weftest.NATSOption) {
 	b.Cleanup(func() { _ = relay.Stop(ctx) })
 
 	j := journal.New(eventlog.New(db.Pool))
-	runIDs := make([]string, relayWriters*4)
+	runIDs := make([]string, relayWriters*runsPerWriter)
 	for i := range runIDs {
 		runIDs[i] = events.NewRunID()
 	}
 	b.ResetTimer()
 	start := time.Now()
-	parallel(b, relayWriters, b.N, func(_, i int) error {
+	parallel(b, relayWriters, b.N, func(w, i int) error {
 		ev, err := events.New(events.Spec{
-			RunID: runIDs[i%len(runIDs)], StepID: fmt.Sprintf("s%d", i), LogicalAttemptID: "1",
+			RunID: runIDs[w*runsPerWriter+i%runsPerWriter], StepID: fmt.Sprintf("s%d", i), LogicalAttemptID: "1",
 			Type: events.StepStarted, PlanVersion: "1",
 		})
 		if err != nil {

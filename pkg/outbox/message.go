@@ -26,8 +26,10 @@ import (
 // then deploy the new build (docs/outbox.md, "Partitions").
 const Partitions = 8
 
-// NotifyChannel is the Postgres NOTIFY channel EnqueueTx signals at commit,
-// with the partition number as payload; relays LISTEN on it.
+// NotifyChannel is the Postgres NOTIFY channel on which EnqueueTx wakes an
+// idle relay at commit, with the partition number as payload; relays LISTEN
+// on it. A busy relay is not notified: it claims again by itself
+// (docs/outbox.md, "Waking the relay").
 const NotifyChannel = "weft_outbox"
 
 // ErrInvalidMessage is wrapped by every validation error EnqueueTx returns.
@@ -106,9 +108,11 @@ func validHeader(name, value string) error {
 	return nil
 }
 
-// enqueueSQL inserts the rows in array order (ids follow it) and notifies
-// each partition touched, all in one statement. Postgres delivers the
-// notifications at commit and folds duplicates within a transaction.
+// enqueueSQL inserts the rows in array order (ids follow it) and calls
+// weft_outbox_wake with the partitions touched, all in one statement. The
+// wake function notifies the partitions whose relay is idle; Postgres
+// delivers the notifications at commit and folds duplicates within a
+// transaction.
 const enqueueSQL = `
 WITH ins AS (
 	INSERT INTO outbox (partition, order_key, subject, headers, payload, dedupe_id)
@@ -118,8 +122,7 @@ WITH ins AS (
 	ORDER BY u.ord
 	RETURNING partition
 )
-SELECT pg_notify('` + NotifyChannel + `', p.partition::text)
-FROM (SELECT DISTINCT partition FROM ins) AS p`
+SELECT weft_outbox_wake(array_agg(DISTINCT partition)) FROM ins`
 
 // EnqueueTx validates msgs and inserts them into the outbox inside tx, in
 // one round trip, so they are published if and only if tx commits. Within

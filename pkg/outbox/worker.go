@@ -3,13 +3,17 @@ package outbox
 import (
 	"cmp"
 	"context"
+	"errors"
 	"strings"
 	"time"
 )
 
 // worker serves one partition for as long as the relay holds its lock:
-// claim the next rows in id order, publish them, settle the outcome,
-// repeat at once after a full batch, otherwise wait for a wake-up.
+// claim the next rows in id order, publish them, settle the outcome, and
+// claim again at once while claims find rows. When a claim finds none, the
+// worker arms the partition (writers notify from then on) and claims once
+// more; only an empty claim while armed lets it sleep until a wake-up. Any
+// rows found disarm it again, so writers of a busy partition never notify.
 type worker struct {
 	r         *Relay
 	partition int
@@ -17,6 +21,9 @@ type worker struct {
 	cancel    context.CancelFunc // stops the worker at once
 	done      chan struct{}      // closed when run returns
 	pauses    int                // consecutive batches cut short by the bus or the database
+	armed     bool               // writers notify this partition (see setArmed)
+	armKnown  bool               // armed matches outbox_wake (false until the first setArmed)
+	settled   bool               // armed, and no writer that missed the arming is still open
 }
 
 // startWorker runs a worker for partition until soft ends (after the batch
@@ -41,6 +48,10 @@ func (w *worker) run(ctx, soft context.Context) {
 	defer close(w.done)
 	for soft.Err() == nil && ctx.Err() == nil {
 		res, err := w.step(ctx)
+		if err == nil && res.transport == nil {
+			// Busy after rows, idle (arm, then claim once more) after none.
+			err = w.setArmed(ctx, res.claimed == 0)
+		}
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -49,11 +60,10 @@ func (w *worker) run(ctx, soft context.Context) {
 			// wake-ups, so an outage does not become a busy loop.
 			w.pauses++
 			d := w.r.cfg.backoff(w.pauses)
-			w.r.logger.WarnContext(ctx, "outbox: batch cut short; pausing",
-				"partition", w.partition, "pause", d, "err", cmp.Or(err, res.transport))
+			w.logPause(ctx, d, cmp.Or(err, res.transport))
 			w.sleep(ctx, soft, d, false)
-		case res.full:
-			w.pauses = 0 // more rows are waiting: no sleep
+		case !res.sleep:
+			w.pauses = 0 // rows may be waiting, or the arming needs its claim: no sleep
 		default:
 			w.pauses = 0
 			d := w.r.cfg.PollInterval
@@ -63,6 +73,20 @@ func (w *worker) run(ctx, soft context.Context) {
 			w.sleep(ctx, soft, d, true)
 		}
 	}
+}
+
+// logPause logs why the worker pauses. A full stream is logged as an error
+// with alert=OUTBOX_STREAM_FULL: rows pile up in the outbox until an
+// operator raises the stream's limits or consumers catch up, and nothing is
+// dropped meanwhile.
+func (w *worker) logPause(ctx context.Context, d time.Duration, err error) {
+	if errors.Is(err, errStreamFull) {
+		w.r.logger.ErrorContext(ctx, "outbox: stream full; publishing paused, rows kept",
+			"alert", "OUTBOX_STREAM_FULL", "partition", w.partition, "pause", d, "err", err)
+		return
+	}
+	w.r.logger.WarnContext(ctx, "outbox: batch cut short; pausing",
+		"partition", w.partition, "pause", d, "err", err)
 }
 
 // sleep waits d, or less when the relay stops or, if wakeable, a wake-up
@@ -83,7 +107,8 @@ func (w *worker) sleep(ctx, soft context.Context, d time.Duration, wakeable bool
 }
 
 type stepResult struct {
-	full      bool          // the claim was a full batch: claim again at once
+	claimed   int           // rows claimed: when some, claim again at once
+	sleep     bool          // nothing claimed while armed: the worker may sleep
 	transport error         // the batch was cut short by the bus
 	nextDue   time.Duration // until the earliest backoff expires, if hasDue
 	hasDue    bool
@@ -96,8 +121,11 @@ func (w *worker) step(ctx context.Context) (stepResult, error) {
 	if err != nil {
 		return stepResult{}, err
 	}
-	res := stepResult{full: len(rows) == cfg.BatchSize}
+	res := stepResult{claimed: len(rows), sleep: len(rows) == 0 && w.armed && w.settled}
 	if len(rows) > 0 {
+		if cfg.TestingKnobs.BeforePublish != nil {
+			cfg.TestingKnobs.BeforePublish()
+		}
 		out, err := w.publish(ctx, rows)
 		if err != nil {
 			return stepResult{}, err
@@ -112,7 +140,7 @@ func (w *worker) step(ctx context.Context) (stepResult, error) {
 		}
 		res.transport = w.report(ctx, rows, out, acts)
 	}
-	if !res.full {
+	if res.sleep {
 		res.nextDue, res.hasDue, err = outboxNextDue(ctx, w.r.pool, w.partition)
 	}
 	return res, err

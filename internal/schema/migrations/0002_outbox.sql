@@ -3,8 +3,9 @@
 -- A writer inserts rows in the same transaction as the events they carry;
 -- the relay publishes committed rows to JetStream in id order per partition
 -- and deletes them once acked. Relay wake-ups travel on the NOTIFY channel
--- weft_outbox (payload: the partition number), sent by outbox.EnqueueTx and
--- delivered at commit.
+-- weft_outbox (payload: the partition number), sent by outbox.EnqueueTx
+-- while the partition's relay is idle (outbox_wake, below) and delivered at
+-- commit.
 
 CREATE TABLE outbox (
     id              bigserial   PRIMARY KEY,
@@ -54,3 +55,59 @@ CREATE TABLE outbox_dead (
 );
 
 CREATE INDEX outbox_dead_failed_at ON outbox_dead (failed_at);
+
+-- Waking the relay (docs/outbox.md, "Waking the relay"). A NOTIFY in a
+-- committing transaction takes a database-wide lock that it holds through
+-- the commit's WAL flush, so notifying on every enqueue serialises every
+-- writer's commit. Writers therefore notify only while the partition's relay
+-- is idle and has said so (armed). UNLOGGED: the state is not worth a WAL
+-- record, and after a crash the table is empty, which writers read as
+-- "notify" (the safe default).
+CREATE UNLOGGED TABLE outbox_wake (
+    partition integer PRIMARY KEY CHECK (partition >= 0),
+    -- true: the relay serving this partition found nothing to do and waits
+    -- for a notification; false: it is claiming and needs none.
+    armed     boolean NOT NULL
+);
+
+-- weft_outbox_wake is called by outbox.EnqueueTx with the partitions it
+-- wrote to. Per partition it first tries a shared advisory lock held to the
+-- end of the transaction (class 0x776f7877, "woxw"). A relay that arms the
+-- partition then takes the same lock exclusively (weft_outbox_barrier), so
+-- it waits for every writer holding it, which may have checked before the
+-- arming, and claims again after they commit. With the lock, the writer
+-- checks the partition's state in a statement with a fresh snapshot (a
+-- volatile function under READ COMMITTED) and notifies if the relay is armed
+-- or its state unknown. Without it (a relay is arming right now) the writer
+-- notifies anyway, and it never waits. Under REPEATABLE READ or SERIALIZABLE
+-- the snapshot is the transaction's and may predate an arming, so it always
+-- notifies.
+CREATE FUNCTION weft_outbox_wake(parts int[]) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    quiet int[]; -- partitions that provably need no notification
+BEGIN
+    SELECT coalesce(array_agg(p), '{}') INTO quiet
+    FROM unnest(parts) AS p
+    WHERE pg_try_advisory_xact_lock_shared(x'776f7877'::int, p);
+    IF current_setting('transaction_isolation') = 'read committed' THEN
+        SELECT coalesce(array_agg(w.partition), '{}') INTO quiet
+        FROM outbox_wake w WHERE w.partition = ANY (quiet) AND NOT w.armed;
+    ELSE
+        quiet := '{}';
+    END IF;
+    PERFORM pg_notify('weft_outbox', p::text) FROM unnest(parts) AS p WHERE NOT p = ANY (quiet);
+END $$;
+
+-- weft_outbox_barrier waits until no writer holds the partition's shared
+-- wake lock, for at most wait_ms, and reports whether it got there. The
+-- relay calls it after arming the partition, in a statement of its own.
+CREATE FUNCTION weft_outbox_barrier(p int, wait_ms int) RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM set_config('lock_timeout', wait_ms || 'ms', true);
+    PERFORM pg_advisory_xact_lock(x'776f7877'::int, p);
+    RETURN true;
+EXCEPTION WHEN lock_not_available THEN
+    RETURN false;
+END $$;
