@@ -75,6 +75,9 @@ type RelayConfig struct {
 
 // TestingKnobs inject faults for crash tests.
 type TestingKnobs struct {
+	// BeforePublish runs after a batch is claimed and before any of it is
+	// published: a crash there leaves committed rows the bus never saw.
+	BeforePublish func()
 	// AfterPublish runs after every publish of a batch is resolved and
 	// before the batch's rows are deleted: a crash there leaves rows that
 	// are already in the stream.

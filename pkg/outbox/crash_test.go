@@ -3,6 +3,7 @@ package outbox_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"testing"
@@ -15,12 +16,31 @@ import (
 	"github.com/weftrun/weft/pkg/outbox"
 )
 
-// Environment of the child process TestRelayCrashAfterPublish starts.
+// Environment of the relay child process the crash tests start; TestMain
+// runs runCrashChild instead of the tests when childDBEnv is set.
 const (
-	childDBEnv   = "WEFT_OUTBOX_CHILD_DB"
-	childNATSEnv = "WEFT_OUTBOX_CHILD_NATS"
-	childExit    = 3
+	childDBEnv    = "WEFT_OUTBOX_CHILD_DB"
+	childNATSEnv  = "WEFT_OUTBOX_CHILD_NATS"
+	childCrashEnv = "WEFT_OUTBOX_CHILD_CRASH" // "before-publish" or "after-publish"
+	childExit     = 3
 )
+
+// A relay process dies after claiming a batch of committed rows and before
+// publishing any of it. A fresh relay publishes every row, once, in order.
+func TestRelayCrashAfterCommitBeforePublish(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	enqueue(t, b.db.Pool, msg("crash", 1), msg("crash", 2), msg("crash", 3))
+	runCrashChild(t, b, "before-publish")
+
+	require.Zero(t, streamMsgs(t, b.js), "the child died before publishing")
+	require.Equal(t, 3, count(t, b.db.Pool, "outbox"), "the rows are still there")
+
+	r := b.startRelay(t, b.db.Pool, fastConfig(), nil)
+	b.waitDrained(t, 3)
+	requireExactlyOnceInOrder(t, readStream(t, b.js), map[string]int{"crash": 3})
+	require.Equal(t, uint64(3), r.Stats().Published)
+}
 
 // A relay process dies after JetStream acked its batch and before it
 // deleted the rows. A fresh relay republishes them; JetStream's dedupe
@@ -28,15 +48,8 @@ const (
 func TestRelayCrashAfterPublish(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ctx := testCtx(t)
 	enqueue(t, b.db.Pool, msg("crash", 1), msg("crash", 2), msg("crash", 3))
-
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestRelayChildProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), childDBEnv+"="+b.db.URL, childNATSEnv+"="+b.nats.URL())
-	out, err := cmd.CombinedOutput()
-	var exitErr *exec.ExitError
-	require.ErrorAs(t, err, &exitErr, "child output:\n%s", out)
-	require.Equal(t, childExit, exitErr.ExitCode(), "the child died in AfterPublish; output:\n%s", out)
+	runCrashChild(t, b, "after-publish")
 
 	require.Equal(t, uint64(3), streamMsgs(t, b.js), "the child published the batch")
 	require.Equal(t, 3, count(t, b.db.Pool, "outbox"), "and died before deleting it")
@@ -49,30 +62,55 @@ func TestRelayCrashAfterPublish(t *testing.T) {
 	require.Zero(t, st.Published)
 }
 
-// TestRelayChildProcess is the child of TestRelayCrashAfterPublish: a relay
-// whose process exits once its first batch is acked. It does nothing when
-// run on its own.
-func TestRelayChildProcess(t *testing.T) {
-	dbURL, natsURL := os.Getenv(childDBEnv), os.Getenv(childNATSEnv)
-	if dbURL == "" || natsURL == "" {
-		t.Skip("runs only as the child of TestRelayCrashAfterPublish")
-	}
+// runCrashChild runs this test binary as a relay process that exits with
+// childExit at the crash point, and requires that it did.
+func runCrashChild(t *testing.T, b *bundle, point string) {
+	t.Helper()
+	cmd := exec.CommandContext(testCtx(t), os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childDBEnv+"="+b.db.URL, childNATSEnv+"="+b.nats.URL(), childCrashEnv+"="+point)
+	out, err := cmd.CombinedOutput()
+	var exitErr *exec.ExitError
+	require.ErrorAs(t, err, &exitErr, "child output:\n%s", out)
+	require.Equal(t, childExit, exitErr.ExitCode(), "the child died at %s; output:\n%s", point, out)
+}
+
+// crashChild is the child's main: a relay whose process exits at the crash
+// point named by childCrashEnv. It returns an error when the relay never
+// got there.
+func crashChild() error {
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
-	pool, err := pgxpool.New(ctx, dbURL)
-	require.NoError(t, err)
+	pool, err := pgxpool.New(ctx, os.Getenv(childDBEnv))
+	if err != nil {
+		return err
+	}
 	defer pool.Close()
-	nc, err := nats.Connect(natsURL, nats.ReconnectBufSize(-1))
-	require.NoError(t, err)
+	nc, err := nats.Connect(os.Getenv(childNATSEnv), nats.ReconnectBufSize(-1))
+	if err != nil {
+		return err
+	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)
-	require.NoError(t, err)
-
+	if err != nil {
+		return err
+	}
 	cfg := fastConfig()
-	cfg.TestingKnobs.AfterPublish = func() { os.Exit(childExit) }
+	die := func() { os.Exit(childExit) }
+	switch point := os.Getenv(childCrashEnv); point {
+	case "before-publish":
+		cfg.TestingKnobs.BeforePublish = die
+	case "after-publish":
+		cfg.TestingKnobs.AfterPublish = die
+	default:
+		return fmt.Errorf("unknown crash point %q", point)
+	}
 	r, err := outbox.NewRelay(pool, js, cfg, nil)
-	require.NoError(t, err)
-	require.NoError(t, r.Start(ctx))
+	if err != nil {
+		return err
+	}
+	if err := r.Start(ctx); err != nil {
+		return err
+	}
 	<-ctx.Done()
-	require.NoError(t, errors.New("the relay never published"))
+	return errors.New("the relay never reached the crash point")
 }

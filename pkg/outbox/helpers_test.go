@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,7 +22,15 @@ import (
 	"github.com/weftrun/weft/pkg/streams"
 )
 
-func TestMain(m *testing.M) { weftest.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(childDBEnv) != "" { // a crash test's relay process
+		if err := crashChild(); err != nil {
+			fmt.Fprintln(os.Stderr, "crash child:", err)
+		}
+		os.Exit(1)
+	}
+	weftest.Main(m)
+}
 
 const waitFor = 30 * time.Second // deadline for every asynchronous condition
 

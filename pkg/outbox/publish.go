@@ -31,6 +31,10 @@ type outcome struct {
 // errAckTimeout marks a publish not acked within AckTimeout.
 var errAckTimeout = errors.New("outbox: no ack within AckTimeout")
 
+// errStreamFull marks a publish refused because the stream reached its
+// limits (DiscardNew): the bus is full, not the row at fault.
+var errStreamFull = errors.New("outbox: stream full (DiscardNew refused the message)")
+
 // errReconnected marks rows left unsent because the connection changed
 // during the batch.
 var errReconnected = errors.New("outbox: NATS connection changed during the batch")
@@ -161,10 +165,23 @@ func natsMsg(r row) *nats.Msg {
 // charged; anything else, such as no stream capturing the subject or a
 // message too large, is charged to the row and ends in outbox_dead.
 func classify(err error) outcome {
+	if streamFull(err) {
+		return outcome{kind: transport, err: fmt.Errorf("%w: %w", errStreamFull, err)}
+	}
 	if busFailure(err) {
 		return outcome{kind: transport, err: err}
 	}
 	return outcome{kind: failed, err: err}
+}
+
+// streamFull reports a store failure for "maximum bytes exceeded",
+// "maximum messages exceeded" and the like. "message too large" is the
+// row's fault and not matched.
+func streamFull(err error) bool {
+	const storeFailed = 10077 // JSStreamStoreFailedF: carries the store's reason
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == storeFailed &&
+		strings.Contains(apiErr.Description, "exceeded")
 }
 
 func busFailure(err error) bool {
@@ -179,14 +196,5 @@ func busFailure(err error) bool {
 		}
 	}
 	var apiErr *jetstream.APIError
-	if !errors.As(err, &apiErr) {
-		return false
-	}
-	const storeFailed = 10077 // JSStreamStoreFailedF: carries the store's reason
-	if apiErr.ErrorCode == storeFailed {
-		// "maximum bytes exceeded", "maximum messages exceeded", ...: the
-		// stream is full (DiscardNew). "message too large" is the row's.
-		return strings.Contains(apiErr.Description, "exceeded")
-	}
-	return apiErr.Code == 503 // temporarily unavailable, no quorum
+	return errors.As(err, &apiErr) && apiErr.Code == 503 // temporarily unavailable, no quorum
 }

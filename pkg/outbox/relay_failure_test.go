@@ -166,12 +166,8 @@ func TestRelayTwoRelaysTakeOver(t *testing.T) {
 		want, err := produce(b.db.Pool, keys("two", 6), 60)
 		done <- result{want, err}
 	}()
-	maxHeld := 0
-	require.Eventually(t, func() bool {
-		maxHeld = max(maxHeld, held()) // both relays keep retrying the locks meanwhile
-		return streamMsgs(t, b.js) >= 60
-	}, waitFor, time.Millisecond)
-	require.Equal(t, outbox.Partitions, maxHeld, "no partition was ever held by both relays")
+	require.Eventually(t, func() bool { return streamMsgs(t, b.js) >= 60 }, waitFor, time.Millisecond)
+	require.Positive(t, victim.Stats().Partitions, "the victim serves partitions when it dies")
 
 	killed, cancel := context.WithCancel(ctx)
 	cancel() // no drain: in-flight batches are abandoned, as in a crash
