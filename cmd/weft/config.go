@@ -24,11 +24,8 @@ func newFlags(name string, env *environment) *flags {
 	return &flags{FlagSet: fs, env: env}
 }
 
-func (f *flags) string(name, envKey, def, usage string) *string {
-	if v := f.env.getenv(envKey); v != "" {
-		def = v
-	}
-	return f.String(name, def, usage+" (env "+envKey+")")
+func (f *flags) string(name, envKey, usage string) *string {
+	return f.String(name, f.env.getenv(envKey), usage+" (env "+envKey+")")
 }
 
 func (f *flags) int(name, envKey string, def int, usage string) *int {
@@ -39,12 +36,6 @@ func (f *flags) int(name, envKey string, def int, usage string) *int {
 
 func (f *flags) bool(name, envKey string, def bool, usage string) *bool {
 	p := f.Bool(name, def, usage+" (env "+envKey+")")
-	f.fromEnv(name, envKey)
-	return p
-}
-
-func (f *flags) duration(name, envKey string, def time.Duration, usage string) *time.Duration {
-	p := f.Duration(name, def, usage+" (env "+envKey+")")
 	f.fromEnv(name, envKey)
 	return p
 }

@@ -34,7 +34,7 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	var cfg devConfig
 	f.StringVar(&cfg.dir, "dir", ".weft/dev", "folder for the private Postgres and the NATS store (env WEFT_DEV_DIR)")
 	f.fromEnv("dir", "WEFT_DEV_DIR")
-	cfg.dbURL = *f.string("database-url", "WEFT_DATABASE_URL", "", "Postgres URL; empty starts a private instance")
+	cfg.dbURL = *f.string("database-url", "WEFT_DATABASE_URL", "Postgres URL; empty starts a private instance")
 	natsPort := f.int("nats-port", "WEFT_DEV_NATS_PORT", 14222, "port of the embedded NATS server")
 	syncAlways := f.bool("nats-sync-always", "WEFT_NATS_SYNC_ALWAYS", false, "fsync every JetStream write before acking")
 	demo := f.bool("demo", "WEFT_DEV_DEMO", true, "append a demo run and log its events as JetStream delivers them")
@@ -74,7 +74,7 @@ func devStack(ctx context.Context, env *environment, cfg devConfig) (err error) 
 		return err
 	}
 
-	ns, err := devNATS(cfg)
+	ns, err := devNATS(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -90,11 +90,14 @@ func devStack(ctx context.Context, env *environment, cfg devConfig) (err error) 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.stdout, "\nWeft dev stack is up.\n  Postgres: %s\n  NATS:     %s\n  Data:     %s\nPress Ctrl-C to stop.\n\n",
+	_, err = fmt.Fprintf(env.stdout, "\nWeft dev stack is up.\n  Postgres: %s\n  NATS:     %s\n  Data:     %s\nPress Ctrl-C to stop.\n\n",
 		redact(dbURL), ns.ClientURL(), cfg.dir)
+	if err != nil {
+		return err
+	}
 	<-ctx.Done()
-	fmt.Fprintln(env.stdout, "shutting down…")
-	return nil
+	_, err = fmt.Fprintln(env.stdout, "shutting down…")
+	return err
 }
 
 // devPostgres returns the configured URL, or starts a private instance
@@ -115,12 +118,14 @@ func devPostgres(ctx context.Context, cfg devConfig) (string, func(context.Conte
 	return inst.URL(), inst.Stop, nil
 }
 
-func devNATS(cfg devConfig) (*server.Server, error) {
+func devNATS(ctx context.Context, cfg devConfig) (*server.Server, error) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.natsPort))
-	if l, err := net.Listen("tcp", addr); err != nil {
-		return nil, fmt.Errorf("NATS port %d is taken (%v): stop what uses it or pass --nats-port / WEFT_DEV_NATS_PORT", cfg.natsPort, err)
-	} else {
-		_ = l.Close()
+	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("NATS port %d is taken: stop what uses it or pass --nats-port / WEFT_DEV_NATS_PORT: %w", cfg.natsPort, err)
+	}
+	if err := l.Close(); err != nil {
+		return nil, err
 	}
 	return natsboot.Start(natsboot.Config{
 		StoreDir:   filepath.Join(cfg.dir, "nats"),

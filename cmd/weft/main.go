@@ -79,11 +79,13 @@ func usage(w io.Writer, cmds map[string]command) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	fmt.Fprintln(w, "Usage: weft <command> [flags]\n\nCommands:")
+	var b strings.Builder
+	b.WriteString("Usage: weft <command> [flags]\n\nCommands:\n")
 	for _, name := range names {
-		fmt.Fprintf(w, "  %-8s %s\n", name, cmds[name].summary)
+		fmt.Fprintf(&b, "  %-8s %s\n", name, cmds[name].summary)
 	}
-	fmt.Fprintln(w, "\nRun 'weft <command> -h' for a command's flags.")
+	b.WriteString("\nRun 'weft <command> -h' for a command's flags.\n")
+	_, _ = io.WriteString(w, b.String()) // usage is best effort: a closed stdout has no reader
 }
 
 func logLevel(s string) slog.Level {

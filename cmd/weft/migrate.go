@@ -10,7 +10,7 @@ import (
 
 func runMigrate(ctx context.Context, env *environment, args []string) error {
 	f := newFlags("migrate", env)
-	dbURL := f.string("database-url", "WEFT_DATABASE_URL", "", "Postgres connection URL")
+	dbURL := f.string("database-url", "WEFT_DATABASE_URL", "Postgres connection URL")
 	if err := f.parse(args); err != nil {
 		return err
 	}

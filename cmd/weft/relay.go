@@ -20,8 +20,8 @@ import (
 // one of them at a time (docs/outbox.md).
 func runRelay(ctx context.Context, env *environment, args []string) error {
 	f := newFlags("relay", env)
-	dbURL := f.string("database-url", "WEFT_DATABASE_URL", "", "Postgres connection URL")
-	natsURL := f.string("nats-url", "WEFT_NATS_URL", "", "NATS server URL")
+	dbURL := f.string("database-url", "WEFT_DATABASE_URL", "Postgres connection URL")
+	natsURL := f.string("nats-url", "WEFT_NATS_URL", "NATS server URL")
 	if err := f.parse(args); err != nil {
 		return err
 	}

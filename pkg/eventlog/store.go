@@ -122,10 +122,17 @@ func (s *Store) RunHeadTx(ctx context.Context, q Querier, runID string) (int64, 
 // later append to the same run id starts again at runSeq 1. Deleting an
 // unknown run is not an error.
 func (s *Store) RunDelete(ctx context.Context, runID string) error {
+	return s.RunDeleteTx(ctx, s.pool, runID)
+}
+
+// RunDeleteTx is RunDelete through q, typically the caller's transaction,
+// so the deletion commits with the caller's own records (an archive row,
+// say). It holds the run head's row lock until q's transaction ends.
+func (s *Store) RunDeleteTx(ctx context.Context, q Querier, runID string) error {
 	if err := checkRunID(runID); err != nil {
 		return err
 	}
-	if _, err := s.pool.Exec(ctx, `SELECT weft_run_delete($1)`, runID); err != nil {
+	if _, err := q.Exec(ctx, `SELECT weft_run_delete($1)`, runID); err != nil {
 		return fmt.Errorf("eventlog: delete run %s: %w", runID, err)
 	}
 	return nil

@@ -167,9 +167,11 @@ func testRunDeleteRemovesWholeRun(t *testing.T, l Log) {
 	// The retention switch does not outlive the call in its transaction:
 	// deleting another run's events right after is still refused.
 	tx := begin(t, l)
-	var deleted int64
-	require.NoError(t, tx.QueryRow(ctx, `SELECT weft_run_delete($1)`, kept).Scan(&deleted))
-	require.Equal(t, int64(3), deleted)
+	require.NoError(t, l.Store.RunDeleteTx(ctx, tx, kept))
+	var inTx int
+	require.NoError(t, tx.QueryRow(ctx, `SELECT count(*) FROM run_events WHERE run_id = $1`, kept).Scan(&inTx))
+	require.Zero(t, inTx, "RunDeleteTx deleted the run inside the transaction")
+	require.Equal(t, 3, countEvents(t, l, kept), "and nothing outside it before commit")
 	_, err := tx.Exec(ctx, `DELETE FROM run_events WHERE run_id = $1`, other)
 	requireCode(t, err, "WE405")
 	require.NoError(t, tx.Rollback(ctx))
