@@ -41,9 +41,9 @@ type bundle struct {
 	js   jetstream.JetStream // the test's own connection, for reading the stream
 }
 
-func setup(t *testing.T) *bundle {
+func setup(t *testing.T, natsOpts ...weftest.NATSOption) *bundle {
 	t.Helper()
-	b := &bundle{db: weftest.NewDB(t), nats: weftest.NewNATS(t)}
+	b := &bundle{db: weftest.NewDB(t), nats: weftest.NewNATS(t, natsOpts...)}
 	b.js = b.nats.JetStream(t)
 	require.NoError(t, streams.Ensure(testCtx(t), b.js, streams.Config{MaxBytes: 256 << 20}))
 	return b

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/internal/weftest"
 	"github.com/weftrun/weft/pkg/outbox"
 )
 
@@ -52,9 +53,17 @@ func keys(prefix string, n int) []string {
 	return out
 }
 
+// Both JetStream fsync settings are supported, and ordering and
+// exactly-once delivery hold under each (DESIGN.md, "The bus is a
+// transport").
 func TestRelayKeepsOrderPerKey(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	t.Run("sync=default", func(t *testing.T) { t.Parallel(); testRelayKeepsOrderPerKey(t) })
+	t.Run("sync=always", func(t *testing.T) { t.Parallel(); testRelayKeepsOrderPerKey(t, weftest.WithSyncAlways()) })
+}
+
+func testRelayKeepsOrderPerKey(t *testing.T, natsOpts ...weftest.NATSOption) {
+	b := setup(t, natsOpts...)
 	cfg := fastConfig()
 	cfg.BatchSize, cfg.MaxInFlight = 16, 4 // many full batches, a bounded pipeline
 	var observed sync.Map
