@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,25 +17,6 @@ import (
 
 func TestMain(m *testing.M) { weftest.Main(m) }
 
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a running
-// command and the reads of a test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func envOf(vars map[string]string) func(string) string {
 	return func(k string) string { return vars[k] }
 }
@@ -45,7 +24,7 @@ func envOf(vars map[string]string) func(string) string {
 func TestMigrateIsIdempotent(t *testing.T) {
 	t.Parallel()
 	db := weftest.NewDB(t) // already migrated by the harness
-	var out, errOut syncBuffer
+	var out, errOut weftest.Buffer
 	err := run(t.Context(), []string{"migrate"}, &out, &errOut, envOf(map[string]string{"WEFT_DATABASE_URL": db.URL}))
 	require.NoError(t, err)
 	require.Equal(t, "schema is up to date\n", out.String())
@@ -65,7 +44,7 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"dev"}, map[string]string{"WEFT_DEV_NATS_PORT": "many"}, `WEFT_DEV_NATS_PORT="many"`},
 	}
 	for _, c := range cases {
-		var out, errOut syncBuffer
+		var out, errOut weftest.Buffer
 		err := run(t.Context(), c.args, &out, &errOut, envOf(c.env))
 		require.ErrorContains(t, err, c.want, "weft %v", c.args)
 	}
@@ -73,7 +52,7 @@ func TestCommandErrors(t *testing.T) {
 
 func TestHelpListsEveryCommand(t *testing.T) {
 	t.Parallel()
-	var out, errOut syncBuffer
+	var out, errOut weftest.Buffer
 	require.NoError(t, run(t.Context(), nil, &out, &errOut, envOf(nil)))
 	for name := range commands() {
 		require.Contains(t, out.String(), "  "+name+" ")
@@ -88,7 +67,7 @@ func TestDevRelaysDemoRunInOrder(t *testing.T) {
 	db := weftest.NewDB(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var out, errOut syncBuffer
+	var out, errOut weftest.Buffer
 	env := envOf(map[string]string{
 		"WEFT_DATABASE_URL":  db.URL,
 		"WEFT_DEV_DIR":       t.TempDir(),

@@ -1,14 +1,12 @@
 package outbox_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -177,22 +175,4 @@ func requireExactlyOnceInOrder(t *testing.T, got []received, want map[string]int
 	for key, n := range want {
 		require.Equal(t, n, next[key], "key %s: messages delivered", key)
 	}
-}
-
-// logBuffer is a concurrency-safe sink for a JSON slog handler.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }

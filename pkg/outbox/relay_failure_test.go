@@ -23,7 +23,7 @@ import (
 func TestRelayDeadLettersAfterMaxAttempts(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	logs := &logBuffer{}
+	logs := &weftest.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	cfg := fastConfig()
 	cfg.MaxAttempts, cfg.InitialBackoff, cfg.MaxBackoff = 3, time.Millisecond, 5*time.Millisecond

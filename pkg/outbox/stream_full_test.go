@@ -29,7 +29,7 @@ func TestRelayStreamFullKeepsRowsAndAlerts(t *testing.T) {
 		want = append(want, msg("full", seq))
 	}
 	enqueue(t, b.db.Pool, want...)
-	logs := &logBuffer{}
+	logs := &weftest.Buffer{}
 	r := b.startRelay(t, b.db.Pool, fastConfig(), slog.New(slog.NewJSONHandler(logs, nil)))
 
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), `"alert":"OUTBOX_STREAM_FULL"`) },
