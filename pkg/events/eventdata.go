@@ -59,6 +59,10 @@ type RunApprovedData struct {
 	RunRequestID  string `json:"runRequestId"`
 	// Input is the run's input document, references only (no secrets).
 	Input json.RawMessage `json:"input,omitempty"`
+	// Plan is the run's plan in its persisted JSON form (pkg/plan). The
+	// event log is the run's source of truth, so the plan travels with the
+	// approval rather than by reference to a table that could change.
+	Plan json.RawMessage `json:"plan,omitempty"`
 }
 
 // RunStartedData is the payload of RunStarted. EngineRunRef duplicates the

@@ -9,9 +9,10 @@
 //
 // Subjects:
 //
-//	weft.events.<runId>    WEFT_EVENTS   (this package, now)
-//	weft.tasks.<queue>     (later: task queues)
-//	weft.results.<runId>   (later: worker results)
+//	weft.events.<runId>    WEFT_EVENTS   run events, relayed from the outbox
+//	weft.tasks.<queue>     WEFT_TASKS    activity tasks (work queue)
+//	weft.results.<runId>   WEFT_RESULTS  worker results
+//	weft.cancel.<runId>    (core NATS)   cancel notices to workers
 package streams
 
 import (
@@ -24,8 +25,16 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// EventsStream is the name of the stream that captures weft.events.*.
-const EventsStream = "WEFT_EVENTS"
+// Stream names.
+const (
+	// EventsStream captures weft.events.*: every event of every run.
+	EventsStream = "WEFT_EVENTS"
+	// TasksStream captures weft.tasks.*: the tasks of every queue. It is a
+	// work queue: a task leaves the stream when a worker acks it.
+	TasksStream = "WEFT_TASKS"
+	// ResultsStream captures weft.results.*: what workers report.
+	ResultsStream = "WEFT_RESULTS"
+)
 
 // Defaults applied to a zero Config field.
 const (
@@ -100,6 +109,21 @@ func Events(cfg Config) jetstream.StreamConfig {
 	return base(EventsStream, "Weft run events, relayed from the Postgres outbox", EventsSubjectPrefix+".*", cfg)
 }
 
+// Tasks returns the definition of WEFT_TASKS. Work-queue retention: each
+// task is held until one worker acks it, and each queue has one durable
+// consumer (TaskConsumer) shared by every worker of the queue.
+func Tasks(cfg Config) jetstream.StreamConfig {
+	sc := base(TasksStream, "Weft activity tasks, one subject per queue", TasksSubjectPrefix+".*", cfg)
+	sc.Retention = jetstream.WorkQueuePolicy
+	return sc
+}
+
+// Results returns the definition of WEFT_RESULTS, which captures
+// weft.results.* (one subject per run).
+func Results(cfg Config) jetstream.StreamConfig {
+	return base(ResultsStream, "Weft worker results, one subject per run", ResultsSubjectPrefix+".*", cfg)
+}
+
 // base is the shape every Weft stream shares.
 func base(name, description, subject string, cfg Config) jetstream.StreamConfig {
 	cfg = cfg.WithDefaults()
@@ -122,7 +146,7 @@ func base(name, description, subject string, cfg Config) jetstream.StreamConfig 
 
 // All returns the definitions of every Weft stream, in creation order.
 func All(cfg Config) []jetstream.StreamConfig {
-	return []jetstream.StreamConfig{Events(cfg)}
+	return []jetstream.StreamConfig{Events(cfg), Tasks(cfg), Results(cfg)}
 }
 
 // Ensure creates every Weft stream, or updates it to the current

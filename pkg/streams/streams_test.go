@@ -36,6 +36,27 @@ func TestEventsDefinition(t *testing.T) {
 	require.Equal(t, 3, custom.Replicas)
 }
 
+func TestTasksAndResultsDefinitions(t *testing.T) {
+	t.Parallel()
+	tasks := streams.Tasks(streams.Config{})
+	require.Equal(t, streams.TasksStream, tasks.Name)
+	require.Equal(t, []string{"weft.tasks.*"}, tasks.Subjects)
+	require.Equal(t, jetstream.WorkQueuePolicy, tasks.Retention, "a task leaves the stream once acked")
+	results := streams.Results(streams.Config{})
+	require.Equal(t, streams.ResultsStream, results.Name)
+	require.Equal(t, []string{"weft.results.*"}, results.Subjects)
+	for _, sc := range []jetstream.StreamConfig{tasks, results} {
+		require.Equal(t, jetstream.FileStorage, sc.Storage, sc.Name)
+		require.Equal(t, jetstream.DiscardNew, sc.Discard, sc.Name)
+		require.Equal(t, streams.DefaultDuplicates, sc.Duplicates, sc.Name)
+	}
+	var names []string
+	for _, sc := range streams.All(streams.Config{}) {
+		names = append(names, sc.Name)
+	}
+	require.Equal(t, []string{"WEFT_EVENTS", "WEFT_TASKS", "WEFT_RESULTS"}, names)
+}
+
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
 	require.NoError(t, streams.Config{}.Validate())
@@ -62,6 +83,10 @@ func TestEnsure(t *testing.T) {
 	require.NoError(t, streams.Ensure(ctx, js, cfg))
 	require.NoError(t, streams.Ensure(ctx, js, cfg), "Ensure is idempotent")
 
+	for _, name := range []string{streams.TasksStream, streams.ResultsStream} {
+		_, err := js.Stream(ctx, name)
+		require.NoError(t, err, "Ensure creates %s", name)
+	}
 	s, err := js.Stream(ctx, streams.EventsStream)
 	require.NoError(t, err)
 	info, err := s.Info(ctx)
@@ -82,4 +107,20 @@ func TestEnsure(t *testing.T) {
 	require.Error(t, s.Purge(ctx))
 
 	require.ErrorIs(t, streams.Ensure(ctx, js, streams.Config{Replicas: 9}), streams.ErrInvalidConfig)
+}
+
+func TestTaskConsumer(t *testing.T) {
+	t.Parallel()
+	cc, err := streams.TaskConsumer("default", 0)
+	require.NoError(t, err)
+	require.Equal(t, "tasks-default", cc.Durable)
+	require.Equal(t, "weft.tasks.default", cc.FilterSubject)
+	require.Equal(t, jetstream.AckExplicitPolicy, cc.AckPolicy)
+	require.Equal(t, streams.DefaultTaskAckWait, cc.AckWait)
+	require.Equal(t, streams.DefaultTaskMaxDeliver, cc.MaxDeliver)
+
+	_, err = streams.TaskConsumer("a.b", 0)
+	require.ErrorIs(t, err, streams.ErrInvalidToken)
+	_, err = streams.TaskConsumer("q", time.Millisecond)
+	require.ErrorIs(t, err, streams.ErrInvalidConfig)
 }

@@ -12,17 +12,39 @@ import (
 // builders return, so callers can test for it with errors.Is.
 var ErrInvalidToken = errors.New("invalid subject token")
 
-// EventsSubjectPrefix is the subject prefix WEFT_EVENTS captures.
-const EventsSubjectPrefix = "weft.events"
+// Subject prefixes; each is followed by one token.
+const (
+	EventsSubjectPrefix  = "weft.events"  // + run id, captured by WEFT_EVENTS
+	TasksSubjectPrefix   = "weft.tasks"   // + queue, captured by WEFT_TASKS
+	ResultsSubjectPrefix = "weft.results" // + run id, captured by WEFT_RESULTS
+	CancelSubjectPrefix  = "weft.cancel"  // + run id, core NATS
+)
 
 // EventSubject returns weft.events.<runID>, the subject every event of the
 // run is published on. It fails with an error wrapping ErrInvalidToken when
 // runID is not a valid subject token (see ValidToken).
-func EventSubject(runID string) (string, error) {
-	if err := ValidToken(runID); err != nil {
-		return "", fmt.Errorf("streams: run id: %w", err)
+func EventSubject(runID string) (string, error) { return subject(EventsSubjectPrefix, "run id", runID) }
+
+// TaskSubject returns weft.tasks.<queue>, the subject of a queue's tasks.
+func TaskSubject(queue string) (string, error) { return subject(TasksSubjectPrefix, "queue", queue) }
+
+// ResultSubject returns weft.results.<runID>, where workers report on the
+// run's tasks.
+func ResultSubject(runID string) (string, error) {
+	return subject(ResultsSubjectPrefix, "run id", runID)
+}
+
+// CancelSubject returns weft.cancel.<runID>, where the engine tells workers
+// to stop the run's activities.
+func CancelSubject(runID string) (string, error) {
+	return subject(CancelSubjectPrefix, "run id", runID)
+}
+
+func subject(prefix, what, token string) (string, error) {
+	if err := ValidToken(token); err != nil {
+		return "", fmt.Errorf("streams: %s: %w", what, err)
 	}
-	return EventsSubjectPrefix + "." + runID, nil
+	return prefix + "." + token, nil
 }
 
 // ValidToken reports whether s can be one token of a NATS subject that Weft

@@ -47,15 +47,22 @@ func TestValidToken(t *testing.T) {
 	}
 }
 
-func TestEventSubject(t *testing.T) {
+func TestSubjectBuilders(t *testing.T) {
 	t.Parallel()
-	subject, err := streams.EventSubject("run-1")
-	require.NoError(t, err)
-	require.Equal(t, "weft.events.run-1", subject)
-
-	for _, bad := range []string{"", "a.b", "*", ">", "a b", "$x"} {
-		_, err := streams.EventSubject(bad)
-		require.ErrorIs(t, err, streams.ErrInvalidToken, "run id %q", bad)
+	builders := map[string]func(string) (string, error){
+		"weft.events":  streams.EventSubject,
+		"weft.tasks":   streams.TaskSubject,
+		"weft.results": streams.ResultSubject,
+		"weft.cancel":  streams.CancelSubject,
+	}
+	for prefix, build := range builders {
+		subject, err := build("tok-1")
+		require.NoError(t, err)
+		require.Equal(t, prefix+".tok-1", subject)
+		for _, bad := range []string{"", "a.b", "*", ">", "a b", "$x"} {
+			_, err := build(bad)
+			require.ErrorIs(t, err, streams.ErrInvalidToken, "%s token %q", prefix, bad)
+		}
 	}
 }
 

@@ -1,0 +1,129 @@
+// Package task is the wire protocol between the engine and activity
+// workers: the Task the engine dispatches on weft.tasks.<queue>, the Result
+// messages a worker reports on weft.results.<runId>, and the Cancel notice
+// the engine sends when a run is cancelled. Messages are plain JSON so that
+// a worker in any language can speak the protocol; docs/worker-protocol.md
+// describes it without reference to Go.
+//
+// Workers never touch Postgres. The engine appends every result to the
+// event log in one of its rounds; a result is keyed by the idempotency key
+// of the event it becomes, so a result reported twice (a worker retrying a
+// publish, or a redelivered task run again) is recorded once.
+package task
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/plan"
+)
+
+// SchemaVersion is the version of the messages this package writes.
+// Readers accept messages of any version up to theirs and ignore fields
+// they do not know.
+const SchemaVersion = 1
+
+// Task asks a worker to run one logical attempt of one activity step. It
+// is published with Nats-Msg-Id = DedupeID(RunID, StepID, LogicalAttemptID)
+// and stays in the stream until a worker acks it; JetStream redelivers it
+// after AckWait (the step's timeout) to any worker of the queue, with a
+// higher delivery count, which is the attempt's engineAttemptId.
+type Task struct {
+	SchemaVersion    int    `json:"schemaVersion"`
+	RunID            string `json:"runId"`
+	StepID           string `json:"stepId"`
+	LogicalAttemptID string `json:"logicalAttemptId"`
+	PlanVersion      string `json:"planVersion"`
+	// Activity is the registered name of the activity to run.
+	Activity string `json:"activity"`
+	// Queue is the task queue the task was published on.
+	Queue string `json:"queue"`
+	// Input is the step's input; secret references, never values.
+	Input json.RawMessage `json:"input,omitempty"`
+	// Secrets are the references the activity may resolve.
+	Secrets []plan.SecretRef `json:"secrets,omitempty"`
+	// IdempotencyKey is the activity-level key for the side effect: the
+	// step's own key from the plan when it has one, otherwise a key derived
+	// from the run, step and logical attempt. It is the same for every
+	// delivery of the attempt.
+	IdempotencyKey string `json:"idempotencyKey"`
+	// TimeoutMillis bounds one attempt; a worker stops the activity then.
+	TimeoutMillis int64 `json:"timeoutMs"`
+	// ScheduledAt is when the engine scheduled the attempt.
+	ScheduledAt time.Time `json:"scheduledAt"`
+}
+
+// Timeout returns the attempt's timeout as a duration.
+func (t Task) Timeout() time.Duration { return time.Duration(t.TimeoutMillis) * time.Millisecond }
+
+// Kind is what a Result reports.
+type Kind string
+
+// The result kinds; each becomes the event of the same name.
+const (
+	Started   Kind = Kind(events.StepStarted)
+	Completed Kind = Kind(events.StepCompleted)
+	Failed    Kind = Kind(events.StepFailed)
+)
+
+// Result is a worker's report on one delivery of a Task. It is published on
+// weft.results.<runId> with Nats-Msg-Id = IdempotencyKey.
+type Result struct {
+	SchemaVersion    int    `json:"schemaVersion"`
+	Kind             Kind   `json:"kind"`
+	RunID            string `json:"runId"`
+	StepID           string `json:"stepId"`
+	LogicalAttemptID string `json:"logicalAttemptId"`
+	// EngineAttemptID is the task's JetStream delivery count, as a decimal
+	// string: 1 for the first delivery.
+	EngineAttemptID string `json:"engineAttemptId"`
+	// IdempotencyKey is the key of the event this result becomes:
+	// events.IdempotencyKey(RunID, StepID, LogicalAttemptID, Kind,
+	// PlanVersion). The same for every delivery of the attempt.
+	IdempotencyKey string `json:"idempotencyKey"`
+	WorkerID       string `json:"workerId,omitempty"`
+	// Output and Artifacts are set on Completed.
+	Output    json.RawMessage      `json:"output,omitempty"`
+	Artifacts []events.ArtifactRef `json:"artifacts,omitempty"`
+	// Error is set on Failed.
+	Error *events.StepError `json:"error,omitempty"`
+	// EmittedAt is when the worker observed what it reports.
+	EmittedAt time.Time `json:"emittedAt"`
+}
+
+// NewResult returns the Result of kind for t's attempt, with its
+// idempotency key and EmittedAt set to now.
+func NewResult(t Task, kind Kind, engineAttemptID, workerID string) Result {
+	return Result{
+		SchemaVersion:    SchemaVersion,
+		Kind:             kind,
+		RunID:            t.RunID,
+		StepID:           t.StepID,
+		LogicalAttemptID: t.LogicalAttemptID,
+		EngineAttemptID:  engineAttemptID,
+		IdempotencyKey:   events.IdempotencyKey(t.RunID, t.StepID, t.LogicalAttemptID, events.Type(kind), t.PlanVersion),
+		WorkerID:         workerID,
+		EmittedAt:        time.Now().UTC(),
+	}
+}
+
+// Cancel tells the workers of a run to stop its in-flight activities. It is
+// published on weft.cancel.<runId> with core NATS (at most once): a worker
+// that misses it finds out when the engine ignores its late result, and the
+// activity's own timeout bounds the waste.
+type Cancel struct {
+	SchemaVersion int    `json:"schemaVersion"`
+	RunID         string `json:"runId"`
+	// StepIDs lists the steps to stop; empty means every step of the run.
+	StepIDs []string `json:"stepIds,omitempty"`
+	Reason  string   `json:"reason"`
+}
+
+// DedupeID returns the Nats-Msg-Id of the task of one logical attempt:
+// "<runId>/<stepId>/<logicalAttemptId>". A run id (a UUID) and a logical
+// attempt id (a decimal) contain no '/', so the step id is everything
+// between the first and the last '/', and the id is unambiguous.
+func DedupeID(runID, stepID, logicalAttemptID string) string {
+	return runID + "/" + stepID + "/" + logicalAttemptID
+}
