@@ -48,6 +48,9 @@ type Spec struct {
 	PlanVersion      string
 	// Data is encoded with MarshalData; nil means no payload.
 	Data any
+	// EngineAttemptID is the platform's delivery count of the attempt a
+	// step event reports, when known; it is not part of the key.
+	EngineAttemptID string
 	// CausedBySignalID and ParentEventID are copied as they are.
 	CausedBySignalID string
 	ParentEventID    string
@@ -72,6 +75,7 @@ func New(s Spec) (Event, error) {
 		RunID:            s.RunID,
 		EventID:          id,
 		StepID:           s.StepID,
+		EngineAttemptID:  s.EngineAttemptID,
 		LogicalAttemptID: s.LogicalAttemptID,
 		EventType:        s.Type,
 		EventData:        data,

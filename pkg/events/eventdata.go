@@ -148,6 +148,56 @@ type SignalRejectedData struct {
 	Reason     string `json:"reason"`
 }
 
+// SignalAppliedData is the payload of SignalApplied: what the engine did
+// with an accepted signal, or why it did nothing. Written by the
+// engine, one per SignalAccepted it handled.
+type SignalAppliedData struct {
+	SignalID   string `json:"signalId"`
+	SignalName string `json:"signalName"`
+	// Outcome is SignalOutcomeApplied or SignalOutcomeIgnored.
+	Outcome string `json:"outcome"`
+	// Code is empty when applied and names the reason (SignalCode…
+	// constants) when ignored.
+	Code string `json:"code,omitempty"`
+	// Reason says, for people, what the signal did or why it made no sense.
+	Reason string `json:"reason"`
+	// StepIDs lists the steps the signal acted on: the waitSignal steps it
+	// completed, or the step RETRY_STEP re-ran followed by the skipped
+	// dependants it brought back.
+	StepIDs []string `json:"stepIds,omitempty"`
+}
+
+// Signal outcomes.
+const (
+	SignalOutcomeApplied = "applied"
+	SignalOutcomeIgnored = "ignored"
+)
+
+// Codes of ignored signals.
+const (
+	// SignalCodeRunTerminal: the run has already completed, failed or been
+	// cancelled.
+	SignalCodeRunTerminal = "RUN_TERMINAL"
+	// SignalCodeRunNotStarted: the run is not running or paused yet (only CANCEL
+	// acts on an approved run).
+	SignalCodeRunNotStarted = "RUN_NOT_STARTED"
+	// SignalCodeRunNotRunning: PAUSE on a run that is not RUNNING.
+	SignalCodeRunNotRunning = "RUN_NOT_RUNNING"
+	// SignalCodeRunNotPaused: RESUME on a run that is not PAUSED.
+	SignalCodeRunNotPaused = "RUN_NOT_PAUSED"
+	// SignalCodeBadPayload: the payload is not what the signal needs (RETRY_STEP
+	// wants {"stepId": "…"}; a waitSignal payload must be JSON).
+	SignalCodeBadPayload = "BAD_PAYLOAD"
+	// SignalCodeUnknownStep: RETRY_STEP names a step the plan does not have.
+	SignalCodeUnknownStep = "UNKNOWN_STEP"
+	// SignalCodeStepNotFailed: RETRY_STEP names a step that is not FAILED.
+	SignalCodeStepNotFailed = "STEP_NOT_FAILED"
+	// SignalCodeUnknownSignal: no step of the plan waits for a signal of this name.
+	SignalCodeUnknownSignal = "UNKNOWN_SIGNAL"
+	// SignalCodeNotWaiting: steps wait for this name, but none is waiting now.
+	SignalCodeNotWaiting = "NOT_WAITING"
+)
+
 // MalformedEventError reports an event the reducer cannot apply: its
 // eventData does not decode into the payload of its type, or a required
 // envelope field is missing. Err holds the cause and is returned by Unwrap.

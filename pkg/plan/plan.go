@@ -147,7 +147,9 @@ func (s *Step) applyDefaults() {
 	s.Secrets = nilIfEmpty(s.Secrets)
 	s.Input = compactInput(s.Input)
 	if s.Retry != nil {
-		s.Retry.NonRetryableErrorCodes = nilIfEmpty(s.Retry.NonRetryableErrorCodes)
+		r := *s.Retry // a copy: plans built in Go may share one policy between steps
+		r.NonRetryableErrorCodes = nilIfEmpty(r.NonRetryableErrorCodes)
+		s.Retry = &r
 	}
 	if s.Kind != "" && s.Kind != KindActivity {
 		return

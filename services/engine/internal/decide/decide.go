@@ -1,0 +1,208 @@
+package decide
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/plan"
+)
+
+// Decide returns what the engine does about in, given the run's plan p
+// (validated, the one the run was approved with) and its state s, folded
+// by Fold (or NewState and Apply) with the same plan. It is
+// pure: no I/O, no clock but in's Now, no randomness but in's Jitter, and
+// it never modifies s or p. The same (p, s, in) always gives the same
+// Decision, and folding the Decision's events into s gives the state the
+// next round starts from. Duplicate and stale inputs give the zero
+// Decision; see the package documentation for the rules.
+func Decide(p *plan.Plan, s State, in Input) Decision {
+	d, _ := decide(p, s, in)
+	return d
+}
+
+// decide is Decide that also returns its working state: s with the
+// decision's events folded in.
+func decide(p *plan.Plan, s State, in Input) (Decision, State) {
+	if s.RunID == "" || in == nil {
+		return Decision{}, s
+	}
+	d := &decider{p: p, s: s.clone(), now: in.now(), order: p.TopoOrder()}
+	switch in := in.(type) {
+	case RunApproved:
+		d.start()
+	case ResultStarted:
+		d.started(in)
+	case ResultCompleted:
+		d.completed(in)
+	case ResultFailed:
+		d.failed(in)
+	case SignalAccepted:
+		d.signal(in)
+	case TimerFired:
+		d.timer(in)
+	}
+	return d.out, d.s
+}
+
+// decider is one Decide call: a working copy of the state into which every
+// emitted event is folded at once, so later rules see earlier effects.
+type decider struct {
+	p     *plan.Plan
+	s     State
+	now   time.Time
+	order []string
+	cause string // the signal the round applies: every event's causedBySignalId
+	out   Decision
+}
+
+// emit appends an event and folds it into the working state. attempt is
+// the logical attempt of a step event, or the occurrence number of a
+// repeatable run-level event, or 0.
+func (d *decider) emit(stepID string, attempt int, typ events.Type, data any, engine string) {
+	e := events.Spec{
+		RunID: d.s.RunID, StepID: stepID, LogicalAttemptID: attemptID(attempt), Type: typ,
+		PlanVersion: d.p.PlanVersion, Data: data, CausedBySignalID: d.cause, EngineAttemptID: engine,
+	}
+	d.out.Events = append(d.out.Events, e)
+	d.s.apply(factOfSpec(e, attempt))
+}
+
+// start handles RunApproved: an APPROVED run starts with its roots.
+func (d *decider) start() {
+	if d.s.Status != events.RunStatusApproved {
+		return
+	}
+	d.emit("", 0, events.RunStarted, nil, "")
+	d.dispatch()
+	d.settle()
+}
+
+// live returns the plan step and state of an activity attempt a worker
+// reports on, if the report is current: the run is RUNNING or PAUSED, and
+// the attempt is the step's current one, dispatched, without an outcome.
+func (d *decider) live(stepID string, attempt int) (*plan.Step, StepState, bool) {
+	if d.s.Status != events.RunStatusRunning && d.s.Status != events.RunStatusPaused {
+		return nil, StepState{}, false
+	}
+	ps, ok := d.p.Step(stepID)
+	st := d.s.Steps[stepID]
+	if !ok || ps.EffectiveKind() != plan.KindActivity || st.Attempt != attempt || !st.InFlight() {
+		return nil, StepState{}, false
+	}
+	return ps, st, true
+}
+
+// started handles ResultStarted of a current, not yet started attempt.
+func (d *decider) started(in ResultStarted) {
+	_, st, ok := d.live(in.StepID, in.LogicalAttempt)
+	if !ok || st.Status != events.StepStatusPending {
+		return
+	}
+	d.emit(in.StepID, st.Attempt, events.StepStarted, events.StepStartedData{WorkerID: in.WorkerID}, in.EngineAttemptID)
+}
+
+// completed handles ResultCompleted: the step succeeds and its ready
+// dependants are dispatched. Output that is not JSON fails the attempt.
+func (d *decider) completed(in ResultCompleted) {
+	ps, st, ok := d.live(in.StepID, in.LogicalAttempt)
+	if !ok {
+		return
+	}
+	if len(in.Output) > 0 && !json.Valid(in.Output) {
+		bad := events.StepError{Code: CodeInvalidOutput, Message: "the reported output is not valid JSON"}
+		d.failAttempt(ps, st, bad, 0, in.EngineAttemptID)
+		return
+	}
+	data := events.StepCompletedData{
+		Output:    slices.Clone(in.Output),
+		Artifacts: append([]events.ArtifactRef{}, in.Artifacts...),
+	}
+	d.emit(in.StepID, st.Attempt, events.StepCompleted, data, in.EngineAttemptID)
+	d.dispatch()
+	d.settle()
+}
+
+// failed handles ResultFailed: retry under the step's policy, or fail.
+func (d *decider) failed(in ResultFailed) {
+	ps, st, ok := d.live(in.StepID, in.LogicalAttempt)
+	if !ok {
+		return
+	}
+	d.failAttempt(ps, st, in.Error, in.Jitter, in.EngineAttemptID)
+}
+
+// failAttempt retries the failed attempt when the error is retryable, its
+// code is not listed as non-retryable and the policy's series has attempts
+// left: StepRetryScheduled, and a retry timer unless the backoff is zero
+// (then the retry is dispatched at once) or the run, failed by another
+// step, ends now. Otherwise the step fails.
+func (d *decider) failAttempt(ps *plan.Step, st StepState, e events.StepError, jitter float64, engine string) {
+	pol := retryPolicy(ps)
+	n := st.Attempt - st.SeriesStart + 1
+	if !e.Retryable || !pol.Retryable(e.Code) || n >= pol.MaxAttempts {
+		d.failStep(ps.ID, st.Attempt, e, engine)
+		return
+	}
+	at := d.now.Add(pol.Backoff(n, jitter))
+	next := st.Attempt + 1
+	d.emit(ps.ID, st.Attempt, events.StepRetryScheduled, events.StepRetryScheduledData{
+		Error: e, RetryAt: at, NextLogicalAttemptID: attemptID(next),
+	}, engine)
+	d.dispatch()
+	d.settle() // a run another step failed ends once nothing is in flight
+	if at.After(d.now) && !d.s.Status.Terminal() {
+		d.setTimer(ps.ID, next, TimerRetry, at)
+	}
+}
+
+// timer handles TimerFired. A timer that fires before its due time is set
+// again; one that no longer matches the step's attempt is stale.
+func (d *decider) timer(in TimerFired) {
+	if d.s.Status.Terminal() {
+		return
+	}
+	st, ok := d.s.Steps[in.StepID]
+	if !ok || st.Attempt != in.LogicalAttempt {
+		return
+	}
+	switch {
+	case in.Kind == TimerRetry && st.Status == events.StepStatusPending && !st.Scheduled && !st.RetryAt.IsZero():
+		if d.now.Before(st.RetryAt) {
+			d.setTimer(in.StepID, st.Attempt, in.Kind, st.RetryAt)
+			return
+		}
+		d.dispatch()
+		d.settle()
+	case in.Kind == TimerWaitTimeout && st.InFlight() && !st.Deadline.IsZero():
+		if d.now.Before(st.Deadline) {
+			d.setTimer(in.StepID, st.Attempt, in.Kind, st.Deadline)
+			return
+		}
+		e := events.StepError{Code: CodeSignalTimeout, Message: "no matching signal arrived within the step's timeout"}
+		d.failStep(in.StepID, st.Attempt, e, "")
+	}
+}
+
+// setTimer adds a timer to the decision.
+func (d *decider) setTimer(stepID string, attempt int, kind TimerKind, at time.Time) {
+	d.out.Timers = append(d.out.Timers, Timer{RunID: d.s.RunID, StepID: stepID, LogicalAttempt: attempt, Kind: kind, DueAt: at})
+}
+
+// retryPolicy returns an activity step's policy, DefaultRetryPolicy when
+// unset.
+func retryPolicy(ps *plan.Step) plan.RetryPolicy {
+	if ps.Retry == nil {
+		return plan.DefaultRetryPolicy()
+	}
+	return *ps.Retry
+}
+
+// queueOf returns the step's task queue, DefaultQueue when unset.
+func queueOf(ps *plan.Step) string {
+	if ps.Queue == "" {
+		return plan.DefaultQueue
+	}
+	return ps.Queue
+}

@@ -1,0 +1,89 @@
+package decide
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/plan"
+)
+
+// Decision is what one round decided. Events go to the log in order, in one
+// append with a compare-and-swap on the state's Head; Tasks, Timers and
+// Cancels are written in the same transaction (outbox and timer table).
+// The zero Decision decides nothing: the input was a duplicate or stale.
+type Decision struct {
+	Events  []events.Spec
+	Tasks   []Task
+	Timers  []Timer
+	Cancels []Cancel
+}
+
+// Empty reports whether d decides nothing at all.
+func (d Decision) Empty() bool {
+	return len(d.Events) == 0 && len(d.Tasks) == 0 && len(d.Timers) == 0 && len(d.Cancels) == 0
+}
+
+// Task is one logical attempt of an activity step to publish on the task
+// queue. Workers report its results with the same StepID and
+// LogicalAttempt; RunID, StepID, LogicalAttempt and PlanVersion are what
+// the idempotency keys of those results are computed from.
+type Task struct {
+	RunID          string
+	PlanVersion    string
+	StepID         string
+	LogicalAttempt int
+	Activity       string
+	Queue          string
+	// Input is the step's input, secret references only.
+	Input json.RawMessage
+	// Secrets lists the references the worker may resolve.
+	Secrets []plan.SecretRef
+	// IdempotencyKey is the step's activity-level key, if the plan sets one.
+	IdempotencyKey string
+	// Timeout bounds the attempt.
+	Timeout time.Duration
+}
+
+// TimerKind says what a timer is for.
+type TimerKind string
+
+// Timer kinds.
+const (
+	// TimerRetry fires when a retry's backoff has passed; the step's next
+	// logical attempt is then scheduled.
+	TimerRetry TimerKind = "retry"
+	// TimerWaitTimeout fires when a waitSignal step has waited its timeout;
+	// the step then fails with CodeSignalTimeout.
+	TimerWaitTimeout TimerKind = "waitTimeout"
+)
+
+// Timer is a durable timer to hold until DueAt and then deliver as a
+// TimerFired input. A timer is identified by (RunID, StepID,
+// LogicalAttempt, Kind): setting one that exists moves its DueAt.
+type Timer struct {
+	RunID          string
+	StepID         string
+	LogicalAttempt int
+	Kind           TimerKind
+	DueAt          time.Time
+}
+
+// Cancel asks the workers of Queue to cancel the context of an in-flight
+// attempt. It is a bus message, not an event: RunCancelled is the durable
+// record, and State.InFlight lists what to cancel again if it is lost.
+type Cancel struct {
+	RunID          string
+	StepID         string
+	LogicalAttempt int
+	Queue          string
+	Reason         string
+}
+
+// Error codes the decider writes into events.StepError.Code.
+const (
+	// CodeSignalTimeout fails a waitSignal step whose timeout passed.
+	CodeSignalTimeout = "SIGNAL_TIMEOUT"
+	// CodeInvalidOutput fails an attempt whose reported output is not JSON.
+	CodeInvalidOutput = "INVALID_OUTPUT"
+)

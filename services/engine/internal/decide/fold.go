@@ -1,0 +1,170 @@
+package decide
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/weftrun/weft/pkg/events"
+)
+
+// fact is one event as the state reads it. Decide applies the events it
+// emits to its working state through the same fact, so that folding the
+// appended events gives exactly the state Decide reasoned about.
+type fact struct {
+	typ     events.Type
+	stepID  string
+	attempt int // the logical attempt, or the occurrence number; 0 if none
+	engine  string
+	signal  string // causedBySignalId
+	data    any    // the decoded payload, for the types the state reads
+}
+
+// factOf decodes an event into a fact.
+func factOf(e events.Event) (fact, error) {
+	f := fact{typ: e.EventType, stepID: e.StepID, engine: e.EngineAttemptID, signal: e.CausedBySignalID}
+	if n, err := strconv.Atoi(e.LogicalAttemptID); err == nil && n > 0 {
+		f.attempt = n
+	}
+	var err error
+	switch e.EventType {
+	case events.StepScheduled:
+		var d stepScheduledData
+		err = e.Data(&d)
+		f.data = d
+	case events.StepFailed:
+		var d events.StepFailedData
+		err = e.Data(&d)
+		f.data = d
+	case events.StepRetryScheduled:
+		var d events.StepRetryScheduledData
+		err = e.Data(&d)
+		f.data = d
+	case events.SignalApplied:
+		var d events.SignalAppliedData
+		err = e.Data(&d)
+		f.data = d
+	default: // the other payloads hold nothing the state keeps
+	}
+	return f, err
+}
+
+// factOfSpec is the fact of an event the decider emits.
+func factOfSpec(e events.Spec, attempt int) fact {
+	return fact{typ: e.Type, stepID: e.StepID, attempt: attempt, engine: e.EngineAttemptID,
+		signal: e.CausedBySignalID, data: e.Data}
+}
+
+// apply folds one fact into s, whose maps s owns.
+func (s *State) apply(f fact) {
+	switch f.typ {
+	case events.RunApproved, events.RunStarted, events.RunPaused, events.RunResumed,
+		events.RunCompleted, events.RunFailed, events.RunCancelled:
+		s.applyRun(f.typ)
+	case events.StepScheduled, events.StepStarted, events.StepCompleted, events.StepFailed,
+		events.StepSkipped, events.StepRetryScheduled:
+		s.applyStep(f)
+	case events.SignalApplied:
+		d, _ := f.data.(events.SignalAppliedData)
+		s.SignalsApplied++
+		s.Signals[d.SignalID] = true
+	default: // SignalAccepted, SignalRejected, RunQueued and unknown types
+	}
+}
+
+// applyRun applies a run event, with the reducer's rules: terminal
+// statuses are absorbing, RunStarted and RunResumed mean RUNNING.
+func (s *State) applyRun(t events.Type) {
+	switch t {
+	case events.RunPaused:
+		s.Pauses++
+	case events.RunResumed:
+		s.Resumes++
+	default:
+	}
+	if s.Status.Terminal() {
+		return
+	}
+	switch t {
+	case events.RunApproved:
+		if s.Status == events.RunStatusPending {
+			s.Status = events.RunStatusApproved
+		}
+	case events.RunStarted, events.RunResumed:
+		s.Status = events.RunStatusRunning
+	case events.RunPaused:
+		s.Status = events.RunStatusPaused
+	case events.RunCompleted:
+		s.Status = events.RunStatusCompleted
+	case events.RunFailed:
+		s.Status = events.RunStatusFailed
+	case events.RunCancelled:
+		s.Status = events.RunStatusCancelled
+	default:
+	}
+}
+
+// applyStep applies a step event. As in the events reducer, an event of an
+// older attempt is ignored, a newer attempt starts afresh, and an attempt's
+// first outcome wins.
+func (s *State) applyStep(f fact) {
+	st, ok := s.Steps[f.stepID]
+	if !ok || f.attempt == 0 || f.attempt < st.Attempt {
+		return
+	}
+	if f.attempt > st.Attempt {
+		st = StepState{Status: events.StepStatusPending, Attempt: f.attempt, SeriesStart: st.SeriesStart}
+	}
+	switch f.typ {
+	case events.StepScheduled:
+		d, _ := f.data.(stepScheduledData)
+		st.Scheduled, st.RetryAt, st.Deadline = true, time.Time{}, d.Deadline
+	case events.StepStarted:
+		if st.Status == events.StepStatusPending {
+			st.Status, st.Error = events.StepStatusRunning, events.StepError{}
+		}
+		st.EngineAttemptID = f.engine
+	case events.StepCompleted, events.StepFailed, events.StepSkipped:
+		st = finish(st, f)
+	case events.StepRetryScheduled:
+		st = retry(st, f)
+	default:
+	}
+	s.Steps[f.stepID] = st
+}
+
+// finish records an attempt's outcome unless it has one.
+func finish(st StepState, f fact) StepState {
+	if st.Status.Terminal() {
+		return st
+	}
+	switch f.typ {
+	case events.StepCompleted:
+		st.Status, st.Error = events.StepStatusSuccess, events.StepError{}
+	case events.StepFailed:
+		d, _ := f.data.(events.StepFailedData)
+		st.Status, st.Error = events.StepStatusFailed, d.Error
+	default:
+		st.Status = events.StepStatusSkipped
+	}
+	if f.engine != "" {
+		st.EngineAttemptID = f.engine
+	}
+	st.Deadline = time.Time{}
+	return st
+}
+
+// retry starts the attempt a StepRetryScheduled names, if it is newer. One
+// caused by a signal (RETRY_STEP) starts a fresh retry-policy series.
+func retry(st StepState, f fact) StepState {
+	d, _ := f.data.(events.StepRetryScheduledData)
+	next, err := strconv.Atoi(d.NextLogicalAttemptID)
+	if err != nil || next <= st.Attempt {
+		return st
+	}
+	series := st.SeriesStart
+	if f.signal != "" {
+		series = next
+	}
+	return StepState{Status: events.StepStatusPending, Attempt: next, SeriesStart: series,
+		RetryAt: d.RetryAt, Error: d.Error}
+}

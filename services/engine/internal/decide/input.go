@@ -1,0 +1,87 @@
+package decide
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/weftrun/weft/pkg/events"
+)
+
+// Input is what one round reacts to: exactly one of RunApproved,
+// ResultStarted, ResultCompleted, ResultFailed, SignalAccepted and
+// TimerFired. Each carries Now, the round's time, which Decide uses in
+// place of a clock.
+type Input interface {
+	now() time.Time
+}
+
+// RunApproved asks the engine to start an approved run (the run's
+// RunApproved event was consumed, or the run queue released the run).
+type RunApproved struct {
+	Now time.Time
+}
+
+// ResultStarted reports that a worker began an attempt.
+type ResultStarted struct {
+	StepID         string
+	LogicalAttempt int
+	// EngineAttemptID is the platform's delivery count, recorded as is.
+	EngineAttemptID string
+	WorkerID        string
+	Now             time.Time
+}
+
+// ResultCompleted reports that an attempt succeeded.
+type ResultCompleted struct {
+	StepID          string
+	LogicalAttempt  int
+	EngineAttemptID string
+	// Output is the activity's small JSON result; it must be valid JSON
+	// when set, or the attempt fails with CodeInvalidOutput.
+	Output    json.RawMessage
+	Artifacts []events.ArtifactRef
+	Now       time.Time
+}
+
+// ResultFailed reports that an attempt failed.
+type ResultFailed struct {
+	StepID          string
+	LogicalAttempt  int
+	EngineAttemptID string
+	// Error is the failure; Error.Retryable false fails the step for good.
+	Error events.StepError
+	// Jitter is the round's random number in [0, 1) for the retry backoff
+	// (plan.RetryPolicy.Backoff).
+	Jitter float64
+	Now    time.Time
+}
+
+// SignalAccepted asks the engine to apply a signal the gateway accepted.
+type SignalAccepted struct {
+	// SignalID identifies the signal; a signal is applied at most once.
+	// An empty SignalID cannot be deduplicated and decides nothing.
+	SignalID string
+	// Name is matched case-sensitively: a control signal (PAUSE, RESUME,
+	// CANCEL, RETRY_STEP) or the signal of a waitSignal step.
+	Name    string
+	Payload json.RawMessage
+	// EventID is the SignalAccepted event's eventId, a UUID, recorded as the
+	// SignalApplied event's parentEventId; empty leaves that unset.
+	EventID string
+	Now     time.Time
+}
+
+// TimerFired reports that a Timer fell due.
+type TimerFired struct {
+	StepID         string
+	LogicalAttempt int
+	Kind           TimerKind
+	Now            time.Time
+}
+
+func (in RunApproved) now() time.Time     { return in.Now }
+func (in ResultStarted) now() time.Time   { return in.Now }
+func (in ResultCompleted) now() time.Time { return in.Now }
+func (in ResultFailed) now() time.Time    { return in.Now }
+func (in SignalAccepted) now() time.Time  { return in.Now }
+func (in TimerFired) now() time.Time      { return in.Now }

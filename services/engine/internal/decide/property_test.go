@@ -1,0 +1,260 @@
+package decide
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/plan"
+)
+
+// message is an input waiting for delivery; due is a timer's due time.
+type message struct {
+	in  Input
+	due time.Time
+}
+
+// world drives one run of a random plan through random interleavings: it
+// delivers pending messages in random order, redelivers old ones, injects
+// signals (sensible and not), and plays the workers and the timer table.
+type world struct {
+	t       *testing.T
+	r       *rand.Rand
+	b       *bundle
+	bag     []message
+	sent    []message
+	signals int
+}
+
+// TestDecideProperties runs many random plans through random deliveries,
+// folding each round's events back into the state, and checks the
+// invariants of each round and of each finished run.
+func TestDecideProperties(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(500) {
+		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
+			t.Parallel()
+			r := rand.New(rand.NewPCG(seed, 0x5eed))
+			w := &world{t: t, r: r, b: setup(t, randomPlan(r)...)}
+			w.bag = []message{{in: approve()}}
+			for round := 0; w.step(); round++ {
+				require.Less(t, round, 5000, "the run does not end")
+			}
+			requireRunInvariants(t, w.b)
+		})
+	}
+}
+
+// randomPlan returns 1 to 6 steps; each depends on some earlier ones, and
+// about one in five waits for a signal.
+func randomPlan(r *rand.Rand) []plan.Step {
+	steps := make([]plan.Step, 1+r.IntN(6))
+	for i := range steps {
+		id := fmt.Sprintf("s%d", i)
+		var deps []string
+		for j := range i {
+			if r.IntN(3) == 0 {
+				deps = append(deps, fmt.Sprintf("s%d", j))
+			}
+		}
+		if r.IntN(5) == 0 {
+			steps[i] = wait(id, "sig-"+id, time.Duration(r.IntN(2))*time.Minute, deps...)
+			continue
+		}
+		steps[i] = withRetry(act(id, deps...), 1+r.IntN(3), time.Duration(r.IntN(2))*time.Second)
+	}
+	return steps
+}
+
+// step delivers one message and reports whether the run goes on.
+func (w *world) step() bool {
+	w.b.now = w.b.now.Add(time.Duration(w.r.IntN(1500)) * time.Millisecond)
+	m, ok := w.next()
+	if !ok {
+		return false
+	}
+	in := m.in
+	if !m.due.IsZero() && m.due.After(w.b.now) && w.r.IntN(4) != 0 {
+		in = withNow(in, m.due) // most timers fire on time, some early
+	}
+	pre := w.b.s
+	d := w.b.decide(in)
+	w.sent = append(w.sent, m)
+	requireScheduledWhenReady(w.t, w.b.p, pre, d)
+	again := Decide(w.b.p, w.b.s, in)
+	require.Empty(w.t, again.Events, "deciding %T again decides no events", in)
+	require.Empty(w.t, again.Tasks)
+	require.Empty(w.t, again.Cancels)
+	w.plan(d)
+	return true
+}
+
+// next picks the next message: mostly a pending one, sometimes a
+// redelivery or a signal; when nothing is pending it plays the operator,
+// who resumes a paused run and sends the signals steps wait for.
+func (w *world) next() (message, bool) {
+	switch n := w.r.IntN(12); {
+	case n == 0 && len(w.sent) > 0:
+		return w.sent[w.r.IntN(len(w.sent))], true
+	case n <= 2 && w.signals < 8:
+		return w.randomSignal(), true
+	case len(w.bag) > 0:
+		i := w.r.IntN(len(w.bag))
+		m := w.bag[i]
+		w.bag = slices.Delete(w.bag, i, i+1)
+		return m, true
+	}
+	s := w.b.s
+	if s.Status.Terminal() {
+		return message{}, false
+	}
+	if s.Status == events.RunStatusPaused {
+		return w.signal(plan.SignalResume, ""), true
+	}
+	for _, ps := range w.b.p.Steps {
+		if ps.Kind == plan.KindWaitSignal && s.Steps[ps.ID].InFlight() {
+			return w.signal(ps.Signal, `{"by":"operator"}`), true
+		}
+	}
+	require.Failf(w.t, "stuck", "nothing to deliver and the run is %s: %+v", s.Status, s.Steps)
+	return message{}, false
+}
+
+// randomSignal returns a control, waitSignal, unknown or duplicate signal.
+func (w *world) randomSignal() message {
+	w.signals++
+	ids := make([]string, 0, len(w.b.p.Steps)+1)
+	for _, ps := range w.b.p.Steps {
+		ids = append(ids, ps.ID)
+	}
+	id := append(ids, "zz")[w.r.IntN(len(ids)+1)]
+	switch w.r.IntN(9) {
+	case 0:
+		return w.signal(plan.SignalPause, "")
+	case 1:
+		return w.signal(plan.SignalResume, "")
+	case 2:
+		if w.r.IntN(3) == 0 {
+			return w.signal(plan.SignalCancel, "")
+		}
+		return w.signal("pause", "")
+	case 3, 4:
+		for _, ps := range w.b.p.Steps {
+			if w.b.s.Steps[ps.ID].Status == events.StepStatusFailed {
+				id = ps.ID
+			}
+		}
+		return w.signal(plan.SignalRetryStep, `{"stepId":"`+id+`"}`)
+	case 5:
+		return w.signal("sig-"+id, `{"n":1}`)
+	default:
+		for _, m := range w.sent {
+			if _, ok := m.in.(SignalAccepted); ok {
+				return m // the same signal id again
+			}
+		}
+		return w.signal("nobody-waits", "")
+	}
+}
+
+func (w *world) signal(name, payload string) message {
+	n := len(w.sent) + 1000*w.signals + w.r.IntN(1000)
+	return message{in: sig(n, name, payload)}
+}
+
+// plan plays the workers and the timer table for a decision's outputs.
+func (w *world) plan(d Decision) {
+	for _, task := range d.Tasks {
+		if w.r.IntN(5) != 0 {
+			w.bag = append(w.bag, message{in: start(task.StepID, task.LogicalAttempt)})
+		}
+		var out Input
+		switch n := w.r.IntN(20); {
+		case n < 12:
+			out = done(task.StepID, task.LogicalAttempt)
+		case n < 18:
+			out = fail(task.StepID, task.LogicalAttempt, true)
+		default:
+			out = fail(task.StepID, task.LogicalAttempt, false)
+		}
+		w.bag = append(w.bag, message{in: out})
+		if w.r.IntN(5) == 0 {
+			w.bag = append(w.bag, message{in: out}) // a redelivery
+		}
+	}
+	for _, tm := range d.Timers {
+		w.bag = append(w.bag, message{in: TimerFired{StepID: tm.StepID, LogicalAttempt: tm.LogicalAttempt, Kind: tm.Kind}, due: tm.DueAt})
+	}
+}
+
+// withNow returns in with Now set.
+func withNow(in Input, now time.Time) Input {
+	if tf, ok := in.(TimerFired); ok {
+		tf.Now = now
+		return tf
+	}
+	return in
+}
+
+// requireScheduledWhenReady checks each StepScheduled of d against the
+// state just before it: every dependency of the step has succeeded.
+func requireScheduledWhenReady(t *testing.T, p *plan.Plan, s State, d Decision) {
+	t.Helper()
+	s = s.clone()
+	for _, e := range d.Events {
+		if e.Type == events.StepScheduled {
+			ps, ok := p.Step(e.StepID)
+			require.True(t, ok)
+			for _, dep := range ps.DependsOn {
+				require.Equal(t, events.StepStatusSuccess, s.Steps[dep].Status, "%s scheduled before %s succeeded", e.StepID, dep)
+			}
+		}
+		n, _ := strconv.Atoi(e.LogicalAttemptID)
+		s.apply(factOfSpec(e, n))
+	}
+}
+
+// requireRunInvariants checks a finished run's log.
+func requireRunInvariants(t *testing.T, b *bundle) {
+	t.Helper()
+	keys := map[string]bool{}
+	outcomes := map[string]int{}
+	terminal := 0
+	for _, e := range b.log {
+		require.False(t, keys[e.IdempotencyKey], "duplicate key: %s %s %s", e.EventType, e.StepID, e.LogicalAttemptID)
+		keys[e.IdempotencyKey] = true
+		switch e.EventType {
+		case events.StepCompleted, events.StepFailed, events.StepSkipped:
+			outcomes[e.StepID+"/"+e.LogicalAttemptID]++
+			require.Equal(t, 1, outcomes[e.StepID+"/"+e.LogicalAttemptID], "second outcome of %s/%s", e.StepID, e.LogicalAttemptID)
+		case events.RunCompleted, events.RunFailed, events.RunCancelled:
+			terminal++
+		default:
+		}
+		if terminal > 0 && !slices.Contains([]events.Type{events.RunCompleted, events.RunFailed, events.RunCancelled}, e.EventType) {
+			require.Equal(t, events.SignalApplied, e.EventType, "only signal records follow the end of the run")
+		}
+	}
+	require.Equal(t, 1, terminal, "exactly one terminal run event")
+	switch b.s.Status {
+	case events.RunStatusCompleted:
+		for id, st := range b.s.Steps {
+			require.Equal(t, events.StepStatusSuccess, st.Status, id)
+		}
+	case events.RunStatusFailed:
+		var failed bool
+		for id, st := range b.s.Steps {
+			require.True(t, st.Status.Terminal(), "%s is %s in a failed run", id, st.Status)
+			failed = failed || st.Status == events.StepStatusFailed
+		}
+		require.True(t, failed, "a failed run has a failed step")
+	default:
+		require.Equal(t, events.RunStatusCancelled, b.s.Status)
+	}
+}

@@ -1,0 +1,158 @@
+package decide
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/plan"
+)
+
+// dispatch schedules, in topological order, every ready step of a RUNNING
+// run that has no failed step. Nothing is dispatched while the run is
+// PAUSED, or once a step has failed for good.
+func (d *decider) dispatch() {
+	if d.s.Status != events.RunStatusRunning || d.failedStep() != "" {
+		return
+	}
+	for _, id := range d.order {
+		if d.ready(id) {
+			d.schedule(id)
+		}
+	}
+}
+
+// ready reports whether step id may be dispatched now: PENDING, not yet
+// scheduled in its attempt, past any retry time, every dependency SUCCESS.
+func (d *decider) ready(id string) bool {
+	st := d.s.Steps[id]
+	ps, ok := d.p.Step(id)
+	if !ok || st.Status != events.StepStatusPending || st.Scheduled || d.now.Before(st.RetryAt) {
+		return false
+	}
+	for _, dep := range ps.DependsOn {
+		if d.s.Steps[dep].Status != events.StepStatusSuccess {
+			return false
+		}
+	}
+	return true
+}
+
+// schedule dispatches step id's current attempt: StepScheduled and a Task
+// for an activity; StepScheduled, StepStarted and a timeout timer (when the
+// step has a timeout) for a waitSignal step, which waits for its signal.
+func (d *decider) schedule(id string) {
+	ps, _ := d.p.Step(id)
+	attempt := d.s.Steps[id].Attempt
+	if ps.EffectiveKind() == plan.KindWaitSignal {
+		var data stepScheduledData
+		if ps.Timeout > 0 {
+			data.Deadline = d.now.Add(ps.Timeout.Std())
+		}
+		d.emit(id, attempt, events.StepScheduled, data, "")
+		d.emit(id, attempt, events.StepStarted, events.StepStartedData{}, "")
+		if !data.Deadline.IsZero() {
+			d.setTimer(id, attempt, TimerWaitTimeout, data.Deadline)
+		}
+		return
+	}
+	data := stepScheduledData{StepScheduledData: events.StepScheduledData{Activity: ps.Activity, Queue: queueOf(ps)}}
+	d.emit(id, attempt, events.StepScheduled, data, "")
+	timeout := ps.Timeout.Std()
+	if timeout == 0 {
+		timeout = plan.DefaultTimeout
+	}
+	d.out.Tasks = append(d.out.Tasks, Task{
+		RunID: d.s.RunID, PlanVersion: d.p.PlanVersion, StepID: id, LogicalAttempt: attempt,
+		Activity: ps.Activity, Queue: queueOf(ps), Input: slices.Clone(ps.Input),
+		Secrets: slices.Clone(ps.Secrets), IdempotencyKey: ps.IdempotencyKey, Timeout: timeout,
+	})
+}
+
+// failStep fails a step for good and skips its transitive dependants that
+// have not run, then settles the run.
+func (d *decider) failStep(id string, attempt int, e events.StepError, engine string) {
+	d.emit(id, attempt, events.StepFailed, events.StepFailedData{Error: e}, engine)
+	reason := fmt.Sprintf("dependency %q failed", id)
+	for _, dep := range d.p.Dependants(id) {
+		if st := d.s.Steps[dep]; st.Status == events.StepStatusPending && !st.Scheduled {
+			d.emit(dep, st.Attempt, events.StepSkipped, events.StepSkippedData{Reason: reason}, "")
+		}
+	}
+	d.settle()
+}
+
+// settle ends a RUNNING run with nothing in flight: RunCompleted when every
+// step succeeded; RunFailed, after skipping the steps that never ran, when
+// one failed. Otherwise (steps in flight, retries waiting on their timers,
+// or a PAUSED run) it does nothing.
+func (d *decider) settle() {
+	if d.s.Status != events.RunStatusRunning {
+		return
+	}
+	all := true
+	for _, id := range d.order {
+		st := d.s.Steps[id]
+		if st.InFlight() {
+			return
+		}
+		all = all && st.Status == events.StepStatusSuccess
+	}
+	failed := d.failedStep()
+	switch {
+	case failed == "" && all:
+		d.emit("", 0, events.RunCompleted, nil, "")
+	case failed != "":
+		d.failRun(failed)
+	}
+}
+
+// failRun skips every step that never ran and fails the run, naming the
+// step that failed it.
+func (d *decider) failRun(failed string) {
+	reason := fmt.Sprintf("run failed: step %q failed", failed)
+	for _, id := range d.order {
+		if st := d.s.Steps[id]; st.Status == events.StepStatusPending && !st.Scheduled {
+			d.emit(id, st.Attempt, events.StepSkipped, events.StepSkippedData{Reason: reason}, "")
+		}
+	}
+	cause := d.s.Steps[failed].Error
+	d.emit("", 0, events.RunFailed, events.RunFailedData{
+		Reason: fmt.Sprintf("step %q failed: %s", failed, cause.Code), StepID: failed, Error: &cause,
+	}, "")
+}
+
+// failedStep returns the first FAILED step in topological order, or "".
+func (d *decider) failedStep() string {
+	for _, id := range d.order {
+		if d.s.Steps[id].Status == events.StepStatusFailed {
+			return id
+		}
+	}
+	return ""
+}
+
+// failedAncestor reports whether a step that id depends on, directly or
+// transitively, is FAILED.
+func (d *decider) failedAncestor(id string) bool {
+	seen := map[string]bool{}
+	stack := []string{id}
+	for len(stack) > 0 {
+		ps, ok := d.p.Step(stack[len(stack)-1])
+		stack = stack[:len(stack)-1]
+		if !ok {
+			continue
+		}
+		for _, dep := range ps.DependsOn {
+			if seen[dep] {
+				continue
+			}
+			seen[dep] = true
+			if d.s.Steps[dep].Status == events.StepStatusFailed {
+				return true
+			}
+			stack = append(stack, dep)
+		}
+	}
+	return false
+}

@@ -1,0 +1,152 @@
+package decide
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/plan"
+)
+
+// verdict is what a signal did, recorded in its SignalApplied event.
+type verdict struct {
+	code   string // empty when applied
+	reason string
+	steps  []string
+}
+
+// ignored returns the verdict of a signal that made no sense.
+func ignored(code, format string, args ...any) verdict {
+	return verdict{code: code, reason: fmt.Sprintf(format, args...)}
+}
+
+// signal handles SignalAccepted. A signal the run already applied decides
+// nothing; any other produces exactly one SignalApplied, after the events
+// it caused, all carrying its id as causedBySignalId.
+func (d *decider) signal(in SignalAccepted) {
+	if in.SignalID == "" || d.s.Signals[in.SignalID] {
+		return
+	}
+	d.cause = in.SignalID
+	v := d.applySignal(in)
+	data := events.SignalAppliedData{SignalID: in.SignalID, SignalName: in.Name, Outcome: events.SignalOutcomeApplied,
+		Code: v.code, Reason: v.reason, StepIDs: v.steps}
+	if v.code != "" {
+		data.Outcome = events.SignalOutcomeIgnored
+	}
+	d.emit("", d.s.SignalsApplied+1, events.SignalApplied, data, "")
+	d.out.Events[len(d.out.Events)-1].ParentEventID = in.EventID
+}
+
+// applySignal acts on a signal and returns its verdict.
+func (d *decider) applySignal(in SignalAccepted) verdict {
+	status := d.s.Status
+	switch {
+	case status.Terminal():
+		return ignored(events.SignalCodeRunTerminal, "the run is %s and takes no more signals", status)
+	case status == events.RunStatusPending:
+		return ignored(events.SignalCodeRunNotStarted, "the run has not been approved")
+	case in.Name == plan.SignalCancel:
+		return d.cancel()
+	case status != events.RunStatusRunning && status != events.RunStatusPaused:
+		return ignored(events.SignalCodeRunNotStarted, "the run is %s and has not started; only CANCEL acts on it", status)
+	}
+	switch in.Name {
+	case plan.SignalPause:
+		if status != events.RunStatusRunning {
+			return ignored(events.SignalCodeRunNotRunning, "PAUSE needs a RUNNING run; the run is %s", status)
+		}
+		d.emit("", d.s.Pauses+1, events.RunPaused, events.RunPausedData{Reason: "PAUSE signal"}, "")
+		return verdict{reason: "paused the run: no new steps are dispatched, in-flight steps finish"}
+	case plan.SignalResume:
+		if status != events.RunStatusPaused {
+			return ignored(events.SignalCodeRunNotPaused, "RESUME needs a PAUSED run; the run is %s", status)
+		}
+		d.emit("", d.s.Resumes+1, events.RunResumed, nil, "")
+		d.dispatch()
+		d.settle()
+		return verdict{reason: "resumed the run"}
+	case plan.SignalRetryStep:
+		return d.retryStep(in.Payload)
+	default:
+		return d.deliver(in.Name, in.Payload)
+	}
+}
+
+// cancel cancels a run that has not ended and asks the workers of its
+// in-flight activity attempts to stop.
+func (d *decider) cancel() verdict {
+	reason := "cancelled by signal " + d.cause
+	d.emit("", 0, events.RunCancelled, events.RunCancelledData{Reason: reason}, "")
+	d.out.Cancels = d.s.InFlight(d.p, reason)
+	return verdict{reason: fmt.Sprintf("cancelled the run; %d in-flight steps asked to stop", len(d.out.Cancels))}
+}
+
+// retryStep re-runs a FAILED step as its next logical attempt, with a fresh
+// retry budget, and brings back its SKIPPED dependants that no other failed
+// step still blocks. Each gets StepRetryScheduled at once; the step is
+// dispatched now unless the run is PAUSED.
+func (d *decider) retryStep(payload json.RawMessage) verdict {
+	var req struct {
+		StepID string `json:"stepId"`
+	}
+	if err := json.Unmarshal(payload, &req); err != nil || req.StepID == "" {
+		return ignored(events.SignalCodeBadPayload, `RETRY_STEP needs the payload {"stepId": "<id>"}`)
+	}
+	st, ok := d.s.Steps[req.StepID]
+	if _, inPlan := d.p.Step(req.StepID); !ok || !inPlan {
+		return ignored(events.SignalCodeUnknownStep, "the plan has no step %q", req.StepID)
+	}
+	if st.Status != events.StepStatusFailed {
+		return ignored(events.SignalCodeStepNotFailed, "step %q is %s; RETRY_STEP re-runs a FAILED step", req.StepID, st.Status)
+	}
+	d.emit(req.StepID, st.Attempt, events.StepRetryScheduled, events.StepRetryScheduledData{
+		Error: st.Error, RetryAt: d.now, NextLogicalAttemptID: attemptID(st.Attempt + 1),
+	}, "")
+	steps := []string{req.StepID}
+	skipped := events.StepError{Code: events.CodeSkipped, Message: fmt.Sprintf("brought back by RETRY_STEP of %q", req.StepID)}
+	for _, dep := range d.p.Dependants(req.StepID) {
+		if dst := d.s.Steps[dep]; dst.Status == events.StepStatusSkipped && !d.failedAncestor(dep) {
+			d.emit(dep, dst.Attempt, events.StepRetryScheduled, events.StepRetryScheduledData{
+				Error: skipped, RetryAt: d.now, NextLogicalAttemptID: attemptID(dst.Attempt + 1),
+			}, "")
+			steps = append(steps, dep)
+		}
+	}
+	d.dispatch()
+	d.settle()
+	return verdict{reason: fmt.Sprintf("step %q is back as logical attempt %d", req.StepID, st.Attempt+1), steps: steps}
+}
+
+// deliver completes the waitSignal steps waiting for a signal named name,
+// with the payload as their output.
+func (d *decider) deliver(name string, payload json.RawMessage) verdict {
+	var known, waiting []string
+	for _, id := range d.order {
+		ps, _ := d.p.Step(id)
+		if ps.EffectiveKind() == plan.KindWaitSignal && ps.Signal == name {
+			known = append(known, id)
+			if d.s.Steps[id].InFlight() {
+				waiting = append(waiting, id)
+			}
+		}
+	}
+	switch {
+	case len(known) == 0:
+		return ignored(events.SignalCodeUnknownSignal, "no step of the plan waits for a signal named %q", name)
+	case len(waiting) == 0:
+		st := d.s.Steps[known[0]]
+		return ignored(events.SignalCodeNotWaiting, "step %q waits for %q but is not waiting now (%s, scheduled: %t)",
+			known[0], name, st.Status, st.Scheduled)
+	case len(payload) > 0 && !json.Valid(payload):
+		return ignored(events.SignalCodeBadPayload, "the payload is not valid JSON")
+	}
+	for _, id := range waiting {
+		data := events.StepCompletedData{Output: slices.Clone(payload), Artifacts: []events.ArtifactRef{}}
+		d.emit(id, d.s.Steps[id].Attempt, events.StepCompleted, data, "")
+	}
+	d.dispatch()
+	d.settle()
+	return verdict{reason: fmt.Sprintf("completed %d waiting step(s)", len(waiting)), steps: waiting}
+}

@@ -1,0 +1,166 @@
+package decide
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/plan"
+)
+
+func pause(n int) Input  { return sig(n, plan.SignalPause, "") }
+func resume(n int) Input { return sig(n, plan.SignalResume, "") }
+func cancel(n int) Input { return sig(n, plan.SignalCancel, "") }
+
+// TestDecideSignals covers every control signal in every run state it can
+// meet, the signals that make no sense, and waitSignal delivery.
+func TestDecideSignals(t *testing.T) {
+	t.Parallel()
+	blocked := []plan.Step{act("a"), act("b"), act("c", "a", "b"), act("x")}
+	runCases(t, []roundCase{
+		{name: "PAUSE pauses a running run", steps: linear, given: []Input{approve()}, in: pause(1),
+			want: []string{"RunPaused 1", "SignalApplied 1"}},
+		{name: "PAUSE on a paused run", steps: linear, given: []Input{approve(), pause(1)}, in: pause(2),
+			want: []string{"SignalApplied 2"}, code: events.SignalCodeRunNotRunning},
+		{name: "a second PAUSE has its own key", steps: linear, given: []Input{approve(), pause(1), resume(2)}, in: pause(3),
+			want: []string{"RunPaused 2", "SignalApplied 3"}},
+		{name: "PAUSE on a run that has not started", steps: linear, in: pause(1),
+			want: []string{"SignalApplied 1"}, code: events.SignalCodeRunNotStarted},
+		{name: "RESUME on a running run", steps: linear, given: []Input{approve()}, in: resume(1),
+			want: []string{"SignalApplied 1"}, code: events.SignalCodeRunNotPaused},
+		{name: "RESUME dispatches what became ready", steps: linear, given: []Input{approve(), pause(1), done("a", 1)},
+			in: resume(2), want: []string{"RunResumed 1", "StepScheduled b 1", "SignalApplied 2"}, tasks: []string{"b/1"}},
+		{name: "RESUME ends a run that finished while paused", steps: linear,
+			given: []Input{approve(), done("a", 1), pause(1), done("b", 1)}, in: resume(2),
+			want: []string{"RunResumed 1", "RunCompleted", "SignalApplied 2"}},
+		{name: "RESUME dispatches a retry that fell due", steps: linear,
+			given: []Input{approve(), fail("a", 1, true), pause(1), fire("a", 2, TimerRetry)}, in: resume(2),
+			want: []string{"RunResumed 1", "StepScheduled a 2", "SignalApplied 2"}, tasks: []string{"a/2"}},
+		{name: "CANCEL asks in-flight steps to stop", steps: fan, given: []Input{approve(), done("a", 1)}, in: cancel(1),
+			want: []string{"RunCancelled", "SignalApplied 1"}, cancels: []string{"b/1"}},
+		{name: "CANCEL on a paused run", steps: linear, given: []Input{approve(), pause(1)}, in: cancel(2),
+			want: []string{"RunCancelled", "SignalApplied 2"}, cancels: []string{"a/1"}},
+		{name: "CANCEL on an approved run that has not started", steps: linear, in: cancel(1),
+			want: []string{"RunCancelled", "SignalApplied 1"}},
+		{name: "CANCEL on a cancelled run", steps: linear, given: []Input{approve(), cancel(1)}, in: cancel(2),
+			want: []string{"SignalApplied 2"}, code: events.SignalCodeRunTerminal},
+		{name: "a signal on a completed run", steps: linear, given: []Input{approve(), done("a", 1), done("b", 1)},
+			in: pause(1), want: []string{"SignalApplied 1"}, code: events.SignalCodeRunTerminal},
+		{name: "a duplicate signal decides nothing", steps: linear, given: []Input{approve(), pause(1)}, in: pause(1)},
+		{name: "a duplicate of an ignored signal decides nothing", steps: linear, given: []Input{approve(), resume(1)}, in: resume(1)},
+		{name: "a signal without an id decides nothing", steps: linear, given: []Input{approve()},
+			in: SignalAccepted{Name: plan.SignalPause}},
+		{name: "RETRY_STEP without a payload", steps: linear, given: []Input{approve()},
+			in: sig(1, plan.SignalRetryStep, ""), want: []string{"SignalApplied 1"}, code: events.SignalCodeBadPayload},
+		{name: "RETRY_STEP with a payload that is not JSON", steps: linear, given: []Input{approve()},
+			in: sig(1, plan.SignalRetryStep, `{"stepId":`), want: []string{"SignalApplied 1"}, code: events.SignalCodeBadPayload},
+		{name: "RETRY_STEP without a stepId", steps: linear, given: []Input{approve()},
+			in: sig(1, plan.SignalRetryStep, `{"step":"a"}`), want: []string{"SignalApplied 1"}, code: events.SignalCodeBadPayload},
+		{name: "RETRY_STEP of an unknown step", steps: linear, given: []Input{approve()},
+			in: retryStep(1, "zz"), want: []string{"SignalApplied 1"}, code: events.SignalCodeUnknownStep},
+		{name: "RETRY_STEP of a succeeded step", steps: linear, given: []Input{approve(), done("a", 1)},
+			in: retryStep(1, "a"), want: []string{"SignalApplied 1"}, code: events.SignalCodeStepNotFailed},
+		{name: "RETRY_STEP of a running step", steps: linear, given: []Input{approve(), start("a", 1)},
+			in: retryStep(1, "a"), want: []string{"SignalApplied 1"}, code: events.SignalCodeStepNotFailed},
+		{name: "RETRY_STEP of a step waiting for its retry", steps: linear, given: []Input{approve(), fail("a", 1, true)},
+			in: retryStep(1, "a"), want: []string{"SignalApplied 1"}, code: events.SignalCodeStepNotFailed},
+		{name: "RETRY_STEP of a skipped step", steps: fan, given: []Input{approve(), fail("a", 1, false)},
+			in: retryStep(1, "c"), want: []string{"SignalApplied 1"}, code: events.SignalCodeStepNotFailed},
+		{name: "RETRY_STEP on a failed run", steps: linear, given: []Input{approve(), fail("a", 1, false)},
+			in: retryStep(1, "a"), want: []string{"SignalApplied 1"}, code: events.SignalCodeRunTerminal},
+		{name: "RETRY_STEP re-runs a failed step and brings back its dependants", steps: fan,
+			given: []Input{approve(), fail("a", 1, false)}, in: retryStep(1, "a"),
+			want:  []string{"StepRetryScheduled a 1", "StepRetryScheduled c 1", "StepScheduled a 2", "SignalApplied 1"},
+			tasks: []string{"a/2"}},
+		{name: "RETRY_STEP on a paused run waits for RESUME", steps: fan,
+			given: []Input{approve(), pause(1), fail("a", 1, false)}, in: retryStep(2, "a"),
+			want: []string{"StepRetryScheduled a 1", "StepRetryScheduled c 1", "SignalApplied 2"}},
+		{name: "RESUME dispatches the step RETRY_STEP brought back", steps: fan,
+			given: []Input{approve(), pause(1), fail("a", 1, false), retryStep(2, "a")}, in: resume(3),
+			want: []string{"RunResumed 1", "StepScheduled a 2", "SignalApplied 3"}, tasks: []string{"a/2"}},
+		{name: "RETRY_STEP leaves a dependant another failure blocks", steps: blocked,
+			given: []Input{approve(), fail("a", 1, false), fail("b", 1, false)}, in: retryStep(1, "a"),
+			want: []string{"StepRetryScheduled a 1", "SignalApplied 1"}},
+		{name: "retrying the last failure dispatches and brings back all", steps: blocked,
+			given: []Input{approve(), fail("a", 1, false), fail("b", 1, false), retryStep(1, "a")}, in: retryStep(2, "b"),
+			want: []string{"StepRetryScheduled b 1", "StepRetryScheduled c 1", "StepScheduled a 2", "StepScheduled b 2",
+				"SignalApplied 2"}, tasks: []string{"a/2", "b/2"}},
+		{name: "a signal completes the waiting step", steps: waitPlan, given: []Input{approve()},
+			in: sig(1, "go", `{"ok":1}`), want: []string{"StepCompleted w 1", "StepScheduled b 1", "SignalApplied 1"},
+			tasks: []string{"b/1"}},
+		{name: "a signal for a step not waiting yet", steps: []plan.Step{act("a"), wait("w", "go", 0, "a")},
+			given: []Input{approve()}, in: sig(1, "go", ""), want: []string{"SignalApplied 1"}, code: events.SignalCodeNotWaiting},
+		{name: "a signal for a step that already completed", steps: waitPlan, given: []Input{approve(), sig(1, "go", "")},
+			in: sig(2, "go", ""), want: []string{"SignalApplied 2"}, code: events.SignalCodeNotWaiting},
+		{name: "a signal no step waits for", steps: waitPlan, given: []Input{approve()},
+			in: sig(1, "other", ""), want: []string{"SignalApplied 1"}, code: events.SignalCodeUnknownSignal},
+		{name: "signal names are case-sensitive", steps: linear, given: []Input{approve()},
+			in: sig(1, "pause", ""), want: []string{"SignalApplied 1"}, code: events.SignalCodeUnknownSignal},
+		{name: "a waitSignal payload that is not JSON", steps: waitPlan, given: []Input{approve()},
+			in: sig(1, "go", "{"), want: []string{"SignalApplied 1"}, code: events.SignalCodeBadPayload},
+		{name: "a waitSignal signal on a paused run", steps: waitPlan, given: []Input{approve(), pause(1)},
+			in: sig(2, "go", ""), want: []string{"StepCompleted w 1", "SignalApplied 2"}},
+		{name: "a waitSignal signal on a run not started", steps: waitPlan,
+			in: sig(1, "go", ""), want: []string{"SignalApplied 1"}, code: events.SignalCodeRunNotStarted},
+	})
+}
+
+// TestSignalAppliedRecord checks the SignalApplied event: its payload, and
+// that every event the signal caused names it.
+func TestSignalAppliedRecord(t *testing.T) {
+	t.Parallel()
+	b := setup(t, waitPlan...)
+	b.decide(approve())
+	in := sig(7, "go", `{"approved":true}`)
+	d := b.decide(in)
+	signal := in.(SignalAccepted)
+	for _, e := range d.Events {
+		require.Equal(t, signal.SignalID, e.CausedBySignalID, "%s", e.Type)
+	}
+	last := d.Events[len(d.Events)-1]
+	require.Equal(t, signal.EventID, last.ParentEventID)
+	require.Equal(t, events.SignalAppliedData{SignalID: signal.SignalID, SignalName: "go", Outcome: events.SignalOutcomeApplied,
+		Reason: "completed 1 waiting step(s)", StepIDs: []string{"w"}}, last.Data)
+	require.Equal(t, events.StepCompletedData{Output: json.RawMessage(`{"approved":true}`), Artifacts: []events.ArtifactRef{}},
+		d.Events[0].Data)
+	require.True(t, b.s.Signals[signal.SignalID])
+	require.Equal(t, 1, b.s.SignalsApplied)
+
+	d = b.decide(retryStep(8, "w"))
+	v := applied(t, d)
+	require.Equal(t, events.SignalCodeStepNotFailed, v.Code)
+	require.Contains(t, v.Reason, `step "w" is SUCCESS`)
+	require.Empty(t, v.StepIDs)
+
+	b = setup(t, fan...)
+	b.decide(approve())
+	b.decide(fail("a", 1, false))
+	v = applied(t, b.decide(retryStep(1, "a")))
+	require.Equal(t, []string{"a", "c"}, v.StepIDs)
+	require.Equal(t, events.StepStatusPending, b.s.Steps["c"].Status)
+	require.Equal(t, 2, b.s.Steps["c"].Attempt)
+}
+
+// TestCancelRequests checks the cancel requests, and that State.InFlight
+// lists them again for a sweep.
+func TestCancelRequests(t *testing.T) {
+	t.Parallel()
+	steps := []plan.Step{act("a"), act("b"), wait("w", "go", time.Minute)}
+	steps[1].Queue = "gpu"
+	b := setup(t, steps...)
+	b.decide(approve())
+	b.decide(start("a", 1))
+	d := b.decide(cancel(1))
+	reason := "cancelled by signal " + d.Events[0].CausedBySignalID
+	want := []Cancel{
+		{RunID: testRun, StepID: "a", LogicalAttempt: 1, Queue: plan.DefaultQueue, Reason: reason},
+		{RunID: testRun, StepID: "b", LogicalAttempt: 1, Queue: "gpu", Reason: reason},
+	}
+	require.Equal(t, want, d.Cancels, "the waiting waitSignal step has no worker to cancel")
+	require.Equal(t, want, b.s.InFlight(b.p, reason))
+	require.Equal(t, events.RunCancelledData{Reason: reason}, d.Events[0].Data)
+	require.Empty(t, b.s.Timers(b.p), "a finished run needs no timers")
+}

@@ -1,0 +1,179 @@
+package decide
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"time"
+
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/plan"
+)
+
+// State is the engine's view of one run, folded from its events in runSeq
+// order. It is a value: Apply and Decide return new states and never
+// modify the maps of the State they are given.
+type State struct {
+	// RunID is the run's id, taken from its first event.
+	RunID string
+	// Status is the run's status, PENDING before RunApproved. Terminal
+	// statuses are absorbing, as in the events reducer.
+	Status events.RunStatus
+	// Head is the runSeq of the last event applied: the expected head of
+	// the round's compare-and-swap.
+	Head int64
+	// Steps holds every step of the plan by id.
+	Steps map[string]StepState
+	// Signals holds the ids of the signals a SignalApplied event records.
+	Signals map[string]bool
+	// Pauses, Resumes and SignalsApplied count RunPaused, RunResumed and
+	// SignalApplied events: their next occurrence numbers are one more.
+	Pauses, Resumes, SignalsApplied int
+}
+
+// StepState is one step as of its current logical attempt.
+type StepState struct {
+	// Status follows the events reducer: PENDING until StepStarted, RUNNING,
+	// then the attempt's outcome.
+	Status events.StepStatus
+	// Attempt is the current logical attempt, from 1.
+	Attempt int
+	// Scheduled reports that Attempt has been dispatched (StepScheduled).
+	Scheduled bool
+	// EngineAttemptID is the platform attempt of the last result recorded.
+	EngineAttemptID string
+	// RetryAt, when set on an attempt not yet scheduled, is the earliest
+	// time it may be scheduled: a policy retry's timer, or the time
+	// RETRY_STEP brought the step back.
+	RetryAt time.Time
+	// SeriesStart is the first attempt the retry policy counts: 1, or the
+	// attempt a RETRY_STEP started, which gets a fresh budget.
+	SeriesStart int
+	// Deadline is when a waiting waitSignal step times out; zero: never.
+	Deadline time.Time
+	// Error is why Attempt failed (FAILED), or, until the attempt starts,
+	// why the previous one did.
+	Error events.StepError
+}
+
+// InFlight reports whether the attempt is dispatched and has no outcome.
+func (st StepState) InFlight() bool { return st.Scheduled && !st.Status.Terminal() }
+
+// errSeq is the cause given for an event whose runSeq is not assigned.
+var errSeq = errors.New("runSeq is not assigned (must be at least 1)")
+
+// NewState returns the state of a run of p before any event: PENDING, and
+// every step PENDING at logical attempt 1.
+func NewState(p *plan.Plan) State {
+	s := State{
+		Status:  events.RunStatusPending,
+		Steps:   make(map[string]StepState, len(p.Steps)),
+		Signals: map[string]bool{},
+	}
+	for i := range p.Steps {
+		s.Steps[p.Steps[i].ID] = StepState{Status: events.StepStatusPending, Attempt: 1, SeriesStart: 1}
+	}
+	return s
+}
+
+// Fold returns the state of a run of p after evs, which must be the run's
+// events from runSeq 1 in order; see Apply.
+func Fold(p *plan.Plan, evs []events.Event) (State, error) {
+	return NewState(p).Apply(evs...)
+}
+
+// Apply returns s after evs, in increasing runSeq order. Events at or below
+// Head are duplicates and skipped. It stops at the first event of another
+// run (events.ErrWrongRun), with a runSeq below 1, past a gap
+// (*events.GapError), or whose payload does not decode
+// (*events.MalformedEventError), and returns the state as of the last event
+// applied with the error. Event types the engine does not read, step
+// events of steps the plan does not have, and step events without a
+// decimal logicalAttemptId change nothing but Head.
+func (s State) Apply(evs ...events.Event) (State, error) {
+	s = s.clone()
+	for _, e := range evs {
+		switch {
+		case s.RunID != "" && e.RunID != s.RunID:
+			return s, fmt.Errorf("%w: %s event at runSeq %d is for run %q, state is for run %q",
+				events.ErrWrongRun, e.EventType, e.RunSeq, e.RunID, s.RunID)
+		case e.RunSeq < 1:
+			return s, &events.MalformedEventError{RunID: e.RunID, RunSeq: e.RunSeq, Type: e.EventType, Err: errSeq}
+		case e.RunSeq <= s.Head:
+			continue
+		case events.DetectGap(s.Head, e.RunSeq):
+			return s, &events.GapError{RunID: e.RunID, LastEventSeq: s.Head, NextSeq: e.RunSeq}
+		}
+		f, err := factOf(e)
+		if err != nil {
+			return s, err
+		}
+		s.RunID = e.RunID
+		s.apply(f)
+		s.Head = e.RunSeq
+	}
+	return s, nil
+}
+
+// InFlight lists the activity attempts of p that are dispatched and have no
+// outcome, as the Cancel requests to send them; a CANCELLED run's list is
+// what to cancel again if a cancel message was lost.
+func (s State) InFlight(p *plan.Plan, reason string) []Cancel {
+	var out []Cancel
+	for i := range p.Steps {
+		ps := &p.Steps[i]
+		st := s.Steps[ps.ID]
+		if ps.EffectiveKind() == plan.KindActivity && st.InFlight() {
+			out = append(out, Cancel{RunID: s.RunID, StepID: ps.ID, LogicalAttempt: st.Attempt,
+				Queue: queueOf(ps), Reason: reason})
+		}
+	}
+	return out
+}
+
+// Timers lists the timers a live run of p needs armed: retries not yet
+// scheduled and the timeouts of waiting waitSignal steps. The shell may
+// set them again after a restart; setting a timer is idempotent.
+func (s State) Timers(p *plan.Plan) []Timer {
+	if s.Status.Terminal() {
+		return nil
+	}
+	var out []Timer
+	for i := range p.Steps {
+		id := p.Steps[i].ID
+		st := s.Steps[id]
+		switch {
+		case st.Status == events.StepStatusPending && !st.Scheduled && !st.RetryAt.IsZero():
+			out = append(out, Timer{RunID: s.RunID, StepID: id, LogicalAttempt: st.Attempt, Kind: TimerRetry, DueAt: st.RetryAt})
+		case st.InFlight() && !st.Deadline.IsZero():
+			out = append(out, Timer{RunID: s.RunID, StepID: id, LogicalAttempt: st.Attempt, Kind: TimerWaitTimeout, DueAt: st.Deadline})
+		}
+	}
+	return out
+}
+
+// clone copies s's maps, so that changing the copy leaves s alone.
+func (s State) clone() State {
+	s.Steps = maps.Clone(s.Steps)
+	s.Signals = maps.Clone(s.Signals)
+	if s.Steps == nil {
+		s.Steps = map[string]StepState{}
+	}
+	if s.Signals == nil {
+		s.Signals = map[string]bool{}
+	}
+	if s.Status == "" {
+		s.Status = events.RunStatusPending
+	}
+	return s
+}
+
+// attemptID formats a logical attempt or occurrence number for the
+// envelope; 0 is the empty string of run-level events.
+func attemptID(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
+}
