@@ -1,27 +1,134 @@
-// Package engine drives runs: it consumes RunApproved and SignalAccepted events and worker results, and runs each message as one atomic round (load, decide, append with compare-and-swap, enqueue follow-up work, commit, ack). The decider and the round loop arrive with issue #3.
+// Package engine drives runs. It consumes the events it must react to
+// (RunApproved, SignalAccepted) from WEFT_EVENTS and worker results from
+// WEFT_RESULTS, and delivers durable timers from Postgres. Each of those is
+// one round (internal/round): load the run, decide (internal/decide, a pure
+// function), append with a compare-and-swap on the run's head, write the
+// follow-up tasks to the outbox, commit, then ack.
 //
-// Until then the package holds only the service lifecycle every Weft
-// service shares: New builds it, Run blocks until its context ends.
+// The engine uses the nats.go jetstream package directly rather than a
+// Watermill router: a round needs JetStream's delivery metadata (the
+// delivery count), explicit Nak-with-delay and Term, and, next, batched
+// rounds fed by one fetch, which a per-message router does not offer.
+//
+// Any number of engines may run against one database and one JetStream:
+// they share durable consumers, and the head compare-and-swap makes racing
+// rounds of one run safe.
 package engine
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/weftrun/weft/services/engine/internal/round"
 )
+
+// Defaults applied to a zero Config field.
+const (
+	DefaultConcurrency       = 8
+	DefaultAckWait           = 30 * time.Second
+	DefaultRetryDelay        = time.Second
+	DefaultTimerPollInterval = time.Second
+	DefaultTimerBatch        = 100
+)
+
+// Config tunes the engine. The zero value of each field means its default.
+type Config struct {
+	// Concurrency is how many rounds run at once per consumer.
+	Concurrency int
+	// AckWait is how long JetStream waits for a round's ack before it
+	// redelivers the message; it bounds a round's duration.
+	AckWait time.Duration
+	// RetryDelay is the Nak delay after a round failed (database down, too
+	// many conflicts): the message comes back after it.
+	RetryDelay time.Duration
+	// TimerPollInterval is the longest the timer loop sleeps.
+	TimerPollInterval time.Duration
+	// TimerBatch is how many due timers one scan delivers.
+	TimerBatch int
+	// Round tunes the round runner.
+	Round round.Config
+	// TestingKnobs are hooks for crash tests. Leave them zero in production.
+	TestingKnobs TestingKnobs
+}
+
+// TestingKnobs inject faults for crash tests.
+type TestingKnobs struct {
+	// BeforeCommit runs inside every round that decided something, after
+	// its writes and before its commit.
+	BeforeCommit func()
+	// AfterCommit runs after a message's round committed and before the
+	// message is acked.
+	AfterCommit func()
+}
+
+func (c Config) withDefaults() Config {
+	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
+	c.AckWait = cmp.Or(c.AckWait, DefaultAckWait)
+	c.RetryDelay = cmp.Or(c.RetryDelay, DefaultRetryDelay)
+	c.TimerPollInterval = cmp.Or(c.TimerPollInterval, DefaultTimerPollInterval)
+	c.TimerBatch = cmp.Or(c.TimerBatch, DefaultTimerBatch)
+	return c
+}
 
 // Service is the engine service.
 type Service struct {
+	pool   *pgxpool.Pool
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	runner *round.Runner
+	cfg    Config
 	logger *slog.Logger
 }
 
-// New returns the service. logger must not be nil.
-func New(logger *slog.Logger) *Service {
-	return &Service{logger: logger.With("service", "engine")}
+// New returns the engine over pool and nc. The Weft streams must exist
+// (streams.Ensure); the engine creates its consumers. A nil logger
+// discards logs.
+func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config, logger *slog.Logger) (*Service, error) {
+	if pool == nil || nc == nil {
+		return nil, errors.New("engine: New needs a Postgres pool and a NATS connection")
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("engine: jetstream: %w", err)
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	logger = logger.With("service", "engine")
+	cfg = cfg.withDefaults()
+	if cfg.TestingKnobs.BeforeCommit != nil {
+		cfg.Round.BeforeCommit = cfg.TestingKnobs.BeforeCommit
+	}
+	return &Service{
+		pool: pool, nc: nc, js: js, cfg: cfg, logger: logger,
+		runner: round.New(pool, cfg.Round, logger),
+	}, nil
 }
 
-// Run blocks until ctx is cancelled and returns nil. It does no work yet.
+// Run consumes events and results and fires timers until ctx ends, then
+// stops taking messages and waits for the rounds in flight. It returns an
+// error only when it cannot start.
 func (s *Service) Run(ctx context.Context) error {
-	s.logger.InfoContext(ctx, "service has no work until its issue lands")
+	consumers, err := s.startConsumers(ctx)
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { s.timerLoop(ctx) })
+	s.logger.InfoContext(ctx, "engine running", "concurrency", s.cfg.Concurrency)
 	<-ctx.Done()
+	for _, c := range consumers {
+		c.stop()
+	}
+	wg.Wait()
 	return nil
 }

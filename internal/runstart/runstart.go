@@ -1,0 +1,64 @@
+// Package runstart approves runs: it validates a plan and appends the new
+// run's RunApproved event, carrying the plan, to the event log (and so, by
+// the journal's outbox row, to WEFT_EVENTS, where the engine picks it up).
+// The signal gateway's run-start endpoints, the dev stack and tests all
+// start runs through it.
+package runstart
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/weftrun/weft/internal/journal"
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/plan"
+)
+
+// Request is a run to approve.
+type Request struct {
+	TenantID, ProjectID, EnvironmentID string
+	// RunRequestID is the caller's id for this start; the gateway makes
+	// starts idempotent on it (execution-semantics §3).
+	RunRequestID string
+	// Plan is the validated plan; ApproveTx refuses one that is not valid.
+	Plan *plan.Plan
+	// Input is the run's input document, references only.
+	Input json.RawMessage
+}
+
+// ApproveTx gives the run a new id and appends its RunApproved in tx. It
+// returns the run id. The plan is validated first, with limits; nothing is
+// written for an invalid plan.
+func ApproveTx(ctx context.Context, tx pgx.Tx, j *journal.Journal, req Request, limits plan.Limits) (string, error) {
+	if req.Plan == nil {
+		return "", fmt.Errorf("runstart: no plan")
+	}
+	req.Plan.ApplyDefaults()
+	if err := req.Plan.Validate(limits); err != nil {
+		return "", err
+	}
+	planJSON, err := json.Marshal(req.Plan)
+	if err != nil {
+		return "", fmt.Errorf("runstart: encode plan: %w", err)
+	}
+	runID := events.NewRunID()
+	ev, err := events.New(events.Spec{
+		RunID: runID, Type: events.RunApproved, PlanVersion: req.Plan.PlanVersion,
+		Data: events.RunApprovedData{
+			TenantID: req.TenantID, ProjectID: req.ProjectID, EnvironmentID: req.EnvironmentID,
+			PlanID: req.Plan.PlanID, PlanVersion: req.Plan.PlanVersion, RunRequestID: req.RunRequestID,
+			Input: req.Input, Plan: planJSON,
+		},
+	})
+	if err != nil {
+		return "", err
+	}
+	head := int64(0)
+	if _, err := j.AppendTx(ctx, tx, &head, ev); err != nil {
+		return "", fmt.Errorf("runstart: append RunApproved: %w", err)
+	}
+	return runID, nil
+}

@@ -1,0 +1,180 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/weftrun/weft/pkg/streams"
+	"github.com/weftrun/weft/pkg/task"
+	"github.com/weftrun/weft/services/engine/internal/decide"
+	"github.com/weftrun/weft/services/engine/internal/round"
+)
+
+// Durable consumer names, shared by every engine process.
+const (
+	EventsConsumer  = "engine-events"
+	ResultsConsumer = "engine-results"
+)
+
+// toRoundFunc maps one message to the round it asks for. ok false means the
+// message needs no round (an event the engine does not react to); an error
+// means the message can never be handled and is terminated.
+type toRoundFunc func(m jetstream.Msg) (r round.Round, ok bool, err error)
+
+// consumer feeds one durable consumer's messages to Concurrency workers.
+// A message goes to the worker its subject's last token (the run id) hashes
+// to, so one engine handles a run's messages one at a time, in the order
+// JetStream delivers them: a worker's StepStarted is recorded before its
+// StepCompleted, and rounds of one run rarely race. Rounds of different
+// runs run in parallel.
+type consumer struct {
+	name  string
+	cc    jetstream.ConsumeContext
+	lanes []chan jetstream.Msg
+	wg    sync.WaitGroup
+}
+
+// lane returns the channel of the worker that handles m's run.
+func (c *consumer) lane(m jetstream.Msg) chan jetstream.Msg {
+	subject := m.Subject()
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(subject[strings.LastIndexByte(subject, '.')+1:]))
+	return c.lanes[h.Sum32()%uint32(len(c.lanes))]
+}
+
+func (s *Service) startConsumers(ctx context.Context) ([]*consumer, error) {
+	events, err := s.consume(ctx, streams.EventsStream, EventsConsumer, streams.EventsSubjectPrefix+".*", eventRound)
+	if err != nil {
+		return nil, err
+	}
+	results, err := s.consume(ctx, streams.ResultsStream, ResultsConsumer, streams.ResultsSubjectPrefix+".*", resultRound)
+	if err != nil {
+		events.stop()
+		return nil, err
+	}
+	return []*consumer{events, results}, nil
+}
+
+// consume creates (or updates) the durable consumer and starts its workers.
+func (s *Service) consume(ctx context.Context, stream, durable, filter string, toRound toRoundFunc) (*consumer, error) {
+	cons, err := s.js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{
+		Durable:       durable,
+		FilterSubject: filter,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       s.cfg.AckWait,
+		MaxAckPending: s.cfg.Concurrency * 32,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("engine: consumer %s: %w", durable, err)
+	}
+	c := &consumer{name: durable, lanes: make([]chan jetstream.Msg, s.cfg.Concurrency)}
+	for i := range c.lanes {
+		lane := make(chan jetstream.Msg, 1)
+		c.lanes[i] = lane
+		c.wg.Go(func() {
+			for m := range lane {
+				s.handle(ctx, m, toRound)
+			}
+		})
+	}
+	c.cc, err = cons.Consume(func(m jetstream.Msg) { c.lane(m) <- m })
+	if err != nil {
+		c.closeLanes()
+		return nil, fmt.Errorf("engine: consume %s: %w", durable, err)
+	}
+	return c, nil
+}
+
+func (c *consumer) closeLanes() {
+	for _, lane := range c.lanes {
+		close(lane)
+	}
+	c.wg.Wait()
+}
+
+// stop stops delivery and waits for the rounds in flight. Messages fetched
+// but not handled are not acked; JetStream redelivers them.
+func (c *consumer) stop() {
+	c.cc.Stop()
+	<-c.cc.Closed()
+	c.closeLanes()
+}
+
+// handle runs the message's round and settles the message: Ack after the
+// round committed, Term when it can never succeed, Nak with a delay when it
+// may succeed later. Rounds are not cut short by the engine's shutdown:
+// they run to their commit or their AckWait.
+func (s *Service) handle(ctx context.Context, m jetstream.Msg, toRound toRoundFunc) {
+	r, ok, err := toRound(m)
+	if err != nil {
+		s.logger.ErrorContext(ctx, "engine: undecodable message terminated", "subject", m.Subject(), "err", err)
+		s.settle(ctx, m.Term())
+		return
+	}
+	if !ok {
+		s.settle(ctx, m.Ack())
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.AckWait)
+	defer cancel()
+	out, err := s.runner.Run(rctx, r)
+	switch {
+	case err == nil:
+		s.sendCancels(ctx, out.Decision.Cancels)
+		if s.cfg.TestingKnobs.AfterCommit != nil {
+			s.cfg.TestingKnobs.AfterCommit()
+		}
+		s.settle(ctx, m.Ack())
+	case errors.Is(err, round.ErrUnknownRun):
+		s.logger.WarnContext(ctx, "engine: message for an unknown run terminated", "run_id", r.RunID, "err", err)
+		s.settle(ctx, m.Term())
+	default:
+		s.logger.WarnContext(ctx, "engine: round failed; message will be redelivered", "run_id", r.RunID, "err", err)
+		s.settle(ctx, m.NakWithDelay(s.cfg.RetryDelay))
+	}
+}
+
+// sendCancels publishes the round's cancel requests, one notice per run,
+// over core NATS after the round committed. They are at most once by
+// design (docs/worker-protocol.md): RunCancelled is the durable record, a
+// worker that misses the notice has its late result ignored, and the
+// step's timeout bounds the waste.
+func (s *Service) sendCancels(ctx context.Context, cancels []decide.Cancel) {
+	byRun := map[string]*task.Cancel{}
+	for _, c := range cancels {
+		n := byRun[c.RunID]
+		if n == nil {
+			n = &task.Cancel{SchemaVersion: task.SchemaVersion, RunID: c.RunID, Reason: c.Reason}
+			byRun[c.RunID] = n
+		}
+		n.StepIDs = append(n.StepIDs, c.StepID)
+	}
+	for runID, n := range byRun {
+		subject, err := streams.CancelSubject(runID)
+		if err == nil {
+			var b []byte
+			if b, err = json.Marshal(n); err == nil {
+				err = s.nc.Publish(subject, b)
+			}
+		}
+		if err != nil {
+			s.logger.WarnContext(ctx, "engine: cancel notice not sent", "run_id", runID, "err", err)
+		}
+	}
+}
+
+// settle logs a failed ack, nak or term. Nothing else is needed: the
+// message comes back after AckWait and its round takes the fast path.
+func (s *Service) settle(ctx context.Context, err error) {
+	if err != nil {
+		s.logger.WarnContext(ctx, "engine: settling a message failed", "err", err)
+	}
+}

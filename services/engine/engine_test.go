@@ -1,0 +1,415 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftrun/weft/internal/journal"
+	"github.com/weftrun/weft/internal/runstart"
+	"github.com/weftrun/weft/internal/weftest"
+	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/outbox"
+	"github.com/weftrun/weft/pkg/plan"
+	"github.com/weftrun/weft/pkg/streams"
+	"github.com/weftrun/weft/pkg/task"
+	"github.com/weftrun/weft/services/engine"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childDBEnv) != "" { // a crash test's engine process
+		if err := crashChild(); err != nil {
+			fmt.Fprintln(os.Stderr, "crash child:", err)
+		}
+		os.Exit(1)
+	}
+	weftest.Main(m)
+}
+
+const waitFor = 30 * time.Second
+
+// stack is one test's Postgres, JetStream, outbox relay and engine.
+type stack struct {
+	db   *weftest.DB
+	nats *weftest.NATS
+	js   jetstream.JetStream
+	log  *eventlog.Store
+}
+
+// setup starts a stack with an engine.
+func setup(t *testing.T, cfg engine.Config) *stack {
+	t.Helper()
+	s := newStack(t)
+	s.runEngine(t, cfg)
+	return s
+}
+
+// newStack starts Postgres, JetStream and the outbox relay, without an
+// engine.
+func newStack(t *testing.T) *stack {
+	t.Helper()
+	s := &stack{db: weftest.NewDB(t), nats: weftest.NewNATS(t)}
+	s.js = s.nats.JetStream(t)
+	s.log = eventlog.New(s.db.Pool)
+	ctx := t.Context()
+	require.NoError(t, streams.Ensure(ctx, s.js, streams.Config{MaxBytes: 256 << 20}))
+
+	relay, err := outbox.NewRelay(s.db.Pool, s.nats.JetStream(t), outbox.RelayConfig{PollInterval: 100 * time.Millisecond}, nil)
+	require.NoError(t, err)
+	require.NoError(t, relay.Start(context.Background()))
+	t.Cleanup(func() { require.NoError(t, relay.Stop(context.Background())) })
+	return s
+}
+
+// runEngine runs an engine in this process until the test ends.
+func (s *stack) runEngine(t *testing.T, cfg engine.Config) {
+	t.Helper()
+	eng, err := engine.New(s.db.Pool, s.nats.Conn(t), cfg, nil)
+	require.NoError(t, err)
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- eng.Run(runCtx) }()
+	t.Cleanup(func() { stop(); require.NoError(t, <-done) })
+}
+
+// start approves a run of p and returns its id.
+func (s *stack) start(t *testing.T, p *plan.Plan) string {
+	t.Helper()
+	var runID string
+	err := pgx.BeginFunc(t.Context(), s.db.Pool, func(tx pgx.Tx) error {
+		var err error
+		runID, err = runstart.ApproveTx(t.Context(), tx, journal.New(s.log), runstart.Request{Plan: p}, plan.Limits{})
+		return err
+	})
+	require.NoError(t, err)
+	return runID
+}
+
+// waitTerminal waits until the run's log ends in a terminal run event and
+// returns the log.
+func (s *stack) waitTerminal(t *testing.T, runID string) []events.Event {
+	t.Helper()
+	var evs []events.Event
+	require.Eventually(t, func() bool {
+		var err error
+		evs, err = s.log.EventsFetchAfter(t.Context(), runID, 0, 0)
+		require.NoError(t, err)
+		return terminal(evs) != ""
+	}, waitFor, 10*time.Millisecond, "run %s reaches a terminal state; log: %v", runID, lazyTypes{&evs})
+	return evs
+}
+
+// terminal returns the run's terminal event type, or "" while it has none.
+func terminal(evs []events.Event) events.Type {
+	for _, ev := range evs {
+		if ev.EventType == events.RunCompleted || ev.EventType == events.RunFailed || ev.EventType == events.RunCancelled {
+			return ev.EventType
+		}
+	}
+	return ""
+}
+
+// rawWorker serves queue with the wire protocol alone (no SDK): for each
+// task it reports StepStarted, then what behave returns, then acks.
+func rawWorker(t *testing.T, js jetstream.JetStream, queue string, behave func(task.Task) task.Result) {
+	t.Helper()
+	ctx := t.Context()
+	cc, err := streams.TaskConsumer(queue, 0)
+	require.NoError(t, err)
+	cons, err := js.CreateOrUpdateConsumer(ctx, streams.TasksStream, cc)
+	require.NoError(t, err)
+	sub, err := cons.Consume(func(m jetstream.Msg) {
+		var tk task.Task
+		require.NoError(t, json.Unmarshal(m.Data(), &tk))
+		md, err := m.Metadata()
+		require.NoError(t, err)
+		attempt := strconv.FormatUint(md.NumDelivered, 10)
+		publishResult(t, js, task.NewResult(tk, task.Started, attempt, "raw"))
+		res := behave(tk)
+		res.EngineAttemptID = attempt
+		publishResult(t, js, res)
+		require.NoError(t, m.Ack())
+	})
+	require.NoError(t, err)
+	t.Cleanup(sub.Stop)
+}
+
+func publishResult(t *testing.T, js jetstream.JetStream, r task.Result) {
+	subject, err := streams.ResultSubject(r.RunID)
+	require.NoError(t, err)
+	b, err := json.Marshal(r)
+	require.NoError(t, err)
+	_, err = js.Publish(context.Background(), subject, b, jetstream.WithMsgID(r.IdempotencyKey))
+	require.NoError(t, err)
+}
+
+func echo(tk task.Task) task.Result {
+	r := task.NewResult(tk, task.Completed, "", "raw")
+	r.Output = tk.Input
+	return r
+}
+
+func parsePlan(t *testing.T, doc string) *plan.Plan {
+	t.Helper()
+	p, err := plan.Parse([]byte(doc), plan.Limits{})
+	require.NoError(t, err)
+	return p
+}
+
+func types(evs []events.Event) []events.Type {
+	out := make([]events.Type, len(evs))
+	for i, ev := range evs {
+		out[i] = ev.EventType
+	}
+	return out
+}
+
+func TestLinearPlanRunsToCompletion(t *testing.T) {
+	t.Parallel()
+	s := setup(t, engine.Config{})
+	rawWorker(t, s.js, "default", echo)
+	runID := s.start(t, parsePlan(t, `{"planId":"linear","planVersion":"1","steps":[
+		{"id":"a","activity":"echo","input":{"n":1}},
+		{"id":"b","activity":"echo","dependsOn":["a"]},
+		{"id":"c","activity":"echo","dependsOn":["b"]}]}`))
+
+	evs := s.waitTerminal(t, runID)
+	require.Equal(t, []events.Type{
+		events.RunApproved, events.RunStarted,
+		events.StepScheduled, events.StepStarted, events.StepCompleted,
+		events.StepScheduled, events.StepStarted, events.StepCompleted,
+		events.StepScheduled, events.StepStarted, events.StepCompleted,
+		events.RunCompleted,
+	}, types(evs))
+	snap, err := events.Project(runID, evs)
+	require.NoError(t, err)
+	require.Equal(t, events.RunStatusCompleted, snap.Status)
+	for _, st := range snap.Steps {
+		require.Equal(t, events.StepStatusSuccess, st.Status, st.StepID)
+	}
+}
+
+func TestFanOutRunsStepsInParallel(t *testing.T) {
+	t.Parallel()
+	s := setup(t, engine.Config{})
+	rawWorker(t, s.js, "default", echo)
+	runID := s.start(t, parsePlan(t, `{"planId":"fan","planVersion":"1","steps":[
+		{"id":"root","activity":"echo"},
+		{"id":"x","activity":"echo","dependsOn":["root"]},
+		{"id":"y","activity":"echo","dependsOn":["root"]},
+		{"id":"z","activity":"echo","dependsOn":["root"]},
+		{"id":"join","activity":"echo","dependsOn":["x","y","z"]}]}`))
+
+	evs := s.waitTerminal(t, runID)
+	require.Equal(t, events.RunCompleted, terminal(evs))
+	// x, y and z are scheduled by the same round: before any of them starts.
+	var scheduled []string
+	for _, ev := range evs {
+		if ev.EventType == events.StepStarted && ev.StepID != "root" {
+			break
+		}
+		if ev.EventType == events.StepScheduled {
+			scheduled = append(scheduled, ev.StepID)
+		}
+	}
+	require.ElementsMatch(t, []string{"root", "x", "y", "z"}, scheduled)
+}
+
+// A step that fails retryably is retried, after a durable backoff timer,
+// as a new logical attempt, and then succeeds.
+func TestRetryThenSucceed(t *testing.T) {
+	t.Parallel()
+	s := setup(t, engine.Config{TimerPollInterval: 20 * time.Millisecond})
+	rawWorker(t, s.js, "default", func(tk task.Task) task.Result {
+		if tk.LogicalAttemptID == "1" {
+			r := task.NewResult(tk, task.Failed, "", "raw")
+			r.Error = &events.StepError{Code: "FLAKY", Message: "try again", Retryable: true}
+			return r
+		}
+		return echo(tk)
+	})
+	runID := s.start(t, parsePlan(t, `{"planId":"retry","planVersion":"1","steps":[
+		{"id":"flaky","activity":"x","retry":{"maxAttempts":3,"initialBackoff":"10ms","maxBackoff":"10ms"}}]}`))
+
+	evs := s.waitTerminal(t, runID)
+	require.Equal(t, events.RunCompleted, terminal(evs))
+	var attempts []string
+	for _, ev := range evs {
+		if ev.EventType == events.StepScheduled {
+			attempts = append(attempts, ev.LogicalAttemptID)
+		}
+	}
+	require.Equal(t, []string{"1", "2"}, attempts, "the retry is logical attempt 2")
+	require.Contains(t, types(evs), events.StepRetryScheduled)
+}
+
+// A step that fails for good skips its dependants and fails the run.
+func TestFailureSkipsDependantsAndFailsRun(t *testing.T) {
+	t.Parallel()
+	s := setup(t, engine.Config{})
+	rawWorker(t, s.js, "default", func(tk task.Task) task.Result {
+		if tk.StepID != "bad" {
+			return echo(tk)
+		}
+		r := task.NewResult(tk, task.Failed, "", "raw")
+		r.Error = &events.StepError{Code: "BAD_INPUT", Message: "no", Retryable: false}
+		return r
+	})
+	runID := s.start(t, parsePlan(t, `{"planId":"fail","planVersion":"1","steps":[
+		{"id":"bad","activity":"x"},
+		{"id":"after","activity":"x","dependsOn":["bad"]},
+		{"id":"later","activity":"x","dependsOn":["after"]}]}`))
+
+	evs := s.waitTerminal(t, runID)
+	require.Equal(t, events.RunFailed, terminal(evs))
+	snap, err := events.Project(runID, evs)
+	require.NoError(t, err)
+	status := map[string]events.StepStatus{}
+	for _, st := range snap.Steps {
+		status[st.StepID] = st.Status
+	}
+	require.Equal(t, map[string]events.StepStatus{
+		"bad": events.StepStatusFailed, "after": events.StepStatusSkipped, "later": events.StepStatusSkipped,
+	}, status)
+}
+
+// signal appends a SignalAccepted for the run, as the signal gateway does.
+func (s *stack) signal(t *testing.T, runID, name, signalID string, payload string) {
+	t.Helper()
+	ev, err := events.New(events.Spec{
+		RunID: runID, Type: events.SignalAccepted, LogicalAttemptID: signalID, PlanVersion: "1",
+		Data: events.SignalAcceptedData{SignalName: name, SignalID: signalID, Payload: json.RawMessage(payload)},
+	})
+	require.NoError(t, err)
+	_, err = journal.New(s.log).Append(t.Context(), s.db.Pool, nil, ev)
+	require.NoError(t, err)
+}
+
+// waitFor waits until the run's log holds an event of type typ and returns
+// the log.
+func (s *stack) waitEvent(t *testing.T, runID string, typ events.Type) []events.Event {
+	t.Helper()
+	var evs []events.Event
+	require.Eventually(t, func() bool {
+		var err error
+		evs, err = s.log.EventsFetchAfter(t.Context(), runID, 0, 0)
+		require.NoError(t, err)
+		for _, ev := range evs {
+			if ev.EventType == typ {
+				return true
+			}
+		}
+		return false
+	}, waitFor, 10*time.Millisecond, "run %s logs %s", runID, typ)
+	return evs
+}
+
+func TestWaitSignalStepCompletesWithPayload(t *testing.T) {
+	t.Parallel()
+	s := setup(t, engine.Config{})
+	rawWorker(t, s.js, "default", echo)
+	runID := s.start(t, parsePlan(t, `{"planId":"gate","planVersion":"1","steps":[
+		{"id":"approval","kind":"waitSignal","signal":"approve"},
+		{"id":"ship","activity":"echo","dependsOn":["approval"]}]}`))
+	s.waitEvent(t, runID, events.RunStarted)
+	s.signal(t, runID, "approve", "sig-1", `{"by":"ops"}`)
+
+	evs := s.waitTerminal(t, runID)
+	require.Equal(t, events.RunCompleted, terminal(evs))
+	for _, ev := range evs {
+		if ev.EventType == events.StepCompleted && ev.StepID == "approval" {
+			var d events.StepCompletedData
+			require.NoError(t, ev.Data(&d))
+			require.JSONEq(t, `{"by":"ops"}`, string(d.Output))
+		}
+	}
+}
+
+func TestCancelEndsRun(t *testing.T) {
+	t.Parallel()
+	s := setup(t, engine.Config{})
+	runID := s.start(t, parsePlan(t, `{"planId":"c","planVersion":"1","steps":[
+		{"id":"gate","kind":"waitSignal","signal":"go"}]}`))
+	s.waitEvent(t, runID, events.RunStarted)
+	s.signal(t, runID, "CANCEL", "sig-c", `{}`)
+	evs := s.waitTerminal(t, runID)
+	require.Equal(t, events.RunCancelled, terminal(evs))
+
+	applied := s.waitApplied(t, runID, "sig-c")
+	require.Equal(t, events.SignalOutcomeApplied, applied.Outcome)
+
+	// A signal after the end is recorded with its reason and changes nothing.
+	s.signal(t, runID, "go", "sig-late", `{}`)
+	applied = s.waitApplied(t, runID, "sig-late")
+	require.Equal(t, events.SignalOutcomeIgnored, applied.Outcome)
+	require.Equal(t, events.SignalCodeRunTerminal, applied.Code)
+	evs, err := s.log.EventsFetchAfter(t.Context(), runID, 0, 0)
+	require.NoError(t, err)
+	snap, err := events.Project(runID, evs)
+	require.NoError(t, err)
+	require.Equal(t, events.RunStatusCancelled, snap.Status)
+}
+
+func TestPauseHoldsDispatchUntilResume(t *testing.T) {
+	t.Parallel()
+	s := setup(t, engine.Config{})
+	rawWorker(t, s.js, "default", echo)
+	runID := s.start(t, parsePlan(t, `{"planId":"p","planVersion":"1","steps":[
+		{"id":"gate","kind":"waitSignal","signal":"go"},
+		{"id":"after","activity":"echo","dependsOn":["gate"]}]}`))
+	s.waitEvent(t, runID, events.RunStarted)
+	s.signal(t, runID, "PAUSE", "sig-p", `{}`)
+	require.Equal(t, events.SignalOutcomeApplied, s.waitApplied(t, runID, "sig-p").Outcome)
+	s.signal(t, runID, "go", "sig-go", `{}`)
+	require.Equal(t, events.SignalOutcomeApplied, s.waitApplied(t, runID, "sig-go").Outcome)
+
+	// Paused: the gate is done, but "after" is not dispatched.
+	evs, err := s.log.EventsFetchAfter(t.Context(), runID, 0, 0)
+	require.NoError(t, err)
+	for _, ev := range evs {
+		require.False(t, ev.EventType == events.StepScheduled && ev.StepID == "after", "nothing dispatched while paused")
+	}
+	s.signal(t, runID, "PAUSE", "sig-p2", `{}`)
+	require.Equal(t, events.SignalCodeRunNotRunning, s.waitApplied(t, runID, "sig-p2").Code)
+
+	s.signal(t, runID, "RESUME", "sig-r", `{}`)
+	evs = s.waitTerminal(t, runID)
+	require.Equal(t, events.RunCompleted, terminal(evs))
+}
+
+// waitApplied waits for the SignalApplied of signalID and returns its payload.
+func (s *stack) waitApplied(t *testing.T, runID, signalID string) events.SignalAppliedData {
+	t.Helper()
+	var found *events.SignalAppliedData
+	require.Eventually(t, func() bool {
+		evs, err := s.log.EventsFetchAfter(t.Context(), runID, 0, 0)
+		require.NoError(t, err)
+		for _, ev := range evs {
+			var d events.SignalAppliedData
+			if ev.EventType == events.SignalApplied && ev.Data(&d) == nil && d.SignalID == signalID {
+				found = &d
+				return true
+			}
+		}
+		return false
+	}, waitFor, 10*time.Millisecond, "run %s applies signal %s", runID, signalID)
+	return *found
+}
+
+// lazyTypes prints the event types of a log when a failure message is
+// formatted, after the wait has filled it.
+type lazyTypes struct{ evs *[]events.Event }
+
+func (l lazyTypes) String() string {
+	b, _ := json.Marshal(types(*l.evs))
+	return string(b)
+}

@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/weftrun/weft/internal/journal"
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/task"
+	"github.com/weftrun/weft/services/engine/internal/decide"
+	"github.com/weftrun/weft/services/engine/internal/round"
+)
+
+// eventRound maps an event from WEFT_EVENTS to its round: RunApproved
+// starts the run, SignalAccepted applies the signal, every other event
+// needs nothing. The event type is read from the header first, so the
+// engine decodes only the events it reacts to.
+func eventRound(m jetstream.Msg) (round.Round, bool, error) {
+	switch events.Type(m.Headers().Get(journal.HeaderEventType)) {
+	case events.RunApproved, events.SignalAccepted:
+	default:
+		return round.Round{}, false, nil
+	}
+	var ev events.Event
+	if err := json.Unmarshal(m.Data(), &ev); err != nil {
+		return round.Round{}, false, fmt.Errorf("decode event: %w", err)
+	}
+	now := time.Now().UTC()
+	if ev.EventType == events.RunApproved {
+		return round.Round{RunID: ev.RunID, Input: decide.RunApproved{Now: now}}, true, nil
+	}
+	var d events.SignalAcceptedData
+	if err := ev.Data(&d); err != nil {
+		return round.Round{}, false, err
+	}
+	return round.Round{RunID: ev.RunID, Input: decide.SignalAccepted{
+		SignalID: d.SignalID, Name: d.SignalName, Payload: d.Payload, EventID: ev.EventID, Now: now,
+	}}, true, nil
+}
+
+// resultRound maps a worker's result to its round.
+func resultRound(m jetstream.Msg) (round.Round, bool, error) {
+	var res task.Result
+	if err := json.Unmarshal(m.Data(), &res); err != nil {
+		return round.Round{}, false, fmt.Errorf("decode result: %w", err)
+	}
+	in, err := resultInput(res, time.Now().UTC())
+	if err != nil {
+		return round.Round{}, false, err
+	}
+	return round.Round{RunID: res.RunID, Input: in}, true, nil
+}
+
+func resultInput(res task.Result, now time.Time) (decide.Input, error) {
+	attempt, err := strconv.Atoi(res.LogicalAttemptID)
+	if err != nil || attempt < 1 {
+		return nil, fmt.Errorf("result of run %s step %s: logicalAttemptId %q is not a positive integer",
+			res.RunID, res.StepID, res.LogicalAttemptID)
+	}
+	switch res.Kind {
+	case task.Started:
+		return decide.ResultStarted{StepID: res.StepID, LogicalAttempt: attempt,
+			EngineAttemptID: res.EngineAttemptID, WorkerID: res.WorkerID, Now: now}, nil
+	case task.Completed:
+		return decide.ResultCompleted{StepID: res.StepID, LogicalAttempt: attempt,
+			EngineAttemptID: res.EngineAttemptID, Output: res.Output, Artifacts: res.Artifacts, Now: now}, nil
+	case task.Failed:
+		if res.Error == nil {
+			return nil, fmt.Errorf("result of run %s step %s: StepFailed without an error", res.RunID, res.StepID)
+		}
+		return decide.ResultFailed{StepID: res.StepID, LogicalAttempt: attempt,
+			EngineAttemptID: res.EngineAttemptID, Error: *res.Error, Jitter: rand.Float64(), Now: now}, nil
+	}
+	return nil, fmt.Errorf("result of run %s step %s: unknown kind %q", res.RunID, res.StepID, res.Kind)
+}

@@ -1,0 +1,175 @@
+// Package round executes the engine's rounds (transactional-rounds.md): in
+// one Postgres transaction it loads a run's events, folds them into the
+// decider's state, asks the pure decider what to do with one input, appends
+// the new events with a compare-and-swap on the run's head, and writes the
+// follow-up tasks to the outbox and the timers to engine_timers. The caller
+// acks the message that carried the input only after Run returns nil, so a
+// crash anywhere before the commit redelivers the input, and a crash after
+// it finds the round's events in the log and decides nothing (the fast
+// path).
+package round
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/weftrun/weft/internal/journal"
+	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/plan"
+	"github.com/weftrun/weft/services/engine/internal/decide"
+)
+
+// DefaultMaxConflicts is how many compare-and-swap conflicts one round
+// absorbs (reloading and deciding again each time) before it gives up.
+const DefaultMaxConflicts = 16
+
+// ErrUnknownRun reports an input for a run with no events in the log, or
+// whose first event is not RunApproved. Redelivering it cannot help.
+var ErrUnknownRun = errors.New("round: unknown run")
+
+// Config tunes a Runner. The zero value of each field means its default.
+type Config struct {
+	// MaxConflicts bounds the reload-and-retry loop of one round.
+	MaxConflicts int
+	// BeforeCommit, if set, runs after a round wrote its decision and
+	// before its transaction commits. Crash tests kill the process there.
+	BeforeCommit func()
+}
+
+// Runner executes rounds. It is safe for concurrent use; rounds of one run
+// may race, and the head compare-and-swap serialises them.
+type Runner struct {
+	pool    *pgxpool.Pool
+	log     *eventlog.Store
+	journal *journal.Journal
+	cfg     Config
+	logger  *slog.Logger
+}
+
+// New returns a Runner over pool, whose database has the Weft schema.
+func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Runner {
+	log := eventlog.New(pool)
+	cfg.MaxConflicts = cmp.Or(cfg.MaxConflicts, DefaultMaxConflicts)
+	return &Runner{pool: pool, log: log, journal: journal.New(log), cfg: cfg, logger: logger}
+}
+
+// Round is one input for one run.
+type Round struct {
+	RunID string
+	Input decide.Input
+	// Claim, if set, runs first in the round's transaction; when it returns
+	// false the round does nothing else and commits (the timer loop deletes
+	// the timer here, and a timer another engine already fired is skipped).
+	Claim func(ctx context.Context, tx pgx.Tx) (bool, error)
+}
+
+// Outcome reports what a round did.
+type Outcome struct {
+	// Decision is what the decider returned in the attempt that committed.
+	Decision decide.Decision
+	// Appended counts the events newly written; a round that decided only
+	// events already in the log appends none.
+	Appended int
+	// Conflicts counts the compare-and-swap conflicts absorbed.
+	Conflicts int
+	// Plan and State are the run's plan and its state before the decision.
+	Plan  *plan.Plan
+	State decide.State
+}
+
+// Run executes r, retrying on a head conflict, and returns once its
+// transaction has committed. An error means nothing of the round was
+// written.
+func (x *Runner) Run(ctx context.Context, r Round) (Outcome, error) {
+	var out Outcome
+	for {
+		err := pgx.BeginFunc(ctx, x.pool, func(tx pgx.Tx) error {
+			var err error
+			out, err = x.attempt(ctx, tx, r, out.Conflicts)
+			return err
+		})
+		if !errors.Is(err, eventlog.ErrConflict) {
+			return out, err
+		}
+		out.Conflicts++
+		if out.Conflicts >= x.cfg.MaxConflicts {
+			return out, fmt.Errorf("round: run %s: %d conflicts in a row: %w", r.RunID, out.Conflicts, err)
+		}
+	}
+}
+
+func (x *Runner) attempt(ctx context.Context, tx pgx.Tx, r Round, conflicts int) (Outcome, error) {
+	out := Outcome{Conflicts: conflicts}
+	if r.Claim != nil {
+		if ok, err := r.Claim(ctx, tx); err != nil || !ok {
+			return out, err
+		}
+	}
+	p, state, err := x.Load(ctx, tx, r.RunID)
+	if err != nil {
+		return out, err
+	}
+	out.Plan, out.State = p, state
+	out.Decision = decide.Decide(p, state, r.Input)
+	if out.Decision.Empty() {
+		return out, nil
+	}
+	out.Appended, err = x.write(ctx, tx, r.RunID, state.Head, out.Decision)
+	if err == nil && x.cfg.BeforeCommit != nil {
+		x.cfg.BeforeCommit()
+	}
+	return out, err
+}
+
+// Load returns the run's plan and its state folded from every event in the
+// log, read through q (the round's transaction).
+func (x *Runner) Load(ctx context.Context, q eventlog.Querier, runID string) (*plan.Plan, decide.State, error) {
+	var evs []events.Event
+	for after := int64(0); ; {
+		page, err := x.log.EventsFetchAfterTx(ctx, q, runID, after, eventlog.DefaultFetchLimit)
+		if err != nil {
+			return nil, decide.State{}, err
+		}
+		evs = append(evs, page...)
+		if len(page) < eventlog.DefaultFetchLimit {
+			break
+		}
+		after = page[len(page)-1].RunSeq
+	}
+	p, err := planOf(runID, evs)
+	if err != nil {
+		return nil, decide.State{}, err
+	}
+	state, err := decide.Fold(p, evs)
+	if err != nil {
+		return nil, decide.State{}, fmt.Errorf("round: fold run %s: %w", runID, err)
+	}
+	return p, state, nil
+}
+
+// planOf decodes the plan carried by the run's RunApproved, its first
+// event. The plan was validated when the run was approved; it is decoded
+// leniently here so a plan written by a newer version still loads.
+func planOf(runID string, evs []events.Event) (*plan.Plan, error) {
+	if len(evs) == 0 || evs[0].EventType != events.RunApproved {
+		return nil, fmt.Errorf("%w: %s has no RunApproved", ErrUnknownRun, runID)
+	}
+	var d events.RunApprovedData
+	if err := evs[0].Data(&d); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrUnknownRun, runID, err)
+	}
+	var p plan.Plan
+	if err := json.Unmarshal(d.Plan, &p); err != nil {
+		return nil, fmt.Errorf("%w: %s: RunApproved carries no readable plan: %w", ErrUnknownRun, runID, err)
+	}
+	p.ApplyDefaults()
+	return &p, nil
+}

@@ -1,0 +1,113 @@
+package round
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/outbox"
+	"github.com/weftrun/weft/pkg/streams"
+	"github.com/weftrun/weft/pkg/task"
+	"github.com/weftrun/weft/services/engine/internal/decide"
+)
+
+// write appends d's events with a compare-and-swap on head, enqueues its
+// tasks and sets its timers, all in tx, and returns how many events were
+// newly written. A lost compare-and-swap returns eventlog.ErrConflict with
+// tx aborted.
+func (x *Runner) write(ctx context.Context, tx pgx.Tx, runID string, head int64, d decide.Decision) (int, error) {
+	evs := make([]events.Event, len(d.Events))
+	for i, spec := range d.Events {
+		ev, err := events.New(spec)
+		if err != nil {
+			return 0, fmt.Errorf("round: run %s: build %s: %w", runID, spec.Type, err)
+		}
+		evs[i] = ev
+	}
+	results, err := x.journal.AppendTx(ctx, tx, &head, evs...)
+	if err != nil {
+		return 0, err
+	}
+	appended := 0
+	for _, res := range results {
+		if res.Persisted {
+			appended++
+		}
+	}
+	if err := enqueueTasks(ctx, tx, d.Tasks); err != nil {
+		return 0, err
+	}
+	return appended, TimersSetTx(ctx, tx, d.Timers)
+}
+
+// enqueueTasks writes one outbox message per task, on weft.tasks.<queue>,
+// deduplicated per logical attempt.
+func enqueueTasks(ctx context.Context, tx pgx.Tx, tasks []decide.Task) error {
+	if len(tasks) == 0 {
+		return nil
+	}
+	msgs := make([]outbox.Message, len(tasks))
+	now := time.Now().UTC()
+	for i, t := range tasks {
+		subject, err := streams.TaskSubject(t.Queue)
+		if err != nil {
+			return fmt.Errorf("round: task of step %s: %w", t.StepID, err)
+		}
+		payload, err := json.Marshal(wireTask(t, now))
+		if err != nil {
+			return fmt.Errorf("round: encode task of step %s: %w", t.StepID, err)
+		}
+		attempt := strconv.Itoa(t.LogicalAttempt)
+		msgs[i] = outbox.Message{Subject: subject, Payload: payload, DedupeID: task.DedupeID(t.RunID, t.StepID, attempt)}
+	}
+	return outbox.EnqueueTx(ctx, tx, msgs...)
+}
+
+// activityKeyType is the event-type component of the idempotency key a task
+// carries when its step sets none: one key per logical attempt, distinct
+// from the key of any event.
+const activityKeyType events.Type = "ActivityTask"
+
+// wireTask is the protocol form of a decided task (docs/worker-protocol.md).
+func wireTask(t decide.Task, now time.Time) task.Task {
+	attempt := strconv.Itoa(t.LogicalAttempt)
+	key := t.IdempotencyKey
+	if key == "" {
+		key = events.IdempotencyKey(t.RunID, t.StepID, attempt, activityKeyType, t.PlanVersion)
+	}
+	return task.Task{
+		SchemaVersion:    task.SchemaVersion,
+		RunID:            t.RunID,
+		StepID:           t.StepID,
+		LogicalAttemptID: attempt,
+		PlanVersion:      t.PlanVersion,
+		Activity:         t.Activity,
+		Queue:            t.Queue,
+		Input:            t.Input,
+		Secrets:          t.Secrets,
+		IdempotencyKey:   key,
+		TimeoutMillis:    t.Timeout.Milliseconds(),
+		ScheduledAt:      now,
+	}
+}
+
+// TimersSetTx writes timers in tx; setting a timer that exists moves its
+// due time.
+func TimersSetTx(ctx context.Context, tx pgx.Tx, timers []decide.Timer) error {
+	for _, t := range timers {
+		_, err := tx.Exec(ctx, `
+			INSERT INTO engine_timers (run_id, step_id, logical_attempt, kind, due_at)
+			VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (run_id, step_id, logical_attempt, kind) DO UPDATE SET due_at = EXCLUDED.due_at`,
+			t.RunID, t.StepID, t.LogicalAttempt, string(t.Kind), t.DueAt)
+		if err != nil {
+			return fmt.Errorf("round: set %s timer of run %s step %s: %w", t.Kind, t.RunID, t.StepID, err)
+		}
+	}
+	return nil
+}
