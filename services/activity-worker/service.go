@@ -1,27 +1,94 @@
-// Package worker is a runnable worker process that executes activities pulled from weft.tasks.<queue> and reports results. The worker SDK and the demo activities arrive with issue #3.
-//
-// Until then the package holds only the service lifecycle every Weft
-// service shares: New builds it, Run blocks until its context ends.
-package worker
+// Package activityworker is the runnable activity worker: a pkg/worker
+// Worker serving one task queue with the built-in demo activities (echo,
+// sleep, fail-n-times, http-get; see internal/demo) that the dev stack and
+// the tests use.
+package activityworker
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/weftrun/weft/pkg/worker"
+	"github.com/weftrun/weft/services/activity-worker/internal/demo"
 )
+
+// DefaultDrainTimeout bounds how long Run lets running activities finish
+// after its context ends; their tasks are then given back for redelivery.
+const DefaultDrainTimeout = 30 * time.Second
+
+// Config tunes the service. The zero value of each field means its
+// default.
+type Config struct {
+	// Queue is the task queue to serve. Default worker.DefaultQueue.
+	Queue string
+	// Concurrency is how many tasks run at once. Default
+	// worker.DefaultConcurrency.
+	Concurrency int
+	// WorkerID names the worker in its results. Default "<host>/<pid>".
+	WorkerID string
+	// AckWait is the task consumer's AckWait. Default
+	// streams.DefaultTaskAckWait.
+	AckWait time.Duration
+	// DrainTimeout is how long shutdown waits for running activities.
+	// Default DefaultDrainTimeout.
+	DrainTimeout time.Duration
+}
 
 // Service is the activity-worker service.
 type Service struct {
+	worker *worker.Worker
+	drain  time.Duration
 	logger *slog.Logger
 }
 
-// New returns the service. logger must not be nil.
-func New(logger *slog.Logger) *Service {
-	return &Service{logger: logger.With("service", "activity-worker")}
+// New returns the service, its demo activities registered, taking tasks
+// over nc once Run is called. The streams must exist (streams.Ensure) by
+// then. logger must not be nil.
+func New(nc *nats.Conn, cfg Config, logger *slog.Logger) (*Service, error) {
+	if nc == nil || logger == nil {
+		return nil, errors.New("activity-worker: New needs a NATS connection and a logger")
+	}
+	logger = logger.With("service", "activity-worker")
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("activity-worker: jetstream: %w", err)
+	}
+	w, err := worker.New(js, worker.Config{
+		Queue: cfg.Queue, Concurrency: cfg.Concurrency, WorkerID: cfg.WorkerID, AckWait: cfg.AckWait, Logger: logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("activity-worker: %w", err)
+	}
+	if err := demo.Register(w, demo.NewHTTPClient()); err != nil {
+		return nil, fmt.Errorf("activity-worker: %w", err)
+	}
+	return &Service{worker: w, drain: cmp.Or(cfg.DrainTimeout, DefaultDrainTimeout), logger: logger}, nil
 }
 
-// Run blocks until ctx is cancelled and returns nil. It does no work yet.
+// Run starts the worker and serves tasks until ctx ends. Then it stops
+// taking tasks, lets the running ones finish for up to DrainTimeout, and
+// returns nil, or an error when the worker could not start or the drain
+// was cut short. Run serves once: a second call fails with
+// worker.ErrAlreadyStarted.
 func (s *Service) Run(ctx context.Context) error {
-	s.logger.InfoContext(ctx, "service has no work until its issue lands")
+	// The worker outlives ctx by the drain: ending ctx asks for a graceful
+	// stop below, not the hard stop that ending Start's context means.
+	if err := s.worker.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("activity-worker: %w", err)
+	}
+	s.logger.InfoContext(ctx, "activity worker serving")
 	<-ctx.Done()
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.drain)
+	defer cancel()
+	if err := s.worker.Stop(stopCtx); err != nil {
+		return fmt.Errorf("activity-worker: %w", err)
+	}
 	return nil
 }

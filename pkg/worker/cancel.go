@@ -1,0 +1,102 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/weftrun/weft/pkg/streams"
+	"github.com/weftrun/weft/pkg/task"
+)
+
+// cancelNoticeError is the cause of an activity context ended by a cancel
+// notice.
+type cancelNoticeError struct{ reason string }
+
+func (c *cancelNoticeError) Error() string {
+	if c.reason == "" {
+		return "the run was cancelled"
+	}
+	return "the run was cancelled: " + c.reason
+}
+
+// subscribeCancels subscribes to the cancel notices of every run (core
+// NATS, weft.cancel.*) and flushes, so a notice published after Start
+// returns reaches this worker. ctx is the worker's run context, for logs.
+func (w *Worker) subscribeCancels(ctx context.Context) (*nats.Subscription, error) {
+	nc := w.js.Conn()
+	sub, err := nc.Subscribe(streams.CancelSubjectPrefix+".*", func(m *nats.Msg) { w.onCancel(ctx, m) })
+	if err != nil {
+		return nil, fmt.Errorf("worker: subscribe to cancel notices: %w", err)
+	}
+	fctx, cancel := context.WithTimeout(ctx, w.cfg.PublishTimeout)
+	defer cancel()
+	if err := nc.FlushWithContext(fctx); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("worker: subscribe to cancel notices: %w", err)
+	}
+	return sub, nil
+}
+
+// onCancel cancels the running activities a notice names.
+func (w *Worker) onCancel(ctx context.Context, m *nats.Msg) {
+	var c task.Cancel
+	if err := json.Unmarshal(m.Data, &c); err != nil || c.RunID == "" {
+		w.logger.WarnContext(ctx, "worker: undecodable cancel notice ignored", "subject", m.Subject, "err", err)
+		return
+	}
+	if n := w.running.cancel(c); n > 0 {
+		w.logger.InfoContext(ctx, "worker: cancel notice stopped running activities",
+			"run_id", c.RunID, "activities", n, "reason", c.Reason)
+	}
+}
+
+// runningSet tracks the running attempts by run, for cancel notices.
+type runningSet struct {
+	mu    sync.Mutex
+	byRun map[string]map[*runningAttempt]struct{}
+}
+
+type runningAttempt struct {
+	stepID string
+	cancel context.CancelCauseFunc
+}
+
+// add tracks an attempt of step stepID of run runID, cancelled through
+// cancel, and returns the function that stops tracking it.
+func (s *runningSet) add(runID, stepID string, cancel context.CancelCauseFunc) (remove func()) {
+	a := &runningAttempt{stepID: stepID, cancel: cancel}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byRun[runID] == nil {
+		s.byRun[runID] = make(map[*runningAttempt]struct{})
+	}
+	s.byRun[runID][a] = struct{}{}
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.byRun[runID], a)
+		if len(s.byRun[runID]) == 0 {
+			delete(s.byRun, runID)
+		}
+	}
+}
+
+// cancel cancels the attempts c names (every attempt of the run when it
+// names no step) and returns how many.
+func (s *runningSet) cancel(c task.Cancel) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for a := range s.byRun[c.RunID] {
+		if len(c.StepIDs) == 0 || slices.Contains(c.StepIDs, a.stepID) {
+			a.cancel(&cancelNoticeError{reason: c.Reason})
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,138 @@
+package worker
+
+import (
+	"cmp"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/weftrun/weft/pkg/streams"
+)
+
+// Defaults applied to a zero Config field.
+const (
+	// DefaultQueue is the task queue a worker serves when Config.Queue is
+	// empty; it is the queue a plan step gets when it names none.
+	DefaultQueue = "default"
+	// DefaultConcurrency is how many tasks one worker runs at once.
+	DefaultConcurrency = 4
+	// DefaultMaxOutputBytes bounds a completed result's output plus its
+	// JSON-encoded artifact list: 64 KiB, as much as a step's input may be.
+	// Anything larger belongs in an artifact.
+	DefaultMaxOutputBytes = 64 << 10
+	// DefaultPublishTimeout is the latency budget of one result publish:
+	// the wait for its PubAck (execution-semantics §5, writeLatencyBudgetMs).
+	DefaultPublishTimeout = 3 * time.Second
+	// DefaultRedeliveryDelay is how long a task whose final result could
+	// not be published waits before JetStream hands it out again.
+	DefaultRedeliveryDelay = 2 * time.Second
+)
+
+// resultHeadroom is the room a result message needs beside its output: ids,
+// keys, a truncated error message. MaxOutputBytes plus this must fit in the
+// server's max payload.
+const resultHeadroom = 8 << 10
+
+// Config tunes a Worker. The zero value of each field means its default;
+// New validates the result.
+type Config struct {
+	// Queue is the task queue to serve, a NATS subject token. Default
+	// DefaultQueue.
+	Queue string
+	// Concurrency is how many tasks the worker runs at once. The worker
+	// takes a task from JetStream only when it has a free slot, so a task
+	// never waits in this process while another worker is idle. Default
+	// DefaultConcurrency.
+	Concurrency int
+	// WorkerID names this worker in its results. Default "<host>/<pid>".
+	WorkerID string
+	// AckWait is the task consumer's AckWait: a task whose worker shows no
+	// sign of life for this long is handed to another worker. The worker
+	// heartbeats every third of it. Default streams.DefaultTaskAckWait;
+	// at least a second. Every worker of a queue shares one consumer, so
+	// the AckWait of the worker that started last applies to all.
+	AckWait time.Duration
+	// MaxOutputBytes bounds a completed result's output plus its
+	// JSON-encoded artifacts. A larger output fails the attempt with
+	// CodeOutputTooLarge and is never published. Default
+	// DefaultMaxOutputBytes.
+	MaxOutputBytes int
+	// PublishTimeout bounds the wait for one result's PubAck. Default
+	// DefaultPublishTimeout.
+	PublishTimeout time.Duration
+	// RedeliveryDelay is the delay of the Nak sent when a final result
+	// cannot be published. Default DefaultRedeliveryDelay.
+	RedeliveryDelay time.Duration
+	// Logger receives the worker's logs. Nil discards them.
+	Logger *slog.Logger
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	c.Queue = cmp.Or(c.Queue, DefaultQueue)
+	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
+	c.WorkerID = cmp.Or(c.WorkerID, defaultWorkerID())
+	c.AckWait = cmp.Or(c.AckWait, streams.DefaultTaskAckWait)
+	c.MaxOutputBytes = cmp.Or(c.MaxOutputBytes, DefaultMaxOutputBytes)
+	c.PublishTimeout = cmp.Or(c.PublishTimeout, DefaultPublishTimeout)
+	c.RedeliveryDelay = cmp.Or(c.RedeliveryDelay, DefaultRedeliveryDelay)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate reports whether c, after defaults, is usable: a valid queue
+// token, positive counts and durations, an AckWait of at least a second.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	if _, err := streams.TaskConsumer(c.Queue, c.AckWait); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	switch {
+	case c.Concurrency < 1:
+		return fmt.Errorf("%w: Concurrency %d is below 1", ErrInvalidConfig, c.Concurrency)
+	case c.MaxOutputBytes < 1:
+		return fmt.Errorf("%w: MaxOutputBytes %d is below 1", ErrInvalidConfig, c.MaxOutputBytes)
+	case c.PublishTimeout <= 0:
+		return fmt.Errorf("%w: PublishTimeout %v is not positive", ErrInvalidConfig, c.PublishTimeout)
+	case c.RedeliveryDelay <= 0:
+		return fmt.Errorf("%w: RedeliveryDelay %v is not positive", ErrInvalidConfig, c.RedeliveryDelay)
+	}
+	return nil
+}
+
+func defaultWorkerID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	return host + "/" + strconv.Itoa(os.Getpid())
+}
+
+// Option configures a Worker beyond its Config.
+type Option func(*options) error
+
+type options struct {
+	providers map[string]SecretsProvider
+}
+
+// WithSecretsProvider registers p under name: a step's SecretRef whose
+// Provider is name resolves through p. The empty name registers the
+// provider of refs that name none. A worker has no provider unless one is
+// registered, so a plan cannot reach the worker's environment or files
+// unless its operator allows it.
+func WithSecretsProvider(name string, p SecretsProvider) Option {
+	return func(o *options) error {
+		if p == nil {
+			return fmt.Errorf("%w: secrets provider %q is nil", ErrInvalidConfig, name)
+		}
+		if _, dup := o.providers[name]; dup {
+			return fmt.Errorf("%w: secrets provider %q registered twice", ErrInvalidConfig, name)
+		}
+		o.providers[name] = p
+		return nil
+	}
+}

@@ -1,0 +1,76 @@
+// Package worker is the Go SDK of Weft activity workers. It implements the
+// worker protocol of docs/worker-protocol.md over NATS JetStream; a worker
+// never touches Postgres.
+//
+// A Worker serves one task queue. Register each activity by name, then
+// Start:
+//
+//	w, err := worker.New(js, worker.Config{Queue: "default", Concurrency: 8},
+//		worker.WithSecretsProvider("env", worker.EnvSecrets{Prefix: "WEFT_SECRET_"}))
+//	err = w.Register("greet", func(ctx context.Context, in worker.Input) (worker.Output, error) {
+//		return worker.NewOutput(map[string]string{"greeting": "hi"})
+//	}, worker.WithTimeout(time.Minute))
+//	err = w.Start(ctx)
+//	defer w.Stop(drainCtx)
+//
+// # Flow of a task
+//
+// The worker pulls from the queue's durable consumer (streams.TaskConsumer)
+// only as many tasks as it has free slots (Config.Concurrency). For each:
+//
+//  1. Decode it. A message that is not a task is terminated and logged at
+//     error level: redelivering it would fail the same way.
+//  2. Publish a StepStarted result. A task for an activity not registered
+//     here gets a non-retryable StepFailed (CodeUnknownActivity) instead.
+//  3. Run the activity with the task's deadline, sending in-progress
+//     heartbeats every third of AckWait so JetStream keeps the task here.
+//  4. Publish StepCompleted or StepFailed, with Nats-Msg-Id = the result's
+//     idempotency key, and wait for the PubAck.
+//  5. Ack the task (and wait for the server to confirm).
+//
+// Every worker of a queue shares its consumer, so every worker of a queue
+// must register the same activities: a task for a name this worker lacks
+// fails the step at once rather than waiting for another worker.
+//
+// The delivery count is the attempt's engineAttemptId; every delivery of a
+// logical attempt reports under the same idempotency keys, so JetStream
+// stores a result of each kind once and the engine records the first.
+//
+// # Latency budget
+//
+// Each result publish waits at most Config.PublishTimeout for its PubAck
+// (execution-semantics §5). StepStarted fails open: over budget, the
+// activity runs anyway. StepCompleted and StepFailed never fail open: when
+// the final result is not acknowledged in time, the worker does not ack the
+// task but naks it with Config.RedeliveryDelay, so the same logical attempt
+// runs again (engineAttemptId + 1) and reports under the same keys. It does
+// not turn the lost write into a failed step.
+//
+// # Errors
+//
+// An activity reports failure by returning an error. An *Error (see
+// NonRetryable and Retryable) sets the code and retryability; any other
+// error is CodeActivityError, retryable. A panic is recovered as CodePanic.
+// When the activity's context ended first, the reason wins: CodeTimeout at
+// the deadline, CodeCancelled on a cancel notice. An output that is not
+// JSON, exceeds Config.MaxOutputBytes, or contains a secret value fails the
+// step non-retryably and is never published.
+//
+// # Stopping
+//
+// Stop stops pulling and lets running activities finish until its context
+// ends; then it cancels them and gives their tasks back (Nak) without
+// reporting a result, so another worker runs them as the next delivery. A
+// worker that dies instead leaves its tasks to be redelivered after
+// AckWait. Cancelling Start's context is the same hard stop.
+//
+// # Secrets
+//
+// A task carries secret references (plan.SecretRef); an activity resolves
+// them with Input.Secret through the SecretsProvider registered for the
+// reference's provider name (WithSecretsProvider). EnvSecrets and
+// FileSecrets ship with the package; a worker has no provider unless one is
+// registered. The worker never logs a task's input or a secret value. It
+// redacts resolved values (of 4 bytes or more) from failure messages and
+// refuses an output that contains one.
+package worker

@@ -1,0 +1,186 @@
+package worker
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+	"unicode/utf8"
+
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/plan"
+	"github.com/weftrun/weft/pkg/task"
+)
+
+// maxMessageBytes bounds a failure message; longer ones are cut.
+const maxMessageBytes = 2 << 10
+
+// errTimeout is the cause of an activity context ended by its deadline.
+var errTimeout = errors.New("worker: attempt deadline")
+
+// panicError is a recovered panic of an activity.
+type panicError struct {
+	value any
+	stack []byte
+}
+
+func (p *panicError) Error() string { return fmt.Sprintf("activity panicked: %v", p.value) }
+
+// execute runs the activity for t and returns the final result. It returns
+// false when ctx ended (a hard stop): the attempt is abandoned, with no
+// result, for another delivery to run.
+func (w *Worker) execute(ctx context.Context, t task.Task, attempt string, act *activity, log *slog.Logger) (task.Result, bool) {
+	secrets := newSecretSet(t.Secrets, w.providers)
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer w.running.add(t.RunID, t.StepID, cancel)()
+	limit := act.deadline(t)
+	actx, stop := context.WithTimeoutCause(actx, limit, errTimeout)
+	defer stop()
+	out, err := call(actx, act.fn, newInput(t, attempt, secrets))
+	if ctx.Err() != nil {
+		return task.Result{}, false
+	}
+	var p *panicError
+	if errors.As(err, &p) {
+		log.ErrorContext(ctx, "worker: activity panicked", "panic", secrets.redact(fmt.Sprint(p.value)), "stack", string(p.stack))
+	}
+	if err != nil {
+		return w.failed(t, attempt, failure(actx, err, limit, secrets)), true
+	}
+	if bad := checkOutput(&out, w.cfg.MaxOutputBytes, secrets); bad != nil {
+		return w.failed(t, attempt, *bad), true
+	}
+	r := task.NewResult(t, task.Completed, attempt, w.cfg.WorkerID)
+	r.Output, r.Artifacts = out.JSON, out.Artifacts
+	return r, true
+}
+
+// call runs fn, turning a panic into a *panicError.
+func call(ctx context.Context, fn ActivityFunc, in Input) (out Output, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			out, err = Output{}, &panicError{value: v, stack: debug.Stack()}
+		}
+	}()
+	return fn(ctx, in)
+}
+
+// failed returns the StepFailed result of t's attempt.
+func (w *Worker) failed(t task.Task, attempt string, e events.StepError) task.Result {
+	r := task.NewResult(t, task.Failed, attempt, w.cfg.WorkerID)
+	r.Error = &e
+	return r
+}
+
+// failure maps an activity's error to the StepError it reports. When the
+// activity's context ended, its cause (a cancel notice, the deadline) wins
+// over what the activity returned. The message is redacted and truncated.
+func failure(actx context.Context, err error, limit time.Duration, secrets *secretSet) events.StepError {
+	var (
+		e      events.StepError
+		p      *panicError
+		notice *cancelNoticeError
+		typed  *Error
+	)
+	cause := context.Cause(actx)
+	switch {
+	case errors.As(err, &p):
+		e = events.StepError{Code: CodePanic, Message: p.Error(), Retryable: true, Category: CategoryActivity}
+	case actx.Err() != nil && errors.As(cause, &notice):
+		e = events.StepError{Code: CodeCancelled, Message: notice.Error(), Category: CategoryCancelled}
+	case actx.Err() != nil && errors.Is(cause, errTimeout):
+		e = events.StepError{Code: CodeTimeout, Retryable: true, Category: CategoryTimeout,
+			Message: fmt.Sprintf("the activity did not finish within %v", limit)}
+	case errors.As(err, &typed):
+		e = events.StepError{Code: typed.Code, Message: typed.Message, Retryable: typed.Retryable, Category: typed.Category}
+		e.Code = cmp.Or(e.Code, CodeActivityError)
+		e.Category = cmp.Or(e.Category, CategoryActivity)
+	default:
+		e = events.StepError{Code: CodeActivityError, Message: err.Error(), Retryable: true, Category: CategoryActivity}
+	}
+	e.Message = truncate(secrets.redact(e.Message), maxMessageBytes)
+	return e
+}
+
+// checkOutput compacts out.JSON in place and returns the StepError of an
+// output the worker must not publish: invalid, too large, or carrying a
+// secret value.
+func checkOutput(out *Output, maxBytes int, secrets *secretSet) *events.StepError {
+	refuse := func(code, format string, args ...any) *events.StepError {
+		return &events.StepError{Code: code, Message: fmt.Sprintf(format, args...), Category: CategoryWorker}
+	}
+	if len(out.JSON) > 0 {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, out.JSON); err != nil {
+			return refuse(CodeInvalidOutput, "the output is not valid JSON: %v", err)
+		}
+		out.JSON = buf.Bytes()
+	}
+	var arts []byte
+	if len(out.Artifacts) > 0 {
+		for i, a := range out.Artifacts {
+			if a.URI == "" || a.Kind == "" {
+				return refuse(CodeInvalidOutput, "artifact %d lacks its uri or kind", i)
+			}
+		}
+		arts, _ = json.Marshal(out.Artifacts) // ArtifactRef always encodes
+	}
+	if n := len(out.JSON) + len(arts); n > maxBytes {
+		return refuse(CodeOutputTooLarge, "the output and artifact list are %d bytes of JSON, more than the limit of %d; store large results as artifacts", n, maxBytes)
+	}
+	if secrets.leaks(out.JSON) || secrets.leaks(arts) {
+		return refuse(CodeSecretInOutput, "the output contains the value of a secret the activity resolved")
+	}
+	return nil
+}
+
+// deadline is how long an attempt of t may run: the task's timeout, capped
+// by WithTimeout; plan.DefaultTimeout when neither is set.
+func (a *activity) deadline(t task.Task) time.Duration {
+	d := t.Timeout()
+	if d <= 0 {
+		d = cmp.Or(a.timeout, plan.DefaultTimeout)
+	}
+	if a.timeout > 0 {
+		d = min(d, a.timeout)
+	}
+	return d
+}
+
+// beat is the heartbeat interval of the activity: its own, at most def (a
+// third of AckWait).
+func (a *activity) beat(def time.Duration) time.Duration {
+	if a.heartbeat > 0 {
+		return min(a.heartbeat, def)
+	}
+	return def
+}
+
+func newInput(t task.Task, attempt string, secrets *secretSet) Input {
+	return Input{
+		JSON: t.Input, IdempotencyKey: t.IdempotencyKey,
+		RunID: t.RunID, StepID: t.StepID, PlanVersion: t.PlanVersion,
+		LogicalAttemptID: t.LogicalAttemptID, EngineAttemptID: attempt,
+		Activity: t.Activity, Queue: t.Queue, ScheduledAt: t.ScheduledAt,
+		secrets: secrets,
+	}
+}
+
+// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…(truncated)"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}

@@ -1,0 +1,175 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/streams"
+	"github.com/weftrun/weft/pkg/task"
+)
+
+// handle runs one delivered task through the protocol (docs/worker-protocol.md,
+// "Taking tasks"): decode, report StepStarted, run, report the outcome and
+// wait for its PubAck, and only then ack. beat is the default heartbeat
+// interval. ctx ends on a hard stop, which abandons the task.
+func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, beat time.Duration) {
+	t, attempt, err := decodeTask(msg)
+	if err != nil {
+		w.terminate(ctx, msg, err)
+		return
+	}
+	log := w.logger.With("run_id", t.RunID, "step_id", t.StepID, "logical_attempt_id", t.LogicalAttemptID,
+		"engine_attempt_id", attempt, "activity", t.Activity)
+	act, ok := w.activity(t.Activity)
+	if !ok {
+		log.WarnContext(ctx, "worker: no activity of this name is registered")
+		r := w.failed(t, attempt, events.StepError{Code: CodeUnknownActivity, Category: CategoryWorker,
+			Message: fmt.Sprintf("no activity %q is registered with worker %s", t.Activity, w.cfg.WorkerID)})
+		w.settle(ctx, msg, w.report(ctx, r, log), log)
+		return
+	}
+	stopBeat := w.heartbeat(ctx, msg, act.beat(beat), log)
+	w.reportStarted(ctx, t, attempt, log)
+	r, ok := w.execute(ctx, t, attempt, act, log)
+	published := ok && w.report(ctx, r, log)
+	stopBeat()
+	if !ok {
+		log.InfoContext(ctx, "worker: stopped mid-activity; the task is given back for redelivery")
+		w.giveBack(ctx, msg)
+		return
+	}
+	w.settle(ctx, msg, published, log)
+}
+
+// decodeTask decodes the task and returns it with its engineAttemptId, the
+// delivery count.
+func decodeTask(msg jetstream.Msg) (task.Task, string, error) {
+	meta, err := msg.Metadata()
+	if err != nil {
+		return task.Task{}, "", fmt.Errorf("no JetStream metadata: %w", err)
+	}
+	var t task.Task
+	if err := json.Unmarshal(msg.Data(), &t); err != nil {
+		return task.Task{}, "", fmt.Errorf("not a task: %w", err)
+	}
+	switch {
+	case t.SchemaVersion > task.SchemaVersion:
+		return task.Task{}, "", fmt.Errorf("task schema version %d is newer than this worker's %d", t.SchemaVersion, task.SchemaVersion)
+	case t.StepID == "" || t.LogicalAttemptID == "":
+		return task.Task{}, "", fmt.Errorf("the task lacks a stepId or logicalAttemptId")
+	}
+	if _, err := streams.ResultSubject(t.RunID); err != nil {
+		return task.Task{}, "", fmt.Errorf("the task's runId: %w", err)
+	}
+	return t, strconv.FormatUint(meta.NumDelivered, 10), nil
+}
+
+// terminate drops a task no worker can run: redelivering it would fail the
+// same way. The engine's sweep finds the step never started.
+func (w *Worker) terminate(ctx context.Context, msg jetstream.Msg, cause error) {
+	attrs := []any{"subject", msg.Subject(), "err", cause}
+	if meta, err := msg.Metadata(); err == nil {
+		attrs = append(attrs, "stream_seq", meta.Sequence.Stream, "num_delivered", meta.NumDelivered)
+	}
+	w.logger.ErrorContext(ctx, "worker: undecodable task terminated", attrs...)
+	if err := msg.Term(); err != nil {
+		w.logger.WarnContext(ctx, "worker: term of an undecodable task failed", "err", err)
+	}
+}
+
+// heartbeat tells JetStream every interval that msg is in progress, until
+// the returned stop is called (stop waits for the heartbeat to end).
+func (w *Worker) heartbeat(ctx context.Context, msg jetstream.Msg, every time.Duration, log *slog.Logger) (stop func()) {
+	quit, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if err := msg.InProgress(); err != nil {
+					log.WarnContext(ctx, "worker: heartbeat failed", "err", err)
+				}
+			}
+		}
+	}()
+	return func() { close(quit); <-ended }
+}
+
+// reportStarted publishes StepStarted. It fails open: over the latency
+// budget (PublishTimeout) or on error the activity runs anyway, and the
+// engine learns the step started from its final result.
+func (w *Worker) reportStarted(ctx context.Context, t task.Task, attempt string, log *slog.Logger) {
+	if err := w.publish(ctx, task.NewResult(t, task.Started, attempt, w.cfg.WorkerID)); err != nil {
+		log.WarnContext(ctx, "worker: StepStarted not published; running the activity anyway", "err", err)
+	}
+}
+
+// publish publishes r on the run's result subject with Nats-Msg-Id set to
+// its idempotency key and waits up to PublishTimeout for the PubAck. A
+// duplicate PubAck (the key was stored before) is a success.
+func (w *Worker) publish(ctx context.Context, r task.Result) error {
+	subject, err := streams.ResultSubject(r.RunID)
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("worker: encode %s result: %w", r.Kind, err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, w.cfg.PublishTimeout)
+	defer cancel()
+	_, err = w.js.PublishMsg(pctx, &nats.Msg{Subject: subject, Data: data},
+		jetstream.WithMsgID(r.IdempotencyKey), jetstream.WithExpectStream(streams.ResultsStream))
+	if err != nil {
+		return fmt.Errorf("worker: publish %s result: %w", r.Kind, err)
+	}
+	return nil
+}
+
+// report publishes a final result, logs it, and reports whether it was
+// published. The log carries the error's code and redacted message, never
+// the output.
+func (w *Worker) report(ctx context.Context, r task.Result, log *slog.Logger) bool {
+	if err := w.publish(ctx, r); err != nil {
+		log.WarnContext(ctx, "worker: final result not published", "kind", r.Kind, "err", err)
+		return false
+	}
+	if r.Error != nil {
+		log.InfoContext(ctx, "worker: step failed", "code", r.Error.Code, "retryable", r.Error.Retryable,
+			"message", r.Error.Message)
+		return true
+	}
+	log.DebugContext(ctx, "worker: step completed")
+	return true
+}
+
+// settle acks a task whose final result is published, and otherwise naks
+// it with RedeliveryDelay so the attempt runs again: a final result is
+// never reported without a durable write.
+func (w *Worker) settle(ctx context.Context, msg jetstream.Msg, published bool, log *slog.Logger) {
+	if !published {
+		if err := msg.NakWithDelay(w.cfg.RedeliveryDelay); err != nil {
+			log.WarnContext(ctx, "worker: nak failed; the task is redelivered after AckWait instead of RedeliveryDelay", "err", err)
+		}
+		return
+	}
+	actx, cancel := context.WithTimeout(ctx, w.cfg.PublishTimeout)
+	defer cancel()
+	if err := msg.DoubleAck(actx); err != nil {
+		log.WarnContext(ctx, "worker: ack failed; the task is redelivered and its results deduplicated", "err", err)
+	}
+}

@@ -1,0 +1,173 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/weftrun/weft/pkg/streams"
+)
+
+// Worker runs the activities registered with it for the tasks of one
+// queue. Build it with New, Register activities, then Start it; Stop ends
+// it. Its methods are safe for concurrent use.
+type Worker struct {
+	js        jetstream.JetStream
+	cfg       Config
+	logger    *slog.Logger
+	providers map[string]SecretsProvider
+	running   runningSet
+
+	regMu      sync.RWMutex
+	activities map[string]*activity
+
+	mu       sync.Mutex
+	started  bool
+	stopSoft context.CancelFunc // stop taking tasks; let running ones finish
+	hardStop context.CancelFunc // cancel running activities, abandon their tasks
+	done     chan struct{}      // closed when every goroutine has returned
+}
+
+// New returns a worker that takes tasks from js, which must sit on a live
+// connection to a server where the streams exist (streams.Ensure). cfg is
+// validated (see Config.Validate); MaxOutputBytes must also leave room for
+// the rest of a result within the server's max payload.
+func New(js jetstream.JetStream, cfg Config, opts ...Option) (*Worker, error) {
+	if js == nil {
+		return nil, fmt.Errorf("%w: New needs a JetStream context", ErrInvalidConfig)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.WithDefaults()
+	if nc := js.Conn(); nc != nil {
+		if limit := nc.MaxPayload(); limit > 0 && int64(cfg.MaxOutputBytes)+resultHeadroom > limit {
+			return nil, fmt.Errorf("%w: MaxOutputBytes %d leaves no room for a result within the server's max payload of %d bytes",
+				ErrInvalidConfig, cfg.MaxOutputBytes, limit)
+		}
+	}
+	o := options{providers: make(map[string]SecretsProvider)}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	return &Worker{
+		js:         js,
+		cfg:        cfg,
+		logger:     cfg.Logger.With("component", "worker", "queue", cfg.Queue, "worker_id", cfg.WorkerID),
+		providers:  o.providers,
+		running:    runningSet{byRun: make(map[string]map[*runningAttempt]struct{})},
+		activities: make(map[string]*activity),
+	}, nil
+}
+
+// Register makes fn the activity called name. It may be called before or
+// after Start; a task for a name not registered when it arrives fails with
+// CodeUnknownActivity. It fails (wrapping ErrInvalidConfig) on an empty
+// name, a nil fn, a bad option, or a name registered before.
+func (w *Worker) Register(name string, fn ActivityFunc, opts ...ActivityOption) error {
+	if name == "" || fn == nil {
+		return fmt.Errorf("%w: Register needs a name and a function", ErrInvalidConfig)
+	}
+	a := &activity{fn: fn}
+	for _, opt := range opts {
+		if err := opt(a); err != nil {
+			return fmt.Errorf("activity %q: %w", name, err)
+		}
+	}
+	w.regMu.Lock()
+	defer w.regMu.Unlock()
+	if _, dup := w.activities[name]; dup {
+		return fmt.Errorf("%w: activity %q registered twice", ErrInvalidConfig, name)
+	}
+	w.activities[name] = a
+	return nil
+}
+
+func (w *Worker) activity(name string) (*activity, bool) {
+	w.regMu.RLock()
+	defer w.regMu.RUnlock()
+	a, ok := w.activities[name]
+	return a, ok
+}
+
+// Start creates the queue's task consumer or updates it to the settings of
+// streams.TaskConsumer with Config.AckWait, subscribes to cancel notices,
+// and then takes and runs tasks in the background until Stop is called or
+// ctx ends. Cancelling ctx is a hard stop: running activities are
+// cancelled and their tasks left for redelivery. Start returns
+// ErrAlreadyStarted once it has succeeded; after a failure it may be
+// called again.
+func (w *Worker) Start(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		return ErrAlreadyStarted
+	}
+	cc, err := streams.TaskConsumer(w.cfg.Queue, w.cfg.AckWait)
+	if err != nil {
+		return err
+	}
+	cons, err := w.js.CreateOrUpdateConsumer(ctx, streams.TasksStream, cc)
+	if err != nil {
+		return fmt.Errorf("worker: create consumer %s: %w", cc.Durable, err)
+	}
+	runCtx, hardStop := context.WithCancel(ctx)
+	sub, err := w.subscribeCancels(runCtx)
+	if err != nil {
+		hardStop()
+		return err
+	}
+	soft, stopSoft := context.WithCancel(runCtx)
+	w.stopSoft, w.hardStop, w.done, w.started = stopSoft, hardStop, make(chan struct{}), true
+	beat := cons.CachedInfo().Config.AckWait / 3
+	go w.run(runCtx, soft, cons, sub, beat)
+	w.logger.InfoContext(ctx, "worker started", "concurrency", w.cfg.Concurrency, "ack_wait", cc.AckWait.String())
+	return nil
+}
+
+// Stop stops taking tasks and waits for the running ones to finish and
+// report. When ctx ends first, it cancels the running activities, leaves
+// their tasks to be redelivered (a Nak, so another worker may take them at
+// once), waits for the activities to return, and returns an error wrapping
+// ctx.Err(). An activity that ignores its context delays Stop. Stop is
+// idempotent, and a no-op on a worker that was never started.
+func (w *Worker) Stop(ctx context.Context) error {
+	w.mu.Lock()
+	if !w.started {
+		w.mu.Unlock()
+		return nil
+	}
+	done := w.done
+	w.stopSoft()
+	w.mu.Unlock()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		w.hardStop()
+		<-done
+		return fmt.Errorf("worker: stop: drain cut short: %w", ctx.Err())
+	}
+}
+
+// run takes tasks until soft ends, waits for the running ones, and then
+// drops the cancel subscription. ctx ends every activity and I/O at once.
+func (w *Worker) run(ctx, soft context.Context, cons jetstream.Consumer, sub *nats.Subscription, beat time.Duration) {
+	defer close(w.done)
+	defer w.hardStop()
+	var tasks sync.WaitGroup
+	w.pull(ctx, soft, cons, &tasks, beat)
+	tasks.Wait()
+	if err := sub.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		w.logger.WarnContext(ctx, "worker: unsubscribe from cancel notices", "err", err)
+	}
+	w.logger.InfoContext(ctx, "worker stopped")
+}
