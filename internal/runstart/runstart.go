@@ -29,8 +29,8 @@ type Request struct {
 	Input json.RawMessage
 }
 
-// ApproveTx gives the run a new id and appends its RunApproved in tx. It
-// returns the run id. The plan is validated first, with limits; nothing is
+// ApproveTx gives the run a new id, appends its RunApproved and registers
+// it in engine_runs, all in tx. It returns the run id. The plan is validated first, with limits; nothing is
 // written for an invalid plan.
 func ApproveTx(ctx context.Context, tx pgx.Tx, j *journal.Journal, req Request, limits plan.Limits) (string, error) {
 	if req.Plan == nil {
@@ -59,6 +59,11 @@ func ApproveTx(ctx context.Context, tx pgx.Tx, j *journal.Journal, req Request, 
 	head := int64(0)
 	if _, err := j.AppendTx(ctx, tx, &head, ev); err != nil {
 		return "", fmt.Errorf("runstart: append RunApproved: %w", err)
+	}
+	// The engine's sweep finds the run here even if the bus loses the
+	// RunApproved message.
+	if _, err := tx.Exec(ctx, `INSERT INTO engine_runs (run_id) VALUES ($1)`, runID); err != nil {
+		return "", fmt.Errorf("runstart: register run with the engine: %w", err)
 	}
 	return runID, nil
 }

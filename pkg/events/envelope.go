@@ -48,6 +48,8 @@ type Spec struct {
 	PlanVersion      string
 	// Data is encoded with MarshalData; nil means no payload.
 	Data any
+	// EmittedAt is when the event happened; zero means now.
+	EmittedAt time.Time
 	// EngineAttemptID is the platform's delivery count of the attempt a
 	// step event reports, when known; it is not part of the key.
 	EngineAttemptID string
@@ -80,8 +82,15 @@ func New(s Spec) (Event, error) {
 		EventType:        s.Type,
 		EventData:        data,
 		IdempotencyKey:   IdempotencyKey(s.RunID, s.StepID, s.LogicalAttemptID, s.Type, s.PlanVersion),
-		EmittedAt:        time.Now().UTC(),
+		EmittedAt:        emittedAt(s.EmittedAt),
 		CausedBySignalID: s.CausedBySignalID,
 		ParentEventID:    s.ParentEventID,
 	}, nil
+}
+
+func emittedAt(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Now().UTC()
+	}
+	return t.UTC()
 }

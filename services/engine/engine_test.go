@@ -94,6 +94,24 @@ func (s *stack) start(t *testing.T, p *plan.Plan) string {
 	return runID
 }
 
+// startSilently approves a run of p in the log and the engine's run
+// registry but writes no outbox row: the bus never hears of the run.
+func (s *stack) startSilently(t *testing.T, p *plan.Plan) string {
+	t.Helper()
+	p.ApplyDefaults()
+	planJSON, err := json.Marshal(p)
+	require.NoError(t, err)
+	runID := events.NewRunID()
+	ev, err := events.New(events.Spec{RunID: runID, Type: events.RunApproved, PlanVersion: p.PlanVersion,
+		Data: events.RunApprovedData{PlanID: p.PlanID, PlanVersion: p.PlanVersion, Plan: planJSON}})
+	require.NoError(t, err)
+	_, err = s.log.EventAppend(t.Context(), ev)
+	require.NoError(t, err)
+	_, err = s.db.Pool.Exec(t.Context(), `INSERT INTO engine_runs (run_id) VALUES ($1)`, runID)
+	require.NoError(t, err)
+	return runID
+}
+
 // waitTerminal waits until the run's log ends in a terminal run event and
 // returns the log.
 func (s *stack) waitTerminal(t *testing.T, runID string) []events.Event {
@@ -122,6 +140,16 @@ func terminal(evs []events.Event) events.Type {
 // task it reports StepStarted, then what behave returns, then acks.
 func rawWorker(t *testing.T, js jetstream.JetStream, queue string, behave func(task.Task) task.Result) {
 	t.Helper()
+	rawWorkerFn(t, js, queue, func(tk task.Task, report func(task.Result)) {
+		report(task.NewResult(tk, task.Started, "", "raw"))
+		report(behave(tk))
+	})
+}
+
+// rawWorkerFn serves queue, letting serve report whatever it likes for each
+// task (stamped with the delivery count), then acks the task.
+func rawWorkerFn(t *testing.T, js jetstream.JetStream, queue string, serve func(tk task.Task, report func(task.Result))) {
+	t.Helper()
 	ctx := t.Context()
 	cc, err := streams.TaskConsumer(queue, 0)
 	require.NoError(t, err)
@@ -133,10 +161,10 @@ func rawWorker(t *testing.T, js jetstream.JetStream, queue string, behave func(t
 		md, err := m.Metadata()
 		require.NoError(t, err)
 		attempt := strconv.FormatUint(md.NumDelivered, 10)
-		publishResult(t, js, task.NewResult(tk, task.Started, attempt, "raw"))
-		res := behave(tk)
-		res.EngineAttemptID = attempt
-		publishResult(t, js, res)
+		serve(tk, func(res task.Result) {
+			res.EngineAttemptID = attempt
+			publishResult(t, js, res)
+		})
 		require.NoError(t, m.Ack())
 	})
 	require.NoError(t, err)

@@ -1,6 +1,7 @@
 // Package engine drives runs. It consumes the events it must react to
 // (RunApproved, SignalAccepted) from WEFT_EVENTS and worker results from
-// WEFT_RESULTS, and delivers durable timers from Postgres. Each of those is
+// WEFT_RESULTS, delivers durable timers from Postgres, and sweeps Postgres
+// for runs the bus failed. Each of those is
 // one round (internal/round): load the run, decide (internal/decide, a pure
 // function), append with a compare-and-swap on the run's head, write the
 // follow-up tasks to the outbox, commit, then ack.
@@ -38,6 +39,10 @@ const (
 	DefaultRetryDelay        = time.Second
 	DefaultTimerPollInterval = time.Second
 	DefaultTimerBatch        = 100
+	DefaultSweepInterval     = 10 * time.Second
+	DefaultStallAfter        = 30 * time.Second
+	DefaultTaskGrace         = time.Minute
+	DefaultSweepBatch        = 100
 )
 
 // Config tunes the engine. The zero value of each field means its default.
@@ -54,6 +59,16 @@ type Config struct {
 	TimerPollInterval time.Duration
 	// TimerBatch is how many due timers one scan delivers.
 	TimerBatch int
+	// SweepInterval is how often the sweep looks for stalled runs.
+	SweepInterval time.Duration
+	// StallAfter is how long a run's log must stand still before the sweep
+	// re-drives it, and how long between two sweeps of one run.
+	StallAfter time.Duration
+	// TaskGrace is how long a dispatched task may go without starting, or
+	// past its timeout without an outcome, before the sweep sends it again.
+	TaskGrace time.Duration
+	// SweepBatch bounds the runs one sweep re-drives.
+	SweepBatch int
 	// Round tunes the round runner.
 	Round round.Config
 	// TestingKnobs are hooks for crash tests. Leave them zero in production.
@@ -76,6 +91,10 @@ func (c Config) withDefaults() Config {
 	c.RetryDelay = cmp.Or(c.RetryDelay, DefaultRetryDelay)
 	c.TimerPollInterval = cmp.Or(c.TimerPollInterval, DefaultTimerPollInterval)
 	c.TimerBatch = cmp.Or(c.TimerBatch, DefaultTimerBatch)
+	c.SweepInterval = cmp.Or(c.SweepInterval, DefaultSweepInterval)
+	c.StallAfter = cmp.Or(c.StallAfter, DefaultStallAfter)
+	c.TaskGrace = cmp.Or(c.TaskGrace, DefaultTaskGrace)
+	c.SweepBatch = cmp.Or(c.SweepBatch, DefaultSweepBatch)
 	return c
 }
 
@@ -124,6 +143,7 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { s.timerLoop(ctx) })
+	wg.Go(func() { s.sweepLoop(ctx) })
 	s.logger.InfoContext(ctx, "engine running", "concurrency", s.cfg.Concurrency)
 	<-ctx.Done()
 	for _, c := range consumers {

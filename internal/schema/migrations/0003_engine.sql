@@ -16,3 +16,15 @@ CREATE TABLE engine_timers (
 
 -- "What is due next": the timer loop's scan.
 CREATE INDEX engine_timers_due ON engine_timers (due_at);
+
+-- The runs the engine has not finished (services/engine, "Sweeps"). A run
+-- enters in the transaction that approves it (internal/runstart) and
+-- leaves in the round that ends it. The sweep re-drives the runs in here
+-- whose log has not moved for a while, in case the bus lost a message:
+-- swept_at keeps two engines, or two sweeps, from re-driving one run at
+-- once.
+CREATE TABLE engine_runs (
+    run_id      uuid        PRIMARY KEY,
+    approved_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    swept_at    timestamptz
+);

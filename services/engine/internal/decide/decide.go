@@ -42,6 +42,8 @@ func decide(p *plan.Plan, s State, in Input) (Decision, State) {
 		d.signal(in)
 	case TimerFired:
 		d.timer(in)
+	case Resync:
+		d.resync(in)
 	}
 	return d.out, d.s
 }
@@ -64,6 +66,7 @@ func (d *decider) emit(stepID string, attempt int, typ events.Type, data any, en
 	e := events.Spec{
 		RunID: d.s.RunID, StepID: stepID, LogicalAttemptID: attemptID(attempt), Type: typ,
 		PlanVersion: d.p.PlanVersion, Data: data, CausedBySignalID: d.cause, EngineAttemptID: engine,
+		EmittedAt: d.now,
 	}
 	d.out.Events = append(d.out.Events, e)
 	d.s.apply(factOfSpec(e, attempt))

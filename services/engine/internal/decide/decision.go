@@ -43,6 +43,10 @@ type Task struct {
 	IdempotencyKey string
 	// Timeout bounds the attempt.
 	Timeout time.Duration
+	// Resend marks a task dispatched again by a Resync: the same logical
+	// attempt, which the shell must publish under a fresh dedupe id, since
+	// the bus may still remember the first one's.
+	Resend bool
 }
 
 // TimerKind says what a timer is for.

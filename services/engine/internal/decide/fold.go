@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -16,12 +17,15 @@ type fact struct {
 	attempt int // the logical attempt, or the occurrence number; 0 if none
 	engine  string
 	signal  string // causedBySignalId
-	data    any    // the decoded payload, for the types the state reads
+	eventID string
+	at      time.Time // emittedAt: for the engine's events, the Now of the round that decided them
+	data    any       // the decoded payload, for the types the state reads
 }
 
 // factOf decodes an event into a fact.
 func factOf(e events.Event) (fact, error) {
-	f := fact{typ: e.EventType, stepID: e.StepID, engine: e.EngineAttemptID, signal: e.CausedBySignalID}
+	f := fact{typ: e.EventType, stepID: e.StepID, engine: e.EngineAttemptID, signal: e.CausedBySignalID,
+		eventID: e.EventID, at: e.EmittedAt}
 	if n, err := strconv.Atoi(e.LogicalAttemptID); err == nil && n > 0 {
 		f.attempt = n
 	}
@@ -43,6 +47,10 @@ func factOf(e events.Event) (fact, error) {
 		var d events.SignalAppliedData
 		err = e.Data(&d)
 		f.data = d
+	case events.SignalAccepted:
+		var d events.SignalAcceptedData
+		err = e.Data(&d)
+		f.data = d
 	default: // the other payloads hold nothing the state keeps
 	}
 	return f, err
@@ -51,7 +59,7 @@ func factOf(e events.Event) (fact, error) {
 // factOfSpec is the fact of an event the decider emits.
 func factOfSpec(e events.Spec, attempt int) fact {
 	return fact{typ: e.Type, stepID: e.StepID, attempt: attempt, engine: e.EngineAttemptID,
-		signal: e.CausedBySignalID, data: e.Data}
+		signal: e.CausedBySignalID, at: e.EmittedAt, data: e.Data}
 }
 
 // apply folds one fact into s, whose maps s owns.
@@ -67,8 +75,22 @@ func (s *State) apply(f fact) {
 		d, _ := f.data.(events.SignalAppliedData)
 		s.SignalsApplied++
 		s.Signals[d.SignalID] = true
-	default: // SignalAccepted, SignalRejected, RunQueued and unknown types
+		s.Pending = slices.DeleteFunc(s.Pending, func(p SignalAccepted) bool { return p.SignalID == d.SignalID })
+	case events.SignalAccepted:
+		s.accepted(f)
+	default: // SignalRejected, RunQueued and unknown types
 	}
+}
+
+// accepted records an accepted signal as pending, unless it was applied or
+// is pending already.
+func (s *State) accepted(f fact) {
+	d, _ := f.data.(events.SignalAcceptedData)
+	if d.SignalID == "" || s.Signals[d.SignalID] ||
+		slices.ContainsFunc(s.Pending, func(p SignalAccepted) bool { return p.SignalID == d.SignalID }) {
+		return
+	}
+	s.Pending = append(s.Pending, SignalAccepted{SignalID: d.SignalID, Name: d.SignalName, Payload: d.Payload, EventID: f.eventID})
 }
 
 // applyRun applies a run event, with the reducer's rules: terminal
@@ -117,10 +139,10 @@ func (s *State) applyStep(f fact) {
 	switch f.typ {
 	case events.StepScheduled:
 		d, _ := f.data.(stepScheduledData)
-		st.Scheduled, st.RetryAt, st.Deadline = true, time.Time{}, d.Deadline
+		st.Scheduled, st.RetryAt, st.Deadline, st.ScheduledAt = true, time.Time{}, d.Deadline, f.at
 	case events.StepStarted:
 		if st.Status == events.StepStatusPending {
-			st.Status, st.Error = events.StepStatusRunning, events.StepError{}
+			st.Status, st.Error, st.StartedAt = events.StepStatusRunning, events.StepError{}, f.at
 		}
 		st.EngineAttemptID = f.engine
 	case events.StepCompleted, events.StepFailed, events.StepSkipped:

@@ -113,6 +113,9 @@ func (b *bundle) stamp(in Input) Input {
 	case TimerFired:
 		v.Now = b.tick(v.Now)
 		return v
+	case Resync:
+		v.Now = b.tick(v.Now)
+		return v
 	}
 	return in
 }
@@ -160,6 +163,7 @@ func requireAgrees(t *testing.T, s State, snap events.RunSnapshot) {
 func cloneState(s State) State {
 	s.Steps = maps.Clone(s.Steps)
 	s.Signals = maps.Clone(s.Signals)
+	s.Pending = slices.Clone(s.Pending)
 	return s
 }
 

@@ -79,7 +79,20 @@ type TimerFired struct {
 	Now            time.Time
 }
 
+// Resync asks the engine to re-drive a run that has not moved for a while,
+// in case the bus lost a message it should have delivered (DESIGN.md, "The
+// bus is a transport"): an approved run is started, accepted signals not
+// yet applied are applied in order, and the tasks of activity attempts that
+// look lost are dispatched again (Task.Resend). An attempt looks lost when
+// it was scheduled more than TaskGrace ago and never started, or started
+// more than its timeout plus TaskGrace ago and has no outcome.
+type Resync struct {
+	TaskGrace time.Duration
+	Now       time.Time
+}
+
 func (in RunApproved) now() time.Time     { return in.Now }
+func (in Resync) now() time.Time          { return in.Now }
 func (in ResultStarted) now() time.Time   { return in.Now }
 func (in ResultCompleted) now() time.Time { return in.Now }
 func (in ResultFailed) now() time.Time    { return in.Now }

@@ -3,6 +3,7 @@ package decide
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/plan"
@@ -58,15 +59,24 @@ func (d *decider) schedule(id string) {
 	}
 	data := stepScheduledData{StepScheduledData: events.StepScheduledData{Activity: ps.Activity, Queue: queueOf(ps)}}
 	d.emit(id, attempt, events.StepScheduled, data, "")
-	timeout := ps.Timeout.Std()
-	if timeout == 0 {
-		timeout = plan.DefaultTimeout
-	}
-	d.out.Tasks = append(d.out.Tasks, Task{
-		RunID: d.s.RunID, PlanVersion: d.p.PlanVersion, StepID: id, LogicalAttempt: attempt,
+	d.out.Tasks = append(d.out.Tasks, d.taskOf(ps, attempt))
+}
+
+// taskOf is the task of attempt of activity step ps.
+func (d *decider) taskOf(ps *plan.Step, attempt int) Task {
+	return Task{
+		RunID: d.s.RunID, PlanVersion: d.p.PlanVersion, StepID: ps.ID, LogicalAttempt: attempt,
 		Activity: ps.Activity, Queue: queueOf(ps), Input: slices.Clone(ps.Input),
-		Secrets: slices.Clone(ps.Secrets), IdempotencyKey: ps.IdempotencyKey, Timeout: timeout,
-	})
+		Secrets: slices.Clone(ps.Secrets), IdempotencyKey: ps.IdempotencyKey, Timeout: timeoutOf(ps),
+	}
+}
+
+// timeoutOf is the timeout of each attempt of activity step ps.
+func timeoutOf(ps *plan.Step) time.Duration {
+	if t := ps.Timeout.Std(); t > 0 {
+		return t
+	}
+	return plan.DefaultTimeout
 }
 
 // failStep fails a step for good and skips its transitive dependants that

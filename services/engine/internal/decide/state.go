@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -30,6 +31,10 @@ type State struct {
 	// Pauses, Resumes and SignalsApplied count RunPaused, RunResumed and
 	// SignalApplied events: their next occurrence numbers are one more.
 	Pauses, Resumes, SignalsApplied int
+	// Pending lists the signals accepted (SignalAccepted) and not yet
+	// applied, in acceptance order: what a Resync applies when the bus lost
+	// their SignalAccepted messages.
+	Pending []SignalAccepted
 }
 
 // StepState is one step as of its current logical attempt.
@@ -55,6 +60,9 @@ type StepState struct {
 	// Error is why Attempt failed (FAILED), or, until the attempt starts,
 	// why the previous one did.
 	Error events.StepError
+	// ScheduledAt and StartedAt are when Attempt was scheduled and started
+	// (the events' emittedAt: the engine's round time); zero until then.
+	ScheduledAt, StartedAt time.Time
 }
 
 // InFlight reports whether the attempt is dispatched and has no outcome.
@@ -157,6 +165,7 @@ func (s State) Timers(p *plan.Plan) []Timer {
 func (s State) clone() State {
 	s.Steps = maps.Clone(s.Steps)
 	s.Signals = maps.Clone(s.Signals)
+	s.Pending = slices.Clone(s.Pending)
 	if s.Steps == nil {
 		s.Steps = map[string]StepState{}
 	}

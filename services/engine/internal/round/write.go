@@ -42,7 +42,26 @@ func (x *Runner) write(ctx context.Context, tx pgx.Tx, runID string, head int64,
 	if err := enqueueTasks(ctx, tx, d.Tasks); err != nil {
 		return 0, err
 	}
-	return appended, TimersSetTx(ctx, tx, d.Timers)
+	if err := TimersSetTx(ctx, tx, d.Timers); err != nil {
+		return 0, err
+	}
+	if ended(d) {
+		// The run is over: the sweep has nothing more to re-drive.
+		if _, err := tx.Exec(ctx, `DELETE FROM engine_runs WHERE run_id = $1`, runID); err != nil {
+			return 0, fmt.Errorf("round: run %s: unregister: %w", runID, err)
+		}
+	}
+	return appended, nil
+}
+
+// ended reports whether d ends its run.
+func ended(d decide.Decision) bool {
+	for _, e := range d.Events {
+		if e.Type == events.RunCompleted || e.Type == events.RunFailed || e.Type == events.RunCancelled {
+			return true
+		}
+	}
+	return false
 }
 
 // enqueueTasks writes one outbox message per task, on weft.tasks.<queue>,
@@ -63,7 +82,13 @@ func enqueueTasks(ctx context.Context, tx pgx.Tx, tasks []decide.Task) error {
 			return fmt.Errorf("round: encode task of step %s: %w", t.StepID, err)
 		}
 		attempt := strconv.Itoa(t.LogicalAttempt)
-		msgs[i] = outbox.Message{Subject: subject, Payload: payload, DedupeID: task.DedupeID(t.RunID, t.StepID, attempt)}
+		dedupe := task.DedupeID(t.RunID, t.StepID, attempt)
+		if t.Resend {
+			// The bus may remember the first dispatch's id for its whole
+			// duplicate window and drop a resend under it.
+			dedupe += "/resend-" + strconv.FormatInt(now.UnixNano(), 10)
+		}
+		msgs[i] = outbox.Message{Subject: subject, Payload: payload, DedupeID: dedupe}
 	}
 	return outbox.EnqueueTx(ctx, tx, msgs...)
 }

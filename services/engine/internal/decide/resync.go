@@ -1,0 +1,45 @@
+package decide
+
+import (
+	"slices"
+
+	"github.com/weftrun/weft/pkg/plan"
+)
+
+// resync re-drives a run the bus may have failed (see Resync): it starts an
+// approved run, applies the accepted signals still pending, in order, and
+// dispatches again the tasks of attempts that look lost. A terminal run
+// needs nothing.
+func (d *decider) resync(in Resync) {
+	if d.s.Status.Terminal() {
+		return
+	}
+	d.start()
+	for _, sig := range slices.Clone(d.s.Pending) { // applying one removes it
+
+		sig.Now = d.now
+		d.signal(sig)
+	}
+	d.cause = ""
+	for _, id := range d.order {
+		ps, _ := d.p.Step(id)
+		if st := d.s.Steps[id]; ps.EffectiveKind() == plan.KindActivity && d.lost(st, ps, in) {
+			t := d.taskOf(ps, st.Attempt)
+			t.Resend = true
+			d.out.Tasks = append(d.out.Tasks, t)
+		}
+	}
+}
+
+// lost reports whether an in-flight attempt has gone quiet for longer than
+// it could be working: scheduled and never started within TaskGrace, or
+// started and without an outcome within its timeout plus TaskGrace.
+func (d *decider) lost(st StepState, ps *plan.Step, in Resync) bool {
+	if !st.InFlight() || d.s.Status.Terminal() {
+		return false
+	}
+	if st.StartedAt.IsZero() {
+		return !st.ScheduledAt.IsZero() && d.now.Sub(st.ScheduledAt) > in.TaskGrace
+	}
+	return d.now.Sub(st.StartedAt) > timeoutOf(ps)+in.TaskGrace
+}

@@ -1,0 +1,68 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/weftrun/weft/services/engine/internal/decide"
+	"github.com/weftrun/weft/services/engine/internal/round"
+)
+
+// sweepLoop heals what the bus lost (DESIGN.md, "The bus is a transport").
+// Every SweepInterval it picks up to SweepBatch unfinished runs whose log
+// has not moved for StallAfter and runs a Resync round for each: an
+// approved run that never started is started, accepted signals never
+// applied are applied, and tasks that look lost are sent again. Work per
+// sweep is bounded by SweepBatch; a run is swept at most once per
+// StallAfter, whichever engine sweeps it.
+func (s *Service) sweepLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		runs, err := s.stalledRuns(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.logger.WarnContext(ctx, "engine: sweep scan failed", "err", err)
+		}
+		for _, runID := range runs {
+			s.resync(ctx, runID)
+		}
+		sleep(ctx, s.cfg.SweepInterval)
+	}
+}
+
+// stalledRuns returns the unfinished runs that have not moved, and have not
+// been swept, for StallAfter, least recently moved first.
+func (s *Service) stalledRuns(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT r.run_id::text
+		FROM engine_runs r JOIN run_heads h ON h.run_id = r.run_id
+		WHERE h.updated_at < now() - $1::interval
+		  AND (r.swept_at IS NULL OR r.swept_at < now() - $1::interval)
+		ORDER BY h.updated_at
+		LIMIT $2`, s.cfg.StallAfter, s.cfg.SweepBatch)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// resync runs one Resync round. Its claim marks the run swept, so a second
+// engine scanning at the same moment skips it.
+func (s *Service) resync(ctx context.Context, runID string) {
+	claim := func(ctx context.Context, tx pgx.Tx) (bool, error) {
+		tag, err := tx.Exec(ctx, `
+			UPDATE engine_runs SET swept_at = now()
+			WHERE run_id = $1 AND (swept_at IS NULL OR swept_at < now() - $2::interval)`, runID, s.cfg.StallAfter)
+		return tag.RowsAffected() == 1, err
+	}
+	in := decide.Resync{TaskGrace: s.cfg.TaskGrace, Now: time.Now().UTC()}
+	out, err := s.runner.Run(ctx, round.Round{RunID: runID, Input: in, Claim: claim})
+	if err != nil {
+		s.logger.WarnContext(ctx, "engine: sweep round failed", "run_id", runID, "err", err)
+		return
+	}
+	if !out.Decision.Empty() {
+		s.logger.InfoContext(ctx, "engine: sweep re-drove a stalled run", "run_id", runID,
+			"events", len(out.Decision.Events), "tasks_resent", len(out.Decision.Tasks))
+	}
+}
