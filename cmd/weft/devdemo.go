@@ -6,92 +6,90 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/weftrun/weft/internal/journal"
+	"github.com/weftrun/weft/internal/runstart"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/pkg/streams"
 )
 
-// demoRun appends the events of a small finished run to the log, one
-// transaction per event as the engine would, and logs each event as JetStream
-// delivers it, showing the path log → outbox → relay → stream in order. It
-// stands in for the engine until issue #3 lands.
+// demoPlan is the dev stack's demo: a fan-out of echo steps joined by a
+// last one, with one flaky step that succeeds on its second attempt.
+const demoPlan = `{
+  "planId": "demo", "planVersion": "1",
+  "steps": [
+    {"id": "hello", "activity": "echo", "input": {"greeting": "hello"}},
+    {"id": "left", "activity": "echo", "dependsOn": ["hello"], "input": {"side": "left"}},
+    {"id": "flaky", "activity": "fail-n-times", "dependsOn": ["hello"], "input": {"times": 1},
+     "retry": {"maxAttempts": 3, "initialBackoff": "200ms"}},
+    {"id": "join", "activity": "echo", "dependsOn": ["left", "flaky"], "input": {"done": true}}
+  ]
+}`
+
+// demoRun starts the demo plan and logs each of its events as JetStream
+// delivers it, until the run ends: a plan approved in Postgres, relayed by
+// the outbox, driven by the engine and run by the worker.
 func demoRun(ctx context.Context, env *environment, pool *pgxpool.Pool, js jetstream.JetStream) error {
-	runID := events.NewRunID()
+	p, err := plan.Parse([]byte(demoPlan), plan.Limits{})
+	if err != nil {
+		return fmt.Errorf("demo plan: %w", err)
+	}
+	var runID string
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		runID, err = runstart.ApproveTx(ctx, tx, journal.New(eventlog.New(pool)), runstart.Request{
+			TenantID: "dev", ProjectID: "dev", EnvironmentID: "dev", RunRequestID: "demo-" + time.Now().UTC().Format(time.RFC3339Nano), Plan: p,
+		}, plan.Limits{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("demo: start run: %w", err)
+	}
 	subject, err := streams.EventSubject(runID)
 	if err != nil {
 		return err
 	}
-	cons, err := js.OrderedConsumer(ctx, streams.EventsStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subject},
-	})
+	cons, err := js.OrderedConsumer(ctx, streams.EventsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
 	if err != nil {
 		return fmt.Errorf("demo: consumer: %w", err)
 	}
-	plan, err := demoEvents(runID)
-	if err != nil {
-		return err
-	}
-	done := make(chan struct{})
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		var ev events.Event
-		if err := json.Unmarshal(m.Data(), &ev); err != nil {
-			env.logger.ErrorContext(ctx, "demo: undecodable event", "err", err)
-			return
-		}
-		env.logger.InfoContext(ctx, "relayed event", "run_id", ev.RunID, "run_seq", ev.RunSeq,
-			"event_type", ev.EventType, "step_id", ev.StepID)
-		if ev.RunSeq == int64(len(plan)) {
-			close(done)
-		}
-	})
+	done := make(chan events.Type, 1)
+	cc, err := cons.Consume(func(m jetstream.Msg) { logDemoEvent(ctx, env, m, done) })
 	if err != nil {
 		return fmt.Errorf("demo: consume: %w", err)
 	}
 	defer cc.Stop()
-
-	j := journal.New(eventlog.New(pool))
-	for _, ev := range plan {
-		if _, err := j.Append(ctx, pool, nil, ev); err != nil {
-			return fmt.Errorf("demo: append %s: %w", ev.EventType, err)
-		}
-	}
-	env.logger.InfoContext(ctx, "demo run appended", "run_id", runID, "events", len(plan))
+	env.logger.InfoContext(ctx, "demo run started", "run_id", runID)
 	select {
-	case <-done:
+	case end := <-done:
+		env.logger.InfoContext(ctx, "demo run finished", "run_id", runID, "outcome", end)
 		return nil
 	case <-ctx.Done():
 		return nil
-	case <-time.After(30 * time.Second):
-		return fmt.Errorf("demo: run %s was not relayed within 30s", runID)
+	case <-time.After(time.Minute):
+		return fmt.Errorf("demo: run %s did not finish within a minute", runID)
 	}
 }
 
-// demoEvents is a one-step run from approval to completion.
-func demoEvents(runID string) ([]events.Event, error) {
-	const planVersion = "1"
-	specs := []events.Spec{
-		{Type: events.RunApproved, Data: events.RunApprovedData{PlanID: "demo", PlanVersion: planVersion}},
-		{Type: events.RunStarted},
-		{Type: events.StepScheduled, StepID: "hello", Data: events.StepScheduledData{Activity: "echo", Queue: "default"}},
-		{Type: events.StepStarted, StepID: "hello"},
-		{Type: events.StepCompleted, StepID: "hello", Data: events.StepCompletedData{Output: json.RawMessage(`{"greeting":"hello"}`)}},
-		{Type: events.RunCompleted},
+// logDemoEvent logs one relayed event and reports the run's end on done.
+func logDemoEvent(ctx context.Context, env *environment, m jetstream.Msg, done chan<- events.Type) {
+	var ev events.Event
+	if err := json.Unmarshal(m.Data(), &ev); err != nil {
+		env.logger.ErrorContext(ctx, "demo: undecodable event", "err", err)
+		return
 	}
-	evs := make([]events.Event, len(specs))
-	for i, s := range specs {
-		s.RunID, s.PlanVersion = runID, planVersion
-		if s.StepID != "" {
-			s.LogicalAttemptID = "1"
+	env.logger.InfoContext(ctx, "relayed event", "run_id", ev.RunID, "run_seq", ev.RunSeq,
+		"event_type", ev.EventType, "step_id", ev.StepID, "logical_attempt_id", ev.LogicalAttemptID)
+	switch ev.EventType {
+	case events.RunCompleted, events.RunFailed, events.RunCancelled:
+		select {
+		case done <- ev.EventType:
+		default:
 		}
-		ev, err := events.New(s)
-		if err != nil {
-			return nil, fmt.Errorf("demo: %w", err)
-		}
-		evs[i] = ev
+	default:
 	}
-	return evs, nil
 }

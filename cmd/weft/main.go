@@ -35,6 +35,8 @@ var errUsage = errors.New("usage")
 func commands() map[string]command {
 	return map[string]command{
 		"dev":     {"run the whole system in one process on embedded defaults", runDev},
+		"engine":  {"run the engine (drives runs: rounds, timers, sweeps)", runEngine},
+		"worker":  {"run an activity worker with the demo activities", runWorker},
 		"migrate": {"apply the Postgres schema", runMigrate},
 		"relay":   {"run the outbox relay (Postgres outbox to JetStream)", runRelay},
 		"version": {"print the version", runVersion},

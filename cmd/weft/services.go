@@ -2,16 +2,22 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	activityworker "github.com/weftrun/weft/services/activity-worker"
+	"github.com/weftrun/weft/services/engine"
 )
 
 // startServices starts, on the dev stack's Postgres pool and NATS
-// connection, every service that exists so far: the outbox relay, then the
-// demo run when cfg.demo is set. It returns the stop functions of what it
+// connection, every service that exists so far: the outbox relay, the
+// engine and an activity worker with the demo activities, then the demo
+// run when cfg.demo is set. It returns the stop functions of what it
 // started, in start order, also on error.
 func startServices(ctx context.Context, env *environment, pool *pgxpool.Pool, nc *nats.Conn, cfg devConfig) ([]func(context.Context) error, error) {
 	var stops []func(context.Context) error
@@ -20,6 +26,16 @@ func startServices(ctx context.Context, env *environment, pool *pgxpool.Pool, nc
 		return stops, err
 	}
 	stops = append(stops, stopRelay)
+	eng, err := engine.New(pool, nc, engine.Config{}, env.logger)
+	if err != nil {
+		return stops, err
+	}
+	stops = append(stops, background(ctx, eng.Run))
+	w, err := activityworker.New(nc, activityworker.Config{}, env.logger)
+	if err != nil {
+		return stops, err
+	}
+	stops = append(stops, background(ctx, w.Run))
 	if !cfg.demo {
 		return stops, nil
 	}
@@ -27,8 +43,32 @@ func startServices(ctx context.Context, env *environment, pool *pgxpool.Pool, nc
 	if err != nil {
 		return stops, fmt.Errorf("jetstream: %w", err)
 	}
-	if err := demoRun(ctx, env, pool, js); err != nil {
-		return stops, err
+	return stops, demoRun(ctx, env, pool, js)
+}
+
+// background runs a service's Run(ctx) on a goroutine and returns the
+// function that stops it: it cancels the service's context and waits for
+// Run to return, or for the stop's own context to end.
+func background(ctx context.Context, run func(context.Context) error) func(context.Context) error {
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	go func() { done <- run(runCtx) }()
+	return func(stopCtx context.Context) error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-stopCtx.Done():
+			return fmt.Errorf("service did not stop in time: %w", stopCtx.Err())
+		}
 	}
-	return stops, nil
+}
+
+// runUntilDone runs a service in the foreground until ctx ends.
+func runUntilDone(ctx context.Context, logger *slog.Logger, name string, run func(context.Context) error) error {
+	logger.InfoContext(ctx, name+" running")
+	if err := run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
 }

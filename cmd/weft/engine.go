@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"errors"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/weftrun/weft/pkg/streams"
+	activityworker "github.com/weftrun/weft/services/activity-worker"
+	"github.com/weftrun/weft/services/engine"
+)
+
+// runEngine is `weft engine`: the engine as a process of its own. Any
+// number may run against one database and one NATS.
+func runEngine(ctx context.Context, env *environment, args []string) error {
+	f := newFlags("engine", env)
+	dbURL := f.string("database-url", "WEFT_DATABASE_URL", "Postgres connection URL")
+	natsURL := f.string("nats-url", "WEFT_NATS_URL", "NATS server URL")
+	concurrency := f.int("concurrency", "WEFT_ENGINE_CONCURRENCY", 0, "rounds in flight per consumer (0: default)")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if *natsURL == "" {
+		return errors.New("no NATS server: set WEFT_NATS_URL or --nats-url")
+	}
+	pool, err := openPool(ctx, *dbURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	nc, err := connectNATS(*natsURL, "weft-engine")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	if err := streams.Ensure(ctx, js, streams.Config{}); err != nil {
+		return err
+	}
+	eng, err := engine.New(pool, nc, engine.Config{Concurrency: *concurrency}, env.logger)
+	if err != nil {
+		return err
+	}
+	return runUntilDone(ctx, env.logger, "engine", eng.Run)
+}
+
+// runWorker is `weft worker`: an activity worker with the demo activities
+// (echo, sleep, fail-n-times, http-get). It needs NATS only.
+func runWorker(ctx context.Context, env *environment, args []string) error {
+	f := newFlags("worker", env)
+	natsURL := f.string("nats-url", "WEFT_NATS_URL", "NATS server URL")
+	queue := f.string("queue", "WEFT_WORKER_QUEUE", "task queue to serve (empty: default)")
+	concurrency := f.int("concurrency", "WEFT_WORKER_CONCURRENCY", 0, "activities run at once (0: default)")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if *natsURL == "" {
+		return errors.New("no NATS server: set WEFT_NATS_URL or --nats-url")
+	}
+	nc, err := connectNATS(*natsURL, "weft-worker")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	if err := streams.Ensure(ctx, js, streams.Config{}); err != nil {
+		return err
+	}
+	w, err := activityworker.New(nc, activityworker.Config{Queue: *queue, Concurrency: *concurrency}, env.logger)
+	if err != nil {
+		return err
+	}
+	return runUntilDone(ctx, env.logger, "activity worker", w.Run)
+}
