@@ -26,7 +26,7 @@ func TestComposeTopology(t *testing.T) {
 	t.Parallel()
 	p := loadProject(t)
 
-	for _, name := range []string{"postgres", "nats", "migrate", "relay"} {
+	for _, name := range []string{"postgres", "nats", "migrate", "relay", "engine", "worker"} {
 		_, err := p.GetService(name)
 		require.NoError(t, err, "service %s", name)
 	}
@@ -48,6 +48,17 @@ func TestComposeTopology(t *testing.T) {
 	require.Equal(t, types.ServiceConditionHealthy, relay.DependsOn["nats"].Condition)
 	require.NotEmpty(t, relay.Environment["WEFT_DATABASE_URL"])
 	require.NotEmpty(t, relay.Environment["WEFT_NATS_URL"])
+
+	engine, _ := p.GetService("engine")
+	require.Equal(t, types.ShellCommand{"engine"}, engine.Command)
+	require.Equal(t, migrate.Image, engine.Image)
+	require.Equal(t, types.ServiceConditionCompletedSuccessfully, engine.DependsOn["migrate"].Condition)
+	require.NotEmpty(t, engine.Environment["WEFT_DATABASE_URL"])
+
+	worker, _ := p.GetService("worker")
+	require.Equal(t, types.ShellCommand{"worker"}, worker.Command)
+	require.Empty(t, worker.Environment["WEFT_DATABASE_URL"], "workers never touch Postgres")
+	require.NotEmpty(t, worker.Environment["WEFT_NATS_URL"])
 
 	nats, _ := p.GetService("nats")
 	require.Len(t, nats.Ports, 1)
