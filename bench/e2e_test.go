@@ -1,0 +1,170 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/weftrun/weft/internal/journal"
+	"github.com/weftrun/weft/internal/runstart"
+	"github.com/weftrun/weft/internal/weftest"
+	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/outbox"
+	"github.com/weftrun/weft/pkg/plan"
+	"github.com/weftrun/weft/pkg/streams"
+	"github.com/weftrun/weft/pkg/worker"
+	"github.com/weftrun/weft/services/engine"
+)
+
+// e2eRuns is how many runs each end-to-end figure submits at once.
+const e2eRuns = 1000
+
+// BenchmarkEndToEnd runs the whole system in one process (outbox relay,
+// engine, a worker with a no-op activity, embedded JetStream) against
+// Postgres, submits 1,000 runs at once, and reports runs completed per
+// second, events per second, and p50/p99 from RunApproved to RunCompleted
+// (both persistedAt, on the database clock).
+func BenchmarkEndToEnd(b *testing.B) {
+	plans := map[string]string{
+		"linear3": `{"planId":"linear3","planVersion":"1","steps":[
+			{"id":"a","activity":"noop"},{"id":"b","activity":"noop","dependsOn":["a"]},
+			{"id":"c","activity":"noop","dependsOn":["b"]}]}`,
+		"fanout10": fanoutPlan(10),
+	}
+	for _, name := range []string{"linear3", "fanout10"} {
+		b.Run("plan="+name, func(b *testing.B) {
+			p, err := plan.Parse([]byte(plans[name]), plan.Limits{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for range b.N {
+				benchE2E(b, p)
+			}
+		})
+	}
+}
+
+// fanoutPlan is a root, n parallel steps after it, and a join.
+func fanoutPlan(n int) string {
+	steps := []string{`{"id":"root","activity":"noop"}`}
+	deps := make([]string, n)
+	for i := range n {
+		steps = append(steps, fmt.Sprintf(`{"id":"s%d","activity":"noop","dependsOn":["root"]}`, i))
+		deps[i] = fmt.Sprintf(`"s%d"`, i)
+	}
+	steps = append(steps, `{"id":"join","activity":"noop","dependsOn":[`+strings.Join(deps, ",")+`]}`)
+	return `{"planId":"fanout","planVersion":"1","steps":[` + strings.Join(steps, ",") + `]}`
+}
+
+func benchE2E(b *testing.B, p *plan.Plan) {
+	ctx := context.Background()
+	db := weftest.NewDB(b)
+	nats := weftest.NewNATS(b)
+	startE2EStack(b, db, nats)
+
+	j := journal.New(eventlog.New(db.Pool))
+	b.ResetTimer()
+	start := time.Now()
+	parallel(b, 8, e2eRuns, func(_, _ int) error {
+		return pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+			_, err := runstart.ApproveTx(ctx, tx, j, runstart.Request{Plan: p}, plan.Limits{})
+			return err
+		})
+	})
+	if err := waitRunsDone(ctx, db, 5*time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	reportE2E(b, db, elapsed)
+}
+
+// startE2EStack starts the relay, an engine and a worker, stopped when b
+// ends.
+func startE2EStack(b *testing.B, db *weftest.DB, nats *weftest.NATS) {
+	ctx := context.Background()
+	js := nats.JetStream(b)
+	if err := streams.Ensure(ctx, js, streams.Config{MaxBytes: 1 << 30}); err != nil {
+		b.Fatal(err)
+	}
+	relay, err := outbox.NewRelay(db.Pool, nats.JetStream(b), outbox.RelayConfig{}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := relay.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = relay.Stop(ctx) })
+
+	eng, err := engine.New(db.Pool, nats.Conn(b), engine.Config{Concurrency: 16}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	engCtx, stopEngine := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- eng.Run(engCtx) }()
+	b.Cleanup(func() { stopEngine(); <-done })
+
+	w, err := worker.New(nats.JetStream(b), worker.Config{Concurrency: 64})
+	if err != nil {
+		b.Fatal(err)
+	}
+	noop := func(context.Context, worker.Input) (worker.Output, error) { return worker.Output{}, nil }
+	if err := w.Register("noop", noop); err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = w.Stop(ctx) })
+}
+
+// waitRunsDone waits until every run has ended (engine_runs is empty).
+func waitRunsDone(ctx context.Context, db *weftest.DB, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		var left int
+		if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM engine_runs`).Scan(&left); err != nil {
+			return err
+		}
+		if left == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d runs unfinished after %v", left, e2eRuns, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// reportE2E reports runs/s, events/s and the approval-to-completion
+// percentiles, read back from the log.
+func reportE2E(b *testing.B, db *weftest.DB, elapsed time.Duration) {
+	ctx := context.Background()
+	var completed, evs int
+	var p50, p99 float64
+	err := db.Pool.QueryRow(ctx, `
+		WITH d AS (
+			SELECT a.run_id, extract(epoch FROM c.persisted_at - a.persisted_at) * 1000 AS ms
+			FROM run_events a JOIN run_events c ON c.run_id = a.run_id
+			WHERE a.event_type = 'RunApproved' AND c.event_type = 'RunCompleted')
+		SELECT count(*), coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms), 0),
+		       coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY ms), 0),
+		       (SELECT count(*) FROM run_events)
+		FROM d`).Scan(&completed, &p50, &p99, &evs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if completed != e2eRuns {
+		b.Fatalf("%d of %d runs completed", completed, e2eRuns)
+	}
+	b.ReportMetric(float64(completed)/elapsed.Seconds(), "runs/s")
+	b.ReportMetric(float64(evs)/elapsed.Seconds(), "events/s")
+	b.ReportMetric(p50, "p50_ms")
+	b.ReportMetric(p99, "p99_ms")
+	b.ReportMetric(0, "ns/op")
+}
