@@ -27,7 +27,8 @@ const SchemaVersion = 1
 // Task asks a worker to run one logical attempt of one activity step. It
 // is published with Nats-Msg-Id = DedupeID(RunID, StepID, LogicalAttemptID)
 // and stays in the stream until a worker acks it; JetStream redelivers it
-// after AckWait (the step's timeout) to any worker of the queue, with a
+// after the queue consumer's AckWait without a heartbeat (not the step's
+// timeout, which the worker enforces) to any worker of the queue, with a
 // higher delivery count, which is the attempt's engineAttemptId.
 type Task struct {
 	SchemaVersion    int    `json:"schemaVersion"`

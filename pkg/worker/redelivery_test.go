@@ -21,7 +21,11 @@ func TestStopMidActivityRedelivers(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	first, second := newGate(), newGate()
-	a := b.startWorker(t, nil, worker.Config{WorkerID: "a"}, func(w *worker.Worker) {
+	// A short AckWait: worker a's connection stays open after its Stop, so
+	// the server may still hold a's abandoned pull request and hand the
+	// Nak'd task to it; the task then comes back after AckWait.
+	const ackWait = 2 * time.Second
+	a := b.startWorker(t, nil, worker.Config{WorkerID: "a", AckWait: ackWait}, func(w *worker.Worker) {
 		require.NoError(t, w.Register("gate", first.run))
 	})
 	tk := newTask("gate", `{}`)
@@ -34,7 +38,7 @@ func TestStopMidActivityRedelivers(t *testing.T) {
 	cancel()
 	require.ErrorIs(t, a.Stop(cancelled), context.Canceled, "the drain is cut short")
 
-	b.startWorker(t, b.nats.JetStream(t), worker.Config{WorkerID: "b"}, func(w *worker.Worker) {
+	b.startWorker(t, b.nats.JetStream(t), worker.Config{WorkerID: "b", AckWait: ackWait}, func(w *worker.Worker) {
 		require.NoError(t, w.Register("gate", second.run))
 	})
 	in := second.awaitStart(t)
