@@ -107,7 +107,12 @@ func startE2EStack(b *testing.B, db *weftest.DB, nats *weftest.NATS) {
 	engCtx, stopEngine := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- eng.Run(engCtx) }()
-	b.Cleanup(func() { stopEngine(); <-done })
+	b.Cleanup(func() {
+		stopEngine()
+		if err := <-done; err != nil {
+			b.Error(err)
+		}
+	})
 
 	w, err := worker.New(nats.JetStream(b), worker.Config{Concurrency: 64})
 	if err != nil {
