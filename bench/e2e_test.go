@@ -75,12 +75,14 @@ func benchE2E(b *testing.B, p *plan.Plan) {
 			return err
 		})
 	})
+	submitted := time.Since(start)
 	if err := waitRunsDone(ctx, db, 5*time.Minute); err != nil {
 		b.Fatal(err)
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
 	reportE2E(b, db, elapsed)
+	b.ReportMetric(submitted.Seconds(), "submit_s")
 }
 
 // startE2EStack starts the relay, an engine and a worker, stopped when b

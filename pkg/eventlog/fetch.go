@@ -9,11 +9,14 @@ import (
 	"github.com/weftrun/weft/pkg/events"
 )
 
-const fetchSQL = `
-SELECT run_id::text, run_seq, event_id::text, coalesce(step_id, ''), coalesce(engine_attempt_id, ''),
+// eventColumns is what scanEvent reads, in its order.
+const eventColumns = `
+       run_id::text, run_seq, event_id::text, coalesce(step_id, ''), coalesce(engine_attempt_id, ''),
        coalesce(logical_attempt_id, ''), event_type, event_data, idempotency_key, emitted_at,
        persisted_at, coalesce(adapter_version, ''), engine_run_ref, coalesce(caused_by_signal_id, ''),
-       coalesce(parent_event_id::text, ''), schema_version
+       coalesce(parent_event_id::text, ''), schema_version`
+
+const fetchSQL = `SELECT ` + eventColumns + `
 FROM run_events
 WHERE run_id = $1 AND run_seq > $2
 ORDER BY run_seq
@@ -61,4 +64,34 @@ func scanEvent(row pgx.CollectableRow) (events.Event, error) {
 	ev.EventData, ev.EngineRunRef = data, ref
 	ev.EmittedAt, ev.PersistedAt = ev.EmittedAt.UTC(), ev.PersistedAt.UTC()
 	return ev, err
+}
+
+const fetchRunsSQL = `SELECT ` + eventColumns + `
+FROM run_events
+WHERE run_id = ANY($1::uuid[])
+ORDER BY run_id, run_seq`
+
+// EventsFetchRunsTx returns every event of each of runIDs through q, in one
+// query, keyed by run id and in ascending runSeq order; a run with no
+// events has no key. It reads whole runs, so callers bound the number and
+// size of the runs they ask for (the engine asks for one batch of rounds).
+func (s *Store) EventsFetchRunsTx(ctx context.Context, q Querier, runIDs []string) (map[string][]events.Event, error) {
+	for _, id := range runIDs {
+		if err := checkRunID(id); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := q.Query(ctx, fetchRunsSQL, runIDs)
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: fetch %d runs: %w", len(runIDs), err)
+	}
+	evs, err := pgx.CollectRows(rows, scanEvent)
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: fetch %d runs: %w", len(runIDs), err)
+	}
+	out := make(map[string][]events.Event, len(runIDs))
+	for _, ev := range evs {
+		out[ev.RunID] = append(out[ev.RunID], ev)
+	}
+	return out, nil
 }

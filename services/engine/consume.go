@@ -77,11 +77,11 @@ func (s *Service) consume(ctx context.Context, stream, durable, filter string, t
 	}
 	c := &consumer{name: durable, lanes: make([]chan jetstream.Msg, s.cfg.Concurrency)}
 	for i := range c.lanes {
-		lane := make(chan jetstream.Msg, 1)
+		lane := make(chan jetstream.Msg, s.cfg.MaxBatch)
 		c.lanes[i] = lane
 		c.wg.Go(func() {
 			for m := range lane {
-				s.handle(ctx, m, toRound)
+				s.handleBatch(ctx, drain(m, lane, s.cfg.MaxBatch), toRound)
 			}
 		})
 	}
@@ -108,38 +108,75 @@ func (c *consumer) stop() {
 	c.closeLanes()
 }
 
-// handle runs the message's round and settles the message: Ack after the
-// round committed, Term when it can never succeed, Nak with a delay when it
-// may succeed later. Rounds are not cut short by the engine's shutdown:
-// they run to their commit or their AckWait.
-func (s *Service) handle(ctx context.Context, m jetstream.Msg, toRound toRoundFunc) {
-	r, ok, err := toRound(m)
-	if err != nil {
-		s.logger.ErrorContext(ctx, "engine: undecodable message terminated", "subject", m.Subject(), "err", err)
-		s.settle(ctx, m.Term())
-		return
+// drain returns first and up to max-1 more messages already waiting in
+// lane, without waiting for any.
+func drain(first jetstream.Msg, lane <-chan jetstream.Msg, limit int) []jetstream.Msg {
+	batch := []jetstream.Msg{first}
+	for len(batch) < limit {
+		select {
+		case m, ok := <-lane:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, m)
+		default:
+			return batch
+		}
 	}
-	if !ok {
-		s.settle(ctx, m.Ack())
+	return batch
+}
+
+// handleBatch runs the rounds the messages ask for in one transaction
+// (round.Runner.RunBatch) and settles each message: Ack after the commit,
+// Term when it can never succeed, Nak with a delay when it may succeed
+// later. Messages that need no round are acked at once. Rounds are not cut
+// short by the engine's shutdown: they run to their commit or their
+// AckWait.
+func (s *Service) handleBatch(ctx context.Context, msgs []jetstream.Msg, toRound toRoundFunc) {
+	var rounds []round.Round
+	var held []jetstream.Msg
+	for _, m := range msgs {
+		r, ok, err := toRound(m)
+		switch {
+		case err != nil:
+			s.logger.ErrorContext(ctx, "engine: undecodable message terminated", "subject", m.Subject(), "err", err)
+			s.settle(ctx, m.Term())
+		case !ok:
+			s.settle(ctx, m.Ack())
+		default:
+			rounds, held = append(rounds, r), append(held, m)
+		}
+	}
+	if len(rounds) == 0 {
 		return
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.AckWait)
 	defer cancel()
-	out, err := s.runner.Run(rctx, r)
-	switch {
-	case err == nil:
-		s.sendCancels(ctx, out.Decision.Cancels)
-		if s.cfg.TestingKnobs.AfterCommit != nil {
-			s.cfg.TestingKnobs.AfterCommit()
+	results, err := s.runner.RunBatch(rctx, rounds)
+	if err != nil {
+		s.logger.WarnContext(ctx, "engine: rounds failed; messages will be redelivered", "rounds", len(rounds), "err", err)
+		for _, m := range held {
+			s.settle(ctx, m.NakWithDelay(s.cfg.RetryDelay))
 		}
-		s.settle(ctx, m.Ack())
-	case errors.Is(err, round.ErrUnknownRun):
-		s.logger.WarnContext(ctx, "engine: message for an unknown run terminated", "run_id", r.RunID, "err", err)
-		s.settle(ctx, m.Term())
-	default:
-		s.logger.WarnContext(ctx, "engine: round failed; message will be redelivered", "run_id", r.RunID, "err", err)
-		s.settle(ctx, m.NakWithDelay(s.cfg.RetryDelay))
+		return
 	}
+	for i, res := range results {
+		s.settleRound(ctx, held[i], rounds[i], res)
+	}
+}
+
+// settleRound settles one message after its batch committed.
+func (s *Service) settleRound(ctx context.Context, m jetstream.Msg, r round.Round, res round.Result) {
+	if errors.Is(res.Err, round.ErrUnknownRun) {
+		s.logger.WarnContext(ctx, "engine: message for an unknown run terminated", "run_id", r.RunID, "err", res.Err)
+		s.settle(ctx, m.Term())
+		return
+	}
+	s.sendCancels(ctx, res.Decision.Cancels)
+	if s.cfg.TestingKnobs.AfterCommit != nil {
+		s.cfg.TestingKnobs.AfterCommit()
+	}
+	s.settle(ctx, m.Ack())
 }
 
 // sendCancels publishes the round's cancel requests, one notice per run,

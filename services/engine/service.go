@@ -35,6 +35,7 @@ import (
 // Defaults applied to a zero Config field.
 const (
 	DefaultConcurrency       = 8
+	DefaultMaxBatch          = 32
 	DefaultAckWait           = 30 * time.Second
 	DefaultRetryDelay        = time.Second
 	DefaultTimerPollInterval = time.Second
@@ -47,8 +48,12 @@ const (
 
 // Config tunes the engine. The zero value of each field means its default.
 type Config struct {
-	// Concurrency is how many rounds run at once per consumer.
+	// Concurrency is how many lanes each consumer has: rounds of
+	// different lanes run at once.
 	Concurrency int
+	// MaxBatch is how many waiting messages of one lane run as one batch
+	// of rounds, in one transaction.
+	MaxBatch int
 	// AckWait is how long JetStream waits for a round's ack before it
 	// redelivers the message; it bounds a round's duration.
 	AckWait time.Duration
@@ -87,6 +92,7 @@ type TestingKnobs struct {
 
 func (c Config) withDefaults() Config {
 	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
+	c.MaxBatch = cmp.Or(c.MaxBatch, DefaultMaxBatch)
 	c.AckWait = cmp.Or(c.AckWait, DefaultAckWait)
 	c.RetryDelay = cmp.Or(c.RetryDelay, DefaultRetryDelay)
 	c.TimerPollInterval = cmp.Or(c.TimerPollInterval, DefaultTimerPollInterval)

@@ -128,6 +128,20 @@ func testFetchAfterWatermark(t *testing.T, l Log) {
 	require.NoError(t, err)
 	require.Equal(t, []int64{6, 7, 8}, seqs(page))
 
+	other, unknown := events.NewRunID(), events.NewRunID()
+	_, err = l.Store.EventAppend(ctx, event(t, other, "x"))
+	require.NoError(t, err)
+	byRun, err := l.Store.EventsFetchRunsTx(ctx, l.Pool, []string{runID, other, unknown})
+	require.NoError(t, err)
+	require.Len(t, byRun[runID], n, "whole runs, beyond the default page")
+	require.Equal(t, []int64{1}, seqs(byRun[other]))
+	require.NotContains(t, byRun, unknown, "a run with no events has no key")
+	for i, ev := range byRun[runID] {
+		require.Equal(t, int64(i+1), ev.RunSeq)
+	}
+	_, err = l.Store.EventsFetchRunsTx(ctx, l.Pool, []string{"x"})
+	require.ErrorIs(t, err, eventlog.ErrInvalidRunID)
+
 	page, err = l.Store.EventsFetchAfter(ctx, runID, n, 10)
 	require.NoError(t, err)
 	require.Empty(t, page, "nothing after the head")

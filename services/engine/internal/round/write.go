@@ -21,13 +21,9 @@ import (
 // newly written. A lost compare-and-swap returns eventlog.ErrConflict with
 // tx aborted.
 func (x *Runner) write(ctx context.Context, tx pgx.Tx, runID string, head int64, d decide.Decision) (int, error) {
-	evs := make([]events.Event, len(d.Events))
-	for i, spec := range d.Events {
-		ev, err := events.New(spec)
-		if err != nil {
-			return 0, fmt.Errorf("round: run %s: build %s: %w", runID, spec.Type, err)
-		}
-		evs[i] = ev
+	evs, err := buildEvents(runID, d)
+	if err != nil {
+		return 0, err
 	}
 	results, err := x.journal.AppendTx(ctx, tx, &head, evs...)
 	if err != nil {
@@ -39,19 +35,30 @@ func (x *Runner) write(ctx context.Context, tx pgx.Tx, runID string, head int64,
 			appended++
 		}
 	}
-	if err := enqueueTasks(ctx, tx, d.Tasks); err != nil {
-		return 0, err
-	}
-	if err := TimersSetTx(ctx, tx, d.Timers); err != nil {
-		return 0, err
-	}
+	var done []string
 	if ended(d) {
-		// The run is over: the sweep has nothing more to re-drive.
-		if _, err := tx.Exec(ctx, `DELETE FROM engine_runs WHERE run_id = $1`, runID); err != nil {
-			return 0, fmt.Errorf("round: run %s: unregister: %w", runID, err)
-		}
+		done = []string{runID}
 	}
-	return appended, nil
+	return appended, writeFollowUps(ctx, tx, d.Tasks, d.Timers, done)
+}
+
+// writeFollowUps writes what decisions ask for besides events: the tasks
+// (outbox), the timers, and the removal of the runs they ended from
+// engine_runs, where the sweep has nothing more to re-drive.
+func writeFollowUps(ctx context.Context, tx pgx.Tx, tasks []decide.Task, timers []decide.Timer, done []string) error {
+	if err := enqueueTasks(ctx, tx, tasks); err != nil {
+		return err
+	}
+	if err := TimersSetTx(ctx, tx, timers); err != nil {
+		return err
+	}
+	if len(done) == 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM engine_runs WHERE run_id = ANY($1::uuid[])`, done); err != nil {
+		return fmt.Errorf("round: unregister %d ended runs: %w", len(done), err)
+	}
+	return nil
 }
 
 // ended reports whether d ends its run.
