@@ -68,3 +68,22 @@ func (s *stack) waitStepDone(t *testing.T, runID, step string) {
 		return false
 	}, waitFor, 5*time.Millisecond, "step %s completes", step)
 }
+
+// Two engines share the consumers and race on the same runs (the
+// compare-and-swap and the batch fallback settle it): every run completes
+// with each event once, and no run is started twice.
+func TestTwoEnginesShareRuns(t *testing.T) {
+	t.Parallel()
+	s := setup(t, engine.Config{Concurrency: 2})
+	s.runEngine(t, engine.Config{Concurrency: 3})
+	rawWorker(t, s.js, "default", echo)
+	var runIDs []string
+	for range 20 {
+		runIDs = append(runIDs, s.start(t, parsePlan(t, chainPlan)))
+	}
+	for _, runID := range runIDs {
+		evs := s.waitTerminal(t, runID)
+		require.Equal(t, events.RunCompleted, terminal(evs))
+		requireOncePerAttempt(t, evs)
+	}
+}
