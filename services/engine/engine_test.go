@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"testing"
@@ -43,6 +44,8 @@ type stack struct {
 	nats *weftest.NATS
 	js   jetstream.JetStream
 	log  *eventlog.Store
+	// logger, if set before runEngine, receives the engines' logs.
+	logger *slog.Logger
 }
 
 // setup starts a stack with an engine.
@@ -73,7 +76,7 @@ func newStack(t *testing.T) *stack {
 // runEngine runs an engine in this process until the test ends.
 func (s *stack) runEngine(t *testing.T, cfg engine.Config) {
 	t.Helper()
-	eng, err := engine.New(s.db.Pool, s.nats.Conn(t), cfg, nil)
+	eng, err := engine.New(s.db.Pool, s.nats.Conn(t), cfg, s.logger)
 	require.NoError(t, err)
 	runCtx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
