@@ -66,12 +66,12 @@ func benchE2E(b *testing.B, p *plan.Plan) {
 	nats := weftest.NewNATS(b)
 	startE2EStack(b, db, nats)
 
-	j := journal.New(eventlog.New(db.Pool))
+	approver := runstart.Approver{Journal: journal.New(eventlog.New(db.Pool))}
 	b.ResetTimer()
 	start := time.Now()
 	parallel(b, 8, e2eRuns, func(_, _ int) error {
 		return pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
-			_, err := runstart.ApproveTx(ctx, tx, j, runstart.Request{Plan: p}, plan.Limits{})
+			_, err := approver.ApproveTx(ctx, tx, runstart.Request{Plan: p})
 			return err
 		})
 	})

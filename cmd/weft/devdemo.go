@@ -41,9 +41,9 @@ func demoRun(ctx context.Context, env *environment, pool *pgxpool.Pool, js jetst
 	}
 	var runID string
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		runID, err = runstart.ApproveTx(ctx, tx, journal.New(eventlog.New(pool)), runstart.Request{
+		runID, err = runstart.Approver{Journal: journal.New(eventlog.New(pool))}.ApproveTx(ctx, tx, runstart.Request{
 			TenantID: "dev", ProjectID: "dev", EnvironmentID: "dev", RunRequestID: "demo-" + time.Now().UTC().Format(time.RFC3339Nano), Plan: p,
-		}, plan.Limits{})
+		})
 		return err
 	})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/weftrun/weft/internal/admission"
 	"github.com/weftrun/weft/internal/journal"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/plan"
@@ -29,15 +30,27 @@ type Request struct {
 	Input json.RawMessage
 }
 
+// Approver approves runs. The zero Plans and Admission mean the default
+// plan limits and no limit of concurrent runs.
+type Approver struct {
+	Journal   *journal.Journal
+	Plans     plan.Limits
+	Admission admission.Limits
+}
+
 // ApproveTx gives the run a new id, appends its RunApproved and registers
-// it in engine_runs, all in tx. It returns the run id. The plan is validated first, with limits; nothing is
-// written for an invalid plan.
-func ApproveTx(ctx context.Context, tx pgx.Tx, j *journal.Journal, req Request, limits plan.Limits) (string, error) {
+// it in engine_runs, all in tx, and returns the run id. Nothing is written
+// for an invalid plan (a *plan.ValidationError) or, under the REJECT
+// policy, for an environment at its limit (an *admission.RejectedError).
+func (a Approver) ApproveTx(ctx context.Context, tx pgx.Tx, req Request) (string, error) {
 	if req.Plan == nil {
 		return "", fmt.Errorf("runstart: no plan")
 	}
 	req.Plan.ApplyDefaults()
-	if err := req.Plan.Validate(limits); err != nil {
+	if err := req.Plan.Validate(a.Plans); err != nil {
+		return "", err
+	}
+	if err := admission.CheckRejectTx(ctx, tx, req.EnvironmentID, a.Admission.For(req.EnvironmentID)); err != nil {
 		return "", err
 	}
 	planJSON, err := json.Marshal(req.Plan)
@@ -57,12 +70,12 @@ func ApproveTx(ctx context.Context, tx pgx.Tx, j *journal.Journal, req Request, 
 		return "", err
 	}
 	head := int64(0)
-	if _, err := j.AppendTx(ctx, tx, &head, ev); err != nil {
+	if _, err := a.Journal.AppendTx(ctx, tx, &head, ev); err != nil {
 		return "", fmt.Errorf("runstart: append RunApproved: %w", err)
 	}
 	// The engine's sweep finds the run here even if the bus loses the
 	// RunApproved message.
-	if _, err := tx.Exec(ctx, `INSERT INTO engine_runs (run_id) VALUES ($1)`, runID); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO engine_runs (run_id, environment_id) VALUES ($1, $2)`, runID, req.EnvironmentID); err != nil {
 		return "", fmt.Errorf("runstart: register run with the engine: %w", err)
 	}
 	return runID, nil

@@ -87,10 +87,17 @@ func (s *stack) runEngine(t *testing.T, cfg engine.Config) {
 // start approves a run of p and returns its id.
 func (s *stack) start(t *testing.T, p *plan.Plan) string {
 	t.Helper()
+	return s.startIn(t, p, "")
+}
+
+// startIn approves a run of p in environment env.
+func (s *stack) startIn(t *testing.T, p *plan.Plan, env string) string {
+	t.Helper()
 	var runID string
 	err := pgx.BeginFunc(t.Context(), s.db.Pool, func(tx pgx.Tx) error {
 		var err error
-		runID, err = runstart.ApproveTx(t.Context(), tx, journal.New(s.log), runstart.Request{Plan: p}, plan.Limits{})
+		runID, err = runstart.Approver{Journal: journal.New(s.log)}.ApproveTx(t.Context(), tx,
+			runstart.Request{Plan: p, EnvironmentID: env})
 		return err
 	})
 	require.NoError(t, err)
@@ -342,7 +349,7 @@ func (s *stack) waitEvent(t *testing.T, runID string, typ events.Type) []events.
 			}
 		}
 		return false
-	}, waitFor, 10*time.Millisecond, "run %s logs %s", runID, typ)
+	}, waitFor, 10*time.Millisecond, "run %s logs %s; log: %v", runID, typ, lazyTypes{&evs})
 	return evs
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/weftrun/weft/internal/admission"
 	"github.com/weftrun/weft/services/engine/internal/round"
 )
 
@@ -44,6 +45,8 @@ const (
 	DefaultStallAfter        = 30 * time.Second
 	DefaultTaskGrace         = time.Minute
 	DefaultSweepBatch        = 100
+	DefaultQueueInterval     = time.Second
+	DefaultQueueBatch        = 100
 )
 
 // Config tunes the engine. The zero value of each field means its default.
@@ -74,6 +77,15 @@ type Config struct {
 	TaskGrace time.Duration
 	// SweepBatch bounds the runs one sweep re-drives.
 	SweepBatch int
+	// Admission is each environment's limit of concurrent runs and its
+	// policy. A run approved into a full environment under QUEUE is queued
+	// (RunQueued) and started by the run-queue reconciler, oldest first,
+	// when a place frees. REJECT is enforced at approval (runstart).
+	Admission admission.Limits
+	// QueueInterval is how often the run-queue reconciler offers queued
+	// runs a start, and QueueBatch how many per pass.
+	QueueInterval time.Duration
+	QueueBatch    int
 	// Round tunes the round runner.
 	Round round.Config
 	// TestingKnobs are hooks for crash tests. Leave them zero in production.
@@ -101,6 +113,9 @@ func (c Config) withDefaults() Config {
 	c.StallAfter = cmp.Or(c.StallAfter, DefaultStallAfter)
 	c.TaskGrace = cmp.Or(c.TaskGrace, DefaultTaskGrace)
 	c.SweepBatch = cmp.Or(c.SweepBatch, DefaultSweepBatch)
+	c.QueueInterval = cmp.Or(c.QueueInterval, DefaultQueueInterval)
+	c.QueueBatch = cmp.Or(c.QueueBatch, DefaultQueueBatch)
+	c.Round.Admission = c.Admission
 	return c
 }
 
@@ -120,6 +135,9 @@ type Service struct {
 func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config, logger *slog.Logger) (*Service, error) {
 	if pool == nil || nc == nil {
 		return nil, errors.New("engine: New needs a Postgres pool and a NATS connection")
+	}
+	if err := cfg.Admission.Validate(); err != nil {
+		return nil, err
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -150,6 +168,7 @@ func (s *Service) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.timerLoop(ctx) })
 	wg.Go(func() { s.sweepLoop(ctx) })
+	wg.Go(func() { s.runQueueLoop(ctx) })
 	s.logger.InfoContext(ctx, "engine running", "concurrency", s.cfg.Concurrency)
 	<-ctx.Done()
 	for _, c := range consumers {

@@ -31,7 +31,7 @@ func decide(p *plan.Plan, s State, in Input) (Decision, State) {
 	d := &decider{p: p, s: s.clone(), now: in.now(), order: p.TopoOrder()}
 	switch in := in.(type) {
 	case RunApproved:
-		d.start()
+		d.start(in.Full)
 	case ResultStarted:
 		d.started(in)
 	case ResultCompleted:
@@ -72,9 +72,16 @@ func (d *decider) emit(stepID string, attempt int, typ events.Type, data any, en
 	d.s.apply(factOfSpec(e, attempt))
 }
 
-// start handles RunApproved: an APPROVED run starts with its roots.
-func (d *decider) start() {
+// start handles RunApproved: an APPROVED run starts with its roots, or,
+// when its environment is full, is queued (once).
+func (d *decider) start(full bool) {
 	if d.s.Status != events.RunStatusApproved {
+		return
+	}
+	if full {
+		if !d.s.Queued {
+			d.emit("", 0, events.RunQueued, nil, "")
+		}
 		return
 	}
 	d.emit("", 0, events.RunStarted, nil, "")

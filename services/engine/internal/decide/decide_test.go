@@ -244,3 +244,18 @@ func TestDecideFillsDefaults(t *testing.T) {
 	require.Equal(t, []string{"a/2 retry"}, timerIDs(d))
 	require.Equal(t, t0.Add(plan.DefaultInitialBackoff), d.Timers[0].DueAt)
 }
+
+func TestDecideQueuesWhenFull(t *testing.T) {
+	t.Parallel()
+	runCases(t, []roundCase{
+		{name: "a full environment queues the run", steps: linear, in: RunApproved{Full: true},
+			want: []string{"RunQueued"}},
+		{name: "a queued run is queued once", steps: linear, given: []Input{RunApproved{Full: true}},
+			in: RunApproved{Full: true}},
+		{name: "a queued run starts when there is room", steps: linear, given: []Input{RunApproved{Full: true}},
+			in: approve(), want: []string{"RunStarted", "StepScheduled a 1"}, tasks: []string{"a/1"}},
+		{name: "a resync of a full environment queues", steps: linear, in: Resync{Full: true},
+			want: []string{"RunQueued"}},
+		{name: "a started run ignores Full", steps: linear, given: []Input{approve()}, in: RunApproved{Full: true}},
+	})
+}

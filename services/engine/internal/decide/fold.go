@@ -78,7 +78,9 @@ func (s *State) apply(f fact) {
 		s.Pending = slices.DeleteFunc(s.Pending, func(p SignalAccepted) bool { return p.SignalID == d.SignalID })
 	case events.SignalAccepted:
 		s.accepted(f)
-	default: // SignalRejected, RunQueued and unknown types
+	case events.RunQueued:
+		s.Queued = s.Status == events.RunStatusApproved
+	default: // SignalRejected and unknown types
 	}
 }
 
@@ -112,7 +114,7 @@ func (s *State) applyRun(t events.Type) {
 			s.Status = events.RunStatusApproved
 		}
 	case events.RunStarted, events.RunResumed:
-		s.Status = events.RunStatusRunning
+		s.Status, s.Queued = events.RunStatusRunning, false
 	case events.RunPaused:
 		s.Status = events.RunStatusPaused
 	case events.RunCompleted:

@@ -18,7 +18,11 @@ type Input interface {
 // RunApproved asks the engine to start an approved run (the run's
 // RunApproved event was consumed, or the run queue released the run).
 type RunApproved struct {
-	Now time.Time
+	// Full reports that the run's environment has no room (admission, under
+	// the QUEUE policy): the run is queued (RunQueued, once) instead of
+	// started, and stays APPROVED.
+	Full bool
+	Now  time.Time
 }
 
 // ResultStarted reports that a worker began an attempt.
@@ -88,7 +92,9 @@ type TimerFired struct {
 // more than its timeout plus TaskGrace ago and has no outcome.
 type Resync struct {
 	TaskGrace time.Duration
-	Now       time.Time
+	// Full is RunApproved's Full, for an approved run the resync would start.
+	Full bool
+	Now  time.Time
 }
 
 func (in RunApproved) now() time.Time     { return in.Now }

@@ -31,6 +31,8 @@ type State struct {
 	// Pauses, Resumes and SignalsApplied count RunPaused, RunResumed and
 	// SignalApplied events: their next occurrence numbers are one more.
 	Pauses, Resumes, SignalsApplied int
+	// Queued reports that the run was queued (RunQueued) and not started.
+	Queued bool
 	// Pending lists the signals accepted (SignalAccepted) and not yet
 	// applied, in acceptance order: what a Resync applies when the bus lost
 	// their SignalAccepted messages.

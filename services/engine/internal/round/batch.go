@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/weftrun/weft/internal/admission"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/plan"
@@ -53,71 +54,62 @@ func (x *Runner) RunBatch(ctx context.Context, rounds []Round) ([]Result, error)
 	return results, nil
 }
 
-// loaded is one run of a batch: its plan and its state so far.
-type loaded struct {
-	plan  *plan.Plan
-	state decide.State
-	err   error
+// runView is one run as a transaction sees it: its plan, environment and
+// state so far, or why it cannot be loaded.
+type runView struct {
+	plan        *plan.Plan
+	environment string
+	state       decide.State
+	err         error
 }
 
 func (x *Runner) batch(ctx context.Context, tx pgx.Tx, rounds []Round) ([]Result, error) {
-	runs, err := x.loadRuns(ctx, tx, rounds)
+	ids := make([]string, 0, len(rounds))
+	for _, r := range rounds {
+		if r.Claim != nil {
+			return nil, fmt.Errorf("round: RunBatch cannot run a round with a Claim (run %s)", r.RunID)
+		}
+		if !slices.Contains(ids, r.RunID) {
+			ids = append(ids, r.RunID)
+		}
+	}
+	runs, err := x.loadRuns(ctx, tx, ids)
 	if err != nil {
 		return nil, err
 	}
 	results := make([]Result, len(rounds))
 	var tasks []decide.Task
 	var timers []decide.Timer
-	var done []string
 	for i, r := range rounds {
-		if r.Claim != nil {
-			return nil, fmt.Errorf("round: RunBatch cannot run a round with a Claim (run %s)", r.RunID)
-		}
-		run := runs[r.RunID]
-		if run.err != nil {
+		if run := runs[r.RunID]; run.err != nil {
 			results[i].Err = run.err
 			continue
 		}
-		d := decide.Decide(run.plan, run.state, r.Input)
-		results[i].Outcome = Outcome{Decision: d, Plan: run.plan, State: run.state}
-		if d.Empty() {
-			continue
-		}
-		appended, err := x.appendEvents(ctx, tx, r.RunID, run, d)
-		if err != nil {
+		if results[i].Outcome, err = x.step(ctx, tx, r, runs[r.RunID]); err != nil {
 			return nil, err
 		}
-		results[i].Appended = appended
-		tasks, timers = append(tasks, d.Tasks...), append(timers, d.Timers...)
-		if ended(d) {
-			done = append(done, r.RunID)
-		}
+		tasks, timers = append(tasks, results[i].Decision.Tasks...), append(timers, results[i].Decision.Timers...)
 	}
-	if err := writeFollowUps(ctx, tx, tasks, timers, done); err != nil {
+	if err := writeFollowUps(ctx, tx, tasks, timers); err != nil {
 		return nil, err
 	}
 	return results, nil
 }
 
-// loadRuns reads every run of the batch in one query and folds each.
-func (x *Runner) loadRuns(ctx context.Context, tx pgx.Tx, rounds []Round) (map[string]*loaded, error) {
-	ids := make([]string, 0, len(rounds))
-	for _, r := range rounds {
-		if !slices.Contains(ids, r.RunID) {
-			ids = append(ids, r.RunID)
-		}
-	}
+// loadRuns reads the runs in one query and folds each.
+func (x *Runner) loadRuns(ctx context.Context, tx pgx.Tx, ids []string) (map[string]*runView, error) {
 	byRun, err := x.log.EventsFetchRunsTx(ctx, tx, ids)
 	if err != nil {
 		return nil, err
 	}
-	runs := make(map[string]*loaded, len(ids))
+	runs := make(map[string]*runView, len(ids))
 	for _, id := range ids {
-		run := &loaded{}
-		run.plan, run.err = planOf(id, byRun[id])
+		run := &runView{}
+		var approved events.RunApprovedData
+		run.plan, approved, run.err = planOf(id, byRun[id])
+		run.environment = approved.EnvironmentID
 		if run.err == nil {
-			run.state, err = decide.Fold(run.plan, byRun[id])
-			if err != nil {
+			if run.state, err = decide.Fold(run.plan, byRun[id]); err != nil {
 				return nil, fmt.Errorf("round: fold run %s: %w", id, err)
 			}
 		}
@@ -126,10 +118,51 @@ func (x *Runner) loadRuns(ctx context.Context, tx pgx.Tx, rounds []Round) (map[s
 	return runs, nil
 }
 
+// step is one round on a loaded run, inside tx: admission, the decision,
+// the append under the run's compare-and-swap, folded into run's state so
+// a later round of the run in the same transaction sees it, and the run's
+// place in engine_runs. Tasks and timers are the caller's to write.
+func (x *Runner) step(ctx context.Context, tx pgx.Tx, r Round, run *runView) (Outcome, error) {
+	in, err := x.admit(ctx, tx, r.Input, run)
+	if err != nil {
+		return Outcome{}, err
+	}
+	d := decide.Decide(run.plan, run.state, in)
+	out := Outcome{Decision: d, Plan: run.plan, State: run.state}
+	if d.Empty() {
+		return out, nil
+	}
+	if out.Appended, err = x.appendEvents(ctx, tx, r.RunID, run, d); err != nil {
+		return out, err
+	}
+	return out, trackRunTx(ctx, tx, r.RunID, d)
+}
+
+// admit marks a start as Full when the run's environment has no room
+// (admission, QUEUE policy). It checks only rounds that could start an
+// approved run, and then holds the environment's admission lock until tx
+// ends, so the check and the start commit together.
+func (x *Runner) admit(ctx context.Context, tx pgx.Tx, in decide.Input, run *runView) (decide.Input, error) {
+	if run.state.Status != events.RunStatusApproved {
+		return in, nil
+	}
+	lim := x.cfg.Admission.For(run.environment)
+	switch v := in.(type) {
+	case decide.RunApproved:
+		room, err := admission.HasRoomTx(ctx, tx, run.environment, lim, run.state.RunID)
+		v.Full = !room
+		return v, err
+	case decide.Resync:
+		room, err := admission.HasRoomTx(ctx, tx, run.environment, lim, run.state.RunID)
+		v.Full = !room
+		return v, err
+	}
+	return in, nil
+}
+
 // appendEvents appends d's events with a compare-and-swap on the run's
-// state and folds them into it, so a later round of the run in the batch
-// sees them. It returns how many were newly written.
-func (x *Runner) appendEvents(ctx context.Context, tx pgx.Tx, runID string, run *loaded, d decide.Decision) (int, error) {
+// state and folds them into it. It returns how many were newly written.
+func (x *Runner) appendEvents(ctx context.Context, tx pgx.Tx, runID string, run *runView, d decide.Decision) (int, error) {
 	evs, err := buildEvents(runID, d)
 	if err != nil {
 		return 0, err
@@ -147,9 +180,9 @@ func (x *Runner) appendEvents(ctx context.Context, tx pgx.Tx, runID string, run 
 		}
 	}
 	if appended != len(evs) {
-		// The log already held some of them: refold from the log before
-		// deciding again for this run.
-		run.err = fmt.Errorf("round: run %s: decided events already in the log", runID)
+		// The log already held some of them: a later round of this run in
+		// the batch must not decide from a state that misses them.
+		run.err = fmt.Errorf("round: run %s: decided events already in the log; redeliver", runID)
 		return appended, nil
 	}
 	run.state, err = run.state.Apply(evs...)

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/weftrun/weft/internal/admission"
 	"github.com/weftrun/weft/internal/journal"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
@@ -39,6 +40,9 @@ var ErrUnknownRun = errors.New("round: unknown run")
 type Config struct {
 	// MaxConflicts bounds the reload-and-retry loop of one round.
 	MaxConflicts int
+	// Admission is each environment's limit of concurrent runs; a round
+	// that would start a run of a full environment queues it instead.
+	Admission admission.Limits
 	// BeforeCommit, if set, runs after a round wrote its decision and
 	// before its transaction commits. Crash tests kill the process there.
 	BeforeCommit func()
@@ -113,63 +117,43 @@ func (x *Runner) attempt(ctx context.Context, tx pgx.Tx, r Round, conflicts int)
 			return out, err
 		}
 	}
-	p, state, err := x.Load(ctx, tx, r.RunID)
+	runs, err := x.loadRuns(ctx, tx, []string{r.RunID})
 	if err != nil {
 		return out, err
 	}
-	out.Plan, out.State = p, state
-	out.Decision = decide.Decide(p, state, r.Input)
-	if out.Decision.Empty() {
-		return out, nil
+	run := runs[r.RunID]
+	if run.err != nil {
+		return out, run.err
 	}
-	out.Appended, err = x.write(ctx, tx, r.RunID, state.Head, out.Decision)
-	if err == nil && x.cfg.BeforeCommit != nil {
+	out, err = x.step(ctx, tx, r, run)
+	out.Conflicts = conflicts
+	if err != nil {
+		return out, err
+	}
+	if err := writeFollowUps(ctx, tx, out.Decision.Tasks, out.Decision.Timers); err != nil {
+		return out, err
+	}
+	if x.cfg.BeforeCommit != nil && !out.Decision.Empty() {
 		x.cfg.BeforeCommit()
 	}
-	return out, err
+	return out, nil
 }
 
-// Load returns the run's plan and its state folded from every event in the
-// log, read through q (the round's transaction).
-func (x *Runner) Load(ctx context.Context, q eventlog.Querier, runID string) (*plan.Plan, decide.State, error) {
-	var evs []events.Event
-	for after := int64(0); ; {
-		page, err := x.log.EventsFetchAfterTx(ctx, q, runID, after, eventlog.DefaultFetchLimit)
-		if err != nil {
-			return nil, decide.State{}, err
-		}
-		evs = append(evs, page...)
-		if len(page) < eventlog.DefaultFetchLimit {
-			break
-		}
-		after = page[len(page)-1].RunSeq
-	}
-	p, err := planOf(runID, evs)
-	if err != nil {
-		return nil, decide.State{}, err
-	}
-	state, err := decide.Fold(p, evs)
-	if err != nil {
-		return nil, decide.State{}, fmt.Errorf("round: fold run %s: %w", runID, err)
-	}
-	return p, state, nil
-}
-
-// planOf decodes the plan carried by the run's RunApproved, its first
-// event. The plan was validated when the run was approved; it is decoded
+// planOf decodes the plan and the approval carried by the run's
+// RunApproved, its first event. The plan was validated when the run was approved; it is decoded
 // leniently here so a plan written by a newer version still loads.
-func planOf(runID string, evs []events.Event) (*plan.Plan, error) {
-	if len(evs) == 0 || evs[0].EventType != events.RunApproved {
-		return nil, fmt.Errorf("%w: %s has no RunApproved", ErrUnknownRun, runID)
-	}
+func planOf(runID string, evs []events.Event) (*plan.Plan, events.RunApprovedData, error) {
 	var d events.RunApprovedData
+	if len(evs) == 0 || evs[0].EventType != events.RunApproved {
+		return nil, d, fmt.Errorf("%w: %s has no RunApproved", ErrUnknownRun, runID)
+	}
 	if err := evs[0].Data(&d); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrUnknownRun, runID, err)
+		return nil, d, fmt.Errorf("%w: %s: %w", ErrUnknownRun, runID, err)
 	}
 	var p plan.Plan
 	if err := json.Unmarshal(d.Plan, &p); err != nil {
-		return nil, fmt.Errorf("%w: %s: RunApproved carries no readable plan: %w", ErrUnknownRun, runID, err)
+		return nil, d, fmt.Errorf("%w: %s: RunApproved carries no readable plan: %w", ErrUnknownRun, runID, err)
 	}
 	p.ApplyDefaults()
-	return &p, nil
+	return &p, d, nil
 }

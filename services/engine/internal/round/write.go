@@ -16,59 +16,36 @@ import (
 	"github.com/weftrun/weft/services/engine/internal/decide"
 )
 
-// write appends d's events with a compare-and-swap on head, enqueues its
-// tasks and sets its timers, all in tx, and returns how many events were
-// newly written. A lost compare-and-swap returns eventlog.ErrConflict with
-// tx aborted.
-func (x *Runner) write(ctx context.Context, tx pgx.Tx, runID string, head int64, d decide.Decision) (int, error) {
-	evs, err := buildEvents(runID, d)
-	if err != nil {
-		return 0, err
-	}
-	results, err := x.journal.AppendTx(ctx, tx, &head, evs...)
-	if err != nil {
-		return 0, err
-	}
-	appended := 0
-	for _, res := range results {
-		if res.Persisted {
-			appended++
-		}
-	}
-	var done []string
-	if ended(d) {
-		done = []string{runID}
-	}
-	return appended, writeFollowUps(ctx, tx, d.Tasks, d.Timers, done)
-}
-
 // writeFollowUps writes what decisions ask for besides events: the tasks
-// (outbox), the timers, and the removal of the runs they ended from
-// engine_runs, where the sweep has nothing more to re-drive.
-func writeFollowUps(ctx context.Context, tx pgx.Tx, tasks []decide.Task, timers []decide.Timer, done []string) error {
+// (outbox) and the timers.
+func writeFollowUps(ctx context.Context, tx pgx.Tx, tasks []decide.Task, timers []decide.Timer) error {
 	if err := enqueueTasks(ctx, tx, tasks); err != nil {
 		return err
 	}
-	if err := TimersSetTx(ctx, tx, timers); err != nil {
-		return err
-	}
-	if len(done) == 0 {
-		return nil
-	}
-	if _, err := tx.Exec(ctx, `DELETE FROM engine_runs WHERE run_id = ANY($1::uuid[])`, done); err != nil {
-		return fmt.Errorf("round: unregister %d ended runs: %w", len(done), err)
-	}
-	return nil
+	return TimersSetTx(ctx, tx, timers)
 }
 
-// ended reports whether d ends its run.
-func ended(d decide.Decision) bool {
+// trackRunTx keeps the run's row in engine_runs in step with d: started
+// (it holds a place in its environment), queued (the run queue's), or
+// ended (gone: nothing more to sweep, its place freed).
+func trackRunTx(ctx context.Context, tx pgx.Tx, runID string, d decide.Decision) error {
+	var sql string
 	for _, e := range d.Events {
-		if e.Type == events.RunCompleted || e.Type == events.RunFailed || e.Type == events.RunCancelled {
-			return true
+		switch e.Type {
+		case events.RunStarted:
+			sql = `UPDATE engine_runs SET started_at = now() WHERE run_id = $1`
+		case events.RunQueued:
+			sql = `UPDATE engine_runs SET queued_at = now() WHERE run_id = $1`
+		case events.RunCompleted, events.RunFailed, events.RunCancelled:
+			sql = `DELETE FROM engine_runs WHERE run_id = $1`
+		default:
+			continue
+		}
+		if _, err := tx.Exec(ctx, sql, runID); err != nil {
+			return fmt.Errorf("round: run %s: track %s: %w", runID, e.Type, err)
 		}
 	}
-	return false
+	return nil
 }
 
 // enqueueTasks writes one outbox message per task, on weft.tasks.<queue>,

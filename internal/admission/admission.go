@@ -1,0 +1,159 @@
+// Package admission enforces each environment's limit of concurrent runs
+// and its backpressure policy (execution-semantics §3). A run holds a place
+// in its environment from the round that starts it to the round that ends
+// it (engine_runs.started_at). Every check takes the environment's
+// transaction-scoped advisory lock first, so the check and the start it
+// allows commit together: two engines, or two gateways, never both take
+// the last place.
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Policy is what happens to a run approved while its environment is full.
+type Policy string
+
+// The policies.
+const (
+	// Reject refuses the run at approval: nothing is written and the caller
+	// is told to retry later (HTTP 429 with Retry-After).
+	Reject Policy = "REJECT"
+	// Queue approves the run and parks it (RunQueued, status APPROVED); the
+	// run-queue reconciler starts queued runs, oldest first, as places free.
+	Queue Policy = "QUEUE"
+)
+
+// Limit is one environment's limit.
+type Limit struct {
+	// MaxConcurrentRuns is how many of the environment's runs may be
+	// started and unfinished at once; zero means no limit.
+	MaxConcurrentRuns int
+	// Policy applies when the environment is full; empty means Queue.
+	Policy Policy
+	// RetryAfter is what a rejected caller is told to wait; zero means 5s.
+	RetryAfter time.Duration
+}
+
+// Limits are the limits of every environment: Default, unless
+// PerEnvironment names the environment.
+type Limits struct {
+	Default        Limit
+	PerEnvironment map[string]Limit
+}
+
+// For returns environment's limit.
+func (l Limits) For(environment string) Limit {
+	lim, ok := l.PerEnvironment[environment]
+	if !ok {
+		lim = l.Default
+	}
+	if lim.Policy == "" {
+		lim.Policy = Queue
+	}
+	if lim.RetryAfter == 0 {
+		lim.RetryAfter = 5 * time.Second
+	}
+	return lim
+}
+
+// Validate reports a limit no engine can apply.
+func (l Limits) Validate() error {
+	for env, lim := range l.PerEnvironment {
+		if err := lim.validate(); err != nil {
+			return fmt.Errorf("admission: environment %q: %w", env, err)
+		}
+	}
+	if err := l.Default.validate(); err != nil {
+		return fmt.Errorf("admission: default: %w", err)
+	}
+	return nil
+}
+
+func (lim Limit) validate() error {
+	switch {
+	case lim.MaxConcurrentRuns < 0:
+		return fmt.Errorf("MaxConcurrentRuns %d is negative", lim.MaxConcurrentRuns)
+	case lim.Policy != "" && lim.Policy != Reject && lim.Policy != Queue:
+		return fmt.Errorf("policy %q is not REJECT or QUEUE", lim.Policy)
+	}
+	return nil
+}
+
+// ErrRejected is wrapped by the error of a run refused under Reject.
+var ErrRejected = errors.New("admission: environment at its limit of concurrent runs")
+
+// RejectedError is a refusal under Reject: the environment and how long to
+// wait before trying again.
+type RejectedError struct {
+	Environment string
+	Limit       int
+	RetryAfter  time.Duration
+}
+
+func (e *RejectedError) Error() string {
+	return fmt.Sprintf("admission: environment %q has %d concurrent runs, its limit; retry after %v",
+		e.Environment, e.Limit, e.RetryAfter)
+}
+
+// Is makes errors.Is(err, ErrRejected) true.
+func (e *RejectedError) Is(target error) bool { return target == ErrRejected }
+
+// lockEnvironmentTx takes environment's admission lock until tx ends.
+func lockEnvironmentTx(ctx context.Context, tx pgx.Tx, environment string) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('weft-admission:' || $1))`, environment)
+	if err != nil {
+		return fmt.Errorf("admission: lock environment %q: %w", environment, err)
+	}
+	return nil
+}
+
+// HasRoomTx reports, holding the environment's admission lock until tx
+// ends, whether run may start now: the environment's started runs are
+// below its limit, and no run of the environment approved before run is
+// waiting in the queue (queued runs start first come, first served, in
+// (approved_at, run_id) order).
+func HasRoomTx(ctx context.Context, tx pgx.Tx, environment string, lim Limit, runID string) (bool, error) {
+	if lim.MaxConcurrentRuns == 0 {
+		return true, nil
+	}
+	if err := lockEnvironmentTx(ctx, tx, environment); err != nil {
+		return false, err
+	}
+	var started, olderQueued int
+	err := tx.QueryRow(ctx, `
+		SELECT count(*) FILTER (WHERE started_at IS NOT NULL),
+		       count(*) FILTER (WHERE queued_at IS NOT NULL AND started_at IS NULL
+		                          AND (approved_at, run_id) < (SELECT approved_at, run_id FROM engine_runs WHERE run_id = $2))
+		FROM engine_runs WHERE environment_id = $1`, environment, runID).Scan(&started, &olderQueued)
+	if err != nil {
+		return false, fmt.Errorf("admission: count runs of %q: %w", environment, err)
+	}
+	return started < lim.MaxConcurrentRuns && olderQueued == 0, nil
+}
+
+// CheckRejectTx is the approval-time check: under Reject, with the
+// environment's admission lock held until tx ends, it refuses the run with
+// a *RejectedError when the environment's unfinished runs (started or about
+// to start) fill its limit. Under Queue it admits every run.
+func CheckRejectTx(ctx context.Context, tx pgx.Tx, environment string, lim Limit) error {
+	if lim.MaxConcurrentRuns == 0 || lim.Policy != Reject {
+		return nil
+	}
+	if err := lockEnvironmentTx(ctx, tx, environment); err != nil {
+		return err
+	}
+	var unfinished int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM engine_runs WHERE environment_id = $1`, environment).Scan(&unfinished); err != nil {
+		return fmt.Errorf("admission: count runs of %q: %w", environment, err)
+	}
+	if unfinished >= lim.MaxConcurrentRuns {
+		return &RejectedError{Environment: environment, Limit: lim.MaxConcurrentRuns, RetryAfter: lim.RetryAfter}
+	}
+	return nil
+}
