@@ -184,11 +184,16 @@ func rawWorkerFn(t *testing.T, js jetstream.JetStream, queue string, serve func(
 }
 
 func publishResult(t *testing.T, js jetstream.JetStream, r task.Result) {
+	publishResultAs(t, js, r, r.IdempotencyKey)
+}
+
+// publishResultAs publishes r with msgID as its Nats-Msg-Id.
+func publishResultAs(t *testing.T, js jetstream.JetStream, r task.Result, msgID string) {
 	subject, err := streams.ResultSubject(r.RunID)
 	require.NoError(t, err)
 	b, err := json.Marshal(r)
 	require.NoError(t, err)
-	_, err = js.Publish(context.Background(), subject, b, jetstream.WithMsgID(r.IdempotencyKey))
+	_, err = js.Publish(context.Background(), subject, b, jetstream.WithMsgID(msgID))
 	require.NoError(t, err)
 }
 

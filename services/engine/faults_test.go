@@ -1,8 +1,14 @@
 package engine_test
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/weftrun/weft/pkg/task"
+	"github.com/weftrun/weft/pkg/worker"
 
 	"github.com/stretchr/testify/require"
 
@@ -86,4 +92,73 @@ func TestTwoEnginesShareRuns(t *testing.T) {
 		require.Equal(t, events.RunCompleted, terminal(evs))
 		requireOncePerAttempt(t, evs)
 	}
+}
+
+// Results arrive out of order (completed before started) and twice, the
+// second copy under another message id, as after JetStream's duplicate
+// window has passed: the engine records each once and the run completes.
+func TestDuplicateAndOutOfOrderResults(t *testing.T) {
+	t.Parallel()
+	s := setup(t, engine.Config{})
+	rawWorkerFn(t, s.js, "default", func(tk task.Task, report func(task.Result)) {
+		done := echo(tk)
+		report(done)
+		report(task.NewResult(tk, task.Started, "", "raw"))
+		// The same result under another message id: the bus stores it again;
+		// the engine dedupes on the result's idempotency key.
+		publishResultAs(t, s.js, done, done.IdempotencyKey+"/copy")
+	})
+	runID := s.start(t, parsePlan(t, chainPlan))
+	evs := s.waitTerminal(t, runID)
+	require.Equal(t, events.RunCompleted, terminal(evs))
+	requireOncePerAttempt(t, evs)
+}
+
+// A worker dies mid-activity (its connection drops): after AckWait the
+// task goes to another worker as delivery 2 of the same logical attempt,
+// and the run completes with that result.
+func TestWorkerKilledMidActivity(t *testing.T) {
+	t.Parallel()
+	s := setup(t, engine.Config{})
+	started := make(chan struct{}, 1)
+	doomedConn := s.nats.Conn(t)
+	doomedJS, err := jetstream.New(doomedConn)
+	require.NoError(t, err)
+	startSDKWorker(t, doomedJS, "doomed", func(ctx context.Context, in worker.Input) (worker.Output, error) {
+		started <- struct{}{}
+		<-ctx.Done() // never finishes on its own
+		return worker.Output{}, ctx.Err()
+	})
+	runID := s.start(t, parsePlan(t, `{"planId":"k","planVersion":"1","steps":[{"id":"a","activity":"work"}]}`))
+	<-started
+	doomedConn.Close() // the crash: no result, no ack, no nak
+
+	startSDKWorker(t, s.nats.JetStream(t), "survivor", func(context.Context, worker.Input) (worker.Output, error) {
+		return worker.NewOutput(map[string]bool{"ok": true})
+	})
+	evs := s.waitTerminal(t, runID)
+	require.Equal(t, events.RunCompleted, terminal(evs))
+	requireOncePerAttempt(t, evs)
+	for _, ev := range evs {
+		if ev.EventType == events.StepCompleted {
+			require.Equal(t, "1", ev.LogicalAttemptID, "the same logical attempt")
+			require.Equal(t, "2", ev.EngineAttemptID, "its second delivery")
+		}
+	}
+}
+
+// startSDKWorker runs a pkg/worker worker with one activity, "work", and a
+// one-second AckWait, stopped when the test ends.
+func startSDKWorker(t *testing.T, js jetstream.JetStream, id string, fn worker.ActivityFunc) *worker.Worker {
+	t.Helper()
+	w, err := worker.New(js, worker.Config{WorkerID: id, AckWait: time.Second})
+	require.NoError(t, err)
+	require.NoError(t, w.Register("work", fn))
+	require.NoError(t, w.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = w.Stop(ctx) // the doomed worker's activity never returns: cut it short
+	})
+	return w
 }
