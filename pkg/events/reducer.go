@@ -81,8 +81,10 @@ func Project(runID string, events []Event) (RunSnapshot, error) {
 //     {Code: CodeRunFailed, Message: reason}.
 //   - Terminal run statuses are absorbing: once COMPLETED, FAILED or
 //     CANCELLED, later run events (a late RunResumed, a second terminal
-//     event) leave the run's status, times and root cause alone. Step events
-//     still update their steps.
+//     event) leave the run's status, times and root cause alone, with one
+//     exception: RunResumed reopens a FAILED run (an operator's RETRY_STEP
+//     brought a failed step back), clearing completedAt, totalDurationMs
+//     and the root cause. Step events still update their steps.
 //   - SignalAccepted, SignalRejected, SignalApplied, RunQueued and types this
 //     version does not know change nothing but LastEventSeq; their payloads
 //     are not decoded.
@@ -165,8 +167,14 @@ func (p *projection) applyRun(e Event) error {
 		err = e.Data(&failed)
 	default: // the other run events carry nothing the snapshot records
 	}
-	if err != nil || p.s.Status.Terminal() {
+	if err != nil {
 		return err
+	}
+	if p.s.Status.Terminal() {
+		if e.EventType == RunResumed && p.s.Status == RunStatusFailed {
+			p.reopen()
+		}
+		return nil
 	}
 	switch e.EventType {
 	case RunApproved:
@@ -202,6 +210,14 @@ func (p *projection) start(e Event, d RunStartedData) {
 	if p.s.StartedAt == nil {
 		p.s.StartedAt = timePtr(eventTime(e))
 	}
+}
+
+// reopen applies a RunResumed to a FAILED run: an operator's RETRY_STEP
+// brought a failed step back, and the run runs again. The failure's
+// completedAt, duration and error no longer hold.
+func (p *projection) reopen() {
+	p.s.Status = RunStatusRunning
+	p.s.CompletedAt, p.s.TotalDurationMs, p.s.Error = nil, nil, nil
 }
 
 // finish moves the run to a terminal status at the event's time.

@@ -140,6 +140,26 @@ func TestReduceRunEvents(t *testing.T) {
 			wantSeq: 12,
 		},
 		{
+			name:    "RunResumed reopens a failed run (RETRY_STEP)",
+			history: append(clip(hStepFailed), ev(6, RunFailed, payload(RunFailedData{Reason: "r", StepID: "s1"}))),
+			events:  []Event{ev(7, RunResumed)},
+			wantSeq: 7,
+			want: func(_ *testing.T, s *RunSnapshot) {
+				s.Status = RunStatusRunning
+				s.CompletedAt, s.TotalDurationMs, s.Error = nil, nil, nil // the failure no longer holds
+			},
+		},
+		{
+			name:    "RunResumed does not reopen a cancelled run",
+			history: append(clip(hApproved), ev(2, RunCancelled)),
+			events:  []Event{ev(3, RunResumed)},
+			wantSeq: 3,
+			want: func(_ *testing.T, s *RunSnapshot) {
+				s.Status = RunStatusCancelled
+				s.CompletedAt = tp(persisted(2))
+			},
+		},
+		{
 			name:    "step events still apply after the run is terminal",
 			history: append(clip(hStepRunning), ev(5, RunCancelled)),
 			events:  []Event{ev(6, StepFailed, on("s1", "1"), payload(StepFailedData{Error: errX}))},

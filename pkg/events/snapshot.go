@@ -21,7 +21,8 @@ const (
 )
 
 // Terminal reports whether s is COMPLETED, FAILED or CANCELLED. Terminal
-// statuses are absorbing: the reducer never moves a run out of one.
+// statuses are absorbing, except that RunResumed reopens a FAILED run
+// (RETRY_STEP on a failed run).
 func (s RunStatus) Terminal() bool {
 	switch s {
 	case RunStatusCompleted, RunStatusFailed, RunStatusCancelled:

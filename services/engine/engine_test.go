@@ -458,3 +458,36 @@ func (l lazyTypes) String() string {
 	b, _ := json.Marshal(types(*l.evs))
 	return string(b)
 }
+
+// A step fails for good and fails the run; an operator's RETRY_STEP
+// reopens the run, re-runs the step as logical attempt 2 and brings back
+// the dependant its failure skipped, and the run completes.
+func TestRetryStepReopensFailedRun(t *testing.T) {
+	t.Parallel()
+	s := setup(t, engine.Config{})
+	rawWorker(t, s.js, "default", func(tk task.Task) task.Result {
+		if tk.StepID == "flaky" && tk.LogicalAttemptID == "1" {
+			r := task.NewResult(tk, task.Failed, "", "raw")
+			r.Error = &events.StepError{Code: "DOWNSTREAM", Message: "no", Retryable: false}
+			return r
+		}
+		return echo(tk)
+	})
+	runID := s.start(t, parsePlan(t, `{"planId":"re","planVersion":"1","steps":[
+		{"id":"flaky","activity":"x"},{"id":"after","activity":"x","dependsOn":["flaky"]}]}`))
+	require.Equal(t, events.RunFailed, terminal(s.waitTerminal(t, runID)))
+
+	s.signal(t, runID, "RETRY_STEP", "retry-1", `{"stepId":"flaky"}`)
+	require.Equal(t, events.SignalOutcomeApplied, s.waitApplied(t, runID, "retry-1").Outcome)
+	evs := s.waitEvent(t, runID, events.RunCompleted)
+	snap, err := events.Project(runID, evs)
+	require.NoError(t, err)
+	require.Equal(t, events.RunStatusCompleted, snap.Status)
+	for _, st := range snap.Steps {
+		require.Equal(t, events.StepStatusSuccess, st.Status, st.StepID)
+		require.Equal(t, "2", st.LogicalAttemptID, "%s ran again as attempt 2", st.StepID)
+	}
+	var registered int
+	require.NoError(t, s.db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM engine_runs WHERE run_id = $1`, runID).Scan(&registered))
+	require.Zero(t, registered, "the run left the engine's registry again when it completed")
+}

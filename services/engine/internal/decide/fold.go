@@ -96,16 +96,19 @@ func (s *State) accepted(f fact) {
 }
 
 // applyRun applies a run event, with the reducer's rules: terminal
-// statuses are absorbing, RunStarted and RunResumed mean RUNNING.
+// statuses are absorbing, except that RunResumed reopens a FAILED run
+// (RETRY_STEP); RunStarted and RunResumed mean RUNNING.
 func (s *State) applyRun(t events.Type) {
 	switch t {
 	case events.RunPaused:
 		s.Pauses++
 	case events.RunResumed:
 		s.Resumes++
+	case events.RunFailed:
+		s.Failures++
 	default:
 	}
-	if s.Status.Terminal() {
+	if s.Status.Terminal() && (t != events.RunResumed || s.Status != events.RunStatusFailed) {
 		return
 	}
 	switch t {

@@ -127,7 +127,7 @@ func (d *decider) failRun(failed string) {
 		}
 	}
 	cause := d.s.Steps[failed].Error
-	d.emit("", 0, events.RunFailed, events.RunFailedData{
+	d.emit("", d.s.Failures+1, events.RunFailed, events.RunFailedData{
 		Reason: fmt.Sprintf("step %q failed: %s", failed, cause.Code), StepID: failed, Error: &cause,
 	}, "")
 }

@@ -43,6 +43,8 @@ func (d *decider) signal(in SignalAccepted) {
 func (d *decider) applySignal(in SignalAccepted) verdict {
 	status := d.s.Status
 	switch {
+	case status == events.RunStatusFailed && in.Name == plan.SignalRetryStep:
+		return d.retryStep(in.Payload) // reopens the run
 	case status.Terminal():
 		return ignored(events.SignalCodeRunTerminal, "the run is %s and takes no more signals", status)
 	case status == events.RunStatusPending:
@@ -101,12 +103,18 @@ func (d *decider) retryStep(payload json.RawMessage) verdict {
 	if st.Status != events.StepStatusFailed {
 		return ignored(events.SignalCodeStepNotFailed, "step %q is %s; RETRY_STEP re-runs a FAILED step", req.StepID, st.Status)
 	}
+	if d.s.Status == events.RunStatusFailed {
+		d.emit("", d.s.Resumes+1, events.RunResumed, nil, "")
+	}
 	d.emit(req.StepID, st.Attempt, events.StepRetryScheduled, events.StepRetryScheduledData{
 		Error: st.Error, RetryAt: d.now, NextLogicalAttemptID: attemptID(st.Attempt + 1),
 	}, "")
 	steps := []string{req.StepID}
 	skipped := events.StepError{Code: events.CodeSkipped, Message: fmt.Sprintf("brought back by RETRY_STEP of %q", req.StepID)}
-	for _, dep := range d.p.Dependants(req.StepID) {
+	// Every skipped step no failure blocks any more comes back: the
+	// retried step's dependants, and, on a reopened run, the steps the
+	// run's failure skipped.
+	for _, dep := range d.order {
 		if dst := d.s.Steps[dep]; dst.Status == events.StepStatusSkipped && !d.failedAncestor(dep) {
 			d.emit(dep, dst.Attempt, events.StepRetryScheduled, events.StepRetryScheduledData{
 				Error: skipped, RetryAt: d.now, NextLogicalAttemptID: attemptID(dst.Attempt + 1),

@@ -28,9 +28,11 @@ type State struct {
 	Steps map[string]StepState
 	// Signals holds the ids of the signals a SignalApplied event records.
 	Signals map[string]bool
-	// Pauses, Resumes and SignalsApplied count RunPaused, RunResumed and
-	// SignalApplied events: their next occurrence numbers are one more.
-	Pauses, Resumes, SignalsApplied int
+	// Pauses, Resumes, Failures and SignalsApplied count RunPaused,
+	// RunResumed, RunFailed and SignalApplied events: their next occurrence
+	// numbers are one more. (A run fails again after RETRY_STEP reopened
+	// it and the step failed again.)
+	Pauses, Resumes, Failures, SignalsApplied int
 	// Queued reports that the run was queued (RunQueued) and not started.
 	Queued bool
 	// Pending lists the signals accepted (SignalAccepted) and not yet

@@ -135,7 +135,7 @@ func (x *Runner) step(ctx context.Context, tx pgx.Tx, r Round, run *runView) (Ou
 	if out.Appended, err = x.appendEvents(ctx, tx, r.RunID, run, d); err != nil {
 		return out, err
 	}
-	return out, trackRunTx(ctx, tx, r.RunID, d)
+	return out, trackRunTx(ctx, tx, r.RunID, run.environment, d)
 }
 
 // admit marks a start as Full when the run's environment has no room

@@ -26,12 +26,18 @@ func writeFollowUps(ctx context.Context, tx pgx.Tx, tasks []decide.Task, timers 
 }
 
 // trackRunTx keeps the run's row in engine_runs in step with d: started
-// (it holds a place in its environment), queued (the run queue's), or
-// ended (gone: nothing more to sweep, its place freed).
-func trackRunTx(ctx context.Context, tx pgx.Tx, runID string, d decide.Decision) error {
+// (it holds a place in its environment), queued (the run queue's), ended
+// (gone: nothing more to sweep, its place freed), or reopened by RETRY_STEP
+// (back, started).
+func trackRunTx(ctx context.Context, tx pgx.Tx, runID, environment string, d decide.Decision) error {
 	var sql string
 	for _, e := range d.Events {
+		args := []any{runID}
 		switch e.Type {
+		case events.RunResumed:
+			sql = `INSERT INTO engine_runs (run_id, environment_id, started_at) VALUES ($1, $2, now())
+				ON CONFLICT (run_id) DO NOTHING`
+			args = append(args, environment)
 		case events.RunStarted:
 			sql = `UPDATE engine_runs SET started_at = now() WHERE run_id = $1`
 		case events.RunQueued:
@@ -41,7 +47,7 @@ func trackRunTx(ctx context.Context, tx pgx.Tx, runID string, d decide.Decision)
 		default:
 			continue
 		}
-		if _, err := tx.Exec(ctx, sql, runID); err != nil {
+		if _, err := tx.Exec(ctx, sql, args...); err != nil {
 			return fmt.Errorf("round: run %s: track %s: %w", runID, e.Type, err)
 		}
 	}
