@@ -27,6 +27,9 @@ const (
 	// Queue approves the run and parks it (RunQueued, status APPROVED); the
 	// run-queue reconciler starts queued runs, oldest first, as places free.
 	Queue Policy = "QUEUE"
+	// Delay approves and starts the run at once, beyond the limit, but
+	// dispatches none of its steps before Limit.DelayBy has passed.
+	Delay Policy = "DELAY"
 )
 
 // Limit is one environment's limit.
@@ -38,6 +41,9 @@ type Limit struct {
 	Policy Policy
 	// RetryAfter is what a rejected caller is told to wait; zero means 5s.
 	RetryAfter time.Duration
+	// DelayBy is how long a run started under Delay into a full
+	// environment waits before its first dispatch; zero means 10s.
+	DelayBy time.Duration
 }
 
 // Limits are the limits of every environment: Default, unless
@@ -59,6 +65,9 @@ func (l Limits) For(environment string) Limit {
 	if lim.RetryAfter == 0 {
 		lim.RetryAfter = 5 * time.Second
 	}
+	if lim.DelayBy == 0 {
+		lim.DelayBy = 10 * time.Second
+	}
 	return lim
 }
 
@@ -79,8 +88,10 @@ func (lim Limit) validate() error {
 	switch {
 	case lim.MaxConcurrentRuns < 0:
 		return fmt.Errorf("MaxConcurrentRuns %d is negative", lim.MaxConcurrentRuns)
-	case lim.Policy != "" && lim.Policy != Reject && lim.Policy != Queue:
-		return fmt.Errorf("policy %q is not REJECT or QUEUE", lim.Policy)
+	case lim.Policy != "" && lim.Policy != Reject && lim.Policy != Queue && lim.Policy != Delay:
+		return fmt.Errorf("policy %q is not REJECT, QUEUE or DELAY", lim.Policy)
+	case lim.DelayBy < 0:
+		return fmt.Errorf("DelayBy %v is negative", lim.DelayBy)
 	}
 	return nil
 }

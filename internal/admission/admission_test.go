@@ -20,8 +20,8 @@ func TestLimitsFor(t *testing.T) {
 		Default:        admission.Limit{MaxConcurrentRuns: 10},
 		PerEnvironment: map[string]admission.Limit{"prod": {MaxConcurrentRuns: 2, Policy: admission.Reject, RetryAfter: time.Minute}},
 	}
-	require.Equal(t, admission.Limit{MaxConcurrentRuns: 10, Policy: admission.Queue, RetryAfter: 5 * time.Second}, l.For("dev"))
-	require.Equal(t, admission.Limit{MaxConcurrentRuns: 2, Policy: admission.Reject, RetryAfter: time.Minute}, l.For("prod"))
+	require.Equal(t, admission.Limit{MaxConcurrentRuns: 10, Policy: admission.Queue, RetryAfter: 5 * time.Second, DelayBy: 10 * time.Second}, l.For("dev"))
+	require.Equal(t, admission.Limit{MaxConcurrentRuns: 2, Policy: admission.Reject, RetryAfter: time.Minute, DelayBy: 10 * time.Second}, l.For("prod"))
 	require.NoError(t, l.Validate())
 	require.Error(t, admission.Limits{Default: admission.Limit{MaxConcurrentRuns: -1}}.Validate())
 	require.Error(t, admission.Limits{PerEnvironment: map[string]admission.Limit{"x": {Policy: "DROP"}}}.Validate())

@@ -70,6 +70,9 @@ type RunApprovedData struct {
 // prefers the envelope's value.
 type RunStartedData struct {
 	EngineRunRef json.RawMessage `json:"engineRunRef,omitempty"`
+	// DelayedUntil, when set, is when the run may dispatch its first steps:
+	// the DELAY backpressure policy started it into a full environment.
+	DelayedUntil time.Time `json:"delayedUntil,omitzero"`
 }
 
 // StepScheduledData is the payload of StepScheduled: which activity the

@@ -90,3 +90,41 @@ func requireNeverConcurrent(t *testing.T, s *stack, runs []string) {
 		prevEnd = ended
 	}
 }
+
+// Under DELAY a run approved into a full environment starts at once, but
+// dispatches its first step only after DelayBy.
+func TestDelayPolicyHoldsDispatch(t *testing.T) {
+	t.Parallel()
+	const delay = 500 * time.Millisecond
+	s := setup(t, engine.Config{
+		Admission:         admission.Limits{Default: admission.Limit{MaxConcurrentRuns: 1, Policy: admission.Delay, DelayBy: delay}},
+		TimerPollInterval: 20 * time.Millisecond,
+	})
+	rawWorker(t, s.js, "default", echo)
+	gate := parsePlan(t, `{"planId":"gate","planVersion":"1","steps":[{"id":"g","kind":"waitSignal","signal":"go"}]}`)
+	first := s.startIn(t, gate, "d")
+	s.waitEvent(t, first, events.RunStarted)
+	second := s.startIn(t, parsePlan(t, `{"planId":"w","planVersion":"1","steps":[{"id":"a","activity":"echo"}]}`), "d")
+
+	evs := s.waitTerminal(t, second)
+	require.Equal(t, events.RunCompleted, terminal(evs))
+	var started events.RunStartedData
+	var startedAt, scheduledAt time.Time
+	for _, e := range evs {
+		switch e.EventType {
+		case events.RunStarted:
+			require.NoError(t, e.Data(&started))
+			startedAt = e.EmittedAt
+		case events.StepScheduled:
+			scheduledAt = e.EmittedAt
+		default:
+		}
+	}
+	// The log keeps microseconds; the payload's time has the engine's full
+	// precision.
+	until := started.DelayedUntil.Truncate(time.Microsecond)
+	require.Equal(t, startedAt.Add(delay), until, "started at once, with its dispatch delayed")
+	require.False(t, scheduledAt.Before(until), "nothing dispatched before the delay")
+	s.signal(t, first, "go", "go-1", `{}`)
+	require.Equal(t, events.RunCompleted, terminal(s.waitTerminal(t, first)))
+}

@@ -31,7 +31,7 @@ func decide(p *plan.Plan, s State, in Input) (Decision, State) {
 	d := &decider{p: p, s: s.clone(), now: in.now(), order: p.TopoOrder()}
 	switch in := in.(type) {
 	case RunApproved:
-		d.start(in.Full)
+		d.start(in.Full, in.DelayUntil)
 	case ResultStarted:
 		d.started(in)
 	case ResultCompleted:
@@ -73,8 +73,9 @@ func (d *decider) emit(stepID string, attempt int, typ events.Type, data any, en
 }
 
 // start handles RunApproved: an APPROVED run starts with its roots, or,
-// when its environment is full, is queued (once).
-func (d *decider) start(full bool) {
+// when its environment is full, is queued (once), or, under DELAY, starts
+// with its first dispatch held until delayUntil by a delay timer.
+func (d *decider) start(full bool, delayUntil time.Time) {
 	if d.s.Status != events.RunStatusApproved {
 		return
 	}
@@ -82,6 +83,11 @@ func (d *decider) start(full bool) {
 		if !d.s.Queued {
 			d.emit("", 0, events.RunQueued, nil, "")
 		}
+		return
+	}
+	if d.now.Before(delayUntil) {
+		d.emit("", 0, events.RunStarted, events.RunStartedData{DelayedUntil: delayUntil}, "")
+		d.setTimer("", 1, TimerDelay, delayUntil)
 		return
 	}
 	d.emit("", 0, events.RunStarted, nil, "")
@@ -171,6 +177,15 @@ func (d *decider) failAttempt(ps *plan.Step, st StepState, e events.StepError, j
 // again; one that no longer matches the step's attempt is stale.
 func (d *decider) timer(in TimerFired) {
 	if d.s.Status.Terminal() {
+		return
+	}
+	if in.Kind == TimerDelay {
+		if d.now.Before(d.s.DelayedUntil) {
+			d.setTimer("", 1, TimerDelay, d.s.DelayedUntil)
+			return
+		}
+		d.dispatch()
+		d.settle()
 		return
 	}
 	st, ok := d.s.Steps[in.StepID]

@@ -259,3 +259,18 @@ func TestDecideQueuesWhenFull(t *testing.T) {
 		{name: "a started run ignores Full", steps: linear, given: []Input{approve()}, in: RunApproved{Full: true}},
 	})
 }
+
+func TestDecideDelayedStart(t *testing.T) {
+	t.Parallel()
+	until := t0.Add(time.Minute)
+	runCases(t, []roundCase{
+		{name: "DELAY starts the run and holds its dispatch", steps: linear, in: RunApproved{DelayUntil: until},
+			want: []string{"RunStarted"}, timers: []string{"/1 delay"}},
+		{name: "an early delay timer is set again", steps: linear, given: []Input{RunApproved{DelayUntil: until}},
+			in: TimerFired{LogicalAttempt: 1, Kind: TimerDelay, Now: until.Add(-time.Second)}, timers: []string{"/1 delay"}},
+		{name: "the delay timer dispatches the roots", steps: linear, given: []Input{RunApproved{DelayUntil: until}},
+			in: TimerFired{LogicalAttempt: 1, Kind: TimerDelay, Now: until}, want: []string{"StepScheduled a 1"}, tasks: []string{"a/1"}},
+		{name: "a delay already past starts at once", steps: linear, in: RunApproved{DelayUntil: t0.Add(-time.Second)},
+			want: []string{"RunStarted", "StepScheduled a 1"}, tasks: []string{"a/1"}},
+	})
+}

@@ -60,6 +60,10 @@ const (
 	// TimerWaitTimeout fires when a waitSignal step has waited its timeout;
 	// the step then fails with CodeSignalTimeout.
 	TimerWaitTimeout TimerKind = "waitTimeout"
+	// TimerDelay fires when a run started under the DELAY policy may
+	// dispatch its first steps. It is a run timer: StepID is empty and
+	// LogicalAttempt 1.
+	TimerDelay TimerKind = "delay"
 )
 
 // Timer is a durable timer to hold until DueAt and then deliver as a

@@ -51,6 +51,10 @@ func factOf(e events.Event) (fact, error) {
 		var d events.SignalAcceptedData
 		err = e.Data(&d)
 		f.data = d
+	case events.RunStarted:
+		var d events.RunStartedData
+		err = e.Data(&d)
+		f.data = d
 	default: // the other payloads hold nothing the state keeps
 	}
 	return f, err
@@ -67,6 +71,9 @@ func (s *State) apply(f fact) {
 	switch f.typ {
 	case events.RunApproved, events.RunStarted, events.RunPaused, events.RunResumed,
 		events.RunCompleted, events.RunFailed, events.RunCancelled:
+		if d, ok := f.data.(events.RunStartedData); ok && f.typ == events.RunStarted {
+			s.DelayedUntil = d.DelayedUntil
+		}
 		s.applyRun(f.typ)
 	case events.StepScheduled, events.StepStarted, events.StepCompleted, events.StepFailed,
 		events.StepSkipped, events.StepRetryScheduled:

@@ -22,7 +22,10 @@ type RunApproved struct {
 	// the QUEUE policy): the run is queued (RunQueued, once) instead of
 	// started, and stays APPROVED.
 	Full bool
-	Now  time.Time
+	// DelayUntil, when set, starts the run at once but dispatches nothing
+	// before it (admission, DELAY policy, into a full environment).
+	DelayUntil time.Time
+	Now        time.Time
 }
 
 // ResultStarted reports that a worker began an attempt.
@@ -92,9 +95,11 @@ type TimerFired struct {
 // more than its timeout plus TaskGrace ago and has no outcome.
 type Resync struct {
 	TaskGrace time.Duration
-	// Full is RunApproved's Full, for an approved run the resync would start.
-	Full bool
-	Now  time.Time
+	// Full and DelayUntil are RunApproved's, for an approved run the resync
+	// would start.
+	Full       bool
+	DelayUntil time.Time
+	Now        time.Time
 }
 
 func (in RunApproved) now() time.Time     { return in.Now }

@@ -14,7 +14,7 @@ func (d *decider) resync(in Resync) {
 	if d.s.Status.Terminal() {
 		return
 	}
-	d.start(in.Full)
+	d.start(in.Full, in.DelayUntil)
 	for _, sig := range slices.Clone(d.s.Pending) { // applying one removes it
 
 		sig.Now = d.now

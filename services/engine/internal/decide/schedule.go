@@ -11,9 +11,9 @@ import (
 
 // dispatch schedules, in topological order, every ready step of a RUNNING
 // run that has no failed step. Nothing is dispatched while the run is
-// PAUSED, or once a step has failed for good.
+// PAUSED, before a DELAY start's time, or once a step has failed for good.
 func (d *decider) dispatch() {
-	if d.s.Status != events.RunStatusRunning || d.failedStep() != "" {
+	if d.s.Status != events.RunStatusRunning || d.failedStep() != "" || d.now.Before(d.s.DelayedUntil) {
 		return
 	}
 	for _, id := range d.order {

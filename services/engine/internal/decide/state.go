@@ -35,6 +35,9 @@ type State struct {
 	Pauses, Resumes, Failures, SignalsApplied int
 	// Queued reports that the run was queued (RunQueued) and not started.
 	Queued bool
+	// DelayedUntil is when a run started under DELAY may dispatch; zero:
+	// at once.
+	DelayedUntil time.Time
 	// Pending lists the signals accepted (SignalAccepted) and not yet
 	// applied, in acceptance order: what a Resync applies when the bus lost
 	// their SignalAccepted messages.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -138,26 +139,43 @@ func (x *Runner) step(ctx context.Context, tx pgx.Tx, r Round, run *runView) (Ou
 	return out, trackRunTx(ctx, tx, r.RunID, run.environment, d)
 }
 
-// admit marks a start as Full when the run's environment has no room
-// (admission, QUEUE policy). It checks only rounds that could start an
-// approved run, and then holds the environment's admission lock until tx
-// ends, so the check and the start commit together.
+// admit applies the environment's backpressure policy to a start: when
+// the environment has no room, QUEUE marks the start Full (the run is
+// queued) and DELAY gives it a DelayUntil (the run starts, its dispatch
+// waits). It checks only rounds that could start an approved run, and then
+// holds the environment's admission lock until tx ends, so the check and
+// the start commit together.
 func (x *Runner) admit(ctx context.Context, tx pgx.Tx, in decide.Input, run *runView) (decide.Input, error) {
 	if run.state.Status != events.RunStatusApproved {
 		return in, nil
 	}
-	lim := x.cfg.Admission.For(run.environment)
 	switch v := in.(type) {
 	case decide.RunApproved:
-		room, err := admission.HasRoomTx(ctx, tx, run.environment, lim, run.state.RunID)
-		v.Full = !room
+		full, until, err := x.room(ctx, tx, run, v.Now)
+		v.Full, v.DelayUntil = full, until
 		return v, err
 	case decide.Resync:
-		room, err := admission.HasRoomTx(ctx, tx, run.environment, lim, run.state.RunID)
-		v.Full = !room
+		full, until, err := x.room(ctx, tx, run, v.Now)
+		v.Full, v.DelayUntil = full, until
 		return v, err
 	}
 	return in, nil
+}
+
+// room checks the run's environment and returns what its policy makes of
+// a start now: queue it (full), delay its dispatch until a time, or
+// neither.
+func (x *Runner) room(ctx context.Context, tx pgx.Tx, run *runView, now time.Time) (full bool, delayUntil time.Time, err error) {
+	lim := x.cfg.Admission.For(run.environment)
+	ok, err := admission.HasRoomTx(ctx, tx, run.environment, lim, run.state.RunID)
+	switch {
+	case err != nil || ok:
+		return false, time.Time{}, err
+	case lim.Policy == admission.Delay:
+		return false, now.Add(lim.DelayBy), nil
+	default:
+		return true, time.Time{}, nil
+	}
 }
 
 // appendEvents appends d's events with a compare-and-swap on the run's
