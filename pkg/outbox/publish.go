@@ -46,20 +46,20 @@ type inflight struct {
 }
 
 // publish sends rows in id order with up to MaxInFlight acks outstanding
-// and returns each row's outcome. Order per key holds because the server
-// stores one connection's publishes in the order sent, and no row is sent
-// once a failure before it is known: after a failure of key K no more rows
-// of K; after a transport failure, or once the connection has changed (a
-// new connection could carry a later row past an earlier one lost with the
-// old), no more rows at all. Rows already in flight when a refusal of an
-// earlier row of their key arrives may be stored (docs/outbox.md,
-// "Ordering"). The client's retry on "no responders" is off: it would
-// resend a message after later ones. The error is ctx's, when it ends.
+// across keys and at most one per key, and returns each row's outcome.
+// Order per key holds because a row is sent only once the previous row of
+// its key is acked: after a failure of key K no more rows of K are sent;
+// after a transport failure, or once the connection has changed, no more
+// rows at all. Keys pipeline past each other, so throughput comes from the
+// many runs a partition carries. The client's retry on "no responders" is
+// off: it would resend a message after later ones. The error is ctx's,
+// when it ends.
 func (w *worker) publish(ctx context.Context, rows []row) ([]outcome, error) {
 	out := make([]outcome, len(rows))
 	nc := w.r.js.Conn()
 	conn0 := nc.Stats().Reconnects
 	blocked := make(map[string]bool)
+	pending := make(map[string]bool) // keys with a publish not yet resolved
 	halted := false
 	var queue []inflight
 	resolve := func(p inflight) error {
@@ -68,6 +68,7 @@ func (w *worker) publish(ctx context.Context, rows []row) ([]outcome, error) {
 			return err
 		}
 		out[p.idx] = o
+		delete(pending, rows[p.idx].orderKey)
 		if o.kind != acked {
 			blocked[rows[p.idx].orderKey] = true
 			halted = halted || o.kind == transport
@@ -75,7 +76,7 @@ func (w *worker) publish(ctx context.Context, rows []row) ([]outcome, error) {
 		return nil
 	}
 	for i, r := range rows {
-		for len(queue) >= w.r.cfg.MaxInFlight {
+		for len(queue) >= w.r.cfg.MaxInFlight || pending[r.orderKey] {
 			if err := resolve(queue[0]); err != nil {
 				return nil, err
 			}
@@ -96,6 +97,7 @@ func (w *worker) publish(ctx context.Context, rows []row) ([]outcome, error) {
 			continue
 		}
 		queue = append(queue, inflight{idx: i, future: f, deadline: time.Now().Add(w.r.cfg.AckTimeout)})
+		pending[r.orderKey] = true
 	}
 	for _, p := range queue {
 		if err := resolve(p); err != nil {
