@@ -100,6 +100,25 @@ type activity struct {
 	// heartbeat is the interval of in-progress signals; zero means a third
 	// of the consumer's AckWait.
 	heartbeat time.Duration
+	// key derives Input.IdempotencyKey from the input; nil keeps the task's.
+	key func(Input) (string, error)
+}
+
+// WithIdempotencyKey derives the activity's idempotency key from its input,
+// in place of the task's (the step's idempotencyKey, else one per logical
+// attempt): for a side effect that must happen once per business object
+// (an order id, say) across runs and retries. key sees the Input, secrets
+// unresolved, and must be deterministic; an error or an empty key fails the
+// attempt with CodeInvalidIdempotencyKey, not retryable, before the
+// activity runs.
+func WithIdempotencyKey(key func(Input) (string, error)) ActivityOption {
+	return func(a *activity) error {
+		if key == nil {
+			return fmt.Errorf("%w: nil idempotency key function", ErrInvalidConfig)
+		}
+		a.key = key
+		return nil
+	}
 }
 
 // WithTimeout caps every attempt of the activity at d: the deadline is the

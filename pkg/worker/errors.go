@@ -29,6 +29,9 @@ const (
 	// CodeSecretInOutput: the output or an artifact contains the value of
 	// a secret the activity resolved. Not retryable; not published.
 	CodeSecretInOutput = "SECRET_IN_OUTPUT"
+	// CodeInvalidIdempotencyKey: the activity's WithIdempotencyKey function
+	// failed or returned an empty key. Not retryable: the input decides it.
+	CodeInvalidIdempotencyKey = "INVALID_IDEMPOTENCY_KEY"
 )
 
 // Error categories, the coarse grouping of a StepError's code.

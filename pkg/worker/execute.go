@@ -42,7 +42,11 @@ func (w *Worker) execute(ctx context.Context, t task.Task, attempt string, act *
 	limit := act.deadline(t)
 	actx, stop := context.WithTimeoutCause(actx, limit, errTimeout)
 	defer stop()
-	out, err := call(actx, act.fn, newInput(t, attempt, secrets))
+	in, bad := act.input(t, attempt, secrets)
+	if bad != nil {
+		return w.failed(t, attempt, *bad), true
+	}
+	out, err := call(actx, act.fn, in)
 	if ctx.Err() != nil {
 		return task.Result{}, false
 	}
@@ -160,6 +164,25 @@ func (a *activity) beat(def time.Duration) time.Duration {
 		return min(a.heartbeat, def)
 	}
 	return def
+}
+
+// input is the activity's Input for t, with its own idempotency key when it
+// derives one, or the failure to give when that fails.
+func (a *activity) input(t task.Task, attempt string, secrets *secretSet) (Input, *events.StepError) {
+	in := newInput(t, attempt, secrets)
+	if a.key == nil {
+		return in, nil
+	}
+	key, err := a.key(in)
+	if err == nil && key == "" {
+		err = errors.New("empty key")
+	}
+	if err != nil {
+		return in, &events.StepError{Code: CodeInvalidIdempotencyKey, Category: CategoryActivity, Retryable: false,
+			Message: truncate(secrets.redact("deriving the idempotency key: "+err.Error()), maxMessageBytes)}
+	}
+	in.IdempotencyKey = key
+	return in, nil
 }
 
 func newInput(t task.Task, attempt string, secrets *secretSet) Input {

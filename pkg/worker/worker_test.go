@@ -139,3 +139,43 @@ func TestConfigDefaults(t *testing.T) {
 	require.Contains(t, cfg.WorkerID, "/", "host/pid")
 	require.NotNil(t, cfg.Logger)
 }
+
+// WithIdempotencyKey derives the activity's key from its input: the same
+// order gets the same key in any run; a key that cannot be derived fails
+// the step, not retryably, before the activity runs.
+func TestActivityIdempotencyKeyFromInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	keys := make(chan string, 2)
+	byOrder := worker.WithIdempotencyKey(func(in worker.Input) (string, error) {
+		var req struct {
+			OrderID string `json:"orderId"`
+		}
+		if err := in.Decode(&req); err != nil || req.OrderID == "" {
+			return "", err // no order, no key
+		}
+		return "order/" + req.OrderID, nil
+	})
+	b.startWorker(t, nil, worker.Config{}, func(w *worker.Worker) {
+		require.NoError(t, w.Register("charge", func(_ context.Context, in worker.Input) (worker.Output, error) {
+			keys <- in.IdempotencyKey
+			return worker.Output{}, nil
+		}, byOrder))
+	})
+	for _, input := range []string{`{"orderId":"42"}`, `{"orderId":""}`} {
+		tk := newTask("charge", input)
+		results := b.results(t, tk.RunID)
+		publishTask(t, b.js, tk)
+		requireResult(t, tk, task.Started, "1", results.next())
+		final := results.next()
+		if input == `{"orderId":"42"}` {
+			require.Equal(t, task.Completed, final.Kind)
+			require.Equal(t, "order/42", <-keys)
+			continue
+		}
+		require.Equal(t, task.Failed, final.Kind, "an empty key fails the attempt")
+		require.Equal(t, worker.CodeInvalidIdempotencyKey, final.Error.Code)
+		require.False(t, final.Error.Retryable)
+	}
+	require.Empty(t, keys, "the activity did not run without a key")
+}
