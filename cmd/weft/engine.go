@@ -2,11 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/weftrun/weft/pkg/streams"
 	activityworker "github.com/weftrun/weft/services/activity-worker"
 	"github.com/weftrun/weft/services/engine"
 )
@@ -21,26 +17,16 @@ func runEngine(ctx context.Context, env *environment, args []string) error {
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	if *natsURL == "" {
-		return errors.New("no NATS server: set WEFT_NATS_URL or --nats-url")
+	nc, err := connectStreams(ctx, *natsURL, "weft-engine")
+	if err != nil {
+		return err
 	}
+	defer nc.Close()
 	pool, err := openPool(ctx, *dbURL)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	nc, err := connectNATS(*natsURL, "weft-engine")
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	if err := streams.Ensure(ctx, js, streams.Config{}); err != nil {
-		return err
-	}
 	eng, err := engine.New(pool, nc, engine.Config{Concurrency: *concurrency}, env.logger)
 	if err != nil {
 		return err
@@ -58,21 +44,11 @@ func runWorker(ctx context.Context, env *environment, args []string) error {
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	if *natsURL == "" {
-		return errors.New("no NATS server: set WEFT_NATS_URL or --nats-url")
-	}
-	nc, err := connectNATS(*natsURL, "weft-worker")
+	nc, err := connectStreams(ctx, *natsURL, "weft-worker")
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	if err := streams.Ensure(ctx, js, streams.Config{}); err != nil {
-		return err
-	}
 	w, err := activityworker.New(nc, activityworker.Config{Queue: *queue, Concurrency: *concurrency}, env.logger)
 	if err != nil {
 		return err

@@ -40,6 +40,9 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"nope"}, nil, `unknown command "nope"`},
 		{[]string{"migrate"}, nil, "no database: set WEFT_DATABASE_URL"},
 		{[]string{"relay", "--database-url", "postgres://x"}, nil, "no NATS server: set WEFT_NATS_URL"},
+		{[]string{"engine"}, nil, "no NATS server: set WEFT_NATS_URL"},
+		{[]string{"worker", "--concurrency", "2"}, nil, "no NATS server: set WEFT_NATS_URL"},
+		{[]string{"worker"}, map[string]string{"WEFT_WORKER_CONCURRENCY": "x"}, `WEFT_WORKER_CONCURRENCY="x"`},
 		{[]string{"migrate", "extra"}, nil, "unexpected arguments"},
 		{[]string{"dev"}, map[string]string{"WEFT_DEV_NATS_PORT": "many"}, `WEFT_DEV_NATS_PORT="many"`},
 	}

@@ -25,19 +25,16 @@ func runRelay(ctx context.Context, env *environment, args []string) error {
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	if *natsURL == "" {
-		return errors.New("no NATS server: set WEFT_NATS_URL or --nats-url")
-	}
-	pool, err := openPool(ctx, *dbURL)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
 	nc, err := connectNATS(*natsURL, "weft-relay")
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
+	pool, err := openPool(ctx, *dbURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
 	stop, err := startRelay(ctx, env.logger, pool, nc)
 	if err != nil {
 		return err
@@ -50,8 +47,12 @@ func runRelay(ctx context.Context, env *environment, args []string) error {
 }
 
 // connectNATS dials a connection that reconnects forever and buffers no
-// publish while disconnected, as the outbox relay requires.
+// publish while disconnected, as the outbox relay requires. An empty url
+// is an error that says how to set one.
 func connectNATS(url, name string) (*nats.Conn, error) {
+	if url == "" {
+		return nil, errors.New("no NATS server: set WEFT_NATS_URL or --nats-url")
+	}
 	nc, err := nats.Connect(url,
 		nats.Name(name),
 		nats.MaxReconnects(-1),
@@ -60,6 +61,24 @@ func connectNATS(url, name string) (*nats.Conn, error) {
 	)
 	if err != nil {
 		return nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
+	}
+	return nc, nil
+}
+
+// connectStreams dials NATS as connectNATS does and makes sure Weft's
+// streams exist, for a service that consumes them.
+func connectStreams(ctx context.Context, url, name string) (*nats.Conn, error) {
+	nc, err := connectNATS(url, name)
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err == nil {
+		err = streams.Ensure(ctx, js, streams.Config{})
+	}
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("jetstream: %w", err)
 	}
 	return nc, nil
 }
