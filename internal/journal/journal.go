@@ -45,40 +45,67 @@ func (j *Journal) AppendTx(ctx context.Context, tx pgx.Tx, expectedHead *int64, 
 	if len(evs) == 0 {
 		return nil, nil
 	}
-	subject, err := streams.EventSubject(evs[0].RunID)
+	res, err := j.AppendManyTx(ctx, tx, []eventlog.RunAppend{{ExpectedHead: expectedHead, Events: evs}})
 	if err != nil {
 		return nil, err
 	}
-	results, err := j.log.EventsAppendTx(ctx, tx, expectedHead, evs...)
+	return res[0], nil
+}
+
+// AppendManyTx is AppendTx for many parts (eventlog.EventsAppendManyTx):
+// one round trip for all the appends and one for all the outbox rows.
+func (j *Journal) AppendManyTx(ctx context.Context, tx pgx.Tx, parts []eventlog.RunAppend) ([][]eventlog.AppendResult, error) {
+	for _, part := range parts {
+		if len(part.Events) > 0 {
+			if _, err := streams.EventSubject(part.Events[0].RunID); err != nil {
+				return nil, err
+			}
+		}
+	}
+	results, err := j.log.EventsAppendManyTx(ctx, tx, parts)
 	if err != nil {
 		return nil, err
 	}
-	msgs := make([]outbox.Message, 0, len(evs))
-	for i, res := range results {
-		if !res.Persisted {
-			continue
+	var msgs []outbox.Message
+	for p, part := range parts {
+		for i, res := range results[p] {
+			if !res.Persisted {
+				continue
+			}
+			msg, err := eventMessage(part.Events[i], res)
+			if err != nil {
+				return nil, err
+			}
+			msgs = append(msgs, msg)
 		}
-		ev := evs[i]
-		ev.RunSeq, ev.PersistedAt = res.RunSeq, res.PersistedAt
-		payload, err := json.Marshal(ev)
-		if err != nil {
-			return nil, fmt.Errorf("journal: encode event %s: %w", ev.EventID, err)
-		}
-		msgs = append(msgs, outbox.Message{
-			Subject:  subject,
-			Payload:  payload,
-			DedupeID: ev.EventID,
-			OrderKey: ev.RunID,
-			Headers: map[string]string{
-				HeaderEventType: string(ev.EventType),
-				HeaderRunSeq:    strconv.FormatInt(ev.RunSeq, 10),
-			},
-		})
 	}
 	if err := outbox.EnqueueTx(ctx, tx, msgs...); err != nil {
 		return nil, err
 	}
 	return results, nil
+}
+
+// eventMessage is the bus copy of a persisted event.
+func eventMessage(ev events.Event, res eventlog.AppendResult) (outbox.Message, error) {
+	ev.RunSeq, ev.PersistedAt = res.RunSeq, res.PersistedAt
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		return outbox.Message{}, fmt.Errorf("journal: encode event %s: %w", ev.EventID, err)
+	}
+	subject, err := streams.EventSubject(ev.RunID)
+	if err != nil {
+		return outbox.Message{}, err
+	}
+	return outbox.Message{
+		Subject:  subject,
+		Payload:  payload,
+		DedupeID: ev.EventID,
+		OrderKey: ev.RunID,
+		Headers: map[string]string{
+			HeaderEventType: string(ev.EventType),
+			HeaderRunSeq:    strconv.FormatInt(ev.RunSeq, 10),
+		},
+	}, nil
 }
 
 // Append is AppendTx in a transaction of its own.

@@ -62,35 +62,67 @@ func (s *Store) EventsAppendTx(ctx context.Context, tx pgx.Tx, expectedHead *int
 	if len(evs) == 0 {
 		return nil, nil
 	}
+	res, err := s.EventsAppendManyTx(ctx, tx, []RunAppend{{ExpectedHead: expectedHead, Events: evs}})
+	if err != nil {
+		return nil, err
+	}
+	return res[0], nil
+}
+
+// RunAppend is one part of EventsAppendManyTx: events of one run, in
+// order, and the head expected before the first of them (nil: no
+// compare-and-swap).
+type RunAppend struct {
+	ExpectedHead *int64
+	Events       []events.Event
+}
+
+// EventsAppendManyTx appends every part in order inside tx, all in one
+// round trip, and returns the results part by part, as EventsAppendTx
+// would for each. Parts may be of different runs, or several of one run
+// (each part's ExpectedHead then counts the parts before it). A failed
+// compare-and-swap of any part fails the call with ErrConflict; like every
+// database error it aborts tx, which must be rolled back, and nothing is
+// written. Events are validated before anything is sent.
+func (s *Store) EventsAppendManyTx(ctx context.Context, tx pgx.Tx, parts []RunAppend) ([][]AppendResult, error) {
 	batch := &pgx.Batch{}
-	for i := range evs {
-		if evs[i].RunID != evs[0].RunID {
-			return nil, fmt.Errorf("%w: one batch holds runs %q and %q", ErrInvalidEvent, evs[0].RunID, evs[i].RunID)
+	for p, part := range parts {
+		for i := range part.Events {
+			ev := &part.Events[i]
+			if ev.RunID != part.Events[0].RunID {
+				return nil, fmt.Errorf("%w: one part holds runs %q and %q", ErrInvalidEvent, part.Events[0].RunID, ev.RunID)
+			}
+			head := part.ExpectedHead
+			if i > 0 {
+				head = nil
+			}
+			args, err := appendArgs(ev, head)
+			if err != nil {
+				return nil, fmt.Errorf("%w (part %d, event %d)", err, p, i)
+			}
+			batch.Queue(appendSQL, args...)
 		}
-		head := expectedHead
-		if i > 0 {
-			head = nil
-		}
-		args, err := appendArgs(&evs[i], head)
-		if err != nil {
-			return nil, fmt.Errorf("%w (batch event %d)", err, i)
-		}
-		batch.Queue(appendSQL, args...)
+	}
+	if batch.Len() == 0 {
+		return make([][]AppendResult, len(parts)), nil
 	}
 	br := tx.SendBatch(ctx, batch)
-	results := make([]AppendResult, len(evs))
-	for i := range evs {
-		res, err := scanResult(br.QueryRow())
-		if err != nil {
-			_ = br.Close()
-			return nil, appendError(&evs[i], expectedHead, err)
+	out := make([][]AppendResult, len(parts))
+	for p, part := range parts {
+		out[p] = make([]AppendResult, len(part.Events))
+		for i := range part.Events {
+			res, err := scanResult(br.QueryRow())
+			if err != nil {
+				_ = br.Close()
+				return nil, appendError(&part.Events[i], part.ExpectedHead, err)
+			}
+			out[p][i] = res
 		}
-		results[i] = res
 	}
 	if err := br.Close(); err != nil {
-		return nil, fmt.Errorf("eventlog: append batch to run %s: %w", evs[0].RunID, err)
+		return nil, fmt.Errorf("eventlog: append %d parts: %w", len(parts), err)
 	}
-	return results, nil
+	return out, nil
 }
 
 // appendArgs validates ev and returns weft_event_append's arguments.

@@ -286,3 +286,41 @@ func resultSeqs(res []eventlog.AppendResult) []int64 {
 	}
 	return out
 }
+
+// testAppendManyAcrossRuns: one call appends parts of several runs, and
+// chained parts of one run, in one round trip; a stale head in any part
+// writes nothing of any part.
+func testAppendManyAcrossRuns(t *testing.T, l Log) {
+	ctx := t.Context()
+	r1, r2 := events.NewRunID(), events.NewRunID()
+	zero, two := int64(0), int64(2)
+	var res [][]eventlog.AppendResult
+	require.NoError(t, pgx.BeginFunc(ctx, l.Pool, func(tx pgx.Tx) error {
+		var err error
+		res, err = l.Store.EventsAppendManyTx(ctx, tx, []eventlog.RunAppend{
+			{ExpectedHead: &zero, Events: []events.Event{event(t, r1, "a"), event(t, r1, "b")}},
+			{ExpectedHead: &zero, Events: []events.Event{event(t, r2, "a")}},
+			{ExpectedHead: &two, Events: []events.Event{event(t, r1, "c")}}, // after the first part
+			{Events: []events.Event{event(t, r2, "a")}},                     // a duplicate key
+		})
+		return err
+	}))
+	require.Equal(t, []int64{1, 2}, []int64{res[0][0].RunSeq, res[0][1].RunSeq})
+	require.Equal(t, int64(1), res[1][0].RunSeq)
+	require.Equal(t, int64(3), res[2][0].RunSeq)
+	require.True(t, res[3][0].Idempotent)
+	require.Equal(t, int64(1), res[3][0].RunSeq, "the duplicate returns the existing runSeq")
+	requireRun(t, l, r1, 3)
+	requireRun(t, l, r2, 1)
+
+	tx := begin(t, l)
+	three := int64(3)
+	_, err := l.Store.EventsAppendManyTx(ctx, tx, []eventlog.RunAppend{
+		{ExpectedHead: &three, Events: []events.Event{event(t, r1, "d")}},
+		{ExpectedHead: &zero, Events: []events.Event{event(t, r2, "b")}}, // stale
+	})
+	require.ErrorIs(t, err, eventlog.ErrConflict)
+	require.NoError(t, tx.Rollback(ctx))
+	requireRun(t, l, r1, 3)
+	requireRun(t, l, r2, 1)
+}

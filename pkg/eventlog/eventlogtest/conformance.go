@@ -47,6 +47,7 @@ func RunConformance(t *testing.T, newLog func(t *testing.T) Log) {
 		{"CompareAndSwap", testCompareAndSwap},
 		{"BatchAppend", testBatchAppend},
 		{"BatchCompareAndSwapConflict", testBatchCompareAndSwapConflict},
+		{"AppendManyAcrossRuns", testAppendManyAcrossRuns},
 		{"RollbackLeavesNoGap", testRollbackLeavesNoGap},
 		{"ValidationPersistsNothing", testValidationPersistsNothing},
 		{"DatabaseEnforcesRunSeqAndKeyUniqueness", testDatabaseEnforcesRunSeqAndKeyUniqueness},
