@@ -79,6 +79,7 @@ func (x *Runner) batch(ctx context.Context, tx pgx.Tx, rounds []Round) ([]Result
 		return nil, err
 	}
 	results := make([]Result, len(rounds))
+	var parts []eventlog.RunAppend
 	var tasks []decide.Task
 	var timers []decide.Timer
 	for i, r := range rounds {
@@ -86,15 +87,55 @@ func (x *Runner) batch(ctx context.Context, tx pgx.Tx, rounds []Round) ([]Result
 			results[i].Err = run.err
 			continue
 		}
-		if results[i].Outcome, err = x.step(ctx, tx, r, runs[r.RunID]); err != nil {
+		var part eventlog.RunAppend
+		if results[i].Outcome, part, err = x.step(ctx, tx, r, runs[r.RunID]); err != nil {
 			return nil, err
 		}
+		if len(part.Events) > 0 {
+			parts = append(parts, part)
+		}
 		tasks, timers = append(tasks, results[i].Decision.Tasks...), append(timers, results[i].Decision.Timers...)
+	}
+	if err := x.appendAll(ctx, tx, parts, results); err != nil {
+		return nil, err
 	}
 	if err := writeFollowUps(ctx, tx, tasks, timers); err != nil {
 		return nil, err
 	}
 	return results, nil
+}
+
+// errMispredicted reports that the log already held an event a round
+// decided, so the runSeqs the batch folded its later rounds with are
+// wrong. The batch is rolled back and its rounds run one at a time.
+var errMispredicted = fmt.Errorf("round: a decided event was already in the log: %w", eventlog.ErrConflict)
+
+// appendAll appends every round's events in one round trip (with the
+// outbox rows of all of them in another), each part under its run's
+// compare-and-swap, and records how many each round wrote.
+func (x *Runner) appendAll(ctx context.Context, tx pgx.Tx, parts []eventlog.RunAppend, results []Result) error {
+	if len(parts) == 0 {
+		return nil
+	}
+	res, err := x.journal.AppendManyTx(ctx, tx, parts)
+	if err != nil {
+		return err
+	}
+	for p, part := range parts {
+		for i, r := range res[p] {
+			if !r.Persisted || r.RunSeq != part.Events[i].RunSeq {
+				return errMispredicted
+			}
+		}
+	}
+	p := 0
+	for i := range results {
+		if len(results[i].Decision.Events) > 0 {
+			results[i].Appended = len(parts[p].Events)
+			p++
+		}
+	}
+	return nil
 }
 
 // loadRuns reads the runs in one query and folds each.
@@ -120,23 +161,33 @@ func (x *Runner) loadRuns(ctx context.Context, tx pgx.Tx, ids []string) (map[str
 }
 
 // step is one round on a loaded run, inside tx: admission, the decision,
-// the append under the run's compare-and-swap, folded into run's state so
-// a later round of the run in the same transaction sees it, and the run's
-// place in engine_runs. Tasks and timers are the caller's to write.
-func (x *Runner) step(ctx context.Context, tx pgx.Tx, r Round, run *runView) (Outcome, error) {
+// and the run's place in engine_runs. It returns the decision's events as
+// the part to append, numbered from the run's head with the gap-free
+// runSeqs the append authority will give them, and folds them into run's
+// state, so a later round of the run in the same batch decides from them.
+// appendAll checks the numbering. Tasks and timers are the caller's.
+func (x *Runner) step(ctx context.Context, tx pgx.Tx, r Round, run *runView) (Outcome, eventlog.RunAppend, error) {
 	in, err := x.admit(ctx, tx, r.Input, run)
 	if err != nil {
-		return Outcome{}, err
+		return Outcome{}, eventlog.RunAppend{}, err
 	}
 	d := decide.Decide(run.plan, run.state, in)
 	out := Outcome{Decision: d, Plan: run.plan, State: run.state}
 	if d.Empty() {
-		return out, nil
+		return out, eventlog.RunAppend{}, nil
 	}
-	if out.Appended, err = x.appendEvents(ctx, tx, r.RunID, run, d); err != nil {
-		return out, err
+	evs, err := buildEvents(r.RunID, d)
+	if err != nil {
+		return out, eventlog.RunAppend{}, err
 	}
-	return out, trackRunTx(ctx, tx, r.RunID, run.environment, d)
+	head := run.state.Head
+	for i := range evs {
+		evs[i].RunSeq = head + int64(i) + 1
+	}
+	if run.state, err = run.state.Apply(evs...); err != nil {
+		return out, eventlog.RunAppend{}, err
+	}
+	return out, eventlog.RunAppend{ExpectedHead: &head, Events: evs}, trackRunTx(ctx, tx, r.RunID, run.environment, d)
 }
 
 // admit applies the environment's backpressure policy to a start: when
@@ -176,35 +227,6 @@ func (x *Runner) room(ctx context.Context, tx pgx.Tx, run *runView, now time.Tim
 	default:
 		return true, time.Time{}, nil
 	}
-}
-
-// appendEvents appends d's events with a compare-and-swap on the run's
-// state and folds them into it. It returns how many were newly written.
-func (x *Runner) appendEvents(ctx context.Context, tx pgx.Tx, runID string, run *runView, d decide.Decision) (int, error) {
-	evs, err := buildEvents(runID, d)
-	if err != nil {
-		return 0, err
-	}
-	head := run.state.Head
-	res, err := x.journal.AppendTx(ctx, tx, &head, evs...)
-	if err != nil {
-		return 0, err
-	}
-	appended := 0
-	for i := range evs {
-		evs[i].RunSeq = res[i].RunSeq
-		if res[i].Persisted {
-			appended++
-		}
-	}
-	if appended != len(evs) {
-		// The log already held some of them: a later round of this run in
-		// the batch must not decide from a state that misses them.
-		run.err = fmt.Errorf("round: run %s: decided events already in the log; redeliver", runID)
-		return appended, nil
-	}
-	run.state, err = run.state.Apply(evs...)
-	return appended, err
 }
 
 // buildEvents makes d's events appendable.

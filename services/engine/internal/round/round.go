@@ -117,21 +117,15 @@ func (x *Runner) attempt(ctx context.Context, tx pgx.Tx, r Round, conflicts int)
 			return out, err
 		}
 	}
-	runs, err := x.loadRuns(ctx, tx, []string{r.RunID})
+	r.Claim = nil
+	results, err := x.batch(ctx, tx, []Round{r})
 	if err != nil {
 		return out, err
 	}
-	run := runs[r.RunID]
-	if run.err != nil {
-		return out, run.err
-	}
-	out, err = x.step(ctx, tx, r, run)
+	out = results[0].Outcome
 	out.Conflicts = conflicts
-	if err != nil {
-		return out, err
-	}
-	if err := writeFollowUps(ctx, tx, out.Decision.Tasks, out.Decision.Timers); err != nil {
-		return out, err
+	if results[0].Err != nil {
+		return out, results[0].Err
 	}
 	if x.cfg.BeforeCommit != nil && !out.Decision.Empty() {
 		x.cfg.BeforeCommit()
