@@ -22,7 +22,7 @@ const appendSQL = `SELECT o_run_seq, o_persisted, o_persisted_at FROM weft_event
 // ErrInvalidEvent, a failed WithExpectedHead with ErrConflict, an eventId
 // already in the log with ErrDuplicateEventID; none of them writes anything.
 func (s *Store) EventAppend(ctx context.Context, ev events.Event, opts ...AppendOption) (AppendResult, error) {
-	return appendOne(ctx, s.pool, ev, opts)
+	return s.appendOne(ctx, s.pool, ev, opts)
 }
 
 // EventAppendTx is EventAppend inside the caller's transaction: the event
@@ -31,15 +31,15 @@ func (s *Store) EventAppend(ctx context.Context, ev events.Event, opts ...Append
 // run wait. After any database error (ErrConflict, ErrDuplicateEventID) tx
 // is aborted and must be rolled back.
 func (s *Store) EventAppendTx(ctx context.Context, tx pgx.Tx, ev events.Event, opts ...AppendOption) (AppendResult, error) {
-	return appendOne(ctx, tx, ev, opts)
+	return s.appendOne(ctx, tx, ev, opts)
 }
 
-func appendOne(ctx context.Context, q Querier, ev events.Event, opts []AppendOption) (AppendResult, error) {
+func (s *Store) appendOne(ctx context.Context, q Querier, ev events.Event, opts []AppendOption) (AppendResult, error) {
 	var o appendOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
-	args, err := appendArgs(&ev, o.expectedHead)
+	args, err := s.appendArgs(&ev, o.expectedHead)
 	if err != nil {
 		return AppendResult{}, err
 	}
@@ -96,7 +96,7 @@ func (s *Store) EventsAppendManyTx(ctx context.Context, tx pgx.Tx, parts []RunAp
 			if i > 0 {
 				head = nil
 			}
-			args, err := appendArgs(ev, head)
+			args, err := s.appendArgs(ev, head)
 			if err != nil {
 				return nil, fmt.Errorf("%w (part %d, event %d)", err, p, i)
 			}
@@ -126,8 +126,8 @@ func (s *Store) EventsAppendManyTx(ctx context.Context, tx pgx.Tx, parts []RunAp
 }
 
 // appendArgs validates ev and returns weft_event_append's arguments.
-func appendArgs(ev *events.Event, expectedHead *int64) ([]any, error) {
-	version, err := validate(ev)
+func (s *Store) appendArgs(ev *events.Event, expectedHead *int64) ([]any, error) {
+	version, err := validate(ev, s.maxEventData)
 	if err != nil {
 		return nil, err
 	}

@@ -86,14 +86,41 @@ type Querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
+// DefaultMaxEventDataBytes bounds an event's eventData unless
+// WithMaxEventDataBytes says otherwise: room for the largest plan (pkg/plan,
+// 1 MiB) in a RunApproved, with its input. Outputs and errors are far
+// smaller; large results travel as ArtifactRef pointers.
+const DefaultMaxEventDataBytes = 2 << 20
+
 // Store is the Postgres event log. It is safe for concurrent use.
 type Store struct {
-	pool *pgxpool.Pool
+	pool         *pgxpool.Pool
+	maxEventData int
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithMaxEventDataBytes bounds each event's eventData, inclusive; a larger
+// one is refused with ErrInvalidEvent before anything is written. Zero or
+// less means DefaultMaxEventDataBytes.
+func WithMaxEventDataBytes(n int) Option {
+	return func(s *Store) {
+		if n > 0 {
+			s.maxEventData = n
+		}
+	}
 }
 
 // New returns a Store over pool, whose database has the Weft schema
 // (internal/schema).
-func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+func New(pool *pgxpool.Pool, opts ...Option) *Store {
+	s := &Store{pool: pool, maxEventData: DefaultMaxEventDataBytes}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
 
 // RunHead returns the run's highest runSeq, or 0 for a run with no events.
 func (s *Store) RunHead(ctx context.Context, runID string) (int64, error) {

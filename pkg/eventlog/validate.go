@@ -43,7 +43,11 @@ func isKey(s string) bool {
 // validate checks everything the log refuses and returns the event's
 // schema version to store (0 means events.SchemaVersion). Errors wrap
 // ErrInvalidEvent; RunSeq and PersistedAt are ignored (the log assigns them).
-func validate(ev *events.Event) (int16, error) {
+func validate(ev *events.Event, maxEventData int) (int16, error) {
+	if len(ev.EventData) > maxEventData {
+		return 0, fmt.Errorf("%w: eventData of %s is %d bytes, over the limit of %d (large results belong in artifacts)",
+			ErrInvalidEvent, ev.EventType, len(ev.EventData), maxEventData)
+	}
 	if err := checkRunID(ev.RunID); err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
 	}

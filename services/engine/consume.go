@@ -54,7 +54,7 @@ func (s *Service) startConsumers(ctx context.Context) ([]*consumer, error) {
 	if err != nil {
 		return nil, err
 	}
-	results, err := s.consume(ctx, streams.ResultsStream, ResultsConsumer, streams.ResultsSubjectPrefix+".*", resultRound)
+	results, err := s.consume(ctx, streams.ResultsStream, ResultsConsumer, streams.ResultsSubjectPrefix+".*", s.resultRound)
 	if err != nil {
 		events.stop()
 		return nil, err

@@ -2,6 +2,8 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,4 +163,36 @@ func startSDKWorker(t *testing.T, js jetstream.JetStream, id string, fn worker.A
 		_ = w.Stop(ctx) // the doomed worker's activity never returns: cut it short
 	})
 	return w
+}
+
+// A worker reports a completed result larger than the engine's limit (a
+// worker not using the SDK, which refuses such outputs itself): the engine
+// fails the attempt with RESULT_TOO_LARGE instead of failing its round on
+// every redelivery. At the limit the result is recorded.
+func TestOversizeResultFailsTheAttempt(t *testing.T) {
+	t.Parallel()
+	const limit = 1024
+	s := setup(t, engine.Config{MaxResultBytes: limit})
+	rawWorker(t, s.js, "default", func(tk task.Task) task.Result {
+		r := task.NewResult(tk, task.Completed, "", "raw")
+		size := limit // the output is exactly at the limit for step "fits"
+		if tk.StepID == "huge" {
+			size = limit + 1
+		}
+		r.Output = json.RawMessage(`"` + strings.Repeat("x", size-2) + `"`)
+		return r
+	})
+	runID := s.start(t, parsePlan(t, `{"planId":"big","planVersion":"1","steps":[
+		{"id":"fits","activity":"x"},{"id":"huge","activity":"x","dependsOn":["fits"]}]}`))
+	evs := s.waitTerminal(t, runID)
+	require.Equal(t, events.RunFailed, terminal(evs))
+	var failure events.StepFailedData
+	for _, ev := range evs {
+		if ev.EventType == events.StepFailed && ev.StepID == "huge" {
+			require.NoError(t, ev.Data(&failure))
+		}
+		require.False(t, ev.EventType == events.StepCompleted && ev.StepID == "huge")
+	}
+	require.Equal(t, engine.CodeResultTooLarge, failure.Error.Code)
+	require.False(t, failure.Error.Retryable)
 }

@@ -43,11 +43,25 @@ func eventRound(m jetstream.Msg) (round.Round, bool, error) {
 	}}, true, nil
 }
 
-// resultRound maps a worker's result to its round.
-func resultRound(m jetstream.Msg) (round.Round, bool, error) {
+// CodeResultTooLarge fails an attempt whose reported output and artifacts
+// exceed Config.MaxResultBytes: the engine records the failure instead of
+// an event the log would refuse.
+const CodeResultTooLarge = "RESULT_TOO_LARGE"
+
+// resultRound maps a worker's result to its round. A completed result too
+// large for the log becomes a failure of the attempt, not retryable.
+func (s *Service) resultRound(m jetstream.Msg) (round.Round, bool, error) {
 	var res task.Result
 	if err := json.Unmarshal(m.Data(), &res); err != nil {
 		return round.Round{}, false, fmt.Errorf("decode result: %w", err)
+	}
+	if res.Kind == task.Completed {
+		if size := resultSize(res); size > s.cfg.MaxResultBytes {
+			res.Kind, res.Output, res.Artifacts = task.Failed, nil, nil
+			res.Error = &events.StepError{Code: CodeResultTooLarge, Retryable: false, Category: "WORKER",
+				Message: fmt.Sprintf("the result is %d bytes, over the engine's limit of %d; large outputs belong in artifacts",
+					size, s.cfg.MaxResultBytes)}
+		}
 	}
 	in, err := resultInput(res, time.Now().UTC())
 	if err != nil {
@@ -77,4 +91,14 @@ func resultInput(res task.Result, now time.Time) (decide.Input, error) {
 			EngineAttemptID: res.EngineAttemptID, Error: *res.Error, Jitter: rand.Float64(), Now: now}, nil
 	}
 	return nil, fmt.Errorf("result of run %s step %s: unknown kind %q", res.RunID, res.StepID, res.Kind)
+}
+
+// resultSize is the bytes a completed result adds to its event's data.
+func resultSize(res task.Result) int {
+	n := len(res.Output)
+	if len(res.Artifacts) > 0 {
+		b, _ := json.Marshal(res.Artifacts)
+		n += len(b)
+	}
+	return n
 }

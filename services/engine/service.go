@@ -47,6 +47,7 @@ const (
 	DefaultSweepBatch        = 100
 	DefaultQueueInterval     = time.Second
 	DefaultQueueBatch        = 100
+	DefaultMaxResultBytes    = 256 << 10
 )
 
 // Config tunes the engine. The zero value of each field means its default.
@@ -72,8 +73,9 @@ type Config struct {
 	// StallAfter is how long a run's log must stand still before the sweep
 	// re-drives it, and how long between two sweeps of one run.
 	StallAfter time.Duration
-	// TaskGrace is how long a dispatched task may go without starting, or
-	// past its timeout without an outcome, before the sweep sends it again.
+	// TaskGrace is how long past its timeout a started attempt may go
+	// without an outcome before the sweep sends its task again (one not
+	// started within its timeout is sent again at once).
 	TaskGrace time.Duration
 	// SweepBatch bounds the runs one sweep re-drives.
 	SweepBatch int
@@ -86,6 +88,11 @@ type Config struct {
 	// runs a start, and QueueBatch how many per pass.
 	QueueInterval time.Duration
 	QueueBatch    int
+	// MaxResultBytes bounds a completed result's output plus its
+	// artifacts, inclusive; a larger result fails its attempt with
+	// CodeResultTooLarge, not retryable. It must stay under the event
+	// log's eventData limit. Default 256 KiB.
+	MaxResultBytes int
 	// Round tunes the round runner.
 	Round round.Config
 	// TestingKnobs are hooks for crash tests. Leave them zero in production.
@@ -115,6 +122,7 @@ func (c Config) withDefaults() Config {
 	c.SweepBatch = cmp.Or(c.SweepBatch, DefaultSweepBatch)
 	c.QueueInterval = cmp.Or(c.QueueInterval, DefaultQueueInterval)
 	c.QueueBatch = cmp.Or(c.QueueBatch, DefaultQueueBatch)
+	c.MaxResultBytes = cmp.Or(c.MaxResultBytes, DefaultMaxResultBytes)
 	c.Round.Admission = c.Admission
 	return c
 }

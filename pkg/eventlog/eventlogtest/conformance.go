@@ -50,6 +50,7 @@ func RunConformance(t *testing.T, newLog func(t *testing.T) Log) {
 		{"AppendManyAcrossRuns", testAppendManyAcrossRuns},
 		{"RollbackLeavesNoGap", testRollbackLeavesNoGap},
 		{"ValidationPersistsNothing", testValidationPersistsNothing},
+		{"EventDataLimit", testEventDataLimit},
 		{"DatabaseEnforcesRunSeqAndKeyUniqueness", testDatabaseEnforcesRunSeqAndKeyUniqueness},
 		{"EventIDUniqueAcrossRunsAndPartitions", testEventIDUniqueAcrossRunsAndPartitions},
 		{"AppendOnly", testAppendOnly},

@@ -2,6 +2,7 @@ package eventlogtest
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -182,4 +183,26 @@ func testRunDeleteRemovesWholeRun(t *testing.T, l Log) {
 	res, err := l.Store.EventAppend(ctx, event(t, doomed, "a"))
 	require.NoError(t, err)
 	require.Equal(t, eventlog.AppendResult{RunSeq: 1, Persisted: true, PersistedAt: res.PersistedAt}, res)
+}
+
+// testEventDataLimit: eventData exactly at the limit is appended; one byte
+// more is refused before anything is written.
+func testEventDataLimit(t *testing.T, l Log) {
+	ctx := t.Context()
+	const limit = 64
+	store := eventlog.New(l.Pool, eventlog.WithMaxEventDataBytes(limit))
+	runID := events.NewRunID()
+	withData := func(name string, n int) events.Event {
+		ev := event(t, runID, name)
+		ev.EventData = []byte(`"` + strings.Repeat("x", n-2) + `"`) // valid JSON of n bytes
+		return ev
+	}
+	_, err := store.EventAppend(ctx, withData("at", limit))
+	require.NoError(t, err, "exactly at the limit")
+	_, err = store.EventAppend(ctx, withData("over", limit+1))
+	require.ErrorIs(t, err, eventlog.ErrInvalidEvent)
+	require.ErrorContains(t, err, "over the limit of 64")
+	requireRun(t, l, runID, 1)
+	_, err = eventlog.New(l.Pool).EventAppend(ctx, withData("default", limit+1))
+	require.NoError(t, err, "the default limit is far larger")
 }

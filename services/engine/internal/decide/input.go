@@ -91,7 +91,7 @@ type TimerFired struct {
 // bus is a transport"): an approved run is started, accepted signals not
 // yet applied are applied in order, and the tasks of activity attempts that
 // look lost are dispatched again (Task.Resend). An attempt looks lost when
-// it was scheduled more than TaskGrace ago and never started, or started
+// it was scheduled more than its timeout ago and never started, or started
 // more than its timeout plus TaskGrace ago and has no outcome.
 type Resync struct {
 	TaskGrace time.Duration

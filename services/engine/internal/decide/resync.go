@@ -32,14 +32,15 @@ func (d *decider) resync(in Resync) {
 }
 
 // lost reports whether an in-flight attempt has gone quiet for longer than
-// it could be working: scheduled and never started within TaskGrace, or
-// started and without an outcome within its timeout plus TaskGrace.
+// it could be working: scheduled and not started within its timeout, or
+// started and without an outcome within its timeout plus TaskGrace (the
+// worker stops the activity at its timeout and then reports).
 func (d *decider) lost(st StepState, ps *plan.Step, in Resync) bool {
 	if !st.InFlight() || d.s.Status.Terminal() {
 		return false
 	}
 	if st.StartedAt.IsZero() {
-		return !st.ScheduledAt.IsZero() && d.now.Sub(st.ScheduledAt) > in.TaskGrace
+		return !st.ScheduledAt.IsZero() && d.now.Sub(st.ScheduledAt) > timeoutOf(ps)
 	}
 	return d.now.Sub(st.StartedAt) > timeoutOf(ps)+in.TaskGrace
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/plan"
 )
 
 const grace = time.Minute
@@ -19,12 +20,12 @@ func TestResync(t *testing.T) {
 	runCases(t, []roundCase{
 		{name: "an approved run the bus never started is started", steps: linear,
 			in: resync(t0.Add(time.Hour)), want: []string{"RunStarted", "StepScheduled a 1"}, tasks: []string{"a/1"}},
-		{name: "a task scheduled within the grace is left alone", steps: linear, given: []Input{approve()},
-			in: resync(t0.Add(grace - time.Second))},
-		{name: "a task never started after the grace is sent again", steps: linear, given: []Input{approve()},
-			in: resync(t0.Add(grace + time.Second)), tasks: []string{"a/1"}},
-		{name: "a started attempt within its timeout is left alone", steps: linear, given: []Input{approve(), start("a", 1)},
-			in: resync(t0.Add(grace + time.Second))},
+		{name: "a task waiting within its timeout is left alone", steps: linear, given: []Input{approve()},
+			in: resync(t0.Add(plan.DefaultTimeout))},
+		{name: "a task not started within its timeout is sent again", steps: linear, given: []Input{approve()},
+			in: resync(t0.Add(plan.DefaultTimeout + time.Second)), tasks: []string{"a/1"}},
+		{name: "a started attempt within its timeout and grace is left alone", steps: linear,
+			given: []Input{approve(), start("a", 1)}, in: resync(t0.Add(plan.DefaultTimeout + grace))},
 		{name: "a started attempt silent past timeout and grace is sent again", steps: linear,
 			given: []Input{approve(), start("a", 1)}, in: resync(t0.Add(time.Hour)), tasks: []string{"a/1"}},
 		{name: "a finished run needs nothing", steps: linear,
