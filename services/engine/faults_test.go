@@ -196,3 +196,27 @@ func TestOversizeResultFailsTheAttempt(t *testing.T) {
 	require.Equal(t, engine.CodeResultTooLarge, failure.Error.Code)
 	require.False(t, failure.Error.Retryable)
 }
+
+// CANCEL reaches the worker: the running activity's context is cancelled
+// through the engine's cancel notice, and the run ends CANCELLED.
+func TestCancelStopsRunningActivity(t *testing.T) {
+	t.Parallel()
+	s := setup(t, engine.Config{})
+	started, stopped := make(chan struct{}, 1), make(chan error, 1)
+	startSDKWorker(t, s.nats.JetStream(t), "w", func(ctx context.Context, _ worker.Input) (worker.Output, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		stopped <- context.Cause(ctx)
+		return worker.Output{}, ctx.Err()
+	})
+	runID := s.start(t, parsePlan(t, `{"planId":"c","planVersion":"1","steps":[{"id":"a","activity":"work","timeout":"1h"}]}`))
+	<-started
+	s.signal(t, runID, "CANCEL", "stop", `{}`)
+	require.Equal(t, events.RunCancelled, terminal(s.waitTerminal(t, runID)))
+	select {
+	case cause := <-stopped:
+		require.ErrorContains(t, cause, "cancel", "the activity was stopped by the cancel notice, not its timeout")
+	case <-time.After(waitFor):
+		t.Fatal("the running activity was not cancelled")
+	}
+}
