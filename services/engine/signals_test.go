@@ -1,0 +1,179 @@
+package engine_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftrun/weft/internal/journal"
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/task"
+	"github.com/weftrun/weft/services/engine"
+)
+
+// signal appends a SignalAccepted for the run, as the signal gateway does.
+func (s *stack) signal(t *testing.T, runID, name, signalID string, payload string) {
+	t.Helper()
+	ev, err := events.New(events.Spec{
+		RunID: runID, Type: events.SignalAccepted, LogicalAttemptID: signalID, PlanVersion: "1",
+		Data: events.SignalAcceptedData{SignalName: name, SignalID: signalID, Payload: json.RawMessage(payload)},
+	})
+	require.NoError(t, err)
+	_, err = journal.New(s.log).Append(t.Context(), s.db.Pool, nil, ev)
+	require.NoError(t, err)
+}
+
+// waitFor waits until the run's log holds an event of type typ and returns
+// the log.
+func (s *stack) waitEvent(t *testing.T, runID string, typ events.Type) []events.Event {
+	t.Helper()
+	var evs []events.Event
+	require.Eventually(t, func() bool {
+		var err error
+		evs, err = s.log.EventsFetchAfter(t.Context(), runID, 0, 0)
+		require.NoError(t, err)
+		for _, ev := range evs {
+			if ev.EventType == typ {
+				return true
+			}
+		}
+		return false
+	}, waitFor, 10*time.Millisecond, "run %s logs %s; log: %v", runID, typ, lazyTypes{&evs})
+	return evs
+}
+
+func TestWaitSignalStepCompletesWithPayload(t *testing.T) {
+	t.Parallel()
+	s := setup(t, engine.Config{})
+	rawWorker(t, s.js, "default", echo)
+	runID := s.start(t, parsePlan(t, `{"planId":"gate","planVersion":"1","steps":[
+		{"id":"approval","kind":"waitSignal","signal":"approve"},
+		{"id":"ship","activity":"echo","dependsOn":["approval"]}]}`))
+	s.waitEvent(t, runID, events.RunStarted)
+	s.signal(t, runID, "approve", "sig-1", `{"by":"ops"}`)
+
+	evs := s.waitTerminal(t, runID)
+	require.Equal(t, events.RunCompleted, terminal(evs))
+	for _, ev := range evs {
+		if ev.EventType == events.StepCompleted && ev.StepID == "approval" {
+			var d events.StepCompletedData
+			require.NoError(t, ev.Data(&d))
+			require.JSONEq(t, `{"by":"ops"}`, string(d.Output))
+		}
+	}
+}
+
+func TestCancelEndsRun(t *testing.T) {
+	t.Parallel()
+	s := setup(t, engine.Config{})
+	runID := s.start(t, parsePlan(t, `{"planId":"c","planVersion":"1","steps":[
+		{"id":"gate","kind":"waitSignal","signal":"go"}]}`))
+	s.waitEvent(t, runID, events.RunStarted)
+	s.signal(t, runID, "CANCEL", "sig-c", `{}`)
+	evs := s.waitTerminal(t, runID)
+	require.Equal(t, events.RunCancelled, terminal(evs))
+
+	applied := s.waitApplied(t, runID, "sig-c")
+	require.Equal(t, events.SignalOutcomeApplied, applied.Outcome)
+
+	// A signal after the end is recorded with its reason and changes nothing.
+	s.signal(t, runID, "go", "sig-late", `{}`)
+	applied = s.waitApplied(t, runID, "sig-late")
+	require.Equal(t, events.SignalOutcomeIgnored, applied.Outcome)
+	require.Equal(t, events.SignalCodeRunTerminal, applied.Code)
+	evs, err := s.log.EventsFetchAfter(t.Context(), runID, 0, 0)
+	require.NoError(t, err)
+	snap, err := events.Project(runID, evs)
+	require.NoError(t, err)
+	require.Equal(t, events.RunStatusCancelled, snap.Status)
+}
+
+func TestPauseHoldsDispatchUntilResume(t *testing.T) {
+	t.Parallel()
+	s := setup(t, engine.Config{})
+	rawWorker(t, s.js, "default", echo)
+	runID := s.start(t, parsePlan(t, `{"planId":"p","planVersion":"1","steps":[
+		{"id":"gate","kind":"waitSignal","signal":"go"},
+		{"id":"after","activity":"echo","dependsOn":["gate"]}]}`))
+	s.waitEvent(t, runID, events.RunStarted)
+	s.signal(t, runID, "PAUSE", "sig-p", `{}`)
+	require.Equal(t, events.SignalOutcomeApplied, s.waitApplied(t, runID, "sig-p").Outcome)
+	s.signal(t, runID, "go", "sig-go", `{}`)
+	require.Equal(t, events.SignalOutcomeApplied, s.waitApplied(t, runID, "sig-go").Outcome)
+
+	// Paused: the gate is done, but "after" is not dispatched.
+	evs, err := s.log.EventsFetchAfter(t.Context(), runID, 0, 0)
+	require.NoError(t, err)
+	for _, ev := range evs {
+		require.False(t, ev.EventType == events.StepScheduled && ev.StepID == "after", "nothing dispatched while paused")
+	}
+	s.signal(t, runID, "PAUSE", "sig-p2", `{}`)
+	require.Equal(t, events.SignalCodeRunNotRunning, s.waitApplied(t, runID, "sig-p2").Code)
+
+	s.signal(t, runID, "RESUME", "sig-r", `{}`)
+	evs = s.waitTerminal(t, runID)
+	require.Equal(t, events.RunCompleted, terminal(evs))
+}
+
+// waitApplied waits for the SignalApplied of signalID and returns its payload.
+func (s *stack) waitApplied(t *testing.T, runID, signalID string) events.SignalAppliedData {
+	t.Helper()
+	var found *events.SignalAppliedData
+	require.Eventually(t, func() bool {
+		evs, err := s.log.EventsFetchAfter(t.Context(), runID, 0, 0)
+		require.NoError(t, err)
+		for _, ev := range evs {
+			var d events.SignalAppliedData
+			if ev.EventType == events.SignalApplied && ev.Data(&d) == nil && d.SignalID == signalID {
+				found = &d
+				return true
+			}
+		}
+		return false
+	}, waitFor, 10*time.Millisecond, "run %s applies signal %s", runID, signalID)
+	return *found
+}
+
+// lazyTypes prints the event types of a log when a failure message is
+// formatted, after the wait has filled it.
+type lazyTypes struct{ evs *[]events.Event }
+
+func (l lazyTypes) String() string {
+	b, _ := json.Marshal(types(*l.evs))
+	return string(b)
+}
+
+// A step fails for good and fails the run; an operator's RETRY_STEP
+// reopens the run, re-runs the step as logical attempt 2 and brings back
+// the dependant its failure skipped, and the run completes.
+func TestRetryStepReopensFailedRun(t *testing.T) {
+	t.Parallel()
+	s := setup(t, engine.Config{})
+	rawWorker(t, s.js, "default", func(tk task.Task) task.Result {
+		if tk.StepID == "flaky" && tk.LogicalAttemptID == "1" {
+			r := task.NewResult(tk, task.Failed, "", "raw")
+			r.Error = &events.StepError{Code: "DOWNSTREAM", Message: "no", Retryable: false}
+			return r
+		}
+		return echo(tk)
+	})
+	runID := s.start(t, parsePlan(t, `{"planId":"re","planVersion":"1","steps":[
+		{"id":"flaky","activity":"x"},{"id":"after","activity":"x","dependsOn":["flaky"]}]}`))
+	require.Equal(t, events.RunFailed, terminal(s.waitTerminal(t, runID)))
+
+	s.signal(t, runID, "RETRY_STEP", "retry-1", `{"stepId":"flaky"}`)
+	require.Equal(t, events.SignalOutcomeApplied, s.waitApplied(t, runID, "retry-1").Outcome)
+	evs := s.waitEvent(t, runID, events.RunCompleted)
+	snap, err := events.Project(runID, evs)
+	require.NoError(t, err)
+	require.Equal(t, events.RunStatusCompleted, snap.Status)
+	for _, st := range snap.Steps {
+		require.Equal(t, events.StepStatusSuccess, st.Status, st.StepID)
+		require.Equal(t, "2", st.LogicalAttemptID, "%s ran again as attempt 2", st.StepID)
+	}
+	var registered int
+	require.NoError(t, s.db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM engine_runs WHERE run_id = $1`, runID).Scan(&registered))
+	require.Zero(t, registered, "the run left the engine's registry again when it completed")
+}
