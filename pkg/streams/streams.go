@@ -112,9 +112,14 @@ func Events(cfg Config) jetstream.StreamConfig {
 // Tasks returns the definition of WEFT_TASKS. Work-queue retention: each
 // task is held until one worker acks it, and each queue has one durable
 // consumer (TaskConsumer) shared by every worker of the queue.
+//
+// Unlike WEFT_EVENTS it allows deleting a message: an operator may remove a
+// poison task, and the engine's sweep sends again any task that goes
+// missing (docs/engine.md, "Sweeps").
 func Tasks(cfg Config) jetstream.StreamConfig {
 	sc := base(TasksStream, "Weft activity tasks, one subject per queue", TasksSubjectPrefix+".*", cfg)
 	sc.Retention = jetstream.WorkQueuePolicy
+	sc.DenyDelete = false
 	return sc
 }
 

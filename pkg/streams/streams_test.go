@@ -42,6 +42,7 @@ func TestTasksAndResultsDefinitions(t *testing.T) {
 	require.Equal(t, streams.TasksStream, tasks.Name)
 	require.Equal(t, []string{"weft.tasks.*"}, tasks.Subjects)
 	require.Equal(t, jetstream.WorkQueuePolicy, tasks.Retention, "a task leaves the stream once acked")
+	require.False(t, tasks.DenyDelete, "an operator may delete a poison task")
 	results := streams.Results(streams.Config{})
 	require.Equal(t, streams.ResultsStream, results.Name)
 	require.Equal(t, []string{"weft.results.*"}, results.Subjects)

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/task"
 	"github.com/weftrun/weft/services/engine"
 )
@@ -78,4 +79,29 @@ func TestSweepAppliesSignalTheBusLost(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, events.SignalOutcomeApplied, s.waitApplied(t, runID, "sig-1").Outcome)
 	require.Equal(t, events.RunCompleted, terminal(s.waitTerminal(t, runID)))
+}
+
+// A task message is deleted from WEFT_TASKS before any worker takes it: the
+// sweep sends it again once it has not started within its timeout, and the
+// run completes.
+func TestSweepResendsTaskDeletedFromStream(t *testing.T) {
+	t.Parallel()
+	s := setup(t, sweepConfig)
+	runID := s.start(t, parsePlan(t, `{"planId":"del","planVersion":"1","steps":[{"id":"a","activity":"echo","timeout":"1s"}]}`))
+	s.waitEvent(t, runID, events.StepScheduled)
+	tasks, err := s.js.Stream(t.Context(), streams.TasksStream)
+	require.NoError(t, err)
+	var seq uint64
+	require.Eventually(t, func() bool {
+		info, err := tasks.Info(t.Context())
+		require.NoError(t, err)
+		seq = info.State.LastSeq
+		return info.State.Msgs == 1
+	}, waitFor, 10*time.Millisecond, "the task reaches the stream")
+	require.NoError(t, tasks.DeleteMsg(t.Context(), seq))
+
+	rawWorker(t, s.js, "default", echo)
+	evs := s.waitTerminal(t, runID)
+	require.Equal(t, events.RunCompleted, terminal(evs))
+	requireOncePerAttempt(t, evs)
 }
