@@ -154,7 +154,7 @@ func (s *Service) handleBatch(ctx context.Context, msgs []jetstream.Msg, toRound
 	defer cancel()
 	results, err := s.runner.RunBatch(rctx, rounds)
 	if err != nil {
-		s.logger.WarnContext(ctx, "engine: rounds failed; messages will be redelivered", "rounds", len(rounds), "err", err)
+		s.logger.WarnContext(ctx, "engine: rounds cut short; messages will be redelivered", "rounds", len(rounds), "err", err)
 		for _, m := range held {
 			s.settle(ctx, m.NakWithDelay(s.cfg.RetryDelay))
 		}
@@ -165,11 +165,16 @@ func (s *Service) handleBatch(ctx context.Context, msgs []jetstream.Msg, toRound
 	}
 }
 
-// settleRound settles one message after its batch committed.
+// settleRound settles one message after its round committed, or failed.
 func (s *Service) settleRound(ctx context.Context, m jetstream.Msg, r round.Round, res round.Result) {
-	if errors.Is(res.Err, round.ErrUnknownRun) {
+	switch {
+	case errors.Is(res.Err, round.ErrUnknownRun):
 		s.logger.WarnContext(ctx, "engine: message for an unknown run terminated", "run_id", r.RunID, "err", res.Err)
 		s.settle(ctx, m.Term())
+		return
+	case res.Err != nil:
+		s.logger.WarnContext(ctx, "engine: round failed; message will be redelivered", "run_id", r.RunID, "err", res.Err)
+		s.settle(ctx, m.NakWithDelay(s.cfg.RetryDelay))
 		return
 	}
 	s.sendCancels(ctx, res.Decision.Cancels)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -218,5 +219,30 @@ func TestCancelStopsRunningActivity(t *testing.T) {
 		require.ErrorContains(t, cause, "cancel", "the activity was stopped by the cancel notice, not its timeout")
 	case <-time.After(waitFor):
 		t.Fatal("the running activity was not cancelled")
+	}
+}
+
+// A worker reports a failure whose message is huge: the engine records
+// the failure with the message cut, rather than an event the log refuses.
+func TestHugeErrorMessageIsCut(t *testing.T) {
+	t.Parallel()
+	s := setup(t, engine.Config{})
+	rawWorker(t, s.js, "default", func(tk task.Task) task.Result {
+		r := task.NewResult(tk, task.Failed, "", "raw")
+		r.Error = &events.StepError{Code: "LOUD", Message: strings.Repeat("é", 3<<20), Retryable: false}
+		return r
+	})
+	runID := s.start(t, parsePlan(t, `{"planId":"loud","planVersion":"1","steps":[{"id":"a","activity":"x"}]}`))
+	evs := s.waitTerminal(t, runID)
+	require.Equal(t, events.RunFailed, terminal(evs))
+	for _, ev := range evs {
+		if ev.EventType == events.StepFailed {
+			var d events.StepFailedData
+			require.NoError(t, ev.Data(&d))
+			require.Equal(t, "LOUD", d.Error.Code)
+			require.Less(t, len(d.Error.Message), 5<<10)
+			require.True(t, utf8.ValidString(d.Error.Message))
+			require.True(t, strings.HasSuffix(d.Error.Message, "…(truncated by the engine)"))
+		}
 	}
 }

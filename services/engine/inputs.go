@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -43,6 +44,10 @@ func eventRound(m jetstream.Msg) (round.Round, bool, error) {
 	}}, true, nil
 }
 
+// maxErrorMessageBytes bounds the message of a failure the engine records;
+// a longer one is cut. Error messages are for people, not for payloads.
+const maxErrorMessageBytes = 4 << 10
+
 // CodeResultTooLarge fails an attempt whose reported output and artifacts
 // exceed Config.MaxResultBytes: the engine records the failure instead of
 // an event the log would refuse.
@@ -62,6 +67,11 @@ func (s *Service) resultRound(m jetstream.Msg) (round.Round, bool, error) {
 				Message: fmt.Sprintf("the result is %d bytes, over the engine's limit of %d; large outputs belong in artifacts",
 					size, s.cfg.MaxResultBytes)}
 		}
+	}
+	if res.Error != nil && len(res.Error.Message) > maxErrorMessageBytes {
+		e := *res.Error
+		e.Message = strings.ToValidUTF8(e.Message[:maxErrorMessageBytes], "") + "…(truncated by the engine)"
+		res.Error = &e
 	}
 	in, err := resultInput(res, time.Now().UTC())
 	if err != nil {

@@ -25,13 +25,14 @@ type Result struct {
 }
 
 // RunBatch executes rounds, in order, in one transaction: one load of all
-// their runs, each round's append with its compare-and-swap, one enqueue of
-// all their tasks, one commit, so many rounds share one WAL flush. Rounds
-// of one run see each other's events. Rounds with a Claim are not batched
-// (use Run). When another engine races one of the runs (a compare-and-swap
-// conflict), the batch is rolled back and each round runs on its own with
-// Run. A round for an unknown run fails alone, with ErrUnknownRun in its
-// Result. An error means nothing of the batch was written.
+// their runs, one round trip for all their appends (each under its run's
+// compare-and-swap), one enqueue of all their tasks, one commit, so many
+// rounds share one WAL flush. Rounds of one run see each other's events.
+// Rounds with a Claim are not batched (use Run). When the batch fails (a
+// conflict with another engine, or one round that cannot be written), it
+// is rolled back and each round runs on its own with Run, so one bad round
+// does not hold the others back; each Result then carries its own Err
+// (ErrUnknownRun, or the round's failure). RunBatch's own error is ctx's.
 func (x *Runner) RunBatch(ctx context.Context, rounds []Round) ([]Result, error) {
 	var results []Result
 	err := pgx.BeginFunc(ctx, x.pool, func(tx pgx.Tx) error {
@@ -42,17 +43,20 @@ func (x *Runner) RunBatch(ctx context.Context, rounds []Round) ([]Result, error)
 		}
 		return err
 	})
-	if !errors.Is(err, eventlog.ErrConflict) {
-		return results, err
+	if err == nil {
+		return results, nil
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if len(rounds) == 1 && !errors.Is(err, eventlog.ErrConflict) {
+		return []Result{{Err: err}}, nil
 	}
 	results = make([]Result, len(rounds))
 	for i, r := range rounds {
 		results[i].Outcome, results[i].Err = x.Run(ctx, r)
-		if results[i].Err != nil && !errors.Is(results[i].Err, ErrUnknownRun) {
-			return nil, results[i].Err
-		}
 	}
-	return results, nil
+	return results, ctx.Err()
 }
 
 // runView is one run as a transaction sees it: its plan, environment and
