@@ -161,7 +161,7 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config, logger *slog.Logger) (*S
 	}
 	return &Service{
 		pool: pool, nc: nc, js: js, cfg: cfg, logger: logger,
-		runner: round.New(pool, cfg.Round, logger),
+		runner: round.New(pool, cfg.Round),
 	}, nil
 }
 

@@ -32,32 +32,27 @@ func factOf(e events.Event) (fact, error) {
 	var err error
 	switch e.EventType {
 	case events.StepScheduled:
-		var d stepScheduledData
-		err = e.Data(&d)
-		f.data = d
+		f.data, err = decode[stepScheduledData](e)
 	case events.StepFailed:
-		var d events.StepFailedData
-		err = e.Data(&d)
-		f.data = d
+		f.data, err = decode[events.StepFailedData](e)
 	case events.StepRetryScheduled:
-		var d events.StepRetryScheduledData
-		err = e.Data(&d)
-		f.data = d
+		f.data, err = decode[events.StepRetryScheduledData](e)
 	case events.SignalApplied:
-		var d events.SignalAppliedData
-		err = e.Data(&d)
-		f.data = d
+		f.data, err = decode[events.SignalAppliedData](e)
 	case events.SignalAccepted:
-		var d events.SignalAcceptedData
-		err = e.Data(&d)
-		f.data = d
+		f.data, err = decode[events.SignalAcceptedData](e)
 	case events.RunStarted:
-		var d events.RunStartedData
-		err = e.Data(&d)
-		f.data = d
+		f.data, err = decode[events.RunStartedData](e)
 	default: // the other payloads hold nothing the state keeps
 	}
 	return f, err
+}
+
+// decode returns e's payload as a T (a value, as Decide's facts carry).
+func decode[T any](e events.Event) (any, error) {
+	var d T
+	err := e.Data(&d)
+	return d, err
 }
 
 // factOfSpec is the fact of an event the decider emits.

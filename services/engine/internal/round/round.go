@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -55,14 +54,13 @@ type Runner struct {
 	log     *eventlog.Store
 	journal *journal.Journal
 	cfg     Config
-	logger  *slog.Logger
 }
 
 // New returns a Runner over pool, whose database has the Weft schema.
-func New(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *Runner {
+func New(pool *pgxpool.Pool, cfg Config) *Runner {
 	log := eventlog.New(pool)
 	cfg.MaxConflicts = cmp.Or(cfg.MaxConflicts, DefaultMaxConflicts)
-	return &Runner{pool: pool, log: log, journal: journal.New(log), cfg: cfg, logger: logger}
+	return &Runner{pool: pool, log: log, journal: journal.New(log), cfg: cfg}
 }
 
 // Round is one input for one run.
