@@ -2,7 +2,8 @@
 // activity on a worker or waiting for a named signal. It parses plans from
 // JSON or YAML, validates them, and answers the questions the engine asks
 // of a plan (roots, a topological order, a step's dependants, retry
-// backoff). It does no I/O and depends on nothing else in Weft.
+// backoff). It does no I/O and depends on nothing else in Weft but
+// internal/strictjson, which does its strict JSON checks.
 //
 // # Strict parsing
 //

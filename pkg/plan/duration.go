@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"time"
@@ -16,7 +17,9 @@ type Duration time.Duration
 // user-supplied.
 var (
 	errNegativeDuration = errors.New("duration must not be negative")
-	errDurationType     = errors.New(`duration must be a string such as "30s"`)
+	errDurationType     = errors.New(`must be a duration string such as "30s"`)
+	errDurationObject   = errors.New(`must be a duration string such as "30s", not an object`)
+	errDurationArray    = errors.New(`must be a duration string such as "30s", not an array`)
 	errDurationSyntax   = errors.New(`duration must be a string such as "30s", "1m30s" or "250ms"`)
 )
 
@@ -39,7 +42,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return errDurationType
+		return durationTypeError(b)
 	}
 	v, err := parseDuration(s)
 	if err != nil {
@@ -47,6 +50,19 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	}
 	*d = Duration(v)
 	return nil
+}
+
+// durationTypeError says what b, JSON that is not a string, should have
+// been.
+func durationTypeError(b []byte) error {
+	switch b = bytes.TrimLeft(b, " \t\r\n"); {
+	case bytes.HasPrefix(b, []byte("{")):
+		return errDurationObject
+	case bytes.HasPrefix(b, []byte("[")):
+		return errDurationArray
+	default:
+		return errDurationType
+	}
 }
 
 // parseDuration parses a non-negative Go duration string.

@@ -3,7 +3,8 @@ package plan
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/weftrun/weft/internal/strictjson"
 )
 
 // Problem codes. They are stable: callers (the signal-gateway's API, the
@@ -128,25 +129,10 @@ const maxProblemsInError = 10
 // Error implements error. It names every problem up to ten, each with its
 // step: `plan: step "b": dependsOn: unknown step "zz"`.
 func (e *ValidationError) Error() string {
-	switch len(e.Problems) {
-	case 0:
+	if len(e.Problems) == 0 {
 		return "plan: invalid"
-	case 1:
-		return "plan: " + e.Problems[0].String()
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "plan: %d problems: ", len(e.Problems))
-	for i, p := range e.Problems {
-		if i == maxProblemsInError {
-			fmt.Fprintf(&b, "; and %d more", len(e.Problems)-i)
-			break
-		}
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(p.String())
-	}
-	return b.String()
+	return "plan: " + strictjson.Summarize(e.Problems, maxProblemsInError)
 }
 
 // Has reports whether any problem has the given code.
@@ -181,18 +167,6 @@ func single(field, code, format string, args ...any) error {
 	return ps.err()
 }
 
-// maxQuotedBytes bounds how much of a user-supplied name a message repeats.
-const maxQuotedBytes = 64
-
 // quote renders a user-supplied name for a message: Go-quoted, so control
 // characters and invalid UTF-8 show as escapes, and cut to 64 bytes.
-func quote(s string) string {
-	if len(s) <= maxQuotedBytes {
-		return fmt.Sprintf("%q", s)
-	}
-	cut := maxQuotedBytes
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%q…", s[:cut])
-}
+func quote(s string) string { return strictjson.Quote(s) }

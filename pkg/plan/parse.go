@@ -10,10 +10,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	yamlv2 "go.yaml.in/yaml/v2"
 	"sigs.k8s.io/yaml"
+
+	"github.com/weftrun/weft/internal/strictjson"
 )
 
 // Parse reads a plan from a JSON or YAML document, applies defaults
@@ -48,8 +49,8 @@ func Parse(data []byte, limits Limits) (*Plan, error) {
 	if len(data) > l.MaxPlanBytes {
 		return nil, single("", CodePlanTooLarge, "the document is %d bytes, more than the limit of %d", len(data), l.MaxPlanBytes)
 	}
-	if off := invalidUTF8(data); off >= 0 {
-		return nil, single("", CodeMalformed, "invalid UTF-8 at byte offset %d", off)
+	if err := strictjson.CheckUTF8(data); err != nil {
+		return nil, fromStrict(err).err()
 	}
 	doc := data
 	if !isJSON(data) {
@@ -58,29 +59,15 @@ func Parse(data []byte, limits Limits) (*Plan, error) {
 			return nil, err
 		}
 	}
-	if off := loneSurrogate(doc); off >= 0 {
-		return nil, single("", CodeMalformed, `the \u escape at byte offset %d is half of a UTF-16 surrogate pair, not a character`, off)
-	}
-	ps, version := scanStrict(doc, l.MaxDepth)
-	if v, err := strconv.Atoi(string(version)); err == nil && v > SchemaVersion {
-		return nil, single("schemaVersion", CodeUnsupportedSchemaVersion,
-			"version %d is newer than this code reads (%d); upgrade Weft", v, SchemaVersion)
-	}
-	if len(ps) > 0 {
-		attributeSteps(doc, ps)
-		return nil, ps.err()
-	}
-	var p Plan
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil { // the scan should have caught it
-		return nil, single("", CodeMalformed, "%v", err)
+	p, err := decodeStrict(doc, l.MaxDepth)
+	if err != nil {
+		return nil, err
 	}
 	p.ApplyDefaults()
 	if err := p.Validate(l); err != nil {
 		return nil, err
 	}
-	return &p, nil
+	return p, nil
 }
 
 // attributeSteps rewrites problems found at "steps[N]…" to name step N by
@@ -128,21 +115,6 @@ func stepIndex(path string) (n int, rest string, ok bool) {
 func isJSON(data []byte) bool {
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	return len(trimmed) > 0 && trimmed[0] == '{'
-}
-
-// invalidUTF8 returns the offset of the first invalid UTF-8 byte, or -1.
-func invalidUTF8(data []byte) int {
-	if utf8.Valid(data) {
-		return -1
-	}
-	for i := 0; i < len(data); {
-		r, n := utf8.DecodeRune(data[i:])
-		if r == utf8.RuneError && n == 1 {
-			return i
-		}
-		i += n
-	}
-	return -1
 }
 
 // yamlToJSON converts a YAML document to JSON. It rejects YAML that is not
@@ -206,43 +178,3 @@ func yamlKeys(v any, path string, depth, maxDepth int) error {
 // byString orders YAML mapping keys by their printed form, so that the
 // first bad key reported is always the same one.
 func byString(a, b any) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) }
-
-// loneSurrogate returns the offset of the first \u escape in the strings of
-// JSON text data that encodes half of a UTF-16 surrogate pair without the
-// other half, or -1. Text that is not valid JSON is left to the scan.
-func loneSurrogate(data []byte) int {
-	inString := false
-	for i := 0; i < len(data); i++ {
-		switch c := data[i]; {
-		case !inString:
-			inString = c == '"'
-		case c == '"':
-			inString = false
-		case c == '\\' && i+1 < len(data) && data[i+1] == 'u':
-			r, ok := hex4(data, i+2)
-			switch {
-			case !ok || r < 0xD800 || r > 0xDFFF:
-				i++
-			case r < 0xDC00 && i+7 < len(data) && data[i+6] == '\\' && data[i+7] == 'u':
-				if lo, ok := hex4(data, i+8); !ok || lo < 0xDC00 || lo > 0xDFFF {
-					return i
-				}
-				i += 11
-			default:
-				return i
-			}
-		case c == '\\':
-			i++
-		}
-	}
-	return -1
-}
-
-// hex4 parses the four hex digits at data[i:].
-func hex4(data []byte, i int) (rune, bool) {
-	if i+4 > len(data) {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(string(data[i:i+4]), 16, 32)
-	return rune(v), err == nil
-}

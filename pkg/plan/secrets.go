@@ -7,10 +7,11 @@ import (
 	"maps"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/weftrun/weft/internal/strictjson"
 )
 
 // This file holds the secret-value detector. A plan is persisted in the
@@ -249,33 +250,10 @@ func (w *inputWalker) ref(path string, obj map[string]any) {
 // for identifier-like keys, path["key"] otherwise, and path["<redacted>"]
 // for a key that itself looks like a credential.
 func childPath(path, key string) string {
-	if _, ok := SecretShape(key); ok {
-		return path + `["<redacted>"]`
-	}
-	if isIdentifier(key) {
-		if path == "" {
-			return key
-		}
-		return path + "." + key
-	}
-	return path + "[" + quote(key) + "]"
+	return strictjson.MemberPath(path, key, secretShaped)
 }
 
 // indexPath returns the path of element i of the array at path.
 func indexPath(path string, i int) string {
-	return path + "[" + strconv.Itoa(i) + "]"
-}
-
-func isIdentifier(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, r := range s {
-		letter := r == '_' || r < utf8.RuneSelf && unicode.IsLetter(r)
-		digit := i > 0 && r >= '0' && r <= '9'
-		if !letter && !digit {
-			return false
-		}
-	}
-	return true
+	return strictjson.IndexPath(path, i)
 }
