@@ -1,0 +1,143 @@
+// Package api holds the wire types of Weft's signal gateway: the bodies of
+// its REST and JSON-RPC requests and responses, its error shape and error
+// codes. The gateway (services/signal-gateway) and the Go client
+// (pkg/client) share them, so the two cannot drift apart. docs/api.md
+// describes the endpoints; /openapi.json is the machine-readable form.
+//
+// These are persisted-format-adjacent types: fields may be added, never
+// renamed or removed.
+package api
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// StartRunRequest starts a run of a plan (POST /v1/runs, JSON-RPC
+// run.start, NATS weft.runs.start). Starts are idempotent on
+// (TenantID, ProjectID, EnvironmentID, PlanID, PlanVersion, RunRequestID):
+// a repeat returns the first start's run and starts nothing
+// (execution-semantics §3).
+type StartRunRequest struct {
+	TenantID      string `json:"tenantId"`
+	ProjectID     string `json:"projectId"`
+	EnvironmentID string `json:"environmentId"`
+	// PlanID and PlanVersion must equal the plan's own.
+	PlanID      string `json:"planId"`
+	PlanVersion string `json:"planVersion"`
+	// RunRequestID is the caller's id for this start. Optional: a request
+	// without one is given a fresh id and is not idempotent across
+	// retries. The Go client always sends one.
+	RunRequestID string `json:"runRequestId,omitempty"`
+	// Plan is the plan document (a JSON object; see pkg/plan).
+	Plan json.RawMessage `json:"plan"`
+	// Input is the run's input document: any JSON value, references only.
+	Input json.RawMessage `json:"input,omitempty"`
+}
+
+// StartRunResult answers a start: 201 for a new run, 200 with Duplicate
+// for a repeat of an earlier start.
+type StartRunResult struct {
+	RunID        string `json:"runId"`
+	RunRequestID string `json:"runRequestId"`
+	// Status is the run's status when the answer was made (pkg/events
+	// RunStatus: APPROVED for a new run).
+	Status    string `json:"status"`
+	Duplicate bool   `json:"duplicate"`
+}
+
+// SignalRequest sends a signal to a run (POST /v1/runs/{runId}/signals).
+// Over JSON-RPC (signal.send) and NATS the run is named by WorkflowID.
+type SignalRequest struct {
+	// WorkflowID is the run id. REST takes it from the path instead and
+	// rejects a body that carries it.
+	WorkflowID string `json:"workflowId,omitempty"`
+	// SignalName is case-sensitive: PAUSE, RESUME, CANCEL, RETRY_STEP or a
+	// name a waitSignal step waits for.
+	SignalName string `json:"signalName"`
+	// SignalID makes retries idempotent: a repeat of (run, SignalName,
+	// SignalID) returns the first acceptance and enqueues nothing. Optional:
+	// without it the gateway generates a fresh id per request. At most 128
+	// UTF-8 bytes, case-sensitive, never trimmed or normalised.
+	SignalID string `json:"signalId,omitempty"`
+	// Payload is the signal's payload, any JSON value, at most 64 KiB by
+	// default.
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+// AcceptedSignalResult is the canonical, transport-independent record of an
+// accepted signal (tier0 contract, "Signal Idempotency"). A duplicate
+// request gets the first request's result, wrapped in its own transport's
+// envelope.
+type AcceptedSignalResult struct {
+	Accepted   bool      `json:"accepted"`
+	WorkflowID string    `json:"workflowId"`
+	SignalName string    `json:"signalName"`
+	SignalID   string    `json:"signalId"`
+	AcceptedAt time.Time `json:"acceptedAt"`
+	// SignalStorageKey names the accepted payload: the SignalAccepted
+	// event's logicalAttemptId in the run's log.
+	SignalStorageKey string `json:"signalStorageKey"`
+}
+
+// ErrorBody is the one error shape of every HTTP answer and NATS reply:
+// {"error": {...}}.
+type ErrorBody struct {
+	Error Error `json:"error"`
+}
+
+// Error is a Weft error: a stable Code, a message for people and details
+// for programs. Over JSON-RPC it is the error object's data.
+type Error struct {
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// Error codes. They are stable: programs branch on them.
+const (
+	// CodeInvalidArgument: the request is malformed or breaks a rule; the
+	// details say which field and why. HTTP 400, JSON-RPC -32602.
+	CodeInvalidArgument = "InvalidArgument"
+	// CodeUnsupportedMediaType: the body is not application/json. HTTP 415.
+	CodeUnsupportedMediaType = "UnsupportedMediaType"
+	// CodePayloadTooLarge: the body or the signal payload is over its
+	// limit. HTTP 413.
+	CodePayloadTooLarge = "PayloadTooLarge"
+	// CodeUnauthenticated: no API key, or one the gateway does not know.
+	// HTTP 401. Nothing is recorded.
+	CodeUnauthenticated = "Unauthenticated"
+	// CodePermissionDenied: the key's role may not do this. HTTP 403. A
+	// denied signal is recorded as SignalRejected.
+	CodePermissionDenied = "PermissionDenied"
+	// CodeNotFound: no such run, or one of another tenant. HTTP 404.
+	CodeNotFound = "NotFound"
+	// CodeRateLimited: too many signals for this run; details.retryAfter
+	// says when to try again. HTTP 429.
+	CodeRateLimited = "RateLimited"
+	// CodeOverloaded: the environment is at its limit of concurrent runs
+	// under the REJECT policy; details.retryAfter says when to try again.
+	// HTTP 429.
+	CodeOverloaded = "Overloaded"
+	// CodeSignalAcceptanceIndeterminate: the signal's payload is in the
+	// log but its acceptance record is not, so the gateway cannot tell
+	// whether this is a repeat. Retry only after an operator has looked,
+	// or after the retention has passed. HTTP 409, JSON-RPC CodeConflict.
+	CodeSignalAcceptanceIndeterminate = "SignalAcceptanceIndeterminate"
+	// CodeMethodNotAllowed: the path exists, the method does not. HTTP 405.
+	CodeMethodNotAllowed = "MethodNotAllowed"
+	// CodeInternal: a fault of the gateway or its database; retrying with
+	// the same ids is safe. HTTP 500.
+	CodeInternal = "Internal"
+	// CodeUnavailable: the gateway is shutting down or the database is
+	// unreachable; retrying with the same ids is safe. HTTP 503.
+	CodeUnavailable = "Unavailable"
+)
+
+// Limits of the wire format, named so callers can check before sending.
+const (
+	// MaxSignalIDBytes is the longest signalId, in UTF-8 bytes.
+	MaxSignalIDBytes = 128
+	// MaxSignalNameBytes is the longest signal name, in UTF-8 bytes.
+	MaxSignalNameBytes = 128
+)

@@ -1,0 +1,186 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/weftrun/weft/pkg/api"
+)
+
+// MaxResponseBytes bounds how much of a response body the client reads.
+const MaxResponseBytes = 1 << 20
+
+// Client calls the REST API of Weft's signal gateway. Build one with New;
+// it is safe for concurrent use.
+type Client struct {
+	baseURL   string
+	token     string
+	userAgent string
+	hc        *http.Client
+	retry     RetryPolicy
+
+	// Seams for tests (export_test.go): how to wait, what time it is, how
+	// to draw a backoff.
+	sleep  func(context.Context, time.Duration) error
+	now    func() time.Time
+	jitter func(time.Duration) time.Duration
+}
+
+// New returns a Client of the gateway at baseURL, an http or https URL
+// with a host and optionally a path prefix ("https://weft.example.com",
+// "http://localhost:8080/weft"), without credentials, query or fragment.
+// An error wraps ErrInvalidConfig.
+func New(baseURL string, opts ...Option) (*Client, error) {
+	base, err := parseBaseURL(baseURL)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{
+		baseURL:   base,
+		userAgent: DefaultUserAgent,
+		hc:        defaultHTTPClient(),
+		retry:     RetryPolicy{}.withDefaults(),
+		sleep:     sleepCtx,
+		now:       time.Now,
+		jitter:    fullJitter,
+	}
+	for _, opt := range opts {
+		if err := opt(c); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// StartRun starts a run (POST /v1/runs). The result's Duplicate is true
+// when the gateway had already started a run for the same tenant, project,
+// environment, plan, plan version and RunRequestID; that run is returned
+// and nothing new is started.
+//
+// When req.RunRequestID is empty, StartRun sets a fresh UUIDv7 before the
+// first attempt and sends it on every retry, so retries never start a
+// second run. The id is in the result. To make retries of your own
+// idempotent too (across processes, say), set RunRequestID yourself.
+//
+// An HTTP error answer yields an error wrapping *Error; see the package
+// documentation for what is retried.
+func (c *Client) StartRun(ctx context.Context, req api.StartRunRequest) (*api.StartRunResult, error) {
+	if req.RunRequestID == "" {
+		id, err := newID()
+		if err != nil {
+			return nil, err
+		}
+		req.RunRequestID = id
+	}
+	var res api.StartRunResult
+	if err := c.post(ctx, "/v1/runs", req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Signal sends a signal to the run runID (POST /v1/runs/{runId}/signals).
+// A repeat of (runID, SignalName, SignalID) returns the first request's
+// result and enqueues nothing.
+//
+// When req.SignalID is empty, Signal sets a fresh UUIDv7 before the first
+// attempt and sends it on every retry, so retries never enqueue the signal
+// twice; the id is in the result. req.WorkflowID must be empty or equal
+// runID (the path names the run; the body does not carry it). runID must
+// not be empty, "." or "..": such a request fails with ErrInvalidRequest
+// and is not sent.
+//
+// An HTTP error answer yields an error wrapping *Error. Code
+// api.CodeSignalAcceptanceIndeterminate (409) is never retried: see its
+// documentation before sending the signal again.
+func (c *Client) Signal(ctx context.Context, runID string, req api.SignalRequest) (*api.AcceptedSignalResult, error) {
+	switch {
+	case runID == "" || runID == "." || runID == "..":
+		return nil, fmt.Errorf("%w: runID %q", ErrInvalidRequest, runID)
+	case req.WorkflowID != "" && req.WorkflowID != runID:
+		return nil, fmt.Errorf("%w: WorkflowID %q is not runID %q", ErrInvalidRequest, req.WorkflowID, runID)
+	}
+	req.WorkflowID = ""
+	if req.SignalID == "" {
+		id, err := newID()
+		if err != nil {
+			return nil, err
+		}
+		req.SignalID = id
+	}
+	var res api.AcceptedSignalResult
+	if err := c.post(ctx, "/v1/runs/"+url.PathEscape(runID)+"/signals", req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// newID returns a fresh UUIDv7.
+func newID() (string, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return "", fmt.Errorf("client: generate id: %w", err)
+	}
+	return id.String(), nil
+}
+
+// post sends in as JSON to path (already escaped), with retries, and
+// decodes a 2xx answer into out.
+func (c *Client) post(ctx context.Context, path string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("client: encode request: %w", err)
+	}
+	return c.withRetries(ctx, func(ctx context.Context) error {
+		return c.send(ctx, path, body, out)
+	})
+}
+
+// send makes one attempt.
+func (c *Client) send(ctx context.Context, path string, body []byte, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+path, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("client: build request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", c.userAgent)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return &transportError{err: err}
+	}
+	defer func() { _ = resp.Body.Close() }()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+	if err != nil {
+		return &transportError{err: fmt.Errorf("client: read HTTP %d answer: %w", resp.StatusCode, err)}
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return decodeError(resp.StatusCode, resp.Header, data, c.now())
+	}
+	if len(data) > MaxResponseBytes {
+		return fmt.Errorf("%w: HTTP %d answer is over %d bytes", ErrUnexpectedResponse, resp.StatusCode, MaxResponseBytes)
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("%w: HTTP %d answer is not the expected JSON: %w", ErrUnexpectedResponse, resp.StatusCode, err)
+	}
+	return nil
+}
+
+// defaultHTTPClient is the *http.Client of a Client built without
+// WithHTTPClient. Its transport is a clone of http.DefaultTransport owned by
+// this Client alone, so code that closes the default transport's idle
+// connections (httptest.Server.Close does) cannot break a request in flight.
+func defaultHTTPClient() *http.Client {
+	return &http.Client{Timeout: DefaultAttemptTimeout, Transport: http.DefaultTransport.(*http.Transport).Clone()}
+}
