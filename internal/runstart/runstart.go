@@ -6,6 +6,7 @@
 package runstart
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,6 +29,10 @@ type Request struct {
 	Plan *plan.Plan
 	// Input is the run's input document, references only.
 	Input json.RawMessage
+	// RunID is the new run's id, a UUIDv7 from events.NewRunID; empty
+	// means a fresh one. The gateway picks it before approving, to record
+	// it with the run request in the same transaction.
+	RunID string
 }
 
 // Approver approves runs. The zero Plans and Admission mean the default
@@ -38,7 +43,7 @@ type Approver struct {
 	Admission admission.Limits
 }
 
-// ApproveTx gives the run a new id, appends its RunApproved and registers
+// ApproveTx gives the run its id, appends its RunApproved and registers
 // it in engine_runs, all in tx, and returns the run id. Nothing is written
 // for an invalid plan (a *plan.ValidationError) or, under the REJECT
 // policy, for an environment at its limit (an *admission.RejectedError).
@@ -57,7 +62,7 @@ func (a Approver) ApproveTx(ctx context.Context, tx pgx.Tx, req Request) (string
 	if err != nil {
 		return "", fmt.Errorf("runstart: encode plan: %w", err)
 	}
-	runID := events.NewRunID()
+	runID := cmp.Or(req.RunID, events.NewRunID())
 	ev, err := events.New(events.Spec{
 		RunID: runID, Type: events.RunApproved, PlanVersion: req.Plan.PlanVersion,
 		Data: events.RunApprovedData{

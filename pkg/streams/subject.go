@@ -18,7 +18,12 @@ const (
 	TasksSubjectPrefix   = "weft.tasks"   // + queue, captured by WEFT_TASKS
 	ResultsSubjectPrefix = "weft.results" // + run id, captured by WEFT_RESULTS
 	CancelSubjectPrefix  = "weft.cancel"  // + run id, core NATS
+	SignalSubjectPrefix  = "weft.signals" // + run id, core NATS: the gateway's signal ingress
 )
+
+// RunStartSubject is the gateway's run-start ingress, core NATS: a publish
+// carries an api.StartRunRequest, a request gets the answer as its reply.
+const RunStartSubject = "weft.runs.start"
 
 // EventSubject returns weft.events.<runID>, the subject every event of the
 // run is published on. It fails with an error wrapping ErrInvalidToken when
@@ -38,6 +43,12 @@ func ResultSubject(runID string) (string, error) {
 // to stop the run's activities.
 func CancelSubject(runID string) (string, error) {
 	return subject(CancelSubjectPrefix, "run id", runID)
+}
+
+// SignalSubject returns weft.signals.<runID>, where a publish sends the run
+// a signal through the gateway (docs/api.md).
+func SignalSubject(runID string) (string, error) {
+	return subject(SignalSubjectPrefix, "run id", runID)
 }
 
 func subject(prefix, what, token string) (string, error) {

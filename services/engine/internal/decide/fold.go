@@ -76,8 +76,9 @@ func (s *State) apply(f fact) {
 	case events.SignalApplied:
 		d, _ := f.data.(events.SignalAppliedData)
 		s.SignalsApplied++
-		s.Signals[d.SignalID] = true
-		s.Pending = slices.DeleteFunc(s.Pending, func(p SignalAccepted) bool { return p.SignalID == d.SignalID })
+		ref := SignalRef{Name: d.SignalName, ID: d.SignalID}
+		s.Signals[ref] = true
+		s.Pending = slices.DeleteFunc(s.Pending, func(p SignalAccepted) bool { return p.ref() == ref })
 	case events.SignalAccepted:
 		s.accepted(f)
 	case events.RunQueued:
@@ -90,8 +91,9 @@ func (s *State) apply(f fact) {
 // is pending already.
 func (s *State) accepted(f fact) {
 	d, _ := f.data.(events.SignalAcceptedData)
-	if d.SignalID == "" || s.Signals[d.SignalID] ||
-		slices.ContainsFunc(s.Pending, func(p SignalAccepted) bool { return p.SignalID == d.SignalID }) {
+	ref := SignalRef{Name: d.SignalName, ID: d.SignalID}
+	if d.SignalID == "" || s.Signals[ref] ||
+		slices.ContainsFunc(s.Pending, func(p SignalAccepted) bool { return p.ref() == ref }) {
 		return
 	}
 	s.Pending = append(s.Pending, SignalAccepted{SignalID: d.SignalID, Name: d.SignalName, Payload: d.Payload, EventID: f.eventID})

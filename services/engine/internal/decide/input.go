@@ -65,8 +65,9 @@ type ResultFailed struct {
 
 // SignalAccepted asks the engine to apply a signal the gateway accepted.
 type SignalAccepted struct {
-	// SignalID identifies the signal; a signal is applied at most once.
-	// An empty SignalID cannot be deduplicated and decides nothing.
+	// SignalID and Name identify the signal together; a signal is applied
+	// at most once. An empty SignalID cannot be deduplicated and decides
+	// nothing.
 	SignalID string
 	// Name is matched case-sensitively: a control signal (PAUSE, RESUME,
 	// CANCEL, RETRY_STEP) or the signal of a waitSignal step.
@@ -108,4 +109,10 @@ func (in ResultStarted) now() time.Time   { return in.Now }
 func (in ResultCompleted) now() time.Time { return in.Now }
 func (in ResultFailed) now() time.Time    { return in.Now }
 func (in SignalAccepted) now() time.Time  { return in.Now }
-func (in TimerFired) now() time.Time      { return in.Now }
+
+// SignalRef identifies a signal within a run: two signals of different
+// names may share an id.
+type SignalRef struct{ Name, ID string }
+
+func (in SignalAccepted) ref() SignalRef { return SignalRef{Name: in.Name, ID: in.SignalID} }
+func (in TimerFired) now() time.Time     { return in.Now }

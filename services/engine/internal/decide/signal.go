@@ -25,7 +25,7 @@ func ignored(code, format string, args ...any) verdict {
 // nothing; any other produces exactly one SignalApplied, after the events
 // it caused, all carrying its id as causedBySignalId.
 func (d *decider) signal(in SignalAccepted) {
-	if in.SignalID == "" || d.s.Signals[in.SignalID] {
+	if in.SignalID == "" || d.s.Signals[in.ref()] {
 		return
 	}
 	d.cause = in.SignalID

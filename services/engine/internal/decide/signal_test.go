@@ -51,6 +51,8 @@ func TestDecideSignals(t *testing.T) {
 			in: pause(1), want: []string{"SignalApplied 1"}, code: events.SignalCodeRunTerminal},
 		{name: "a duplicate signal decides nothing", steps: linear, given: []Input{approve(), pause(1)}, in: pause(1)},
 		{name: "a duplicate of an ignored signal decides nothing", steps: linear, given: []Input{approve(), resume(1)}, in: resume(1)},
+		{name: "an id shared by signals of two names is two signals", steps: linear, given: []Input{approve(), pause(1)},
+			in: resume(1), want: []string{"RunResumed 1", "SignalApplied 2"}},
 		{name: "a signal without an id decides nothing", steps: linear, given: []Input{approve()},
 			in: SignalAccepted{Name: plan.SignalPause}},
 		{name: "RETRY_STEP without a payload", steps: linear, given: []Input{approve()},
@@ -133,7 +135,7 @@ func TestSignalAppliedRecord(t *testing.T) {
 		Reason: "completed 1 waiting step(s)", StepIDs: []string{"w"}}, last.Data)
 	require.Equal(t, events.StepCompletedData{Output: json.RawMessage(`{"approved":true}`), Artifacts: []events.ArtifactRef{}},
 		d.Events[0].Data)
-	require.True(t, b.s.Signals[signal.SignalID])
+	require.True(t, b.s.Signals[signal.ref()])
 	require.Equal(t, 1, b.s.SignalsApplied)
 
 	d = b.decide(retryStep(8, "w"))

@@ -26,8 +26,10 @@ type State struct {
 	Head int64
 	// Steps holds every step of the plan by id.
 	Steps map[string]StepState
-	// Signals holds the ids of the signals a SignalApplied event records.
-	Signals map[string]bool
+	// Signals holds the signals a SignalApplied event records. A signal is
+	// identified by its name and id together, as the gateway scopes its
+	// idempotency (tier0 contract, "Signal Idempotency").
+	Signals map[SignalRef]bool
 	// Pauses, Resumes, Failures and SignalsApplied count RunPaused,
 	// RunResumed, RunFailed and SignalApplied events: their next occurrence
 	// numbers are one more. (A run fails again after RETRY_STEP reopened
@@ -84,7 +86,7 @@ func NewState(p *plan.Plan) State {
 	s := State{
 		Status:  events.RunStatusPending,
 		Steps:   make(map[string]StepState, len(p.Steps)),
-		Signals: map[string]bool{},
+		Signals: map[SignalRef]bool{},
 	}
 	for i := range p.Steps {
 		s.Steps[p.Steps[i].ID] = StepState{Status: events.StepStatusPending, Attempt: 1, SeriesStart: 1}
@@ -177,7 +179,7 @@ func (s State) clone() State {
 		s.Steps = map[string]StepState{}
 	}
 	if s.Signals == nil {
-		s.Signals = map[string]bool{}
+		s.Signals = map[SignalRef]bool{}
 	}
 	if s.Status == "" {
 		s.Status = events.RunStatusPending

@@ -40,7 +40,7 @@ func TestFoldRecordsTheRun(t *testing.T) {
 			Error: events.StepError{Code: "E"}, RetryAt: retryAt, NextLogicalAttemptID: "2"}),
 		ev(t, 6, events.StepStarted, "a", "1", nil), // stale: attempt 1 is over
 		ev(t, 7, events.RunPaused, "", "1", events.RunPausedData{}),
-		ev(t, 8, events.SignalApplied, "", "1", events.SignalAppliedData{SignalID: "s1"}),
+		ev(t, 8, events.SignalApplied, "", "1", events.SignalAppliedData{SignalID: "s1", SignalName: "go"}),
 		ev(t, 9, events.StepStarted, "zz", "1", nil),  // not in the plan
 		ev(t, 10, events.StepStarted, "a", "x", nil),  // not a decimal attempt
 		ev(t, 11, events.SignalAccepted, "", "", nil), // the gateway's record changes nothing
@@ -53,7 +53,7 @@ func TestFoldRecordsTheRun(t *testing.T) {
 			"a": {Status: events.StepStatusPending, Attempt: 2, SeriesStart: 1, RetryAt: retryAt, Error: events.StepError{Code: "E"}},
 			"w": {Status: events.StepStatusPending, Attempt: 1, SeriesStart: 1},
 		},
-		Signals: map[string]bool{"s1": true}, Pauses: 1, SignalsApplied: 1,
+		Signals: map[SignalRef]bool{{Name: "go", ID: "s1"}: true}, Pauses: 1, SignalsApplied: 1,
 	}, s)
 	require.Equal(t, []Timer{{RunID: testRun, StepID: "a", LogicalAttempt: 2, Kind: TimerRetry, DueAt: retryAt}}, s.Timers(p))
 

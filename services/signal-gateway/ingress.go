@@ -1,0 +1,151 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/streams"
+	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
+)
+
+// Headers of the NATS ingress's replies.
+const (
+	// HeaderStatus carries the HTTP status the same request would have got.
+	HeaderStatus = "Weft-Status"
+	// HeaderDuplicate says whether a signal or start repeated an earlier one.
+	HeaderDuplicate = "Weft-Duplicate"
+	// ingressQueue is the queue group every gateway subscribes in, so each
+	// publish is taken in by one gateway.
+	ingressQueue = "weft-gateway"
+)
+
+// subscribe starts the NATS ingress: weft.runs.start and
+// weft.signals.<runId>, in the queue group ingressQueue. It returns a
+// function that drains the subscriptions.
+func (s *Service) subscribe(ctx context.Context) (func(), error) {
+	var subs []*nats.Subscription
+	stop := func() {
+		for _, sub := range subs {
+			_ = sub.Drain()
+		}
+	}
+	for subject, handle := range map[string]func(context.Context, *nats.Msg) (any, int, error){
+		streams.RunStartSubject:            s.natsRunStart,
+		streams.SignalSubjectPrefix + ".>": s.natsSignalSend,
+	} {
+		sub, err := s.nc.QueueSubscribe(subject, ingressQueue, func(m *nats.Msg) {
+			res, status, err := handle(ctx, m)
+			s.reply(ctx, m, res, status, err)
+		})
+		if err != nil {
+			stop()
+			return nil, fmt.Errorf("gateway: subscribe %s: %w", subject, err)
+		}
+		subs = append(subs, sub)
+	}
+	return stop, nil
+}
+
+// natsAdmit authenticates a message by its Authorization header, as HTTP
+// does, and checks its size.
+func (s *Service) natsAdmit(m *nats.Msg) (auth.Principal, error) {
+	p, err := s.cfg.Keys.Authenticate(m.Header.Get("Authorization"))
+	if err != nil {
+		return auth.Principal{}, &intake.Error{Code: api.CodeUnauthenticated, Message: err.Error()}
+	}
+	if int64(len(m.Data)) > s.cfg.MaxBodyBytes {
+		return auth.Principal{}, tooLarge(s.cfg.MaxBodyBytes)
+	}
+	return p, nil
+}
+
+func (s *Service) natsRunStart(ctx context.Context, m *nats.Msg) (any, int, error) {
+	p, err := s.natsAdmit(m)
+	if err != nil {
+		return nil, 0, err
+	}
+	var req api.StartRunRequest
+	if err := decode(m.Data, &req, s.cfg.MaxDepth, "message"); err != nil {
+		return nil, 0, err
+	}
+	res, err := s.intake.RunStart(ctx, p, req)
+	if err != nil {
+		return nil, 0, err
+	}
+	status := http.StatusOK
+	if res.Created {
+		status = http.StatusCreated
+	}
+	return duplicateTagged{res.StartRunResult, res.Duplicate}, status, nil
+}
+
+func (s *Service) natsSignalSend(ctx context.Context, m *nats.Msg) (any, int, error) {
+	runID, ok := strings.CutPrefix(m.Subject, streams.SignalSubjectPrefix+".")
+	if !ok || strings.Contains(runID, ".") {
+		return nil, 0, &intake.Error{Code: api.CodeInvalidArgument,
+			Message: fmt.Sprintf("subject %q is not %s.<runId>: the run id is one token", m.Subject, streams.SignalSubjectPrefix)}
+	}
+	p, err := s.natsAdmit(m)
+	if err != nil {
+		return nil, 0, err
+	}
+	var b signalBody
+	if err := decode(m.Data, &b, s.cfg.MaxDepth, "message"); err != nil {
+		return nil, 0, err
+	}
+	sig, err := signal(runID, b.SignalName, b.SignalID, b.Payload)
+	if err != nil {
+		return nil, 0, err
+	}
+	res, err := s.intake.SignalSend(ctx, p, sig)
+	if err != nil {
+		return nil, 0, err
+	}
+	return duplicateTagged{res.AcceptedSignalResult, res.Duplicate}, http.StatusAccepted, nil
+}
+
+// reply answers a request-reply publish: the result, or the error in the
+// REST error shape, with HeaderStatus. A plain publish gets no answer; a
+// refusal of one is logged at debug level.
+func (s *Service) reply(ctx context.Context, m *nats.Msg, res any, status int, err error) {
+	out := nats.NewMsg(m.Reply)
+	body := res
+	if dt, ok := res.(duplicateTagged); ok {
+		body = dt.result
+		out.Header.Set(HeaderDuplicate, strconv.FormatBool(dt.duplicate))
+	}
+	if err != nil {
+		e := s.refusal(ctx, err)
+		status, body = statusOf(e.Code), api.ErrorBody{Error: e.API()}
+		if e.RetryAfter > 0 {
+			out.Header.Set("Retry-After", retryAfterHeader(e))
+		}
+		s.logger.DebugContext(ctx, "ingress refused a message", "subject", m.Subject, "code", e.Code)
+	}
+	if m.Reply == "" {
+		return
+	}
+	out.Header.Set(HeaderStatus, strconv.Itoa(status))
+	out.Data, err = json.Marshal(body)
+	if err == nil {
+		err = m.RespondMsg(out)
+	}
+	if err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		s.logger.WarnContext(ctx, "ingress reply failed", "subject", m.Subject, "err", err)
+	}
+}
+
+// duplicateTagged carries a signal result with its duplicate flag to reply.
+type duplicateTagged struct {
+	result    any
+	duplicate bool
+}

@@ -1,0 +1,49 @@
+package intake
+
+import (
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/weftrun/weft/pkg/api"
+)
+
+// Error is a refusal: the request was not taken in and nothing of it was
+// persisted, except where Code says otherwise (a denied signal is recorded
+// as SignalRejected). Code is a pkg/api error code.
+type Error struct {
+	Code    string
+	Message string
+	Details map[string]any
+	// RetryAfter is set for CodeRateLimited and CodeOverloaded.
+	RetryAfter time.Duration
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// API returns the error in its wire shape.
+func (e *Error) API() api.Error {
+	return api.Error{Code: e.Code, Message: e.Message, Details: maps.Clone(e.Details)}
+}
+
+// invalid returns a CodeInvalidArgument error about field.
+func invalid(field, format string, args ...any) *Error {
+	return &Error{Code: api.CodeInvalidArgument, Message: field + " " + fmt.Sprintf(format, args...),
+		Details: map[string]any{"field": field}}
+}
+
+// notFound is the answer for a run that does not exist or belongs to
+// another tenant: the two are indistinguishable, so run ids cannot be
+// probed across tenants.
+func notFound(runID string) *Error {
+	return &Error{Code: api.CodeNotFound, Message: fmt.Sprintf("run %s not found", runID),
+		Details: map[string]any{"runId": runID}}
+}
+
+// RetryAfterSeconds is RetryAfter rounded up to whole seconds, at least
+// 1, as Retry-After headers and details.retryAfter count.
+func (e *Error) RetryAfterSeconds() int { return retryAfterSeconds(e.RetryAfter) }
+
+func retryAfterSeconds(d time.Duration) int {
+	return max(1, int((d+time.Second-1)/time.Second))
+}

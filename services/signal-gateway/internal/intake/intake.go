@@ -1,0 +1,105 @@
+// Package intake takes runs and signals into Weft: the signal gateway's
+// transports (REST, JSON-RPC, NATS) decode a request and hand it here, and
+// intake checks it, decides with the caller's principal, and commits it in
+// one Postgres transaction with its outbox rows, or commits nothing.
+//
+// Starts are idempotent on the run-request tuple (execution-semantics §3)
+// and signals on (runId, signalName, signalId) (tier0 contract, "Signal
+// Idempotency"): a repeat gets the first answer and writes nothing. Every
+// refusal is an *Error carrying a pkg/api error code, which each transport
+// renders in its own shape.
+package intake
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/weftrun/weft/internal/admission"
+	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/internal/journal"
+	"github.com/weftrun/weft/internal/runstart"
+	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/plan"
+)
+
+// Defaults applied to a zero Config field.
+const (
+	DefaultSignalRetention        = 24 * time.Hour
+	DefaultRunRequestRetention    = 7 * 24 * time.Hour
+	DefaultMaxSignalPayloadBytes  = 64 << 10 // execution-semantics §6
+	DefaultMaxSignalsPerRunMinute = 60       // execution-semantics §6
+	DefaultMaxRunInputBytes       = 256 << 10
+)
+
+// RateWindow is the window of the per-run signal limit.
+const RateWindow = time.Minute
+
+// Config tunes intake. The zero value of each field means its default.
+type Config struct {
+	// SignalRetention is how long an accepted signal's record answers
+	// repeats of its (runId, signalName, signalId). At least RateWindow.
+	SignalRetention time.Duration
+	// RunRequestRetention is how long a run request's record answers
+	// repeats of its tuple.
+	RunRequestRetention time.Duration
+	// MaxSignalPayloadBytes bounds a signal's payload (its JSON text).
+	MaxSignalPayloadBytes int
+	// MaxSignalsPerRunMinute bounds the signals one run accepts in any
+	// RateWindow.
+	MaxSignalsPerRunMinute int
+	// MaxRunInputBytes bounds a run's input document (its JSON text).
+	MaxRunInputBytes int
+	// Plans bounds the plans a start may carry.
+	Plans plan.Limits
+	// Admission is the backpressure policy of each environment.
+	Admission admission.Limits
+	// Now is the clock; nil means time.Now. Tests move it.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	c.SignalRetention = cmp.Or(c.SignalRetention, DefaultSignalRetention)
+	c.RunRequestRetention = cmp.Or(c.RunRequestRetention, DefaultRunRequestRetention)
+	c.MaxSignalPayloadBytes = cmp.Or(c.MaxSignalPayloadBytes, DefaultMaxSignalPayloadBytes)
+	c.MaxSignalsPerRunMinute = cmp.Or(c.MaxSignalsPerRunMinute, DefaultMaxSignalsPerRunMinute)
+	c.MaxRunInputBytes = cmp.Or(c.MaxRunInputBytes, DefaultMaxRunInputBytes)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Intake takes runs and signals in. Safe for concurrent use.
+type Intake struct {
+	pool     *pgxpool.Pool
+	log      *eventlog.Store
+	journal  *journal.Journal
+	authz    auth.Authorizer
+	approver runstart.Approver
+	cfg      Config
+}
+
+// New returns an Intake writing to the event log log (through its journal,
+// with outbox rows) and to pool, deciding with authz. It rejects a Config whose retention is shorter than RateWindow,
+// since the rate limit counts retained records.
+func New(pool *pgxpool.Pool, log *eventlog.Store, authz auth.Authorizer, cfg Config) (*Intake, error) {
+	cfg = cfg.withDefaults()
+	if cfg.SignalRetention < RateWindow {
+		return nil, fmt.Errorf("intake: signal retention %v is shorter than the rate window %v", cfg.SignalRetention, RateWindow)
+	}
+	if cfg.MaxSignalPayloadBytes < 0 || cfg.MaxSignalsPerRunMinute < 0 || cfg.MaxRunInputBytes < 0 {
+		return nil, errors.New("intake: limits must not be negative")
+	}
+	j := journal.New(log)
+	return &Intake{
+		pool: pool, log: log, journal: j, authz: authz, cfg: cfg,
+		approver: runstart.Approver{Journal: j, Plans: cfg.Plans, Admission: cfg.Admission},
+	}, nil
+}
+
+// Config returns the configuration in force, defaults applied.
+func (in *Intake) Config() Config { return in.cfg }

@@ -1,0 +1,197 @@
+package intake
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/weftrun/weft/internal/admission"
+	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/internal/runstart"
+	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/plan"
+)
+
+// RunResult is the answer to a start: Created is false for a repeat of an
+// earlier start, whose run it names.
+type RunResult struct {
+	api.StartRunResult
+	Created bool
+}
+
+// RunStart starts a run for p, or refuses with an *Error. A start whose
+// tuple (tenant, project, environment, planId, planVersion, runRequestId)
+// was seen within RunRequestRetention returns that start's run, marked
+// Duplicate, and starts nothing; the database's primary key on the
+// tuple's SHA-256 decides, so two simultaneous starts start one run. An
+// empty RunRequestID is given a fresh one, which makes the start
+// non-idempotent. Under the REJECT policy an environment at its limit
+// refuses with CodeOverloaded and RetryAfter.
+func (in *Intake) RunStart(ctx context.Context, p auth.Principal, req api.StartRunRequest) (RunResult, error) {
+	if req.RunRequestID == "" {
+		req.RunRequestID = events.NewRunID()
+	}
+	pl, err := in.checkStart(req)
+	if err != nil {
+		return RunResult{}, err
+	}
+	d := in.authz.Authorize(ctx, p, auth.ActionRunStart, auth.Resource{TenantID: req.TenantID})
+	if !d.Allowed {
+		return RunResult{}, &Error{Code: api.CodePermissionDenied, Message: d.Reason}
+	}
+	var res RunResult
+	err = pgx.BeginFunc(ctx, in.pool, func(tx pgx.Tx) error {
+		var err error
+		res, err = in.startTx(ctx, tx, req, pl)
+		return err
+	})
+	if rej, ok := errors.AsType[*admission.RejectedError](err); ok {
+		return RunResult{}, overloaded(rej)
+	}
+	return res, err
+}
+
+// checkStart refuses what can be refused before touching the database and
+// returns the parsed plan.
+func (in *Intake) checkStart(req api.StartRunRequest) (*plan.Plan, error) {
+	for _, f := range []struct{ name, value string }{
+		{"tenantId", req.TenantID}, {"projectId", req.ProjectID}, {"environmentId", req.EnvironmentID},
+	} {
+		if err := plan.CheckID(f.value, 0); err != nil {
+			return nil, invalid(f.name, "%v", err)
+		}
+	}
+	if err := plan.CheckName(req.RunRequestID, 0); err != nil {
+		return nil, invalid("runRequestId", "%v", err)
+	}
+	if n := len(req.Input); n > in.cfg.MaxRunInputBytes {
+		return nil, &Error{Code: api.CodePayloadTooLarge, Message: fmt.Sprintf("input is %d bytes, more than the limit of %d", n, in.cfg.MaxRunInputBytes),
+			Details: map[string]any{"field": "input", "limit": in.cfg.MaxRunInputBytes}}
+	}
+	for _, f := range []struct {
+		name string
+		doc  []byte
+	}{{"input", req.Input}, {"plan", req.Plan}} {
+		if hasNULEscape(f.doc) {
+			return nil, invalid(f.name, `must not contain the escape \u0000 (Postgres jsonb cannot hold it)`)
+		}
+	}
+	if !bytes.HasPrefix(bytes.TrimLeft(req.Plan, " \t\r\n"), []byte("{")) {
+		return nil, invalid("plan", "must be a plan document, a JSON object")
+	}
+	pl, err := plan.Parse(req.Plan, in.cfg.Plans)
+	if verr, ok := errors.AsType[*plan.ValidationError](err); ok {
+		return nil, &Error{Code: api.CodeInvalidArgument, Message: verr.Error(),
+			Details: map[string]any{"field": "plan", "problems": planProblems(verr.Problems)}}
+	}
+	if err != nil {
+		return nil, invalid("plan", "%v", err)
+	}
+	if pl.PlanID != req.PlanID || pl.PlanVersion != req.PlanVersion {
+		return nil, invalid("planId", "and planVersion must equal the plan's own (%q, %q), not (%q, %q)",
+			pl.PlanID, pl.PlanVersion, req.PlanID, req.PlanVersion)
+	}
+	return pl, nil
+}
+
+// startTx claims the run request and approves its run, or finds the run
+// of an earlier claim.
+func (in *Intake) startTx(ctx context.Context, tx pgx.Tx, req api.StartRunRequest, pl *plan.Plan) (RunResult, error) {
+	now := in.now()
+	key := runRequestKey(req.TenantID, req.ProjectID, req.EnvironmentID, req.PlanID, req.PlanVersion, req.RunRequestID)
+	runID := events.NewRunID()
+	// A row expired but not yet removed is replaced: its start is
+	// forgotten, as the retention promises.
+	tag, err := tx.Exec(ctx, `
+		INSERT INTO run_requests (request_key, tenant_id, project_id, environment_id, plan_id, plan_version,
+		                          run_request_id, run_id, created_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+		ON CONFLICT (request_key) DO UPDATE
+		SET run_id = EXCLUDED.run_id, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+		WHERE run_requests.expires_at <= EXCLUDED.created_at`,
+		key, req.TenantID, req.ProjectID, req.EnvironmentID, req.PlanID, req.PlanVersion, req.RunRequestID,
+		runID, now, now.Add(in.cfg.RunRequestRetention))
+	if err != nil {
+		return RunResult{}, fmt.Errorf("intake: claim run request: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return in.duplicateStart(ctx, tx, req, key)
+	}
+	_, err = in.approver.ApproveTx(ctx, tx, runstart.Request{
+		TenantID: req.TenantID, ProjectID: req.ProjectID, EnvironmentID: req.EnvironmentID,
+		RunRequestID: req.RunRequestID, Plan: pl, Input: req.Input, RunID: runID,
+	})
+	if err != nil {
+		return RunResult{}, err
+	}
+	return RunResult{Created: true, StartRunResult: api.StartRunResult{RunID: runID, RunRequestID: req.RunRequestID,
+		Status: string(events.RunStatusApproved)}}, nil
+}
+
+// duplicateStart answers a repeated start with its run and that run's
+// status now.
+func (in *Intake) duplicateStart(ctx context.Context, tx pgx.Tx, req api.StartRunRequest, key []byte) (RunResult, error) {
+	var got api.StartRunRequest
+	var runID string
+	err := tx.QueryRow(ctx, `
+		SELECT tenant_id, project_id, environment_id, plan_id, plan_version, run_request_id, run_id::text
+		FROM run_requests WHERE request_key = $1`, key).Scan(
+		&got.TenantID, &got.ProjectID, &got.EnvironmentID, &got.PlanID, &got.PlanVersion, &got.RunRequestID, &runID)
+	if err != nil {
+		return RunResult{}, fmt.Errorf("intake: read run request: %w", err)
+	}
+	if got.TenantID != req.TenantID || got.ProjectID != req.ProjectID || got.EnvironmentID != req.EnvironmentID ||
+		got.PlanID != req.PlanID || got.PlanVersion != req.PlanVersion || got.RunRequestID != req.RunRequestID {
+		return RunResult{}, errors.New("intake: two run-request tuples share a SHA-256")
+	}
+	status, err := in.runStatusTx(ctx, tx, runID)
+	if err != nil {
+		return RunResult{}, err
+	}
+	return RunResult{StartRunResult: api.StartRunResult{RunID: runID, RunRequestID: req.RunRequestID,
+		Status: string(status), Duplicate: true}}, nil
+}
+
+// runStatusTx projects runID's log to read its status.
+func (in *Intake) runStatusTx(ctx context.Context, tx pgx.Tx, runID string) (events.RunStatus, error) {
+	const page = 1000
+	snap := events.RunSnapshot{RunID: runID, Status: events.RunStatusPending}
+	for {
+		evs, err := in.log.EventsFetchAfterTx(ctx, tx, runID, snap.LastEventSeq, page)
+		if err != nil {
+			return "", fmt.Errorf("intake: read run: %w", err)
+		}
+		if snap, err = events.ProjectIncremental(snap, evs); err != nil {
+			return "", fmt.Errorf("intake: project run: %w", err)
+		}
+		if len(evs) < page {
+			return snap.Status, nil
+		}
+	}
+}
+
+func overloaded(rej *admission.RejectedError) *Error {
+	wait := max(rej.RetryAfter, time.Second)
+	return &Error{Code: api.CodeOverloaded, RetryAfter: wait,
+		Message: fmt.Sprintf("environment %q is at its limit of %d concurrent runs", rej.Environment, rej.Limit),
+		Details: map[string]any{"environmentId": rej.Environment, "limit": rej.Limit, "retryAfter": retryAfterSeconds(wait)}}
+}
+
+// planProblems renders a plan's problems in the wire shape of every
+// problem list: path, code and message, plus the step they belong to.
+func planProblems(ps []plan.Problem) []map[string]string {
+	out := make([]map[string]string, len(ps))
+	for i, p := range ps {
+		path := p.Field
+		if p.StepID != "" {
+			path = "steps[id=" + p.StepID + "]." + p.Field
+		}
+		out[i] = map[string]string{"path": "plan." + path, "code": p.Code, "message": p.Message, "stepId": p.StepID}
+	}
+	return out
+}

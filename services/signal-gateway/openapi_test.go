@@ -1,0 +1,221 @@
+package gateway_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftrun/weft/pkg/api"
+	gateway "github.com/weftrun/weft/services/signal-gateway"
+	"github.com/weftrun/weft/services/signal-gateway/internal/jsonrpc"
+)
+
+// routes are the gateway's routes, as Handler registers them: the
+// document must describe exactly these.
+var routes = []string{
+	"POST /v1/runs",
+	"POST /v1/runs/{runId}/signals",
+	"POST /rpc",
+	"GET /openapi.json",
+	"GET /healthz",
+}
+
+// httpMethods are the operation keys of an OpenAPI path item.
+var httpMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+
+// TestOpenAPIDocument checks the served OpenAPI document against the
+// gateway: its routes, its references and its error codes.
+func TestOpenAPIDocument(t *testing.T) {
+	t.Parallel()
+	s := setup(t, gateway.Config{})
+
+	served, err := s.do(t, http.MethodGet, "/openapi.json", "", nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, served.status)
+	onDisk, err := os.ReadFile("openapi.json")
+	require.NoError(t, err)
+	require.Equal(t, string(onDisk), string(served.body), "the gateway serves openapi.json as it is")
+	var compact, indented bytes.Buffer
+	require.NoError(t, json.Compact(&compact, onDisk))
+	require.NoError(t, json.Indent(&indented, compact.Bytes(), "", "  "))
+	require.Equal(t, indented.String()+"\n", string(onDisk), "openapi.json is pretty-printed with a 2-space indent")
+
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(served.body, &doc))
+	require.Equal(t, "3.1.0", doc["openapi"])
+
+	t.Run("routes", func(t *testing.T) { checkRoutes(t, s, doc) })
+	t.Run("refs", func(t *testing.T) { checkRefs(t, doc) })
+	t.Run("error codes", func(t *testing.T) { checkErrorCodes(t, doc) })
+}
+
+// checkRoutes requires the document's operations to be the gateway's
+// routes, and each to be served: a request to it is answered with one of
+// its documented statuses, never the unknown-endpoint 404. Other methods
+// on a documented path are not served.
+func checkRoutes(t *testing.T, s *stack, doc map[string]any) {
+	paths := object(t, doc, "paths")
+	var documented []string
+	for path, item := range paths {
+		for _, m := range httpMethods {
+			if _, ok := item.(map[string]any)[m]; ok {
+				documented = append(documented, strings.ToUpper(m)+" "+path)
+			}
+		}
+	}
+	require.ElementsMatch(t, routes, documented)
+
+	runPath := "/v1/runs/" + uuid.NewString() + "/signals"
+	probes := []struct {
+		route, path, token, body, code string
+	}{
+		// Without a key every POST is refused before its body is read.
+		{"POST /v1/runs", "/v1/runs", "", "{}", api.CodeUnauthenticated},
+		{"POST /v1/runs/{runId}/signals", runPath, "", "{}", api.CodeUnauthenticated},
+		{"POST /rpc", "/rpc", "", "{}", ""},
+		// With a key, requests that change nothing.
+		{"POST /v1/runs", "/v1/runs", operatorToken, "{}", api.CodeInvalidArgument},
+		{"POST /v1/runs/{runId}/signals", runPath, operatorToken, `{"signalName":"go"}`, api.CodeNotFound},
+		{"POST /rpc", "/rpc", operatorToken, `{"jsonrpc":"2.0","method":"nope","id":1}`, ""},
+		{"GET /openapi.json", "/openapi.json", "", "", ""},
+		{"GET /healthz", "/healthz", "", "", ""},
+	}
+	probed := map[string]bool{}
+	for _, p := range probes {
+		method, tmpl, _ := strings.Cut(p.route, " ")
+		var body []byte
+		if p.body != "" {
+			body = []byte(p.body)
+		}
+		a, err := s.do(t, method, p.path, p.token, body)
+		require.NoError(t, err, p.route)
+		requireServed(t, p.route, a)
+		op := object(t, object(t, paths, tmpl), strings.ToLower(method))
+		_, documented := object(t, op, "responses")[strconv.Itoa(a.status)]
+		require.True(t, documented, "%s answered %d, which the document does not list: %s", p.route, a.status, a.body)
+		if p.code != "" {
+			require.Equal(t, p.code, a.errorBody(t).Code, "%s: %s", p.route, a.body)
+		}
+		probed[p.route] = true
+	}
+	for _, r := range routes {
+		require.True(t, probed[r], "route %s is not probed", r)
+	}
+
+	// The methods the document leaves out are not served.
+	for tmpl, item := range paths {
+		path := strings.ReplaceAll(tmpl, "{runId}", uuid.NewString())
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			if _, ok := item.(map[string]any)[strings.ToLower(m)]; ok {
+				continue
+			}
+			a, err := s.do(t, m, path, operatorToken, []byte("{}"))
+			require.NoError(t, err)
+			if a.status == http.StatusMethodNotAllowed {
+				require.Equal(t, api.CodeMethodNotAllowed, a.errorBody(t).Code)
+				continue
+			}
+			require.Equal(t, http.StatusNotFound, a.status, "%s %s is served but not documented: %s", m, tmpl, a.body)
+			require.True(t, strings.HasPrefix(a.errorBody(t).Message, "no such endpoint"), "%s %s: %s", m, tmpl, a.body)
+		}
+	}
+}
+
+// requireServed fails when a is the answer to a path the gateway does not
+// serve: its catch-all 404, or a 405.
+func requireServed(t *testing.T, route string, a answer) {
+	t.Helper()
+	require.NotEqual(t, http.StatusMethodNotAllowed, a.status, "%s: %s", route, a.body)
+	if a.status == http.StatusNotFound {
+		e := a.errorBody(t)
+		require.False(t, strings.HasPrefix(e.Message, "no such endpoint"), "%s is not served: %s", route, a.body)
+	}
+}
+
+// checkRefs requires every $ref of the document to point at a component
+// that exists.
+func checkRefs(t *testing.T, doc map[string]any) {
+	var refs []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if ref, ok := v["$ref"]; ok {
+				s, isString := ref.(string)
+				require.True(t, isString, "$ref %v is not a string", ref)
+				refs = append(refs, s)
+			}
+			for _, e := range v {
+				walk(e)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	walk(doc)
+	require.NotEmpty(t, refs)
+	for _, ref := range refs {
+		pointer, ok := strings.CutPrefix(ref, "#/components/")
+		require.True(t, ok, "$ref %q does not point into #/components/", ref)
+		var at any = object(t, doc, "components")
+		for _, token := range strings.Split(pointer, "/") {
+			token = strings.ReplaceAll(strings.ReplaceAll(token, "~1", "/"), "~0", "~")
+			m, isObject := at.(map[string]any)
+			require.True(t, isObject, "$ref %q: %q is not inside an object", ref, token)
+			at, ok = m[token]
+			require.True(t, ok, "$ref %q does not resolve: no %q", ref, token)
+		}
+	}
+}
+
+// checkErrorCodes requires the Error schema to list exactly pkg/api's
+// error codes, and the JSON-RPC error schema the jsonrpc package's.
+func checkErrorCodes(t *testing.T, doc map[string]any) {
+	schemas := object(t, object(t, doc, "components"), "schemas")
+	code := object(t, object(t, object(t, schemas, "Error"), "properties"), "code")
+	require.ElementsMatch(t, []any{
+		api.CodeInvalidArgument, api.CodeUnsupportedMediaType, api.CodePayloadTooLarge,
+		api.CodeUnauthenticated, api.CodePermissionDenied, api.CodeNotFound,
+		api.CodeRateLimited, api.CodeOverloaded, api.CodeSignalAcceptanceIndeterminate,
+		api.CodeMethodNotAllowed, api.CodeInternal, api.CodeUnavailable,
+	}, code["enum"])
+
+	rpcCode := object(t, object(t, object(t, schemas, "JsonRpcError"), "properties"), "code")
+	want := []int{
+		jsonrpc.CodeParseError, jsonrpc.CodeInvalidRequest, jsonrpc.CodeMethodNotFound,
+		jsonrpc.CodeInvalidParams, jsonrpc.CodeInternalError, jsonrpc.CodeUnauthenticated,
+		jsonrpc.CodePermissionDenied, jsonrpc.CodeNotFound, jsonrpc.CodeConflict,
+		jsonrpc.CodePayloadTooLarge, jsonrpc.CodeRateLimited, jsonrpc.CodeUnavailable,
+	}
+	enum, ok := rpcCode["enum"].([]any)
+	require.True(t, ok, "JsonRpcError.code has no enum")
+	var got []int
+	for _, v := range enum {
+		f, isNumber := v.(float64)
+		require.True(t, isNumber, "JSON-RPC code %v is not a number", v)
+		got = append(got, int(f))
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	require.Equal(t, want, got)
+}
+
+// object returns the member key of m, which must be a JSON object.
+func object(t *testing.T, m any, key string) map[string]any {
+	t.Helper()
+	parent, ok := m.(map[string]any)
+	require.True(t, ok, "not an object where %q is looked up", key)
+	v, ok := parent[key].(map[string]any)
+	require.True(t, ok, "%q is missing or not an object", key)
+	return v
+}

@@ -1,0 +1,163 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
+)
+
+// Handler returns the gateway's HTTP handler (docs/api.md).
+func (s *Service) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/runs", s.handleRunStart)
+	mux.HandleFunc("POST /v1/runs/{runId}/signals", s.handleSignalSend)
+	mux.HandleFunc("POST /rpc", s.handleRPC)
+	mux.HandleFunc("GET /openapi.json", serveOpenAPI)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	for _, p := range []string{"/v1/runs", "/v1/runs/{runId}/signals", "/rpc", "/openapi.json"} {
+		mux.HandleFunc(p, s.methodNotAllowed)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, &intake.Error{Code: api.CodeNotFound, Message: "no such endpoint: " + r.URL.Path})
+	})
+	return mux
+}
+
+func (s *Service) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	allow := http.MethodPost
+	if r.URL.Path == "/openapi.json" {
+		allow = http.MethodGet
+	}
+	w.Header().Set("Allow", allow)
+	s.writeError(w, r, &intake.Error{Code: api.CodeMethodNotAllowed, Message: r.Method + " is not allowed here; use " + allow})
+}
+
+func (s *Service) handleRunStart(w http.ResponseWriter, r *http.Request) {
+	p, body, err := s.admit(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req api.StartRunRequest
+	if err := decode(body, &req, s.cfg.MaxDepth, "request body"); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.intake.RunStart(r.Context(), p, req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if res.Created {
+		status = http.StatusCreated
+	}
+	w.Header().Set("Weft-Duplicate", strconv.FormatBool(res.Duplicate))
+	writeJSON(w, status, res.StartRunResult)
+}
+
+func (s *Service) handleSignalSend(w http.ResponseWriter, r *http.Request) {
+	p, body, err := s.admit(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var b signalBody
+	if err := decode(body, &b, s.cfg.MaxDepth, "request body"); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	sig, err := signal(r.PathValue("runId"), b.SignalName, b.SignalID, b.Payload)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.intake.SignalSend(r.Context(), p, sig)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Weft-Duplicate", strconv.FormatBool(res.Duplicate))
+	writeJSON(w, http.StatusAccepted, res.AcceptedSignalResult)
+}
+
+// admit authenticates r, checks its content type and reads its body
+// within the limit, in that order: an unauthenticated request is refused
+// before its body is read.
+func (s *Service) admit(r *http.Request) (auth.Principal, []byte, error) {
+	p, err := s.cfg.Keys.Authenticate(r.Header.Get("Authorization"))
+	if err != nil {
+		return auth.Principal{}, nil, &intake.Error{Code: api.CodeUnauthenticated, Message: err.Error()}
+	}
+	if err := checkContentType(r.Header.Get("Content-Type")); err != nil {
+		return p, nil, err
+	}
+	body, err := s.readBody(r)
+	return p, body, err
+}
+
+// readBody reads r's body, refusing one over MaxBodyBytes whether or not
+// it declared its length.
+func (s *Service) readBody(r *http.Request) ([]byte, error) {
+	limit := s.cfg.MaxBodyBytes
+	if r.ContentLength > limit {
+		return nil, tooLarge(limit)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, &intake.Error{Code: api.CodeInvalidArgument, Message: "reading the body failed: " + err.Error()}
+	}
+	if int64(len(body)) > limit {
+		return nil, tooLarge(limit)
+	}
+	return body, nil
+}
+
+// writeError answers err in the REST error shape. An error that is not an
+// *intake.Error is a fault of the gateway: it is logged with a
+// correlation id, and the caller gets that id, never the error's text.
+func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e := s.refusal(r.Context(), err)
+	if e.Code == api.CodeUnauthenticated {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="weft"`)
+	}
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", retryAfterHeader(e))
+	}
+	writeJSON(w, statusOf(e.Code), api.ErrorBody{Error: e.API()})
+}
+
+// refusal returns err as an *intake.Error, turning a fault into
+// CodeInternal (or CodeUnavailable when the request was cancelled).
+func (s *Service) refusal(ctx context.Context, err error) *intake.Error {
+	if e, ok := errors.AsType[*intake.Error](err); ok {
+		return e
+	}
+	if ctx.Err() != nil {
+		return &intake.Error{Code: api.CodeUnavailable, Message: "the request was cancelled; retrying with the same ids is safe"}
+	}
+	id := events.NewRunID()
+	s.logger.ErrorContext(ctx, "request failed", "correlation_id", id, "err", err)
+	return &intake.Error{Code: api.CodeInternal, Message: "internal error; retrying with the same ids is safe",
+		Details: map[string]any{"correlationId": id}}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, `{"error":{"code":"Internal","message":"encoding the answer failed"}}`, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}

@@ -1,0 +1,117 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/internal/strictjson"
+	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
+	"github.com/weftrun/weft/services/signal-gateway/internal/jsonrpc"
+)
+
+// handleRPC serves JSON-RPC 2.0 (internal/jsonrpc). Faults of the HTTP
+// exchange itself (no key, wrong content type, body over the limit) are
+// answered with their HTTP status and a JSON-RPC error response with id
+// null; a body that is not strict JSON is a -32700 parse error; anything
+// else is answered 200 with the JSON-RPC response, or 204 when the body
+// held only notifications.
+func (s *Service) handleRPC(w http.ResponseWriter, r *http.Request) {
+	p, body, err := s.admit(r)
+	if err != nil {
+		e := s.refusal(r.Context(), err)
+		if e.RetryAfter > 0 {
+			w.Header().Set("Retry-After", retryAfterHeader(e))
+		}
+		re := rpcError(e)
+		if e.Code == api.CodePayloadTooLarge {
+			re.Code = jsonrpc.CodePayloadTooLarge // the body, not a param, is too large
+		}
+		writeRaw(w, statusOf(e.Code), jsonrpc.ErrorResponse(nil, re))
+		return
+	}
+	if err := strictjson.Valid(body, strictjson.Options{MaxDepth: s.cfg.MaxDepth, Document: "request body"}); err != nil {
+		writeRaw(w, http.StatusOK, jsonrpc.ParseErrorResponse(err.Error(), nil))
+		return
+	}
+	resp, ok := s.rpc.Serve(auth.WithPrincipal(r.Context(), p), body)
+	if !ok {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	writeRaw(w, http.StatusOK, resp)
+}
+
+func (s *Service) rpcRunStart(ctx context.Context, params json.RawMessage) (any, error) {
+	p, _ := auth.PrincipalFrom(ctx)
+	var req api.StartRunRequest
+	if err := decode(params, &req, s.cfg.MaxDepth, "params"); err != nil {
+		return nil, s.rpcFault(ctx, err)
+	}
+	res, err := s.intake.RunStart(ctx, p, req)
+	if err != nil {
+		return nil, s.rpcFault(ctx, err)
+	}
+	return res.StartRunResult, nil
+}
+
+func (s *Service) rpcSignalSend(ctx context.Context, params json.RawMessage) (any, error) {
+	p, _ := auth.PrincipalFrom(ctx)
+	var sp signalParams
+	if err := decode(params, &sp, s.cfg.MaxDepth, "params"); err != nil {
+		return nil, s.rpcFault(ctx, err)
+	}
+	sig, err := signal(sp.WorkflowID, sp.SignalName, sp.SignalID, sp.Payload)
+	if err != nil {
+		return nil, s.rpcFault(ctx, err)
+	}
+	res, err := s.intake.SignalSend(ctx, p, sig)
+	if err != nil {
+		return nil, s.rpcFault(ctx, err)
+	}
+	return res.AcceptedSignalResult, nil
+}
+
+// rpcFault turns a refusal or fault into its JSON-RPC error.
+func (s *Service) rpcFault(ctx context.Context, err error) error {
+	if _, ok := errors.AsType[*intake.Error](err); !ok && ctx.Err() == nil {
+		return err // logged and answered -32603 by the jsonrpc server
+	}
+	return rpcError(s.refusal(ctx, err))
+}
+
+// rpcError maps a Weft error onto a JSON-RPC error whose data is the Weft
+// error (code, message, details). Validation faults are -32602; every
+// conflict is jsonrpc.CodeConflict.
+func rpcError(e *intake.Error) *jsonrpc.Error {
+	code := jsonrpc.CodeInternalError
+	switch e.Code {
+	case api.CodeInvalidArgument, api.CodePayloadTooLarge:
+		code = jsonrpc.CodeInvalidParams
+	case api.CodeUnsupportedMediaType:
+		code = jsonrpc.CodeInvalidRequest
+	case api.CodeUnauthenticated:
+		code = jsonrpc.CodeUnauthenticated
+	case api.CodePermissionDenied:
+		code = jsonrpc.CodePermissionDenied
+	case api.CodeNotFound:
+		code = jsonrpc.CodeNotFound
+	case api.CodeSignalAcceptanceIndeterminate:
+		code = jsonrpc.CodeConflict
+	case api.CodeRateLimited, api.CodeOverloaded:
+		code = jsonrpc.CodeRateLimited
+	case api.CodeUnavailable:
+		code = jsonrpc.CodeUnavailable
+	}
+	return &jsonrpc.Error{Code: code, Message: e.Message, Data: e.API()}
+}
+
+func writeRaw(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}

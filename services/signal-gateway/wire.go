@@ -1,0 +1,142 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/weftrun/weft/internal/strictjson"
+	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
+)
+
+// signalBody is the body of POST /v1/runs/{runId}/signals and of a NATS
+// publish to weft.signals.<runId>: the run is named outside the body.
+type signalBody struct {
+	SignalName string `json:"signalName"`
+	// SignalID is kept raw so null, numbers and other non-strings are
+	// refused with a clear message instead of read as "absent".
+	SignalID json.RawMessage `json:"signalId"`
+	Payload  json.RawMessage `json:"payload"`
+}
+
+// signalParams is the params of JSON-RPC signal.send: the body plus the
+// run, named workflowId as the tier0 contract names it.
+type signalParams struct {
+	WorkflowID string          `json:"workflowId"`
+	SignalName string          `json:"signalName"`
+	SignalID   json.RawMessage `json:"signalId"`
+	Payload    json.RawMessage `json:"payload"`
+}
+
+// decode reads data strictly into v (strictjson: exact field names, no
+// unknown fields or duplicate keys, valid UTF-8, bounded depth, nothing
+// trailing) or returns an InvalidArgument *intake.Error listing the
+// problems.
+func decode(data []byte, v any, maxDepth int, what string) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return &intake.Error{Code: api.CodeInvalidArgument, Message: "invalid JSON: " + what + " is missing; it must be a JSON object",
+			Details: map[string]any{"field": what}}
+	}
+	err := strictjson.Decode(data, v, strictjson.Options{MaxDepth: maxDepth, Document: what})
+	if serr, ok := errors.AsType[*strictjson.Error](err); ok {
+		problems := make([]map[string]string, len(serr.Problems))
+		for i, p := range serr.Problems {
+			problems[i] = map[string]string{"path": p.Path, "code": p.Code, "message": p.Message}
+		}
+		return &intake.Error{Code: api.CodeInvalidArgument, Message: "invalid " + what + ": " + serr.Error(),
+			Details: map[string]any{"problems": problems}}
+	}
+	return err
+}
+
+// signal turns the decoded fields into an intake.Signal, refusing a
+// signalId that is present but not a string.
+func signal(runID, name string, rawID, payload json.RawMessage) (intake.Signal, error) {
+	sig := intake.Signal{RunID: runID, Name: name, Payload: payload}
+	if rawID == nil {
+		return sig, nil
+	}
+	var id string
+	if bytes.HasPrefix(rawID, []byte(`"`)) && json.Unmarshal(rawID, &id) == nil {
+		sig.ID = &id
+		return sig, nil
+	}
+	return sig, &intake.Error{Code: api.CodeInvalidArgument, Message: fmt.Sprintf("signalId must be a string, not %s", kindOf(rawID)),
+		Details: map[string]any{"field": "signalId"}}
+}
+
+// kindOf names the kind of a JSON value for messages.
+func kindOf(v json.RawMessage) string {
+	switch {
+	case bytes.Equal(v, []byte("null")):
+		return "null"
+	case len(v) == 0:
+		return "nothing"
+	}
+	switch v[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	default:
+		return "a number"
+	}
+}
+
+// statusOf is the HTTP status of a Weft error code.
+func statusOf(code string) int {
+	switch code {
+	case api.CodeInvalidArgument:
+		return http.StatusBadRequest
+	case api.CodeUnsupportedMediaType:
+		return http.StatusUnsupportedMediaType
+	case api.CodePayloadTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case api.CodeUnauthenticated:
+		return http.StatusUnauthorized
+	case api.CodePermissionDenied:
+		return http.StatusForbidden
+	case api.CodeNotFound:
+		return http.StatusNotFound
+	case api.CodeRateLimited, api.CodeOverloaded:
+		return http.StatusTooManyRequests
+	case api.CodeSignalAcceptanceIndeterminate:
+		return http.StatusConflict
+	case api.CodeMethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	case api.CodeUnavailable:
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// checkContentType refuses a body that is not declared as JSON in UTF-8.
+func checkContentType(header string) error {
+	mt, params, err := mime.ParseMediaType(header)
+	if err != nil || mt != "application/json" {
+		return &intake.Error{Code: api.CodeUnsupportedMediaType,
+			Message: fmt.Sprintf("Content-Type must be application/json, not %q", header)}
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return &intake.Error{Code: api.CodeUnsupportedMediaType, Message: fmt.Sprintf("charset must be utf-8, not %q", cs)}
+	}
+	return nil
+}
+
+// tooLarge is the refusal of a body over the limit.
+func tooLarge(limit int64) *intake.Error {
+	return &intake.Error{Code: api.CodePayloadTooLarge, Message: fmt.Sprintf("the body is more than the limit of %d bytes", limit),
+		Details: map[string]any{"limit": limit}}
+}
+
+// retryAfterHeader renders a refusal's wait as a Retry-After value.
+func retryAfterHeader(e *intake.Error) string { return strconv.Itoa(e.RetryAfterSeconds()) }
