@@ -26,7 +26,7 @@ func TestComposeTopology(t *testing.T) {
 	t.Parallel()
 	p := loadProject(t)
 
-	for _, name := range []string{"postgres", "nats", "migrate", "relay", "engine", "worker"} {
+	for _, name := range []string{"postgres", "nats", "migrate", "relay", "engine", "gateway", "worker"} {
 		_, err := p.GetService(name)
 		require.NoError(t, err, "service %s", name)
 	}
@@ -41,6 +41,13 @@ func TestComposeTopology(t *testing.T) {
 	require.NotNil(t, migrate.Build, "migrate builds the weft image")
 	require.Equal(t, "Dockerfile", migrate.Build.Dockerfile)
 	require.Equal(t, types.ServiceConditionHealthy, migrate.DependsOn["postgres"].Condition)
+
+	gw, _ := p.GetService("gateway")
+	require.Equal(t, types.ShellCommand{"gateway"}, gw.Command)
+	require.Equal(t, migrate.Image, gw.Image)
+	require.Equal(t, types.ServiceConditionCompletedSuccessfully, gw.DependsOn["migrate"].Condition)
+	require.Contains(t, gw.Environment, "WEFT_API_KEYS")
+	require.EqualValues(t, 8080, gw.Ports[0].Target)
 
 	relay, _ := p.GetService("relay")
 	require.Equal(t, migrate.Image, relay.Image, "one image for every weft service")

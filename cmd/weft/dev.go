@@ -27,6 +27,10 @@ type devConfig struct {
 	natsPort   int
 	syncAlways bool
 	demo       bool
+	// gatewayAddr is the gateway's listen address; devToken, when set,
+	// is the API token instead of the one in <dir>/token.
+	gatewayAddr string
+	devToken    string
 }
 
 func runDev(ctx context.Context, env *environment, args []string) error {
@@ -38,6 +42,9 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	natsPort := f.int("nats-port", "WEFT_DEV_NATS_PORT", 14222, "port of the embedded NATS server")
 	syncAlways := f.bool("nats-sync-always", "WEFT_NATS_SYNC_ALWAYS", false, "fsync every JetStream write before acking")
 	demo := f.bool("demo", "WEFT_DEV_DEMO", true, "append a demo run and log its events as JetStream delivers them")
+	f.StringVar(&cfg.gatewayAddr, "gateway-addr", "127.0.0.1:8080", "listen address of the gateway's HTTP API (env WEFT_DEV_GATEWAY_ADDR)")
+	f.fromEnv("gateway-addr", "WEFT_DEV_GATEWAY_ADDR")
+	cfg.devToken = env.getenv("WEFT_DEV_TOKEN")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -90,8 +97,13 @@ func devStack(ctx context.Context, env *environment, cfg devConfig) (err error) 
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(env.stdout, "\nWeft dev stack is up.\n  Postgres: %s\n  NATS:     %s\n  Data:     %s\nPress Ctrl-C to stop.\n\n",
-		redact(dbURL), ns.ClientURL(), cfg.dir)
+	gw, err := startDevGateway(ctx, env.logger, pool, nc, cfg)
+	if err != nil {
+		return err
+	}
+	stops = append(stops, gw.stop)
+	_, err = fmt.Fprintf(env.stdout, "\nWeft dev stack is up.\n  API:      %s\n  Token:    %s (in %s)\n  Postgres: %s\n  NATS:     %s\n  Data:     %s\nPress Ctrl-C to stop.\n\n",
+		gw.url, gw.token, filepath.Join(cfg.dir, "token"), redact(dbURL), ns.ClientURL(), cfg.dir)
 	if err != nil {
 		return err
 	}

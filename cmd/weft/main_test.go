@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/internal/weftest"
+	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/client"
+	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
 )
 
@@ -74,9 +78,11 @@ func TestDevRunsDemoToCompletion(t *testing.T) {
 	defer cancel()
 	var out, errOut weftest.Buffer
 	env := envOf(map[string]string{
-		"WEFT_DATABASE_URL":  db.URL,
-		"WEFT_DEV_DIR":       t.TempDir(),
-		"WEFT_DEV_NATS_PORT": strconv.Itoa(freePort(t)),
+		"WEFT_DATABASE_URL":     db.URL,
+		"WEFT_DEV_DIR":          t.TempDir(),
+		"WEFT_DEV_NATS_PORT":    strconv.Itoa(freePort(t)),
+		"WEFT_DEV_GATEWAY_ADDR": "127.0.0.1:0",
+		"WEFT_DEV_TOKEN":        "weft_dev_test_token",
 	})
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"dev"}, &out, &errOut, env) }()
@@ -91,6 +97,7 @@ func TestDevRunsDemoToCompletion(t *testing.T) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	approveThroughGateway(t, db, apiURL(t, out.String()), "weft_dev_test_token")
 	cancel()
 	require.NoError(t, <-done)
 	require.Contains(t, errOut.String(), `"outcome":"RunCompleted"`)
@@ -99,6 +106,48 @@ func TestDevRunsDemoToCompletion(t *testing.T) {
 	for i, seq := range seqs {
 		require.Equal(t, int64(i+1), seq, "events arrive in runSeq order, none missing")
 	}
+}
+
+// apiURL reads the gateway's URL from weft dev's banner.
+func apiURL(t *testing.T, banner string) string {
+	for line := range strings.Lines(banner) {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "API:"); ok {
+			return strings.TrimSpace(rest)
+		}
+	}
+	t.Fatalf("no API line in %q", banner)
+	return ""
+}
+
+// approveThroughGateway starts a run with an approval gate through the dev
+// gateway, with the Go client, approves it with a signal, and waits for
+// the run to complete: gateway, outbox relay, engine and worker together.
+func approveThroughGateway(t *testing.T, db *weftest.DB, url, token string) {
+	t.Helper()
+	c, err := client.New(url, client.WithToken(token))
+	require.NoError(t, err)
+	doc := `{"planId":"approval","planVersion":"1","steps":[{"id":"prepare","activity":"echo","input":{"x":1}},` +
+		`{"id":"gate","kind":"waitSignal","signal":"approve","dependsOn":["prepare"]},` +
+		`{"id":"ship","activity":"echo","dependsOn":["gate"]}]}`
+	run, err := c.StartRun(t.Context(), api.StartRunRequest{TenantID: "default", ProjectID: "demo", EnvironmentID: "dev",
+		PlanID: "approval", PlanVersion: "1", Plan: json.RawMessage(doc)})
+	require.NoError(t, err)
+	log := eventlog.New(db.Pool)
+	reached := func(want func(events.Event) bool) func() bool {
+		return func() bool {
+			evs, err := log.EventsFetchAfter(t.Context(), run.RunID, 0, 1000)
+			require.NoError(t, err)
+			return slices.ContainsFunc(evs, want)
+		}
+	}
+	// A signal is applied to a step that waits for it at the time; one
+	// sent earlier is recorded and ignored (docs/engine.md).
+	require.Eventually(t, reached(func(e events.Event) bool { return e.StepID == "gate" }),
+		time.Minute, 20*time.Millisecond, "the gate waits")
+	_, err = c.Signal(t.Context(), run.RunID, api.SignalRequest{SignalName: "approve", Payload: json.RawMessage(`{"by":"test"}`)})
+	require.NoError(t, err)
+	require.Eventually(t, reached(func(e events.Event) bool { return e.EventType == events.RunCompleted }),
+		time.Minute, 20*time.Millisecond, "the approved run completes")
 }
 
 // relayedSeqs returns the runSeq of every "relayed event" log line, in

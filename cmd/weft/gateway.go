@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+
+	"github.com/weftrun/weft/internal/auth"
+	gateway "github.com/weftrun/weft/services/signal-gateway"
+)
+
+// runGateway is `weft gateway`: the signal gateway as a process of its own
+// (docs/api.md). Any number may run against one database and one NATS.
+func runGateway(ctx context.Context, env *environment, args []string) error {
+	f := newFlags("gateway", env)
+	dbURL := f.string("database-url", "WEFT_DATABASE_URL", "Postgres connection URL")
+	natsURL := f.string("nats-url", "WEFT_NATS_URL", "NATS server URL")
+	addr := f.string("addr", "WEFT_GATEWAY_ADDR", "HTTP listen address (empty: :8080)")
+	keysText := f.string("api-keys", "WEFT_API_KEYS", "API keys, one `name tenant role sha256:<hex>` per line or comma")
+	keysFile := f.string("api-keys-file", "WEFT_API_KEYS_FILE", "file of API keys, one per line")
+	var cfg gateway.IntakeConfig
+	f.DurationVar(&cfg.SignalRetention, "signal-retention", 0, "how long a signal's acceptance answers repeats (0: 24h; env WEFT_SIGNAL_RETENTION)")
+	f.fromEnv("signal-retention", "WEFT_SIGNAL_RETENTION")
+	f.DurationVar(&cfg.RunRequestRetention, "run-request-retention", 0, "how long a run request answers repeats (0: 168h; env WEFT_RUN_REQUEST_RETENTION)")
+	f.fromEnv("run-request-retention", "WEFT_RUN_REQUEST_RETENTION")
+	payload := f.int("max-signal-payload-bytes", "WEFT_MAX_SIGNAL_PAYLOAD_BYTES", 0, "largest signal payload (0: 65536)")
+	rate := f.int("max-signals-per-run-minute", "WEFT_MAX_SIGNALS_PER_RUN_MINUTE", 0, "signals one run accepts per minute (0: 60)")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	cfg.MaxSignalPayloadBytes, cfg.MaxSignalsPerRunMinute = *payload, *rate
+	keys, err := loadKeys(*keysText, *keysFile)
+	if err != nil {
+		return err
+	}
+	nc, err := connectNATS(*natsURL, "weft-gateway")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	pool, err := openPool(ctx, *dbURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	gw, err := gateway.New(pool, nc, gateway.Config{Addr: *addr, Keys: keys, Intake: cfg}, env.logger)
+	if err != nil {
+		return err
+	}
+	return runUntilDone(ctx, env.logger, "gateway", gw.Run)
+}
+
+// loadKeys reads the API keys from text and, when set, a file.
+func loadKeys(text, file string) (*auth.Keys, error) {
+	if text != "" && file != "" {
+		return nil, errors.New("set --api-keys or --api-keys-file, not both")
+	}
+	var keys *auth.Keys
+	var err error
+	if file != "" {
+		keys, err = auth.LoadKeysFile(file)
+	} else {
+		keys, err = auth.ParseKeys(text)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if keys.Len() == 0 {
+		return nil, errors.New("no API keys: set WEFT_API_KEYS or --api-keys-file (a line is `name tenant role sha256:<hex>`; `weft dev` makes one for you)")
+	}
+	return keys, nil
+}
+
+// devTenant is the tenant of the dev token.
+const devTenant = "default"
+
+// devGateway is the dev stack's gateway: where it listens and its token.
+type devGateway struct {
+	url   string
+	token string
+	stop  func(context.Context) error
+}
+
+// startDevGateway starts the gateway of the dev stack on cfg.gatewayAddr
+// with the dev token, an admin key of tenant devTenant, generated into
+// <dir>/token on first start unless WEFT_DEV_TOKEN is set.
+func startDevGateway(ctx context.Context, logger *slog.Logger, pool *pgxpool.Pool, nc *nats.Conn, cfg devConfig) (devGateway, error) {
+	token, _, err := auth.LoadOrCreateDevToken(filepath.Join(cfg.dir, "token"), cfg.devToken)
+	if err != nil {
+		return devGateway{}, fmt.Errorf("dev token: %w", err)
+	}
+	keys, err := auth.NewKeys(auth.Key{Name: "dev", TenantID: devTenant, Role: auth.RoleAdmin, Hash: auth.HashKey(token)})
+	if err != nil {
+		return devGateway{}, err
+	}
+	gw, err := gateway.New(pool, nc, gateway.Config{Keys: keys}, logger)
+	if err != nil {
+		return devGateway{}, err
+	}
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.gatewayAddr)
+	if err != nil {
+		return devGateway{}, fmt.Errorf("gateway address %s is taken: stop what uses it or pass --gateway-addr / WEFT_DEV_GATEWAY_ADDR: %w", cfg.gatewayAddr, err)
+	}
+	stop := background(ctx, func(ctx context.Context) error { return gw.Serve(ctx, ln) })
+	return devGateway{url: "http://" + ln.Addr().String(), token: token, stop: stop}, nil
+}
