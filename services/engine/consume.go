@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"strings"
-	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/weftrun/weft/internal/lanes"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/task"
 	"github.com/weftrun/weft/services/engine/internal/decide"
@@ -28,42 +26,25 @@ const (
 // means the message can never be handled and is terminated.
 type toRoundFunc func(m jetstream.Msg) (r round.Round, ok bool, err error)
 
-// consumer feeds one durable consumer's messages to Concurrency workers.
-// A message goes to the worker its subject's last token (the run id) hashes
-// to, so one engine handles a run's messages one at a time, in the order
-// JetStream delivers them: a worker's StepStarted is recorded before its
-// StepCompleted, and rounds of one run rarely race. Rounds of different
-// runs run in parallel.
-type consumer struct {
-	name  string
-	cc    jetstream.ConsumeContext
-	lanes []chan jetstream.Msg
-	wg    sync.WaitGroup
-}
-
-// lane returns the channel of the worker that handles m's run.
-func (c *consumer) lane(m jetstream.Msg) chan jetstream.Msg {
-	subject := m.Subject()
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(subject[strings.LastIndexByte(subject, '.')+1:]))
-	return c.lanes[h.Sum32()%uint32(len(c.lanes))]
-}
-
-func (s *Service) startConsumers(ctx context.Context) ([]*consumer, error) {
+func (s *Service) startConsumers(ctx context.Context) ([]*lanes.Lanes, error) {
 	events, err := s.consume(ctx, streams.EventsStream, EventsConsumer, streams.EventsSubjectPrefix+".*", eventRound)
 	if err != nil {
 		return nil, err
 	}
 	results, err := s.consume(ctx, streams.ResultsStream, ResultsConsumer, streams.ResultsSubjectPrefix+".*", s.resultRound)
 	if err != nil {
-		events.stop()
+		events.Stop()
 		return nil, err
 	}
-	return []*consumer{events, results}, nil
+	return []*lanes.Lanes{events, results}, nil
 }
 
-// consume creates (or updates) the durable consumer and starts its workers.
-func (s *Service) consume(ctx context.Context, stream, durable, filter string, toRound toRoundFunc) (*consumer, error) {
+// consume creates (or updates) the durable consumer and feeds it to
+// Concurrency lanes (internal/lanes): one engine handles a run's messages
+// one batch at a time, in the order JetStream delivers them, so a worker's
+// StepStarted is recorded before its StepCompleted and rounds of one run
+// rarely race. Rounds of different runs run in parallel.
+func (s *Service) consume(ctx context.Context, stream, durable, filter string, toRound toRoundFunc) (*lanes.Lanes, error) {
 	cons, err := s.js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{
 		Durable:       durable,
 		FilterSubject: filter,
@@ -75,55 +56,13 @@ func (s *Service) consume(ctx context.Context, stream, durable, filter string, t
 	if err != nil {
 		return nil, fmt.Errorf("engine: consumer %s: %w", durable, err)
 	}
-	c := &consumer{name: durable, lanes: make([]chan jetstream.Msg, s.cfg.Concurrency)}
-	for i := range c.lanes {
-		lane := make(chan jetstream.Msg, s.cfg.MaxBatch)
-		c.lanes[i] = lane
-		c.wg.Go(func() {
-			for m := range lane {
-				s.handleBatch(ctx, drain(m, lane, s.cfg.MaxBatch), toRound)
-			}
-		})
-	}
-	c.cc, err = cons.Consume(func(m jetstream.Msg) { c.lane(m) <- m })
+	l, err := lanes.Start(cons, s.cfg.Concurrency, s.cfg.MaxBatch, func(msgs []jetstream.Msg) {
+		s.handleBatch(ctx, msgs, toRound)
+	})
 	if err != nil {
-		c.closeLanes()
-		return nil, fmt.Errorf("engine: consume %s: %w", durable, err)
+		return nil, fmt.Errorf("engine: %s: %w", durable, err)
 	}
-	return c, nil
-}
-
-func (c *consumer) closeLanes() {
-	for _, lane := range c.lanes {
-		close(lane)
-	}
-	c.wg.Wait()
-}
-
-// stop stops delivery and waits for the rounds in flight. Messages fetched
-// but not handled are not acked; JetStream redelivers them.
-func (c *consumer) stop() {
-	c.cc.Stop()
-	<-c.cc.Closed()
-	c.closeLanes()
-}
-
-// drain returns first and up to max-1 more messages already waiting in
-// lane, without waiting for any.
-func drain(first jetstream.Msg, lane <-chan jetstream.Msg, limit int) []jetstream.Msg {
-	batch := []jetstream.Msg{first}
-	for len(batch) < limit {
-		select {
-		case m, ok := <-lane:
-			if !ok {
-				return batch
-			}
-			batch = append(batch, m)
-		default:
-			return batch
-		}
-	}
-	return batch
+	return l, nil
 }
 
 // handleBatch runs the rounds the messages ask for in one transaction

@@ -180,7 +180,7 @@ func (s *Service) Run(ctx context.Context) error {
 	s.logger.InfoContext(ctx, "engine running", "concurrency", s.cfg.Concurrency)
 	<-ctx.Done()
 	for _, c := range consumers {
-		c.stop()
+		c.Stop()
 	}
 	wg.Wait()
 	return nil

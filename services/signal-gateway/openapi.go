@@ -3,6 +3,8 @@ package gateway
 import (
 	_ "embed"
 	"net/http"
+
+	"github.com/weftrun/weft/internal/httpserve"
 )
 
 // openAPI is the gateway's OpenAPI 3.1 document, kept by hand beside
@@ -11,4 +13,6 @@ import (
 //go:embed openapi.json
 var openAPI []byte
 
-func serveOpenAPI(w http.ResponseWriter, _ *http.Request) { writeRaw(w, http.StatusOK, openAPI) }
+func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
+	httpserve.WriteRaw(w, http.StatusOK, openAPI)
+}

@@ -2,11 +2,12 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"strconv"
+
+	"github.com/weftrun/weft/internal/httpserve"
 
 	"github.com/weftrun/weft/internal/auth"
 	"github.com/weftrun/weft/pkg/api"
@@ -61,7 +62,7 @@ func (s *Service) handleRunStart(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusCreated
 	}
 	w.Header().Set("Weft-Duplicate", strconv.FormatBool(res.Duplicate))
-	writeJSON(w, status, res.StartRunResult)
+	httpserve.WriteJSON(w, status, res.StartRunResult)
 }
 
 func (s *Service) handleSignalSend(w http.ResponseWriter, r *http.Request) {
@@ -86,7 +87,7 @@ func (s *Service) handleSignalSend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Weft-Duplicate", strconv.FormatBool(res.Duplicate))
-	writeJSON(w, http.StatusAccepted, res.AcceptedSignalResult)
+	httpserve.WriteJSON(w, http.StatusAccepted, res.AcceptedSignalResult)
 }
 
 // admit authenticates r, checks its content type and reads its body
@@ -132,7 +133,7 @@ func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", retryAfterHeader(e))
 	}
-	writeJSON(w, statusOf(e.Code), api.ErrorBody{Error: e.API()})
+	httpserve.WriteJSON(w, statusOf(e.Code), api.ErrorBody{Error: e.API()})
 }
 
 // refusal returns err as an *intake.Error, turning a fault into
@@ -148,16 +149,4 @@ func (s *Service) refusal(ctx context.Context, err error) *intake.Error {
 	s.logger.ErrorContext(ctx, "request failed", "correlation_id", id, "err", err)
 	return &intake.Error{Code: api.CodeInternal, Message: "internal error; retrying with the same ids is safe",
 		Details: map[string]any{"correlationId": id}}
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, `{"error":{"code":"Internal","message":"encoding the answer failed"}}`, http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
 }

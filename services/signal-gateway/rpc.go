@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/weftrun/weft/internal/httpserve"
+
 	"github.com/weftrun/weft/internal/auth"
 	"github.com/weftrun/weft/internal/strictjson"
 	"github.com/weftrun/weft/pkg/api"
@@ -30,11 +32,11 @@ func (s *Service) handleRPC(w http.ResponseWriter, r *http.Request) {
 		if e.Code == api.CodePayloadTooLarge {
 			re.Code = jsonrpc.CodePayloadTooLarge // the body, not a param, is too large
 		}
-		writeRaw(w, statusOf(e.Code), jsonrpc.ErrorResponse(nil, re))
+		httpserve.WriteRaw(w, statusOf(e.Code), jsonrpc.ErrorResponse(nil, re))
 		return
 	}
 	if err := strictjson.Valid(body, strictjson.Options{MaxDepth: s.cfg.MaxDepth, Document: "request body"}); err != nil {
-		writeRaw(w, http.StatusOK, jsonrpc.ParseErrorResponse(err.Error(), nil))
+		httpserve.WriteRaw(w, http.StatusOK, jsonrpc.ParseErrorResponse(err.Error(), nil))
 		return
 	}
 	resp, ok := s.rpc.Serve(auth.WithPrincipal(r.Context(), p), body)
@@ -42,7 +44,7 @@ func (s *Service) handleRPC(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	writeRaw(w, http.StatusOK, resp)
+	httpserve.WriteRaw(w, http.StatusOK, resp)
 }
 
 func (s *Service) rpcRunStart(ctx context.Context, params json.RawMessage) (any, error) {
@@ -107,11 +109,4 @@ func rpcError(e *intake.Error) *jsonrpc.Error {
 		code = jsonrpc.CodeUnavailable
 	}
 	return &jsonrpc.Error{Code: code, Message: e.Message, Data: e.API()}
-}
-
-func writeRaw(w http.ResponseWriter, status int, body []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
 }

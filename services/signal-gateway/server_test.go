@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftrun/weft/internal/httpserve"
+
 	"github.com/stretchr/testify/require"
 
 	gateway "github.com/weftrun/weft/services/signal-gateway"
@@ -20,7 +22,7 @@ import (
 // it.
 func TestSlowClientIsCut(t *testing.T) {
 	t.Parallel()
-	s := setup(t, gateway.Config{ReadHeaderTimeout: 200 * time.Millisecond, ReadTimeout: 300 * time.Millisecond})
+	s := setup(t, gateway.Config{HTTP: httpserve.Limits{ReadHeaderTimeout: 200 * time.Millisecond, ReadTimeout: 300 * time.Millisecond}})
 	for name, partial := range map[string]string{
 		"headers": "POST /v1/runs HTTP/1.1\r\nHost: weft\r\nAuthorization: Bearer ",
 		"body":    "POST /v1/runs HTTP/1.1\r\nHost: weft\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"tenantId\":",
@@ -40,7 +42,7 @@ func TestSlowClientIsCut(t *testing.T) {
 
 func TestOversizeHeadersRefused(t *testing.T) {
 	t.Parallel()
-	s := setup(t, gateway.Config{MaxHeaderBytes: 4 << 10})
+	s := setup(t, gateway.Config{HTTP: httpserve.Limits{MaxHeaderBytes: 4 << 10}})
 	conn, err := (&net.Dialer{}).DialContext(context.Background(), "tcp", strings.TrimPrefix(s.base, "http://"))
 	require.NoError(t, err)
 	defer func() { _ = conn.Close() }()

@@ -17,13 +17,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 
 	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/internal/httpserve"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
 	"github.com/weftrun/weft/services/signal-gateway/internal/jsonrpc"
@@ -34,13 +34,7 @@ const (
 	DefaultAddr              = ":8080"
 	DefaultMaxBodyBytes      = 2 << 20 // a 1 MiB plan, its input and the envelope
 	DefaultMaxDepth          = 64      // plan.DefaultMaxDepth, plus the envelope
-	DefaultReadHeaderTimeout = 5 * time.Second
-	DefaultReadTimeout       = 30 * time.Second
-	DefaultWriteTimeout      = 30 * time.Second
-	DefaultIdleTimeout       = 2 * time.Minute
-	DefaultMaxHeaderBytes    = 16 << 10
 	DefaultRetentionInterval = time.Minute
-	DefaultShutdownTimeout   = 10 * time.Second
 )
 
 // IntakeConfig holds the limits and retentions of runs and signals; see
@@ -64,28 +58,20 @@ type Config struct {
 	MaxDepth int
 	// MaxBatch bounds a JSON-RPC batch.
 	MaxBatch int
-	// The HTTP server's timeouts and header limit: a slow client cannot
-	// hold a connection longer than these.
-	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
-	MaxHeaderBytes                                            int
+	// HTTP holds the server's timeouts, header limit and shutdown drain:
+	// a slow client cannot hold a connection longer than these.
+	HTTP httpserve.Limits
 	// RetentionInterval is how often expired acceptance and run-request
 	// records are removed.
 	RetentionInterval time.Duration
-	// ShutdownTimeout bounds the drain of in-flight requests on shutdown.
-	ShutdownTimeout time.Duration
 }
 
 func (c Config) withDefaults() Config {
 	c.Addr = cmp.Or(c.Addr, DefaultAddr)
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, DefaultMaxBodyBytes)
 	c.MaxDepth = cmp.Or(c.MaxDepth, DefaultMaxDepth)
-	c.ReadHeaderTimeout = cmp.Or(c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
-	c.ReadTimeout = cmp.Or(c.ReadTimeout, DefaultReadTimeout)
-	c.WriteTimeout = cmp.Or(c.WriteTimeout, DefaultWriteTimeout)
-	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
-	c.MaxHeaderBytes = cmp.Or(c.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	c.HTTP = c.HTTP.WithDefaults()
 	c.RetentionInterval = cmp.Or(c.RetentionInterval, DefaultRetentionInterval)
-	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, DefaultShutdownTimeout)
 	if c.Authorizer == nil {
 		c.Authorizer = auth.RoleAuthorizer{}
 	}
@@ -125,28 +111,18 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config, logger *slog.Logger) (*S
 
 // Run listens on Config.Addr and serves until ctx ends (see Serve).
 func (s *Service) Run(ctx context.Context) error {
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", s.cfg.Addr)
+	ln, err := httpserve.Listen(ctx, s.cfg.Addr, "gateway", "--addr or WEFT_GATEWAY_ADDR")
 	if err != nil {
-		return fmt.Errorf("gateway: listen on %s: %w (set another address with --addr or WEFT_GATEWAY_ADDR)", s.cfg.Addr, err)
+		return err
 	}
 	return s.Serve(ctx, ln)
 }
 
 // Serve serves HTTP on ln, the NATS ingress when the gateway has a NATS
 // connection, and the retention job, until ctx ends; then it stops taking
-// requests and drains those in flight for at most ShutdownTimeout. It
+// requests and drains those in flight for at most HTTP.ShutdownTimeout. It
 // returns nil after a clean shutdown.
 func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
-		ReadTimeout:       s.cfg.ReadTimeout,
-		WriteTimeout:      s.cfg.WriteTimeout,
-		IdleTimeout:       s.cfg.IdleTimeout,
-		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}
 	if s.nc != nil {
 		stop, err := s.subscribe(ctx)
 		if err != nil {
@@ -160,20 +136,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 		s.retain(ctx)
 	}()
 	defer func() { <-done }()
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	s.logger.InfoContext(ctx, "gateway listening", "addr", ln.Addr().String())
-	select {
-	case err := <-serveErr:
-		return fmt.Errorf("gateway: serve: %w", err)
-	case <-ctx.Done():
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("gateway: shutdown: %w", err)
-	}
-	return nil
+	return httpserve.Serve(ctx, ln, s.Handler(), s.cfg.HTTP, "gateway", s.logger)
 }
 
 // retain removes expired records every RetentionInterval until ctx ends.
