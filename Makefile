@@ -13,8 +13,12 @@ help: ## List the targets
 run: ## Start the whole system on embedded defaults (weft dev)
 	go run ./cmd/weft dev
 
-test: ## Run every test with -race against real Postgres and embedded NATS JetStream
+test: browser ## Run every test with -race against real Postgres and embedded NATS JetStream
 	go test -race -count=1 ./...
+
+.PHONY: browser
+browser: ## Install headless Chromium for the browser tests when missing
+	.ci/ensure-chromium
 
 bench: ## Print the figures recorded in BENCHMARKS.md (real Postgres and JetStream)
 	go test -run '^$$' -bench . -benchtime 4s ./bench

@@ -1,0 +1,162 @@
+// The read API client: the API key, authenticated requests and signals.
+
+const TOKEN_KEY = 'weft.token';
+
+// memoryToken holds the key when localStorage is unavailable (private modes).
+let memoryToken = null;
+
+// ApiError is a failed request: the HTTP status and the error body's code,
+// message and details ({"error": {"code", "message", "details"}}). A
+// network failure has status 0 and code "NetworkError".
+export class ApiError extends Error {
+  constructor(status, code, message, details) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+    this.code = code;
+    this.details = details;
+  }
+
+  // describe renders "code: message" for people.
+  describe() {
+    return `${this.code}: ${this.message}`;
+  }
+}
+
+export function getToken() {
+  try {
+    return localStorage.getItem(TOKEN_KEY) || memoryToken;
+  } catch {
+    return memoryToken;
+  }
+}
+
+export function setToken(token) {
+  memoryToken = token;
+  try {
+    localStorage.setItem(TOKEN_KEY, token);
+  } catch {
+    // The key stays in memory for this page only.
+  }
+}
+
+export function clearToken() {
+  memoryToken = null;
+  try {
+    localStorage.removeItem(TOKEN_KEY);
+  } catch {
+    // Nothing stored.
+  }
+}
+
+// takeParam removes name=value from an &-separated string and returns
+// [value or null, the rest]. It decodes with decodeURIComponent, so a "+"
+// in a key stays a "+".
+function takeParam(str, name) {
+  let value = null;
+  const rest = [];
+  for (const part of str.split('&')) {
+    if (part.startsWith(`${name}=`)) {
+      try {
+        value = decodeURIComponent(part.slice(name.length + 1));
+      } catch {
+        value = part.slice(name.length + 1);
+      }
+    } else if (part !== '') {
+      rest.push(part);
+    }
+  }
+  return [value, rest.join('&')];
+}
+
+// captureTokenFromURL takes token=KEY from the fragment (#token=KEY, preferred:
+// it never reaches a server) or the query (?token=KEY), stores it, and
+// removes it from the address bar and the history entry.
+export function captureTokenFromURL() {
+  const [fromHash, hashRest] = takeParam(location.hash.replace(/^#/, ''), 'token');
+  const [fromQuery, queryRest] = takeParam(location.search.replace(/^\?/, ''), 'token');
+  const token = fromHash ?? fromQuery;
+  if (token === null) return;
+  const url = location.pathname + (queryRest ? `?${queryRest}` : '') + (hashRest ? `#${hashRest}` : '');
+  history.replaceState(history.state, '', url);
+  if (token.trim() !== '') setToken(token.trim());
+}
+
+// request sends an authenticated request and returns {status, etag, data}.
+// A 304 (after If-None-Match) returns data null. Any other status outside
+// 2xx throws an ApiError; a 401 also dispatches "weft:unauthorized" on
+// window so the app can ask for a key again.
+export async function request(method, path, { body, etag, signal } = {}) {
+  const headers = { Accept: 'application/json' };
+  const token = getToken();
+  if (token) headers.Authorization = `Bearer ${token}`;
+  if (etag) headers['If-None-Match'] = etag;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+
+  let res;
+  try {
+    res = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal,
+      cache: 'no-store',
+      credentials: 'same-origin',
+    });
+  } catch (err) {
+    if (signal?.aborted) throw err;
+    throw new ApiError(0, 'NetworkError', err?.message || 'the request failed', {});
+  }
+  if (res.status === 304) return { status: 304, etag, data: null };
+
+  const text = await res.text();
+  let data = null;
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = null;
+    }
+  }
+  if (!res.ok) {
+    const e = data && typeof data.error === 'object' && data.error ? data.error : {};
+    const err = new ApiError(res.status, e.code || `HTTP ${res.status}`,
+      e.message || res.statusText || 'the request failed', e.details || {});
+    if (res.status === 401) {
+      window.dispatchEvent(new CustomEvent('weft:unauthorized', { detail: err }));
+    }
+    throw err;
+  }
+  return { status: res.status, etag: res.headers.get('ETag'), data };
+}
+
+export function get(path, options) {
+  return request('GET', path, options);
+}
+
+// newSignalId returns a fresh UUID. crypto.randomUUID exists only in secure
+// contexts (https, localhost), so plain-http deployments get one built from
+// crypto.getRandomValues.
+export function newSignalId() {
+  if (typeof crypto.randomUUID === 'function') return crypto.randomUUID();
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const hex = Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+// sendSignal posts a signal through the projector's gateway route with a
+// fresh signalId, and returns the gateway's AcceptedSignalResult. payload
+// is left out of the body when it is undefined.
+export async function sendSignal(runId, signalName, payload) {
+  const body = { signalName, signalId: newSignalId() };
+  if (payload !== undefined) body.payload = payload;
+  const res = await request('POST', `/gateway/v1/runs/${encodeURIComponent(runId)}/signals`, { body });
+  return res.data || {};
+}
+
+// runPath returns the API path of a run.
+export function runPath(runId) {
+  return `/v1/runs/${encodeURIComponent(runId)}`;
+}

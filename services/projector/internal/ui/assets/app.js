@@ -1,0 +1,200 @@
+// Weft UI: entry point, router, sign-in, toasts and the confirm dialog.
+//
+// Routes (path routing; the server answers index.html for both):
+//   /                 runs list; filters in the query: ?status=FAILED&plan=hello
+//   /runs/{runId}     run page
+// The API key comes from #token=KEY (or ?token=KEY) once, then from
+// localStorage "weft.token".
+//
+// Stable data-testid attributes, for browser tests:
+//   signin-token            the API key input of the sign-in form
+//   signin-submit           its submit button
+//   signin-error            the reason the form is shown again (e.g. after a 401)
+//   signout                 the header's sign-out button
+//   runs-table              the runs table
+//   run-row                 one row; data-run-id is the full run id
+//   run-status              a run's status pill; text is exactly the status (COMPLETED)
+//   stale-pill              the STALE pill beside a stale run's status
+//   filter-status           the status filter <select> (values incl. STALE)
+//   filter-plan             the plan id filter <input>
+//   load-more               the "Load more" button (cursor pagination)
+//   stale-banner            the run page's STALE alert (role=alert), present only while stale
+//   run-error               the root cause of a FAILED run
+//   btn-pause, btn-resume, btn-cancel   the run's action buttons
+//   btn-retry-step          "Retry step" on a FAILED step; data-step-id
+//   btn-signal              "Send <signal>" on a RUNNING waitSignal step; data-step-id, data-signal
+//   confirm-ok, confirm-dismiss         the buttons of the confirm dialog (CANCEL)
+//   action-result           the toast with the last action's result; data-kind success|error
+//   dag                     the steps graph
+//   step                    one step node; data-step-id
+//   step-status             its status pill; text is exactly the step status
+//   step-attempt            "Retry #n" (present when logicalAttemptId > 1)
+//   step-delivery           "delivery k" (present when engineAttemptId > 1)
+//   step-error              a step's error code and message
+//   step-artifact           an artifact link
+//   events-table            the event timeline
+//   event-row               one event; data-seq is its runSeq
+//   event-toggle            shows or hides an event's eventData
+
+import { captureTokenFromURL, clearToken, getToken, setToken } from './api.js';
+import { h, icon, replace } from './dom.js';
+import { mountRun } from './run.js';
+import { mountRuns } from './runs.js';
+
+const app = document.getElementById('app');
+const signout = document.getElementById('signout');
+const live = document.getElementById('live');
+const liveText = document.getElementById('live-text');
+
+// current is the mounted view: {unmount()}.
+let current = null;
+let signInShown = false;
+
+function unmount() {
+  if (current) current.unmount();
+  current = null;
+  setLive(null);
+}
+
+// render draws the view of the current address. notice ({text, kind:
+// 'error'|'info'}) is shown on the sign-in form when there is no key.
+function render(notice) {
+  unmount();
+  signInShown = false;
+  if (!getToken()) {
+    showSignIn(notice);
+    return;
+  }
+  signout.hidden = false;
+  const path = location.pathname;
+  const view = { navigate, setLive, toast, confirm: confirmDialog };
+  let m;
+  if (path === '/' || path === '') {
+    document.title = 'Runs · Weft';
+    current = mountRuns(app, view);
+  } else if ((m = path.match(/^\/runs\/([^/]+)$/))) {
+    let runId = m[1];
+    try {
+      runId = decodeURIComponent(runId);
+    } catch {
+      // Keep it as it is.
+    }
+    document.title = `Run ${runId} · Weft`;
+    current = mountRun(app, view, runId);
+  } else {
+    document.title = 'Not found · Weft';
+    replace(app, h('div', { class: 'empty-page' },
+      h('h1', { text: 'Page not found' }),
+      h('p', {}, 'Nothing lives at ', h('code', { text: path }), '. ',
+        h('a', { href: '/', 'data-nav': true, text: 'Back to runs' }))));
+  }
+}
+
+// navigate moves to url inside the app.
+function navigate(url, { replace: replaceEntry = false } = {}) {
+  if (replaceEntry) history.replaceState(null, '', url);
+  else history.pushState(null, '', url);
+  render();
+  window.scrollTo(0, 0);
+}
+
+function showSignIn(notice) {
+  signInShown = true;
+  signout.hidden = true;
+  document.title = 'Sign in · Weft';
+  const input = h('input', {
+    id: 'signin-token', type: 'password', class: 'input', testid: 'signin-token',
+    autocomplete: 'off', spellcheck: 'false', placeholder: 'API key', required: true,
+  });
+  const form = h('form', { class: 'signin card', testid: 'signin-form' },
+    h('div', { class: 'signin-mark' }, h('img', { src: document.querySelector('link[rel=icon]').href, alt: '', width: 40, height: 40 })),
+    h('h1', { text: 'Sign in to Weft' }),
+    h('p', { class: 'muted', text: 'Paste an API key. It is sent as a bearer token on every request and kept in this browser’s local storage until you sign out.' }),
+    notice?.kind === 'error' ? h('p', { class: 'signin-error', role: 'alert', testid: 'signin-error', text: notice.text }) : null,
+    notice?.kind === 'info' ? h('p', { class: 'signin-info', role: 'status', text: notice.text }) : null,
+    h('label', { for: 'signin-token', class: 'label', text: 'API key' }),
+    input,
+    h('button', { type: 'submit', class: 'btn btn-primary btn-block', testid: 'signin-submit', text: 'Sign in' }));
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const token = input.value.trim();
+    if (!token) return;
+    setToken(token);
+    render();
+  });
+  replace(app, h('div', { class: 'signin-wrap' }, form));
+  input.focus();
+}
+
+// setLive shows the live-update state in the header: 'live', 'paused',
+// 'error' or null (hidden).
+function setLive(state) {
+  live.hidden = !state;
+  live.dataset.state = state || '';
+  liveText.textContent = { live: 'Live', paused: 'Paused', error: 'Reconnecting…' }[state] || '';
+}
+
+let toastTimer = null;
+
+// toast shows the result of an action: {kind: 'success'|'error', text}.
+// One toast at a time; a new one replaces the old.
+function toast({ kind, text }) {
+  const region = document.getElementById('toasts');
+  clearTimeout(toastTimer);
+  const close = h('button', { type: 'button', class: 'toast-close', 'aria-label': 'Dismiss' }, icon('x'));
+  const el = h('div', { class: `toast toast-${kind}`, role: 'status', testid: 'action-result', 'data-kind': kind },
+    h('span', { class: 'toast-icon' }, icon(kind === 'success' ? 'check' : 'alert')),
+    h('span', { class: 'toast-text', text }),
+    close);
+  close.addEventListener('click', () => el.remove());
+  replace(region, el);
+  toastTimer = setTimeout(() => el.remove(), kind === 'success' ? 8000 : 15000);
+}
+
+// confirmDialog asks a yes/no question in a modal and resolves to true for yes.
+function confirmDialog({ title, text, ok, dismiss }) {
+  const dialog = document.getElementById('confirm');
+  document.getElementById('confirm-title').textContent = title;
+  document.getElementById('confirm-text').textContent = text;
+  document.getElementById('confirm-ok').textContent = ok;
+  document.getElementById('confirm-dismiss').textContent = dismiss;
+  dialog.returnValue = '';
+  return new Promise((resolve) => {
+    dialog.addEventListener('close', () => resolve(dialog.returnValue === 'yes'), { once: true });
+    dialog.showModal();
+    document.getElementById('confirm-dismiss').focus();
+  });
+}
+
+// Links marked data-nav (and in-app links in general) change the view
+// without a page load; modified clicks keep the browser's behaviour.
+document.addEventListener('click', (ev) => {
+  if (ev.defaultPrevented || ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) return;
+  const a = ev.target.closest('a[data-nav]');
+  if (!a || a.target) return;
+  const url = new URL(a.href, location.href);
+  if (url.origin !== location.origin) return;
+  ev.preventDefault();
+  navigate(url.pathname + url.search + url.hash);
+});
+
+window.addEventListener('popstate', () => render());
+
+window.addEventListener('weft:unauthorized', (ev) => {
+  clearToken();
+  const text = `${ev.detail.describe()}. Sign in with a valid API key.`;
+  const el = app.querySelector('[data-testid=signin-error]');
+  if (signInShown && el) {
+    el.textContent = text;
+    return;
+  }
+  render({ text, kind: 'error' });
+});
+
+signout.addEventListener('click', () => {
+  clearToken();
+  render({ text: 'Signed out.', kind: 'info' });
+});
+
+captureTokenFromURL();
+render();

@@ -1,0 +1,208 @@
+// The steps graph: the plan's steps in columns by dependency depth, joined
+// by SVG edges, each node showing the step's snapshot. Narrow screens get
+// the same nodes as an ordered list, each naming the steps it waits for.
+
+import { h, icon, pill, replace, s } from './dom.js';
+import { attemptNumber, between, bytes, duration } from './format.js';
+
+// layout orders the steps of a plan (and any snapshot steps the plan does
+// not name) into columns: a step's column is one more than the deepest of
+// the steps it depends on. Within a column, steps follow the mean position
+// of their dependencies, which keeps edges from crossing in common graphs.
+export function layout(planSteps, snapSteps) {
+  const nodes = new Map();
+  for (const p of planSteps) {
+    if (p && typeof p.id === 'string' && !nodes.has(p.id)) nodes.set(p.id, { id: p.id, plan: p, deps: [], depth: 0 });
+  }
+  for (const st of snapSteps) {
+    if (st && !nodes.has(st.stepId)) nodes.set(st.stepId, { id: st.stepId, plan: null, deps: [], depth: 0 });
+  }
+  for (const n of nodes.values()) {
+    n.deps = (n.plan?.dependsOn || []).filter((d) => nodes.has(d) && d !== n.id);
+  }
+  const depthOf = (n, seen) => {
+    if (n.fixed) return n.depth;
+    if (seen.has(n.id)) return 0; // A cycle: plans are validated, so only bad data gets here.
+    seen.add(n.id);
+    n.depth = n.deps.reduce((d, id) => Math.max(d, depthOf(nodes.get(id), seen) + 1), 0);
+    seen.delete(n.id);
+    n.fixed = true;
+    return n.depth;
+  };
+  for (const n of nodes.values()) depthOf(n, new Set());
+
+  const columns = [];
+  const order = [...nodes.values()];
+  order.forEach((n, i) => { n.order = i; });
+  for (const n of order) (columns[n.depth] ||= []).push(n);
+  const position = new Map();
+  columns.forEach((col, depth) => {
+    if (depth > 0) {
+      const weight = (n) => (n.deps.length ? n.deps.reduce((sum, d) => sum + position.get(d), 0) / n.deps.length : n.order);
+      col.sort((a, b) => weight(a) - weight(b) || a.order - b.order);
+    }
+    col.forEach((n, i) => position.set(n.id, i));
+  });
+  const edges = [];
+  for (const n of nodes.values()) for (const d of n.deps) edges.push([d, n.id]);
+  return { nodes, columns: columns.filter(Boolean), edges };
+}
+
+// createDag returns {el, update(snapshot, actions), destroy()}. actions is
+// {retry(stepId, button), signal(name, stepId, button)}.
+export function createDag() {
+  const cols = h('div', { class: 'dag-cols' });
+  const svg = s('svg', { class: 'dag-edges', 'aria-hidden': 'true' });
+  const el = h('div', { class: 'dag', testid: 'dag' }, svg, cols);
+  let edges = [];
+  let statusOf = new Map();
+
+  function drawEdges() {
+    const box = el.getBoundingClientRect();
+    svg.setAttribute('width', String(el.scrollWidth));
+    svg.setAttribute('height', String(el.scrollHeight));
+    const paths = [s('defs', {},
+      ['done', 'failed', 'pending', 'active'].map((kind) => s('marker', {
+        id: `arrow-${kind}`, viewBox: '0 0 10 10', refX: '9', refY: '5',
+        markerWidth: '7', markerHeight: '7', orient: 'auto-start-reverse', class: `arrow arrow-${kind}`,
+      }, s('path', { d: 'M0 1L9 5L0 9z' }))))];
+    const vertical = getComputedStyle(cols).flexDirection === 'column';
+    if (!vertical) {
+      for (const [from, to] of edges) {
+        const a = el.querySelector(`[data-node="${CSS.escape(from)}"]`);
+        const b = el.querySelector(`[data-node="${CSS.escape(to)}"]`);
+        if (!a || !b) continue;
+        const ra = a.getBoundingClientRect();
+        const rb = b.getBoundingClientRect();
+        const x1 = ra.right - box.left + el.scrollLeft;
+        const y1 = ra.top + Math.min(ra.height / 2, 28) - box.top + el.scrollTop;
+        const x2 = rb.left - box.left + el.scrollLeft - 2;
+        const y2 = rb.top + Math.min(rb.height / 2, 28) - box.top + el.scrollTop;
+        const dx = Math.max((x2 - x1) / 2, 24);
+        const kind = edgeKind(statusOf.get(from));
+        paths.push(s('path', {
+          class: `edge edge-${kind}`,
+          d: `M${x1} ${y1} C${x1 + dx} ${y1} ${x2 - dx} ${y2} ${x2} ${y2}`,
+          'marker-end': `url(#arrow-${kind})`,
+        }));
+      }
+    }
+    replace(svg, paths);
+  }
+
+  const resize = new ResizeObserver(() => drawEdges());
+  resize.observe(el);
+
+  function update(snap, actions) {
+    const planSteps = Array.isArray(snap.plan?.steps) ? snap.plan.steps : [];
+    const snapSteps = Array.isArray(snap.steps) ? snap.steps : [];
+    const byId = new Map(snapSteps.map((st) => [st.stepId, st]));
+    const g = layout(planSteps, snapSteps);
+    edges = g.edges;
+    statusOf = new Map([...g.nodes.keys()].map((id) => [id, byId.get(id)?.status || 'PENDING']));
+    if (g.nodes.size === 0) {
+      replace(cols, h('div', { class: 'empty', text: 'This run has no steps to show yet.' }));
+    } else {
+      let index = 0;
+      replace(cols, g.columns.map((col) => h('div', { class: 'dag-col' },
+        col.map((n) => node(n, byId.get(n.id), ++index, snap, actions)))));
+    }
+    requestAnimationFrame(drawEdges);
+  }
+
+  return { el, update, destroy: () => resize.disconnect() };
+}
+
+function edgeKind(status) {
+  switch (status) {
+    case 'SUCCESS': return 'done';
+    case 'FAILED': return 'failed';
+    case 'RUNNING': return 'active';
+    default: return 'pending';
+  }
+}
+
+// node renders one step: n from layout, st its StepSnapshot (or undefined
+// when it has not started).
+function node(n, st, index, snap, actions) {
+  const p = n.plan || {};
+  const status = st?.status || 'PENDING';
+  const waits = p.kind === 'waitSignal';
+  const logical = attemptNumber(st?.logicalAttemptId);
+  const engine = attemptNumber(st?.engineAttemptId);
+  const ms = st?.startedAt ? between(st.startedAt, st.completedAt) : null;
+
+  const what = waits
+    ? h('div', { class: 'node-what' }, icon('send'), 'waits for signal ', h('code', { text: p.signal || '?' }))
+    : h('div', { class: 'node-what' }, h('span', { class: 'muted', text: 'activity ' }), h('code', { text: p.activity || (n.plan ? '—' : 'not in plan') }));
+
+  const chips = [];
+  if (!st) chips.push(h('span', { class: 'chip chip-quiet', text: 'not started' }));
+  if (logical > 1) chips.push(h('span', { class: 'chip chip-retry', testid: 'step-attempt', title: `logical attempt ${logical}`, text: `Retry #${logical - 1}` }));
+  if (engine > 1) chips.push(h('span', { class: 'chip chip-delivery', testid: 'step-delivery', title: 'platform redelivery of the same attempt', text: `delivery ${engine}` }));
+  if (ms !== null) {
+    chips.push(h('span', {
+      class: `chip chip-time${st.completedAt ? '' : ' is-live'}`, testid: 'step-duration',
+      'data-started': st.completedAt ? null : st.startedAt, text: duration(ms),
+    }));
+  }
+
+  const err = st?.error;
+  let errorBox = null;
+  if (err && (err.code || err.message)) {
+    const skipped = status === 'SKIPPED' || err.code === 'SKIPPED';
+    const previous = status === 'PENDING' || status === 'RUNNING';
+    errorBox = h('div', { class: `node-error${skipped ? ' is-quiet' : ''}${previous ? ' is-previous' : ''}`, testid: 'step-error' },
+      previous ? h('div', { class: 'node-error-label', text: 'Last attempt failed' }) : null,
+      h('span', { class: 'node-error-code', text: err.code || 'ERROR' }),
+      h('span', { class: 'node-error-msg', text: err.message || '' }));
+  }
+
+  const artifacts = Array.isArray(st?.artifacts) && st.artifacts.length
+    ? h('ul', { class: 'artifacts' }, st.artifacts.map(artifact))
+    : null;
+
+  const buttons = [];
+  if (status === 'FAILED') {
+    const b = h('button', { type: 'button', class: 'btn btn-sm', testid: 'btn-retry-step', 'data-step-id': n.id }, icon('retry'), 'Retry step');
+    b.addEventListener('click', () => actions.retry(n.id, b));
+    buttons.push(b);
+  }
+  if (waits && status === 'RUNNING' && p.signal) {
+    const b = h('button', { type: 'button', class: 'btn btn-sm btn-primary', testid: 'btn-signal', 'data-step-id': n.id, 'data-signal': p.signal },
+      icon('send'), `Send ${p.signal}`);
+    b.addEventListener('click', () => actions.signal(p.signal, n.id, b));
+    buttons.push(b);
+  }
+
+  return h('article', { class: `node node-${status.toLowerCase()}`, testid: 'step', 'data-step-id': n.id, 'data-node': n.id },
+    h('header', { class: 'node-head' },
+      h('span', { class: 'node-index', text: String(index) }),
+      h('span', { class: 'node-id', title: n.id, text: n.id }),
+      pill(status, 'step-status')),
+    what,
+    n.deps.length ? h('div', { class: 'node-deps' }, 'after ', n.deps.map((d, i) => [i ? ', ' : '', h('code', { text: d })])) : null,
+    chips.length ? h('div', { class: 'chips' }, chips) : null,
+    errorBox,
+    artifacts,
+    buttons.length ? h('div', { class: 'node-actions' }, buttons) : null);
+}
+
+// artifact renders an ArtifactRef: its uri as the link text when the scheme
+// is http(s), as plain text otherwise (s3://… is no address a browser opens,
+// and a javascript: URI must never become a link).
+function artifact(a) {
+  const uri = String(a.uri || '');
+  let link;
+  if (/^https?:\/\//i.test(uri)) {
+    link = h('a', { href: uri, target: '_blank', rel: 'noopener noreferrer', class: 'artifact-uri', testid: 'step-artifact', title: uri }, icon('link'), uri);
+  } else {
+    link = h('span', { class: 'artifact-uri', testid: 'step-artifact', title: uri }, icon('link'), uri);
+  }
+  return h('li', { class: 'artifact' },
+    link,
+    h('span', { class: 'artifact-meta' },
+      a.kind ? h('span', { class: 'chip chip-kind', text: a.kind }) : null,
+      a.sizeBytes ? h('span', { class: 'muted', text: bytes(a.sizeBytes) }) : null,
+      a.sha256 ? h('span', { class: 'muted mono', title: `sha256 ${a.sha256}`, text: String(a.sha256).slice(0, 8) }) : null));
+}

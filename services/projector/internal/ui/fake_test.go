@@ -1,0 +1,382 @@
+package ui_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/weftrun/weft/pkg/events"
+)
+
+// This file is a fake of the projector's read API (docs/read-api.md) and of
+// the gateway route it forwards, enough to drive the UI: the runs list with
+// its filters and cursor, the run with ETag, If-None-Match and the
+// waitForSeq long poll, the events with afterSeq, the alerts, and signals,
+// which it records.
+
+// planStep is one step of the run's plan graph.
+type planStep struct {
+	ID        string   `json:"id"`
+	Kind      string   `json:"kind,omitempty"`
+	Activity  string   `json:"activity,omitempty"`
+	DependsOn []string `json:"dependsOn"`
+	Signal    string   `json:"signal,omitempty"`
+}
+
+// gap is the open runSeq gap of a stale run.
+type gap struct {
+	AfterSeq int64     `json:"afterSeq"`
+	SeenSeq  int64     `json:"seenSeq"`
+	Since    time.Time `json:"since"`
+}
+
+// runView is the body of GET /v1/runs/{runId}: the RunSnapshot and the read
+// API's fields.
+type runView struct {
+	events.RunSnapshot
+	Stale         bool      `json:"stale"`
+	Gap           *gap      `json:"gap,omitempty"`
+	TenantID      string    `json:"tenantId"`
+	ProjectID     string    `json:"projectId"`
+	EnvironmentID string    `json:"environmentId"`
+	PlanID        string    `json:"planId"`
+	PlanVersion   string    `json:"planVersion"`
+	CreatedAt     time.Time `json:"createdAt"`
+	UpdatedAt     time.Time `json:"updatedAt"`
+	LagMs         *int64    `json:"lagMs,omitempty"`
+	Plan          struct {
+		Steps []planStep `json:"steps"`
+	} `json:"plan"`
+}
+
+// runSummary is one row of GET /v1/runs.
+type runSummary struct {
+	RunID           string           `json:"runId"`
+	TenantID        string           `json:"tenantId"`
+	ProjectID       string           `json:"projectId"`
+	EnvironmentID   string           `json:"environmentId"`
+	PlanID          string           `json:"planId"`
+	PlanVersion     string           `json:"planVersion"`
+	Status          events.RunStatus `json:"status"`
+	Stale           bool             `json:"stale"`
+	CreatedAt       time.Time        `json:"createdAt"`
+	StartedAt       *time.Time       `json:"startedAt"`
+	CompletedAt     *time.Time       `json:"completedAt"`
+	TotalDurationMs *int64           `json:"totalDurationMs"`
+	UpdatedAt       time.Time        `json:"updatedAt"`
+	LastEventSeq    int64            `json:"lastEventSeq"`
+	StepsTotal      int              `json:"stepsTotal"`
+	StepsDone       int              `json:"stepsDone"`
+	FailedSteps     int              `json:"failedSteps"`
+}
+
+// summary returns the list row of v.
+func (v runView) summary() runSummary {
+	done := 0
+	for _, st := range v.Steps {
+		if st.Status == events.StepStatusSuccess || st.Status == events.StepStatusSkipped {
+			done++
+		}
+	}
+	return runSummary{
+		RunID: v.RunID, TenantID: v.TenantID, ProjectID: v.ProjectID, EnvironmentID: v.EnvironmentID,
+		PlanID: v.PlanID, PlanVersion: v.PlanVersion, Status: v.Status, Stale: v.Stale,
+		CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, CompletedAt: v.CompletedAt,
+		TotalDurationMs: v.TotalDurationMs, UpdatedAt: v.UpdatedAt, LastEventSeq: v.LastEventSeq,
+		StepsTotal: max(len(v.Plan.Steps), len(v.Steps)), StepsDone: done, FailedSteps: v.FailedSteps,
+	}
+}
+
+// signalCall is one POST /gateway/v1/runs/{runId}/signals the fake saw.
+type signalCall struct {
+	RunID         string
+	Authorization string
+	Body          map[string]json.RawMessage
+}
+
+// apiError is the read API's and the gateway's error body.
+type apiError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+// fakeAPI serves the read API from runs it holds in memory. It is safe for
+// concurrent use.
+type fakeAPI struct {
+	token string
+
+	mu          sync.Mutex
+	runs        []runView // newest first
+	events      map[string][]events.Event
+	alerts      []map[string]any
+	listQueries []url.Values
+	runRequests []url.Values
+	signals     []signalCall
+	signalError *apiError
+	duplicate   bool
+	changed     chan struct{} // closed and replaced by every update
+	closed      chan struct{}
+}
+
+func newFakeAPI(token string, runs ...runView) *fakeAPI {
+	return &fakeAPI{
+		token:   token,
+		runs:    runs,
+		events:  map[string][]events.Event{},
+		changed: make(chan struct{}),
+		closed:  make(chan struct{}),
+	}
+}
+
+// register adds the fake's routes to mux.
+func (f *fakeAPI) register(mux *http.ServeMux) {
+	mux.HandleFunc("GET /v1/runs", f.auth(f.list))
+	mux.HandleFunc("GET /v1/runs/{runId}", f.auth(f.run))
+	mux.HandleFunc("GET /v1/runs/{runId}/events", f.auth(f.eventsAfter))
+	mux.HandleFunc("GET /v1/alerts", f.auth(f.listAlerts))
+	mux.HandleFunc("POST /gateway/v1/runs/{runId}/signals", f.auth(f.signal))
+}
+
+// close ends every long poll; call it before closing the server.
+func (f *fakeAPI) close() { close(f.closed) }
+
+// update replaces the run with v's id (or adds v) and wakes the long polls.
+func (f *fakeAPI) update(v runView) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i := slices.IndexFunc(f.runs, func(r runView) bool { return r.RunID == v.RunID })
+	if i < 0 {
+		f.runs = append([]runView{v}, f.runs...)
+	} else {
+		f.runs[i] = v
+	}
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+func (f *fakeAPI) setEvents(runID string, evs []events.Event) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.events[runID] = evs
+}
+
+func (f *fakeAPI) setSignalError(e *apiError) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.signalError = e
+}
+
+func (f *fakeAPI) setDuplicate(d bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.duplicate = d
+}
+
+func (f *fakeAPI) setAlerts(a []map[string]any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.alerts = a
+}
+
+func (f *fakeAPI) signalCalls() []signalCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.signals)
+}
+
+func (f *fakeAPI) listCalls() []url.Values {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.listQueries)
+}
+
+func (f *fakeAPI) runCalls() []url.Values {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.runRequests)
+}
+
+// auth answers 401 unless the request carries the fake's key.
+func (f *fakeAPI) auth(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+f.token {
+			writeError(w, apiError{http.StatusUnauthorized, "Unauthenticated", "missing or unknown API key"})
+			return
+		}
+		next(w, r)
+	}
+}
+
+func (f *fakeAPI) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f.mu.Lock()
+	f.listQueries = append(f.listQueries, q)
+	var statuses []string
+	for _, s := range q["status"] {
+		statuses = append(statuses, strings.Split(s, ",")...)
+	}
+	var rows []runSummary
+	for _, v := range f.runs {
+		stale := slices.Contains(statuses, "STALE") && v.Stale
+		if len(statuses) > 0 && !stale && !slices.Contains(statuses, string(v.Status)) {
+			continue
+		}
+		if p := q.Get("plan"); p != "" && v.PlanID != p {
+			continue
+		}
+		rows = append(rows, v.summary())
+	}
+	f.mu.Unlock()
+
+	limit := 50
+	if l, err := strconv.Atoi(q.Get("limit")); err == nil && l >= 1 && l <= 200 {
+		limit = l
+	}
+	start, _ := strconv.Atoi(q.Get("cursor"))
+	start = min(max(start, 0), len(rows))
+	end := min(start+limit, len(rows))
+	body := map[string]any{"runs": append([]runSummary{}, rows[start:end]...)}
+	if end < len(rows) {
+		body["nextCursor"] = strconv.Itoa(end)
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// find returns the run and the channel the next update closes.
+func (f *fakeAPI) find(id string) (runView, bool, chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, v := range f.runs {
+		if v.RunID == id {
+			return v, true, f.changed
+		}
+	}
+	return runView{}, false, f.changed
+}
+
+func (f *fakeAPI) run(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("runId")
+	q := r.URL.Query()
+	f.mu.Lock()
+	f.runRequests = append(f.runRequests, q)
+	f.mu.Unlock()
+
+	v, ok, changed := f.find(id)
+	if !ok {
+		writeError(w, apiError{http.StatusNotFound, "NotFound", "no run " + id})
+		return
+	}
+	if s := q.Get("waitForSeq"); s != "" {
+		want, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			writeError(w, apiError{http.StatusBadRequest, "InvalidArgument", "waitForSeq: " + err.Error()})
+			return
+		}
+		timeout, err := time.ParseDuration(q.Get("timeout"))
+		if err != nil || timeout > 30*time.Second {
+			timeout = 30 * time.Second
+		}
+		deadline := time.NewTimer(timeout)
+		defer deadline.Stop()
+		stale := v.Stale
+	wait:
+		for v.LastEventSeq < want && v.Stale == stale {
+			select {
+			case <-changed:
+				v, _, changed = f.find(id)
+			case <-deadline.C:
+				break wait
+			case <-r.Context().Done():
+				return
+			case <-f.closed:
+				return
+			}
+		}
+	}
+	tag := `"` + strconv.FormatInt(v.LastEventSeq, 10)
+	if v.Stale {
+		tag += "-stale"
+	}
+	tag += `"`
+	w.Header().Set("ETag", tag)
+	if r.Header.Get("If-None-Match") == tag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (f *fakeAPI) eventsAfter(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("runId")
+	after, _ := strconv.ParseInt(r.URL.Query().Get("afterSeq"), 10, 64)
+	limit := 100
+	if l, err := strconv.Atoi(r.URL.Query().Get("limit")); err == nil && l >= 1 && l <= 1000 {
+		limit = l
+	}
+	f.mu.Lock()
+	var page []events.Event
+	more := false
+	for _, ev := range f.events[id] {
+		if ev.RunSeq <= after {
+			continue
+		}
+		if len(page) == limit {
+			more = true
+			break
+		}
+		page = append(page, ev)
+	}
+	f.mu.Unlock()
+	next := after
+	if len(page) > 0 {
+		next = page[len(page)-1].RunSeq
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"events": append([]events.Event{}, page...), "nextAfterSeq": next, "more": more})
+}
+
+func (f *fakeAPI) listAlerts(w http.ResponseWriter, _ *http.Request) {
+	f.mu.Lock()
+	a := append([]map[string]any{}, f.alerts...)
+	f.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"alerts": a})
+}
+
+func (f *fakeAPI) signal(w http.ResponseWriter, r *http.Request) {
+	var body map[string]json.RawMessage
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		writeError(w, apiError{http.StatusBadRequest, "InvalidArgument", "body: " + err.Error()})
+		return
+	}
+	f.mu.Lock()
+	f.signals = append(f.signals, signalCall{RunID: r.PathValue("runId"), Authorization: r.Header.Get("Authorization"), Body: body})
+	fail, duplicate := f.signalError, f.duplicate
+	f.mu.Unlock()
+	if fail != nil {
+		writeError(w, *fail)
+		return
+	}
+	var name, id string
+	_ = json.Unmarshal(body["signalName"], &name)
+	_ = json.Unmarshal(body["signalId"], &id)
+	writeJSON(w, http.StatusAccepted, map[string]any{
+		"accepted": true, "workflowId": r.PathValue("runId"), "signalName": name, "signalId": id,
+		"acceptedAt": time.Now().UTC(), "signalStorageKey": "sig:" + r.PathValue("runId") + ":" + name + ":" + id + ":1",
+		"duplicate": duplicate,
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, e apiError) {
+	writeJSON(w, e.Status, map[string]any{"error": map[string]any{"code": e.Code, "message": e.Message, "details": map[string]any{}}})
+}

@@ -1,0 +1,173 @@
+// Package ui is the projector's web UI: a runs list and a run page, written
+// as plain HTML, CSS and JavaScript modules with no build step, embedded in
+// the binary and served by Handler.
+//
+// # Routes
+//
+// The UI uses path routing:
+//
+//   - GET / is the runs list; its filters live in the query
+//     (/?status=FAILED&plan=hello).
+//   - GET /runs/{runId} is the run page.
+//   - GET /ui/{version}/{file} are the assets. version is a hash of every
+//     embedded file, so an asset under the current version never changes and
+//     is cached for a year; any other version is served with no-cache.
+//
+// Both pages answer the same index.html, and the JavaScript router draws the
+// page from location.pathname. Every other path answers 404, so the projector
+// can mount Handler as its fallback route beside /v1/... and /gateway/....
+//
+// # Authentication
+//
+// The UI calls the read API with the API key of the person using it, sent as
+// Authorization: Bearer. It takes the key from a token= parameter in the
+// fragment or the query (/#token=KEY, which stays out of server logs), strips
+// it from the address and keeps it in localStorage under weft.token; without
+// a key, or after a 401, it shows a sign-in form.
+package ui
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+)
+
+// assets holds the UI's files. index.html names the others under
+// /ui/{{version}}/, which Handler fills in.
+//
+//go:embed assets
+var assets embed.FS
+
+// ContentSecurityPolicy is the policy of every page Handler serves: the UI
+// loads its scripts and styles from its own origin only, and has no inline
+// script or style.
+const ContentSecurityPolicy = "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:"
+
+// Cache-Control values of the answers.
+const (
+	cacheImmutable   = "public, max-age=31536000, immutable"
+	cacheRevalidate  = "no-cache"
+	versionParameter = "{{version}}"
+)
+
+// contentTypes are the types of the embedded files, by extension, so the
+// answer does not depend on the host's MIME tables.
+var contentTypes = map[string]string{
+	".html": "text/html; charset=utf-8",
+	".js":   "text/javascript; charset=utf-8",
+	".css":  "text/css; charset=utf-8",
+	".svg":  "image/svg+xml",
+}
+
+// file is one embedded file, ready to serve.
+type file struct {
+	name        string
+	body        []byte
+	etag        string
+	contentType string
+}
+
+// Handler returns the UI's handler: index.html for / and /runs/{runId}, the
+// assets under /ui/, and 404 for any other path. Only GET and HEAD are
+// allowed. Every answer carries a Content-Type, a Cache-Control and
+// X-Content-Type-Options: nosniff; the pages also carry
+// ContentSecurityPolicy. The handler is safe for concurrent use.
+func Handler() http.Handler {
+	files, version, err := load()
+	if err != nil {
+		// Unreachable with a binary built from this package: the files are
+		// embedded at build time. Answer 500 rather than panic.
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "ui: "+err.Error(), http.StatusInternalServerError)
+		})
+	}
+	index := files["index.html"]
+	index.body = bytes.ReplaceAll(index.body, []byte(versionParameter), []byte(version))
+	index.etag = etag(index.body)
+
+	page := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", ContentSecurityPolicy)
+		w.Header().Set("X-Frame-Options", "DENY")
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		serve(w, r, index, cacheRevalidate)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", page)
+	mux.HandleFunc("GET /runs/{runId}", page)
+	mux.HandleFunc("GET /ui/{version}/{name}", func(w http.ResponseWriter, r *http.Request) {
+		f, ok := files[r.PathValue("name")]
+		if !ok || f.name == "index.html" {
+			http.NotFound(w, r)
+			return
+		}
+		cache := cacheRevalidate
+		if r.PathValue("version") == version {
+			cache = cacheImmutable
+		}
+		serve(w, r, f, cache)
+	})
+	return mux
+}
+
+// serve writes f with the Cache-Control cache; http.ServeContent answers
+// HEAD, Range and If-None-Match against f's ETag.
+func serve(w http.ResponseWriter, r *http.Request, f file, cache string) {
+	h := w.Header()
+	h.Set("Content-Type", f.contentType)
+	h.Set("Cache-Control", cache)
+	h.Set("ETag", f.etag)
+	h.Set("X-Content-Type-Options", "nosniff")
+	http.ServeContent(w, r, f.name, time.Time{}, bytes.NewReader(f.body))
+}
+
+// load reads the embedded files, keyed by name, and returns them with the
+// version: the first 12 hex digits of a SHA-256 over every name and body.
+func load() (map[string]file, string, error) {
+	entries, err := fs.ReadDir(assets, "assets")
+	if err != nil {
+		return nil, "", fmt.Errorf("reading embedded assets: %w", err)
+	}
+	files := make(map[string]file, len(entries))
+	sum := sha256.New()
+	for _, e := range entries { // ReadDir sorts by name, so the sum is stable.
+		body, err := assets.ReadFile("assets/" + e.Name())
+		if err != nil {
+			return nil, "", fmt.Errorf("reading embedded asset: %w", err)
+		}
+		sum.Write([]byte(e.Name()))
+		sum.Write([]byte{0})
+		sum.Write(body)
+		files[e.Name()] = file{
+			name:        e.Name(),
+			body:        body,
+			etag:        etag(body),
+			contentType: contentType(e.Name()),
+		}
+	}
+	if _, ok := files["index.html"]; !ok {
+		return nil, "", errors.New("no embedded index.html")
+	}
+	return files, hex.EncodeToString(sum.Sum(nil))[:12], nil
+}
+
+// etag returns a strong entity tag for body.
+func etag(body []byte) string {
+	sum := sha256.Sum256(body)
+	return `"` + hex.EncodeToString(sum[:8]) + `"`
+}
+
+// contentType returns the Content-Type of the file name.
+func contentType(name string) string {
+	if t, ok := contentTypes[strings.ToLower(path.Ext(name))]; ok {
+		return t
+	}
+	return "application/octet-stream"
+}
