@@ -1,27 +1,146 @@
-// Package projector reduces each run's events, in runSeq order, into a RunSnapshot stored with its watermark, halts a run on a runSeq gap and serves the read API and the UI. The consumer, the read API and the UI arrive with issue #5.
-//
-// Until then the package holds only the service lifecycle every Weft
-// service shares: New builds it, Run blocks until its context ends.
 package projector
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/weftrun/weft/internal/httpserve"
+	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/events"
 )
 
-// Service is the projector service.
+// Service is the snapshot projector with its read API and UI.
 type Service struct {
-	logger *slog.Logger
+	cfg      Config
+	pool     *pgxpool.Pool
+	log      *eventlog.Store
+	js       jetstream.JetStream
+	logger   *slog.Logger
+	metrics  metrics
+	lagAlarm lagAlarm
+	changes  notifier
 }
 
-// New returns the service. logger must not be nil.
-func New(logger *slog.Logger) *Service {
-	return &Service{logger: logger.With("service", "projector")}
+// New returns the projector over pool (snapshots, alerts and the event log)
+// and js (WEFT_EVENTS, which must exist: streams.Ensure). mp receives the
+// metrics; nil means the global MeterProvider.
+func New(pool *pgxpool.Pool, js jetstream.JetStream, cfg Config, mp metric.MeterProvider, logger *slog.Logger) (*Service, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(mp)
+	if err != nil {
+		return nil, fmt.Errorf("projector: metrics: %w", err)
+	}
+	return &Service{cfg: cfg, pool: pool, log: eventlog.New(pool), js: js, metrics: m,
+		logger: logger.With("service", "projector")}, nil
 }
 
-// Run blocks until ctx is cancelled and returns nil. It does no work yet.
+// Run listens on Config.Addr and runs until ctx ends (see Serve).
 func (s *Service) Run(ctx context.Context) error {
-	s.logger.InfoContext(ctx, "service has no work until its issue lands")
-	<-ctx.Done()
-	return nil
+	ln, err := httpserve.Listen(ctx, s.cfg.Addr, "projector", "--addr or WEFT_PROJECTOR_ADDR")
+	if err != nil {
+		return err
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve consumes events, runs the resync loop and serves the read API and
+// the UI on ln until ctx ends. Then it stops consuming (unacked messages
+// are redelivered to another projector or the next start) and drains the
+// HTTP requests in flight.
+func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
+	l, err := s.consume(ctx)
+	if err != nil {
+		return err
+	}
+	defer l.Stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { s.resyncLoop(ctx) })
+	return httpserve.Serve(ctx, ln, s.Handler(), s.cfg.HTTP, "projector", s.logger)
+}
+
+// afterCommit reports what a committed batch did: alerts, lag, metrics,
+// and wakes the long polls of the runs it changed. Lag is this process's
+// clock at the commit minus persistedAt, Postgres's clock: hosts must keep
+// their clocks in sync (NTP) for the figure to mean anything.
+func (s *Service) afterCommit(ctx context.Context, changes map[string]runChange) {
+	committed := time.Now()
+	var worst time.Duration
+	measured := false
+	for runID, ch := range changes {
+		s.reportRun(ctx, runID, ch)
+		for _, at := range ch.persisted {
+			lag := max(0, committed.Sub(at))
+			s.metrics.lag.Record(ctx, lag.Seconds())
+			worst, measured = max(worst, lag), true
+		}
+		s.metrics.applied.Add(ctx, int64(len(ch.persisted)))
+		if ch.resynced {
+			s.metrics.resyncs.Add(ctx, 1)
+		}
+		if ch.changed {
+			s.changes.notify(runID)
+		}
+	}
+	if measured {
+		s.observeLag(ctx, worst)
+	}
+}
+
+// resyncLoop, every ResyncEvery, reads back from the log the runs whose
+// gap is still open and the runs not yet ended whose snapshot has been
+// behind the log's head for ResyncLag: their messages were lost, or are
+// stuck behind a relay that is down. A lost message costs latency, never a
+// snapshot.
+func (s *Service) resyncLoop(ctx context.Context) {
+	t := time.NewTicker(s.cfg.ResyncEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := s.resyncOnce(ctx); err != nil && ctx.Err() == nil {
+			s.logger.WarnContext(ctx, "projector: resync failed", "err", err)
+		}
+	}
+}
+
+const resyncCandidatesSQL = `
+(SELECT run_id::text FROM run_snapshots WHERE gap_seen_seq IS NOT NULL ORDER BY gap_since LIMIT $1)
+UNION
+(SELECT s.run_id::text FROM run_snapshots s JOIN run_heads h USING (run_id)
+ WHERE s.status NOT IN ('COMPLETED', 'FAILED', 'CANCELLED')
+   AND s.updated_at < clock_timestamp() - $2::interval
+   AND h.head_seq > s.last_event_seq
+ LIMIT $1)`
+
+// resyncOnce resyncs one round of candidates.
+func (s *Service) resyncOnce(ctx context.Context) error {
+	rows, err := s.pool.Query(ctx, resyncCandidatesSQL, defaultResyncRunsMax, s.cfg.ResyncLag)
+	if err != nil {
+		return fmt.Errorf("projector: find runs to resync: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	byRun := make(map[string][]events.Event, len(ids))
+	for _, id := range ids {
+		byRun[id] = nil // nil: resync from the log
+	}
+	return s.applyRuns(ctx, byRun)
 }

@@ -1,0 +1,109 @@
+package projector
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+
+	"github.com/google/uuid"
+
+	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/internal/httpserve"
+	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/services/projector/internal/ui"
+)
+
+// Handler returns the read API (docs/read-api.md), the UI's signal
+// forwarding and the UI itself.
+func (s *Service) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/runs", s.authed(s.handleRunsList))
+	mux.HandleFunc("GET /v1/runs/{runId}", s.authed(s.handleRunGet))
+	mux.HandleFunc("GET /v1/runs/{runId}/events", s.authed(s.handleRunEvents))
+	mux.HandleFunc("GET /v1/alerts", s.authed(s.handleAlerts))
+	mux.Handle("POST /gateway/v1/runs/{runId}/signals", s.gatewayProxy())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		httpserve.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, api.CodeNotFound, "no such route: "+r.Method+" "+r.URL.Path)
+	})
+	mux.Handle("/", ui.Handler())
+	return mux
+}
+
+// authedFunc is a handler that knows its caller.
+type authedFunc func(w http.ResponseWriter, r *http.Request, p auth.Principal)
+
+// authed authenticates the request's API key and checks that it may read
+// runs of its tenant before calling h.
+func (s *Service) authed(h authedFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, err := s.cfg.Keys.Authenticate(r.Header.Get("Authorization"))
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="weft"`)
+			writeError(w, http.StatusUnauthorized, api.CodeUnauthenticated, err.Error())
+			return
+		}
+		if d := s.cfg.Authorizer.Authorize(r.Context(), p, auth.ActionRunRead, auth.Resource{TenantID: p.TenantID}); !d.Allowed {
+			writeError(w, http.StatusForbidden, api.CodePermissionDenied, d.Reason)
+			return
+		}
+		h(w, r, p)
+	}
+}
+
+// runIDOf returns the request's {runId}, or answers 400 and returns false.
+func runIDOf(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.PathValue("runId")
+	u, err := uuid.Parse(id)
+	if err != nil || u.String() != id {
+		writeError(w, http.StatusBadRequest, api.CodeInvalidArgument, "runId must be a run id (a lowercase UUID)")
+		return "", false
+	}
+	return id, true
+}
+
+// writeError answers in the Weft error shape (docs/api.md).
+func writeError(w http.ResponseWriter, status int, code, message string) {
+	httpserve.WriteJSON(w, status, api.ErrorBody{Error: api.Error{Code: code, Message: message}})
+}
+
+// writeFault answers a failure of the projector itself: 503 when the
+// request was cancelled, else 500 with a correlation id that is logged
+// with the error.
+func (s *Service) writeFault(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, context.Canceled) || r.Context().Err() != nil {
+		writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "the request was cancelled")
+		return
+	}
+	id := uuid.NewString()
+	s.logger.ErrorContext(r.Context(), "projector: request failed", "correlation_id", id, "err", err)
+	httpserve.WriteJSON(w, http.StatusInternalServerError, api.ErrorBody{Error: api.Error{
+		Code: api.CodeInternal, Message: "internal error", Details: map[string]any{"correlationId": id}}})
+}
+
+// gatewayProxy forwards the UI's signals to the gateway, unchanged
+// (Authorization included): the gateway authenticates and decides.
+func (s *Service) gatewayProxy() http.Handler {
+	if s.cfg.GatewayURL == "" {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable,
+				"no gateway configured for the UI's signals (set WEFT_GATEWAY_URL)")
+		})
+	}
+	target, _ := url.Parse(s.cfg.GatewayURL) // validated by Config.validate
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.SetXForwarded()
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			s.logger.WarnContext(r.Context(), "projector: gateway unreachable", "err", err)
+			writeError(w, http.StatusBadGateway, api.CodeUnavailable, "the gateway is unreachable; retry")
+		},
+	}
+	return http.StripPrefix("/gateway", proxy)
+}

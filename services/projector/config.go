@@ -1,0 +1,118 @@
+package projector
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/internal/httpserve"
+)
+
+// Defaults applied to a zero Config field.
+const (
+	DefaultAddr          = ":8081"
+	DefaultConcurrency   = 4
+	DefaultMaxBatch      = 256
+	DefaultAckWait       = 30 * time.Second
+	DefaultRetryDelay    = time.Second
+	DefaultLagAlert      = 5 * time.Second  // execution-semantics §1.5: P2 above 5 s
+	DefaultResyncLag     = 10 * time.Second // state-store contract §5.2: resync above 10 s
+	DefaultResyncEvery   = 2 * time.Second
+	DefaultMaxWait       = 60 * time.Second
+	DefaultFetchPage     = 500
+	DefaultWaitRecheck   = 500 * time.Millisecond
+	DefaultListLimit     = 50
+	MaxListLimit         = 200
+	DefaultEventsLimit   = 100
+	MaxEventsLimit       = 1000
+	defaultResyncRunsMax = 100
+)
+
+// Consumer is the durable JetStream consumer every projector shares.
+const Consumer = "projector"
+
+// Config tunes the projector. The zero value of each field means its
+// default; Keys is required.
+type Config struct {
+	// Addr is the read API's and UI's listen address.
+	Addr string
+	// Keys are the API keys readers present as bearer tokens (the
+	// gateway's keys).
+	Keys *auth.Keys
+	// Authorizer decides what a key may read; nil means auth.RoleAuthorizer.
+	Authorizer auth.Authorizer
+	// GatewayURL is where the UI's signals are forwarded
+	// (/gateway/v1/runs/{runId}/signals). Empty: those requests answer 503.
+	GatewayURL string
+	// Concurrency is the number of lanes applying events in parallel; a
+	// run's events always go to the same lane.
+	Concurrency int
+	// MaxBatch bounds the messages one transaction applies.
+	MaxBatch int
+	// AckWait is the consumer's ack wait; RetryDelay is the delay before a
+	// batch whose transaction failed is redelivered.
+	AckWait, RetryDelay time.Duration
+	// LagAlert is the projection lag above which PROJECTOR_LAG_HIGH is
+	// raised; it clears when lag falls back under it.
+	LagAlert time.Duration
+	// ResyncLag is the lag above which a run catches up from the log
+	// instead of the bus, and after which the resync loop looks at a run
+	// whose snapshot is behind its log.
+	ResyncLag time.Duration
+	// ResyncEvery is how often the resync loop retries stale runs and
+	// looks for runs whose snapshot is behind the log.
+	ResyncEvery time.Duration
+	// MaxWait caps a long poll's timeout (waitForSeq).
+	MaxWait time.Duration
+	// HTTP holds the server's timeouts; WriteTimeout is raised to cover
+	// MaxWait.
+	HTTP httpserve.Limits
+	// TestingKnobs are hooks for tests; production leaves them zero.
+	TestingKnobs TestingKnobs
+}
+
+// TestingKnobs lets tests reach crash windows.
+type TestingKnobs struct {
+	// BeforeCommit runs inside a batch's transaction just before it
+	// commits, with the number of runs the batch changed.
+	BeforeCommit func(runs int)
+}
+
+func (c Config) withDefaults() Config {
+	c.Addr = cmp.Or(c.Addr, DefaultAddr)
+	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
+	c.MaxBatch = cmp.Or(c.MaxBatch, DefaultMaxBatch)
+	c.AckWait = cmp.Or(c.AckWait, DefaultAckWait)
+	c.RetryDelay = cmp.Or(c.RetryDelay, DefaultRetryDelay)
+	c.LagAlert = cmp.Or(c.LagAlert, DefaultLagAlert)
+	c.ResyncLag = cmp.Or(c.ResyncLag, DefaultResyncLag)
+	c.ResyncEvery = cmp.Or(c.ResyncEvery, DefaultResyncEvery)
+	c.MaxWait = cmp.Or(c.MaxWait, DefaultMaxWait)
+	c.HTTP = c.HTTP.WithDefaults()
+	c.HTTP.WriteTimeout = max(c.HTTP.WriteTimeout, c.MaxWait+10*time.Second)
+	if c.Authorizer == nil {
+		c.Authorizer = auth.RoleAuthorizer{}
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Keys == nil:
+		return errors.New("projector: no API keys configured")
+	case c.Concurrency < 1, c.MaxBatch < 1:
+		return errors.New("projector: Concurrency and MaxBatch must be positive")
+	case c.LagAlert <= 0, c.ResyncLag <= 0, c.ResyncEvery <= 0, c.MaxWait <= 0:
+		return errors.New("projector: LagAlert, ResyncLag, ResyncEvery and MaxWait must be positive")
+	}
+	if c.GatewayURL != "" {
+		u, err := url.Parse(c.GatewayURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("projector: GatewayURL %q: want an http or https URL with a host", c.GatewayURL)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+package projector
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/weftrun/weft/internal/lanes"
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/streams"
+)
+
+// consume creates (or updates) the shared durable consumer on WEFT_EVENTS
+// and feeds it to Concurrency lanes, one run per lane.
+func (s *Service) consume(ctx context.Context) (*lanes.Lanes, error) {
+	cons, err := s.js.CreateOrUpdateConsumer(ctx, streams.EventsStream, jetstream.ConsumerConfig{
+		Durable:       Consumer,
+		FilterSubject: streams.EventsSubjectPrefix + ".*",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       s.cfg.AckWait,
+		MaxAckPending: s.cfg.Concurrency * s.cfg.MaxBatch * 2,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("projector: consumer %s: %w", Consumer, err)
+	}
+	l, err := lanes.Start(cons, s.cfg.Concurrency, s.cfg.MaxBatch, func(msgs []jetstream.Msg) {
+		s.handleBatch(ctx, msgs)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("projector: %w", err)
+	}
+	return l, nil
+}
+
+// handleBatch applies the messages' events in one transaction and acks
+// them after it commits. An undecodable message is terminated; if the
+// transaction fails, every message is redelivered after RetryDelay, and
+// re-applying what a crash left half done is a no-op.
+func (s *Service) handleBatch(ctx context.Context, msgs []jetstream.Msg) {
+	byRun := map[string][]events.Event{}
+	var held []jetstream.Msg
+	for _, m := range msgs {
+		var ev events.Event
+		if err := json.Unmarshal(m.Data(), &ev); err != nil || ev.RunID == "" {
+			s.logger.ErrorContext(ctx, "projector: undecodable event message terminated", "subject", m.Subject(), "err", err)
+			s.settle(ctx, m.Term())
+			continue
+		}
+		byRun[ev.RunID] = append(byRun[ev.RunID], ev)
+		held = append(held, m)
+	}
+	if len(held) == 0 {
+		return
+	}
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.AckWait)
+	defer cancel()
+	if err := s.applyRuns(bctx, byRun); err != nil {
+		s.logger.WarnContext(ctx, "projector: batch failed; messages will be redelivered", "messages", len(held), "err", err)
+		for _, m := range held {
+			s.settle(ctx, m.NakWithDelay(s.cfg.RetryDelay))
+		}
+		return
+	}
+	for _, m := range held {
+		s.settle(ctx, m.Ack())
+	}
+}
+
+// applyRuns projects each run's events (nil for a resync with no new
+// event) and stores the changed snapshots, their watermarks and their gap
+// alerts in one transaction. After the commit it reports alerts, records
+// lag and wakes the readers waiting on the runs.
+func (s *Service) applyRuns(ctx context.Context, byRun map[string][]events.Event) error {
+	runIDs := sortedKeys(byRun)
+	if _, err := s.pool.Exec(ctx, rowsEnsureSQL, runIDs); err != nil {
+		return fmt.Errorf("projector: create snapshot rows: %w", err)
+	}
+	var changes map[string]runChange
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		changes, err = s.applyTx(ctx, tx, runIDs, byRun)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	s.afterCommit(ctx, changes)
+	return nil
+}
+
+// applyTx is applyRuns' transaction.
+func (s *Service) applyTx(ctx context.Context, tx pgx.Tx, runIDs []string, byRun map[string][]events.Event) (map[string]runChange, error) {
+	rows, err := rowsLock(ctx, tx, runIDs)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now().UTC()
+	changes := make(map[string]runChange, len(runIDs))
+	b := &pgx.Batch{}
+	for _, id := range runIDs {
+		r := rows[id]
+		if r == nil {
+			continue // deleted by retention since rowsEnsure
+		}
+		bus := byRun[id]
+		slices.SortFunc(bus, func(a, b events.Event) int { return cmp.Compare(a.RunSeq, b.RunSeq) })
+		ch, err := s.project(ctx, tx, r, bus, now)
+		if err != nil {
+			return nil, err
+		}
+		ch.tenantID, ch.lastSeq, ch.gapSeen = r.ident.TenantID, r.snap.LastEventSeq, r.gapSeen
+		changes[id] = ch
+		if ch.changed {
+			if err := queueSave(b, r); err != nil {
+				return nil, err
+			}
+		}
+		queueGapAlert(b, r, ch)
+	}
+	if b.Len() > 0 {
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return nil, fmt.Errorf("projector: save snapshots: %w", err)
+		}
+	}
+	if k := s.cfg.TestingKnobs.BeforeCommit; k != nil {
+		k(b.Len())
+	}
+	return changes, nil
+}
+
+// settle logs a failed ack, nak or term; the message comes back after
+// AckWait and is a duplicate by then.
+func (s *Service) settle(ctx context.Context, err error) {
+	if err != nil {
+		s.logger.WarnContext(ctx, "projector: settling a message failed", "err", err)
+	}
+}

@@ -1,0 +1,269 @@
+package projector_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/internal/journal"
+	"github.com/weftrun/weft/internal/runstart"
+	"github.com/weftrun/weft/internal/weftest"
+	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/outbox"
+	"github.com/weftrun/weft/pkg/plan"
+	"github.com/weftrun/weft/pkg/streams"
+	"github.com/weftrun/weft/services/projector"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childDBEnv) != "" { // a crash test's projector process
+		if err := crashChild(); err != nil {
+			fmt.Fprintln(os.Stderr, "crash child:", err)
+		}
+		os.Exit(1)
+	}
+	weftest.Main(m)
+}
+
+const waitFor = 30 * time.Second
+
+// API tokens of the tests: tenant "acme" reader and operator, and a
+// reader of tenant "other".
+const (
+	readerToken = "reader-token-0123456789"
+	otherToken  = "other-token-0123456789"
+	tenant      = "acme"
+)
+
+func testKeys(t *testing.T) *auth.Keys {
+	t.Helper()
+	keys, err := auth.NewKeys(
+		auth.Key{Name: "reader", TenantID: tenant, Role: auth.RoleViewer, Hash: auth.HashKey(readerToken)},
+		auth.Key{Name: "other", TenantID: "other", Role: auth.RoleViewer, Hash: auth.HashKey(otherToken)})
+	require.NoError(t, err)
+	return keys
+}
+
+// stack is one test's Postgres, JetStream, outbox relay and projectors.
+type stack struct {
+	db      *weftest.DB
+	nats    *weftest.NATS
+	js      jetstream.JetStream
+	log     *eventlog.Store
+	journal *journal.Journal
+	relay   *outbox.Relay
+	logs    *weftest.Buffer
+	metrics *sdkmetric.ManualReader
+	// url is the base URL of the last projector started with serve.
+	url string
+}
+
+// newStack starts Postgres, JetStream and the outbox relay.
+func newStack(t *testing.T) *stack {
+	t.Helper()
+	s := &stack{db: weftest.NewDB(t), nats: weftest.NewNATS(t), logs: &weftest.Buffer{}, metrics: sdkmetric.NewManualReader()}
+	s.js = s.nats.JetStream(t)
+	s.log = eventlog.New(s.db.Pool)
+	s.journal = journal.New(s.log)
+	require.NoError(t, streams.Ensure(t.Context(), s.js, streams.Config{MaxBytes: 256 << 20}))
+	s.startRelay(t)
+	return s
+}
+
+// startRelay starts the outbox relay; it stops when the test ends or at
+// stopRelay.
+func (s *stack) startRelay(t *testing.T) {
+	t.Helper()
+	relay, err := outbox.NewRelay(s.db.Pool, s.js, outbox.RelayConfig{PollInterval: 50 * time.Millisecond}, nil)
+	require.NoError(t, err)
+	require.NoError(t, relay.Start(context.Background()))
+	s.relay = relay
+	t.Cleanup(func() { s.stopRelay(t) })
+}
+
+func (s *stack) stopRelay(t *testing.T) {
+	t.Helper()
+	if s.relay != nil {
+		require.NoError(t, s.relay.Stop(context.Background()))
+		s.relay = nil
+	}
+}
+
+// config returns cfg with the test keys and fast loops.
+func config(t *testing.T, cfg projector.Config) projector.Config {
+	t.Helper()
+	cfg.Keys = testKeys(t)
+	if cfg.ResyncEvery == 0 {
+		cfg.ResyncEvery = 100 * time.Millisecond
+	}
+	return cfg
+}
+
+// serve runs a projector serving on a loopback port until the test ends
+// or the returned stop is called, and sets s.url.
+func (s *stack) serve(t *testing.T, cfg projector.Config) (stop func()) {
+	t.Helper()
+	logger := slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	p, err := projector.New(s.db.Pool, s.js, config(t, cfg), sdkmetric.NewMeterProvider(sdkmetric.WithReader(s.metrics)), logger)
+	require.NoError(t, err)
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s.url = "http://" + ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Serve(ctx, ln) }()
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			require.NoError(t, <-done)
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// approve appends a run's RunApproved (tenant acme) through the journal,
+// so it reaches the bus, and returns the run id.
+func (s *stack) approve(t *testing.T, planID string) string {
+	t.Helper()
+	p, err := plan.Parse([]byte(`{"planId":"`+planID+`","planVersion":"v1","steps":[
+		{"id":"a","activity":"echo"},{"id":"b","activity":"echo","dependsOn":["a"]}]}`), plan.Limits{})
+	require.NoError(t, err)
+	var runID string
+	err = pgx.BeginFunc(t.Context(), s.db.Pool, func(tx pgx.Tx) error {
+		runID, err = runstart.Approver{Journal: s.journal}.ApproveTx(t.Context(), tx,
+			runstart.Request{Plan: p, TenantID: tenant, ProjectID: "proj", EnvironmentID: "dev"})
+		return err
+	})
+	require.NoError(t, err)
+	return runID
+}
+
+// step builds an event of the run: a step event when stepID is set.
+func step(t *testing.T, runID, stepID string, typ events.Type, data any) events.Event {
+	t.Helper()
+	attempt := ""
+	if stepID != "" {
+		attempt = "1"
+	}
+	ev, err := events.New(events.Spec{RunID: runID, StepID: stepID, LogicalAttemptID: attempt, Type: typ,
+		PlanVersion: "v1", Data: data})
+	require.NoError(t, err)
+	return ev
+}
+
+// appendBus appends events through the journal: log and outbox.
+func (s *stack) appendBus(t *testing.T, evs ...events.Event) {
+	t.Helper()
+	err := pgx.BeginFunc(t.Context(), s.db.Pool, func(tx pgx.Tx) error {
+		_, err := s.journal.AppendTx(t.Context(), tx, nil, evs...)
+		return err
+	})
+	require.NoError(t, err)
+}
+
+// appendLogOnly appends events to the log without an outbox row: the bus
+// never carries them. It returns them as persisted.
+func (s *stack) appendLogOnly(t *testing.T, evs ...events.Event) []events.Event {
+	t.Helper()
+	out := make([]events.Event, len(evs))
+	for i, ev := range evs {
+		res, err := s.log.EventAppend(t.Context(), ev)
+		require.NoError(t, err)
+		ev.RunSeq, ev.PersistedAt = res.RunSeq, res.PersistedAt
+		out[i] = ev
+	}
+	return out
+}
+
+// publish puts ev on the bus directly, as a fresh message.
+func (s *stack) publish(t *testing.T, ev events.Event) {
+	t.Helper()
+	subject, err := streams.EventSubject(ev.RunID)
+	require.NoError(t, err)
+	data, err := json.Marshal(ev)
+	require.NoError(t, err)
+	_, err = s.js.Publish(t.Context(), subject, data, jetstream.WithMsgID(events.NewRunID()))
+	require.NoError(t, err)
+}
+
+// get GETs path on the projector with token and decodes a 200 answer into
+// out (when not nil); it returns the response.
+func (s *stack) get(t *testing.T, token, path string, out any) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.url+path, nil)
+	require.NoError(t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	if out != nil && resp.StatusCode == http.StatusOK {
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(out))
+	}
+	return resp
+}
+
+// run reads the run's view, or returns ok false when it is not there yet.
+func (s *stack) run(t *testing.T, runID string) (projector.RunView, bool) {
+	t.Helper()
+	var v projector.RunView
+	resp := s.get(t, readerToken, "/v1/runs/"+runID, &v)
+	return v, resp.StatusCode == http.StatusOK
+}
+
+// waitRun waits until the run's view satisfies cond and returns it.
+func (s *stack) waitRun(t *testing.T, runID string, cond func(projector.RunView) bool, what string) projector.RunView {
+	t.Helper()
+	var v projector.RunView
+	require.Eventually(t, func() bool {
+		got, ok := s.run(t, runID)
+		v = got
+		return ok && cond(got)
+	}, waitFor, 10*time.Millisecond, "run %s: %s; last view: %+v", runID, what, v)
+	return v
+}
+
+// atSeq is a waitRun condition: watermark seq and no gap.
+func atSeq(seq int64) func(projector.RunView) bool {
+	return func(v projector.RunView) bool { return v.LastEventSeq == seq && !v.Stale }
+}
+
+// requireMatchesLog asserts the run's stored snapshot is what the reducer
+// builds from the whole log: nothing skipped, nothing applied twice.
+func (s *stack) requireMatchesLog(t *testing.T, v projector.RunView) {
+	t.Helper()
+	evs, err := s.log.EventsFetchAfter(t.Context(), v.RunID, 0, 0)
+	require.NoError(t, err)
+	want, err := events.Project(v.RunID, evs)
+	require.NoError(t, err)
+	requireSameSnapshot(t, want, v.RunSnapshot)
+}
+
+// requireSameSnapshot compares snapshots by their JSON.
+func requireSameSnapshot(t *testing.T, want, got events.RunSnapshot) {
+	t.Helper()
+	w, err := json.Marshal(want)
+	require.NoError(t, err)
+	g, err := json.Marshal(got)
+	require.NoError(t, err)
+	require.JSONEq(t, string(w), string(g))
+}
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }

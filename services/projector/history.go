@@ -1,0 +1,105 @@
+package projector
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/internal/httpserve"
+	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/events"
+)
+
+// EventPage is the answer of GET /v1/runs/{runId}/events.
+type EventPage struct {
+	Events []events.Event `json:"events"`
+	// NextAfterSeq is the afterSeq of the next page: the last runSeq
+	// returned, or the request's afterSeq when none was.
+	NextAfterSeq int64 `json:"nextAfterSeq"`
+	// More reports whether the log held more events when it was read.
+	More bool `json:"more"`
+}
+
+// handleRunEvents answers GET /v1/runs/{runId}/events from the event log.
+func (s *Service) handleRunEvents(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	runID, ok := runIDOf(w, r)
+	if !ok {
+		return
+	}
+	after, limit, err := parsePage(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, api.CodeInvalidArgument, err.Error())
+		return
+	}
+	var tenant string
+	err = s.pool.QueryRow(r.Context(), `SELECT tenant_id FROM run_snapshots WHERE run_id = $1`, runID).Scan(&tenant)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && tenant != p.TenantID) {
+		writeError(w, http.StatusNotFound, api.CodeNotFound, "no run "+runID)
+		return
+	}
+	if err != nil {
+		s.writeFault(w, r, err)
+		return
+	}
+	evs, err := s.log.EventsFetchAfter(r.Context(), runID, after, limit+1)
+	if err != nil {
+		s.writeFault(w, r, err)
+		return
+	}
+	page := EventPage{Events: evs, NextAfterSeq: after}
+	if len(evs) > limit {
+		page.Events, page.More = evs[:limit], true
+	}
+	if n := len(page.Events); n > 0 {
+		page.NextAfterSeq = page.Events[n-1].RunSeq
+	}
+	httpserve.WriteJSON(w, http.StatusOK, page)
+}
+
+func parsePage(r *http.Request) (after int64, limit int, err error) {
+	q := r.URL.Query()
+	limit = DefaultEventsLimit
+	if a := q.Get("afterSeq"); a != "" {
+		if after, err = strconv.ParseInt(a, 10, 64); err != nil || after < 0 {
+			return 0, 0, fmt.Errorf("afterSeq %q: want a whole number >= 0", a)
+		}
+	}
+	if l := q.Get("limit"); l != "" {
+		if limit, err = strconv.Atoi(l); err != nil || limit < 1 || limit > MaxEventsLimit {
+			return 0, 0, fmt.Errorf("limit %q: want 1 to %d", l, MaxEventsLimit)
+		}
+	}
+	return after, limit, nil
+}
+
+// Alert is one active alert of GET /v1/alerts.
+type Alert struct {
+	Code     string    `json:"code"`
+	Severity string    `json:"severity"`
+	RunID    string    `json:"runId,omitempty"`
+	Message  string    `json:"message"`
+	RaisedAt time.Time `json:"raisedAt"`
+}
+
+// handleAlerts answers GET /v1/alerts: the alerts of the key's tenant's
+// runs and those of no run, newest first.
+func (s *Service) handleAlerts(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	rows, err := s.pool.Query(r.Context(), `
+SELECT code, severity, coalesce(run_id::text, ''), message, raised_at FROM projector_alerts
+WHERE tenant_id = $1 OR run_id IS NULL ORDER BY raised_at DESC, alert_key LIMIT 1000`, p.TenantID)
+	if err != nil {
+		s.writeFault(w, r, err)
+		return
+	}
+	alerts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Alert])
+	if err != nil {
+		s.writeFault(w, r, err)
+		return
+	}
+	httpserve.WriteJSON(w, http.StatusOK, map[string][]Alert{"alerts": alerts})
+}

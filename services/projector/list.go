@@ -1,0 +1,190 @@
+package projector
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/internal/httpserve"
+	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/events"
+)
+
+// RunSummary is one row of GET /v1/runs.
+type RunSummary struct {
+	RunID string `json:"runId"`
+	identity
+	Status          events.RunStatus `json:"status"`
+	Stale           bool             `json:"stale"`
+	CreatedAt       time.Time        `json:"createdAt"`
+	StartedAt       *time.Time       `json:"startedAt"`
+	CompletedAt     *time.Time       `json:"completedAt"`
+	TotalDurationMs *int64           `json:"totalDurationMs"`
+	UpdatedAt       time.Time        `json:"updatedAt"`
+	LastEventSeq    int64            `json:"lastEventSeq"`
+	StepsTotal      int              `json:"stepsTotal"`
+	StepsDone       int              `json:"stepsDone"`
+	FailedSteps     int              `json:"failedSteps"`
+}
+
+// RunList is the answer of GET /v1/runs.
+type RunList struct {
+	Runs       []RunSummary `json:"runs"`
+	NextCursor string       `json:"nextCursor,omitempty"`
+}
+
+// StatusStale is the status filter for runs with an open gap.
+const StatusStale = "STALE"
+
+// listQuery is a parsed GET /v1/runs.
+type listQuery struct {
+	tenant   string
+	statuses []string // nil: any
+	stale    bool     // STALE was among the statuses
+	plan     string
+	limit    int
+	after    *cursor
+}
+
+// cursor is the position after the last run of a page.
+type cursor struct {
+	CreatedAt time.Time `json:"t"`
+	RunID     string    `json:"id"`
+}
+
+const runsListSQL = `
+SELECT run_id::text, tenant_id, project_id, environment_id, plan_id, plan_version, status,
+       gap_seen_seq IS NOT NULL, created_at, (snapshot->>'startedAt')::timestamptz,
+       (snapshot->>'completedAt')::timestamptz, (snapshot->>'totalDurationMs')::bigint,
+       updated_at, last_event_seq, steps_total, steps_done, coalesce((snapshot->>'failedSteps')::int, 0)
+FROM run_snapshots
+WHERE tenant_id = $1
+  AND ($2::text[] IS NULL OR status = ANY($2) OR ($3 AND gap_seen_seq IS NOT NULL))
+  AND ($4 = '' OR plan_id = $4)
+  AND ($5::timestamptz IS NULL OR (created_at, run_id) < ($5, $6::uuid))
+ORDER BY created_at DESC, run_id DESC
+LIMIT $7`
+
+// handleRunsList answers GET /v1/runs.
+func (s *Service) handleRunsList(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	q, err := parseList(r, p)
+	if err != nil {
+		status, code := http.StatusBadRequest, api.CodeInvalidArgument
+		if errors.Is(err, errOtherTenant) {
+			status, code = http.StatusForbidden, api.CodePermissionDenied
+		}
+		writeError(w, status, code, err.Error())
+		return
+	}
+	list, err := s.runsList(r, q)
+	if err != nil {
+		s.writeFault(w, r, err)
+		return
+	}
+	httpserve.WriteJSON(w, http.StatusOK, list)
+}
+
+func (s *Service) runsList(r *http.Request, q listQuery) (RunList, error) {
+	var afterAt, afterID any
+	if q.after != nil {
+		afterAt, afterID = q.after.CreatedAt, q.after.RunID
+	}
+	rows, err := s.pool.Query(r.Context(), runsListSQL, q.tenant, q.statuses, q.stale, q.plan, afterAt, afterID, q.limit+1)
+	if err != nil {
+		return RunList{}, fmt.Errorf("projector: list runs: %w", err)
+	}
+	runs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (RunSummary, error) {
+		var v RunSummary
+		err := row.Scan(&v.RunID, &v.TenantID, &v.ProjectID, &v.EnvironmentID, &v.PlanID, &v.PlanVersion,
+			&v.Status, &v.Stale, &v.CreatedAt, &v.StartedAt, &v.CompletedAt, &v.TotalDurationMs,
+			&v.UpdatedAt, &v.LastEventSeq, &v.StepsTotal, &v.StepsDone, &v.FailedSteps)
+		return v, err
+	})
+	if err != nil {
+		return RunList{}, fmt.Errorf("projector: list runs: %w", err)
+	}
+	list := RunList{Runs: runs}
+	if len(runs) > q.limit {
+		list.Runs = runs[:q.limit]
+		last := list.Runs[q.limit-1]
+		list.NextCursor = encodeCursor(cursor{CreatedAt: last.CreatedAt, RunID: last.RunID})
+	}
+	return list, nil
+}
+
+var errOtherTenant = errors.New("tenant: a key reads only its own tenant's runs")
+
+// parseList reads and checks the list's query parameters.
+func parseList(r *http.Request, p auth.Principal) (listQuery, error) {
+	v := r.URL.Query()
+	q := listQuery{tenant: p.TenantID, plan: v.Get("plan"), limit: DefaultListLimit}
+	if t := v.Get("tenant"); t != "" && t != p.TenantID {
+		return q, errOtherTenant
+	}
+	if v.Has("status") {
+		q.statuses = []string{}
+		for _, raw := range v["status"] {
+			for st := range strings.SplitSeq(raw, ",") {
+				if err := q.addStatus(strings.TrimSpace(st)); err != nil {
+					return q, err
+				}
+			}
+		}
+	}
+	if l := v.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > MaxListLimit {
+			return q, fmt.Errorf("limit %q: want 1 to %d", l, MaxListLimit)
+		}
+		q.limit = n
+	}
+	if c := v.Get("cursor"); c != "" {
+		after, err := decodeCursor(c)
+		if err != nil {
+			return q, err
+		}
+		q.after = &after
+	}
+	return q, nil
+}
+
+var runStatuses = []events.RunStatus{events.RunStatusPending, events.RunStatusApproved, events.RunStatusRunning,
+	events.RunStatusPaused, events.RunStatusCompleted, events.RunStatusFailed, events.RunStatusCancelled}
+
+func (q *listQuery) addStatus(st string) error {
+	switch {
+	case st == StatusStale:
+		q.stale = true
+	case slices.Contains(runStatuses, events.RunStatus(st)):
+		q.statuses = append(q.statuses, st)
+	default:
+		return fmt.Errorf("status %q: want one of PENDING, APPROVED, RUNNING, PAUSED, COMPLETED, FAILED, CANCELLED, STALE", st)
+	}
+	return nil
+}
+
+func encodeCursor(c cursor) string {
+	b, _ := json.Marshal(c) // a time and a string always encode
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string) (cursor, error) {
+	var c cursor
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	if err != nil || c.CreatedAt.IsZero() || c.RunID == "" {
+		return cursor{}, errors.New("cursor: not a cursor this API returned")
+	}
+	return c, nil
+}

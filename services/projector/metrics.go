@@ -1,0 +1,51 @@
+package projector
+
+import (
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// meterName is the instrumentation scope of the projector's metrics.
+const meterName = "github.com/weftrun/weft/services/projector"
+
+// metrics are the projector's instruments:
+//
+//	weft.projector.lag             histogram (s)  persistedAt to applied, per event
+//	weft.projector.events.applied  counter        events applied to snapshots
+//	weft.projector.resyncs         counter        runs read back from the log
+//	weft.projector.alerts          counter        alerts raised, by code
+type metrics struct {
+	lag     metric.Float64Histogram
+	applied metric.Int64Counter
+	resyncs metric.Int64Counter
+	alerts  metric.Int64Counter
+}
+
+// lagBuckets are the lag histogram's bounds in seconds, dense around the
+// 1 s SLA and the 5 s and 10 s thresholds.
+var lagBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 2, 5, 10, 30, 60}
+
+func newMetrics(mp metric.MeterProvider) (metrics, error) {
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	m := mp.Meter(meterName)
+	var ms metrics
+	var err error
+	if ms.lag, err = m.Float64Histogram("weft.projector.lag", metric.WithUnit("s"),
+		metric.WithDescription("Projection lag: from an event's persistedAt to its snapshot's commit."),
+		metric.WithExplicitBucketBoundaries(lagBuckets...)); err != nil {
+		return ms, err
+	}
+	if ms.applied, err = m.Int64Counter("weft.projector.events.applied",
+		metric.WithDescription("Events applied to run snapshots.")); err != nil {
+		return ms, err
+	}
+	if ms.resyncs, err = m.Int64Counter("weft.projector.resyncs",
+		metric.WithDescription("Runs whose events were read back from the log: a gap, lag or a stale run.")); err != nil {
+		return ms, err
+	}
+	ms.alerts, err = m.Int64Counter("weft.projector.alerts",
+		metric.WithDescription("Alerts raised, by code."))
+	return ms, err
+}

@@ -1,0 +1,268 @@
+package projector_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/services/projector"
+)
+
+// lifecycle returns a run's events after RunApproved, through completion.
+func lifecycle(t *testing.T, runID string) []events.Event {
+	t.Helper()
+	return []events.Event{
+		step(t, runID, "", events.RunStarted, nil),
+		step(t, runID, "a", events.StepScheduled, events.StepScheduledData{Activity: "echo", Queue: "default"}),
+		step(t, runID, "a", events.StepStarted, events.StepStartedData{}),
+		step(t, runID, "a", events.StepCompleted, events.StepCompletedData{
+			Artifacts: []events.ArtifactRef{{URI: "s3://b/k", Kind: "report"}}}),
+		step(t, runID, "", events.RunCompleted, nil),
+	}
+}
+
+func TestProjectsRunsInOrder(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	s.serve(t, projector.Config{})
+	runID := s.approve(t, "hello")
+	s.appendBus(t, lifecycle(t, runID)[:3]...)
+	s.appendBus(t, lifecycle(t, runID)[3:]...)
+
+	v := s.waitRun(t, runID, func(v projector.RunView) bool { return v.Status == events.RunStatusCompleted }, "completes")
+	require.Equal(t, int64(6), v.LastEventSeq)
+	require.False(t, v.Stale)
+	require.Equal(t, "hello", v.PlanID)
+	require.Equal(t, tenant, v.TenantID)
+	require.JSONEq(t, `[{"id":"a","activity":"echo","kind":"activity","dependsOn":[]},
+		{"id":"b","activity":"echo","kind":"activity","dependsOn":["a"]}]`, string(v.Plan.Steps))
+	s.requireMatchesLog(t, v)
+}
+
+// A message the bus delivers twice, or a stale copy, changes nothing.
+func TestDuplicatesAreIgnored(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	s.serve(t, projector.Config{})
+	runID := s.approve(t, "dup")
+	s.appendBus(t, lifecycle(t, runID)[:2]...)
+	s.waitRun(t, runID, atSeq(3), "reaches runSeq 3")
+
+	evs, err := s.log.EventsFetchAfter(t.Context(), runID, 0, 0)
+	require.NoError(t, err)
+	for _, ev := range evs { // every event again, as new messages
+		s.publish(t, ev)
+	}
+	s.appendBus(t, lifecycle(t, runID)[2:]...)
+	v := s.waitRun(t, runID, atSeq(6), "completes")
+	s.requireMatchesLog(t, v)
+	require.Equal(t, int64(6), s.counter(t, "weft.projector.events.applied"), "each event applied once")
+}
+
+// Events the bus delivers out of order are never applied past the gap: the
+// projector reads the missing ones from the log and the run goes on.
+func TestGapClosedFromTheLog(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	s.serve(t, projector.Config{})
+	runID := s.approve(t, "reorder")
+	s.waitRun(t, runID, atSeq(1), "approved")
+
+	// runSeq 2 and 3 reach the log; only 3 reaches the bus.
+	late := s.appendLogOnly(t, lifecycle(t, runID)[:2]...)
+	s.publish(t, late[1])
+
+	v := s.waitRun(t, runID, atSeq(3), "resyncs through the gap")
+	s.requireMatchesLog(t, v)
+	require.GreaterOrEqual(t, s.counter(t, "weft.projector.resyncs"), int64(1))
+}
+
+// A gap the log cannot close yet (here an event seen on the bus that the
+// log does not hold) halts the run: STALE, a P1 alert in the log and in
+// GET /v1/alerts, and the snapshot stays at the event before the gap while
+// other runs keep flowing. When the log fills the gap the run resumes and
+// the alert clears.
+func TestGapHaltsTheRunUntilItCloses(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	s.serve(t, projector.Config{})
+	runID := s.approve(t, "gap")
+	other := s.approve(t, "other")
+	s.waitRun(t, runID, atSeq(1), "approved")
+
+	ahead := step(t, runID, "a", events.StepScheduled, events.StepScheduledData{Activity: "echo"})
+	ahead.RunSeq, ahead.PersistedAt = 3, time.Now().UTC()
+	s.publish(t, ahead)
+
+	v := s.waitRun(t, runID, func(v projector.RunView) bool { return v.Stale }, "goes STALE")
+	require.Equal(t, int64(1), v.LastEventSeq, "nothing past the gap")
+	require.Equal(t, &projector.GapView{AfterSeq: 1, SeenSeq: 3, Since: v.Gap.Since}, v.Gap)
+	require.Contains(t, s.alerts(t), projector.Alert{Code: projector.AlertGap, Severity: projector.SeverityP1,
+		RunID: runID, Message: "runSeq gap: applied up to 1, saw 3; events 2 to 2 are missing"})
+	requireLogged(t, s, `"alert":"PROJECTOR_GAP_DETECTED"`, `"level":"ERROR"`, runID)
+	require.Equal(t, int64(1), s.counterWith(t, "weft.projector.alerts", projector.AlertGap))
+
+	s.appendBus(t, lifecycle(t, other)...) // other runs keep flowing
+	s.waitRun(t, other, atSeq(6), "the other run completes")
+	v, _ = s.run(t, runID)
+	require.True(t, v.Stale, "still stale")
+
+	s.appendBus(t, lifecycle(t, runID)[:3]...) // the log reaches runSeq 4
+	v = s.waitRun(t, runID, atSeq(4), "resumes")
+	s.requireMatchesLog(t, v)
+	require.NotContains(t, alertCodes(s.alerts(t)), projector.AlertGap)
+	requireLogged(t, s, `"cleared":true`, runID)
+}
+
+// A projector that falls behind (it was down while events were appended)
+// catches each run up from the log, raises PROJECTOR_LAG_HIGH while the
+// lag is above the threshold and clears it once fresh events flow.
+func TestLaggingConsumer(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	runID := s.approve(t, "lag")
+	s.appendBus(t, lifecycle(t, runID)[:2]...)
+	require.Eventually(t, func() bool { return s.outboxEmpty(t) }, waitFor, 10*time.Millisecond)
+	time.Sleep(time.Second) // the events age past the thresholds below
+
+	cfg := projector.Config{LagAlert: 500 * time.Millisecond, ResyncLag: 800 * time.Millisecond}
+	s.serve(t, cfg)
+	s.waitRun(t, runID, atSeq(3), "catches up")
+	require.Contains(t, alertCodes(s.alerts(t)), projector.AlertLagHigh)
+	requireLogged(t, s, `"alert":"PROJECTOR_LAG_HIGH"`, `"level":"WARN"`, `"severity":"P2"`)
+	require.GreaterOrEqual(t, s.counter(t, "weft.projector.resyncs"), int64(1))
+
+	s.appendBus(t, lifecycle(t, runID)[2:]...)
+	s.waitRun(t, runID, atSeq(6), "completes")
+	// Fresh events flow (new runs, one at a time) until one batch
+	// measures a lag under the threshold.
+	require.Eventually(t, func() bool {
+		s.waitRun(t, s.approve(t, "fresh"), atSeq(1), "approved")
+		return !slices.Contains(alertCodes(s.alerts(t)), projector.AlertLagHigh)
+	}, waitFor, time.Millisecond, "the lag alert clears; logs:\n%s", s.logs)
+	require.Positive(t, s.histogramCount(t, "weft.projector.lag"))
+}
+
+// With the outbox relay down the bus carries nothing, yet the resync loop
+// brings the snapshot to the log's head; when the relay returns, its
+// backlog is all duplicates.
+func TestResyncWhileTheRelayIsDown(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	s.serve(t, projector.Config{ResyncLag: 200 * time.Millisecond})
+	runID := s.approve(t, "relay")
+	s.waitRun(t, runID, atSeq(1), "approved")
+
+	s.stopRelay(t)
+	s.appendBus(t, lifecycle(t, runID)...)
+	v := s.waitRun(t, runID, atSeq(6), "resyncs from the log with the relay down")
+	require.False(t, s.outboxEmpty(t), "the relay has not run")
+
+	s.startRelay(t)
+	require.Eventually(t, func() bool { return s.outboxEmpty(t) }, waitFor, 10*time.Millisecond)
+	v2 := s.waitRun(t, runID, atSeq(6), "unchanged")
+	require.Equal(t, v.UpdatedAt, v2.UpdatedAt, "the relayed backlog applied nothing")
+	s.requireMatchesLog(t, v2)
+}
+
+// alerts returns GET /v1/alerts for tenant acme.
+func (s *stack) alerts(t *testing.T) []projector.Alert {
+	t.Helper()
+	var out struct {
+		Alerts []projector.Alert `json:"alerts"`
+	}
+	resp := s.get(t, readerToken, "/v1/alerts", &out)
+	require.Equal(t, 200, resp.StatusCode)
+	for i := range out.Alerts {
+		out.Alerts[i].RaisedAt = time.Time{}
+	}
+	return out.Alerts
+}
+
+func alertCodes(alerts []projector.Alert) []string {
+	codes := make([]string, len(alerts))
+	for i, a := range alerts {
+		codes[i] = a.Code
+	}
+	return codes
+}
+
+func (s *stack) outboxEmpty(t *testing.T) bool {
+	t.Helper()
+	var n int
+	require.NoError(t, s.db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM outbox`).Scan(&n))
+	return n == 0
+}
+
+// requireLogged asserts that one log line holds every part.
+func requireLogged(t *testing.T, s *stack, parts ...string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		for line := range strings.SplitSeq(s.logs.String(), "\n") {
+			all := true
+			for _, p := range parts {
+				all = all && strings.Contains(line, p)
+			}
+			if all {
+				return true
+			}
+		}
+		return false
+	}, waitFor, 10*time.Millisecond, "a log line with %q; logs:\n%s", parts, s.logs)
+}
+
+// collect reads the projector's metrics.
+func (s *stack) collect(t *testing.T) []metricdata.Metrics {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, s.metrics.Collect(context.Background(), &rm))
+	var out []metricdata.Metrics
+	for _, sm := range rm.ScopeMetrics {
+		out = append(out, sm.Metrics...)
+	}
+	return out
+}
+
+// counter sums the counter's data points.
+func (s *stack) counter(t *testing.T, name string) int64 {
+	t.Helper()
+	return s.counterWith(t, name, "")
+}
+
+// counterWith sums the counter's data points whose code attribute is code
+// (any, when code is empty).
+func (s *stack) counterWith(t *testing.T, name, code string) int64 {
+	t.Helper()
+	var n int64
+	for _, m := range s.collect(t) {
+		sum, ok := m.Data.(metricdata.Sum[int64])
+		if m.Name != name || !ok {
+			continue
+		}
+		for _, dp := range sum.DataPoints {
+			if v, _ := dp.Attributes.Value("code"); code == "" || v.AsString() == code {
+				n += dp.Value
+			}
+		}
+	}
+	return n
+}
+
+func (s *stack) histogramCount(t *testing.T, name string) uint64 {
+	t.Helper()
+	var n uint64
+	for _, m := range s.collect(t) {
+		if h, ok := m.Data.(metricdata.Histogram[float64]); ok && m.Name == name {
+			for _, dp := range h.DataPoints {
+				n += dp.Count
+			}
+		}
+	}
+	return n
+}

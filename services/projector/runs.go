@@ -1,0 +1,203 @@
+package projector
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/internal/httpserve"
+	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/events"
+)
+
+// RunView is the answer of GET /v1/runs/{runId}: the snapshot as the
+// contract shapes it (execution-semantics §1.4), and what the projector
+// knows about it.
+type RunView struct {
+	events.RunSnapshot
+	Stale bool `json:"stale"`
+	// Gap is set while Stale.
+	Gap *GapView `json:"gap,omitempty"`
+	identity
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+	// LagMs is the projection lag of the last event applied.
+	LagMs int64    `json:"lagMs"`
+	Plan  PlanView `json:"plan"`
+}
+
+// GapView describes an open gap: AfterSeq is the last runSeq applied,
+// SeenSeq the runSeq seen past the gap.
+type GapView struct {
+	AfterSeq int64     `json:"afterSeq"`
+	SeenSeq  int64     `json:"seenSeq"`
+	Since    time.Time `json:"since"`
+}
+
+// PlanView is the run's plan graph.
+type PlanView struct {
+	Steps json.RawMessage `json:"steps"`
+}
+
+const runGetSQL = `
+SELECT tenant_id, project_id, environment_id, plan_id, plan_version, snapshot,
+       coalesce(plan_steps, '[]'), coalesce(gap_seen_seq, 0), gap_since, created_at, updated_at, coalesce(lag_ms, 0)
+FROM run_snapshots WHERE run_id = $1`
+
+// errNoRun is a run that does not exist for the caller.
+var errNoRun = errors.New("no such run")
+
+// runView reads the run's view; errNoRun when there is none in tenant.
+func (s *Service) runView(r *http.Request, runID, tenant string) (RunView, error) {
+	var v RunView
+	var snap []byte
+	var gapSince *time.Time
+	var gapSeen int64
+	err := s.pool.QueryRow(r.Context(), runGetSQL, runID).Scan(&v.TenantID, &v.ProjectID, &v.EnvironmentID,
+		&v.PlanID, &v.PlanVersion, &snap, &v.Plan.Steps, &gapSeen, &gapSince, &v.CreatedAt, &v.UpdatedAt, &v.LagMs)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && v.TenantID != tenant) {
+		return RunView{}, errNoRun // another tenant's run is no run at all
+	}
+	if err != nil {
+		return RunView{}, fmt.Errorf("projector: read run %s: %w", runID, err)
+	}
+	if err := json.Unmarshal(snap, &v.RunSnapshot); err != nil {
+		return RunView{}, fmt.Errorf("projector: decode snapshot of run %s: %w", runID, err)
+	}
+	v.RunID = runID
+	if gapSeen > 0 {
+		v.Stale = true
+		v.Gap = &GapView{AfterSeq: v.LastEventSeq, SeenSeq: gapSeen, Since: deref(gapSince)}
+	}
+	return v, nil
+}
+
+// etag is the view's entity tag: its watermark, and whether it is stale.
+func (v RunView) etag() string {
+	if v.Stale {
+		return fmt.Sprintf(`"%d-stale"`, v.LastEventSeq)
+	}
+	return fmt.Sprintf(`"%d"`, v.LastEventSeq)
+}
+
+// handleRunGet answers GET /v1/runs/{runId}, waiting first when asked to
+// (waitForSeq, timeout).
+func (s *Service) handleRunGet(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	runID, ok := runIDOf(w, r)
+	if !ok {
+		return
+	}
+	wait, err := s.parseWait(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, api.CodeInvalidArgument, err.Error())
+		return
+	}
+	v, err := s.waitForRun(r, runID, p.TenantID, wait)
+	switch {
+	case errors.Is(err, errNoRun):
+		writeError(w, http.StatusNotFound, api.CodeNotFound, "no run "+runID)
+		return
+	case err != nil:
+		s.writeFault(w, r, err)
+		return
+	}
+	tag := v.etag()
+	w.Header().Set("ETag", tag)
+	w.Header().Set("Cache-Control", "no-cache")
+	if r.Header.Get("If-None-Match") == tag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	httpserve.WriteJSON(w, http.StatusOK, v)
+}
+
+// waitSpec is a long poll's request: until the watermark reaches seq, for
+// at most timeout. A zero timeout does not wait.
+type waitSpec struct {
+	seq     int64
+	timeout time.Duration
+}
+
+// parseWait reads waitForSeq and timeout. timeout is a Go duration ("30s")
+// or a number of seconds, capped at MaxWait, 30 s by default.
+func (s *Service) parseWait(r *http.Request) (waitSpec, error) {
+	q := r.URL.Query()
+	raw, has := q.Get("waitForSeq"), q.Has("waitForSeq")
+	if !has {
+		if q.Has("timeout") {
+			return waitSpec{}, errors.New("timeout needs waitForSeq")
+		}
+		return waitSpec{}, nil
+	}
+	seq, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || seq < 0 {
+		return waitSpec{}, fmt.Errorf("waitForSeq %q: want a runSeq, a whole number >= 0", raw)
+	}
+	timeout := min(30*time.Second, s.cfg.MaxWait)
+	if t := q.Get("timeout"); t != "" {
+		if timeout, err = parseTimeout(t); err != nil {
+			return waitSpec{}, err
+		}
+	}
+	return waitSpec{seq: seq, timeout: min(timeout, s.cfg.MaxWait)}, nil
+}
+
+func parseTimeout(t string) (time.Duration, error) {
+	d, err := time.ParseDuration(t)
+	if err != nil {
+		n, nerr := strconv.ParseUint(t, 10, 32)
+		if nerr != nil {
+			return 0, fmt.Errorf("timeout %q: want a duration such as 30s", t)
+		}
+		d = time.Duration(n) * time.Second
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("timeout %q: must not be negative", t)
+	}
+	return d, nil
+}
+
+// waitForRun returns the run's view once its watermark reaches
+// wait.seq, its gap state changes, or wait.timeout passes, whichever is
+// first. Until the run exists it waits for that too, and answers errNoRun
+// at the timeout. Changes this process commits wake it at once; changes of
+// other projectors are seen at the next recheck.
+func (s *Service) waitForRun(r *http.Request, runID, tenant string, wait waitSpec) (RunView, error) {
+	deadline := time.Now().Add(wait.timeout)
+	first := true
+	var initialStale bool
+	for {
+		changed, stop := s.changes.wait(runID)
+		v, err := s.runView(r, runID, tenant)
+		if err != nil && !errors.Is(err, errNoRun) {
+			stop()
+			return v, err
+		}
+		found := err == nil
+		if first {
+			initialStale, first = v.Stale, false
+		}
+		left := time.Until(deadline)
+		if wait.timeout == 0 || left <= 0 || (found && (v.LastEventSeq >= wait.seq || v.Stale != initialStale)) {
+			stop()
+			return v, err
+		}
+		t := time.NewTimer(min(left, DefaultWaitRecheck))
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-r.Context().Done():
+		}
+		t.Stop()
+		stop()
+		if r.Context().Err() != nil {
+			return RunView{}, r.Context().Err()
+		}
+	}
+}

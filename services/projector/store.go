@@ -1,0 +1,156 @@
+package projector
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/weftrun/weft/pkg/events"
+)
+
+// identity is who a run belongs to and what it runs, from its RunApproved.
+type identity struct {
+	TenantID      string `json:"tenantId"`
+	ProjectID     string `json:"projectId"`
+	EnvironmentID string `json:"environmentId"`
+	PlanID        string `json:"planId"`
+	PlanVersion   string `json:"planVersion"`
+}
+
+// runRow is one run's row of run_snapshots, locked by the transaction that
+// read it.
+type runRow struct {
+	snap      events.RunSnapshot
+	ident     identity
+	planSteps json.RawMessage // []planStep, from RunApproved's plan
+	// gapSeen is the runSeq of an event seen past a gap (0: no gap open),
+	// and gapSince when the gap was found.
+	gapSeen       int64
+	gapSince      time.Time
+	createdAt     time.Time
+	lastPersisted time.Time
+	lagMs         int64
+}
+
+// stale reports whether the run has an open gap.
+func (r *runRow) stale() bool { return r.gapSeen > 0 }
+
+// rowsEnsure creates the missing rows of runIDs (committed at once, outside
+// any batch transaction), so that a batch locks only rows that exist, in
+// run id order, and two batches cannot deadlock. A new row is invisible to
+// every reader until a batch fills it in: its tenant is empty.
+const rowsEnsureSQL = `
+INSERT INTO run_snapshots (run_id, status, last_event_seq, snapshot)
+SELECT id, 'PENDING', 0, '{}' FROM unnest($1::uuid[]) AS id ORDER BY id
+ON CONFLICT (run_id) DO NOTHING`
+
+// rowsLockSQL locks the rows in run id order and reads them.
+const rowsLockSQL = `
+SELECT run_id::text, tenant_id, project_id, environment_id, plan_id, plan_version,
+       snapshot, plan_steps, coalesce(gap_seen_seq, 0), gap_since, created_at,
+       last_persisted_at, coalesce(lag_ms, 0)
+FROM run_snapshots WHERE run_id = ANY($1::uuid[]) ORDER BY run_id FOR UPDATE`
+
+// rowsLock locks and reads the rows of runIDs, which must be sorted and
+// exist. A row never projected has an empty snapshot of its run.
+func rowsLock(ctx context.Context, tx pgx.Tx, runIDs []string) (map[string]*runRow, error) {
+	rows, err := tx.Query(ctx, rowsLockSQL, runIDs)
+	if err != nil {
+		return nil, fmt.Errorf("projector: lock snapshots: %w", err)
+	}
+	out := make(map[string]*runRow, len(runIDs))
+	for rows.Next() {
+		var id string
+		var snap []byte
+		var gapSince, lastPersisted *time.Time
+		r := &runRow{}
+		if err := rows.Scan(&id, &r.ident.TenantID, &r.ident.ProjectID, &r.ident.EnvironmentID, &r.ident.PlanID,
+			&r.ident.PlanVersion, &snap, &r.planSteps, &r.gapSeen, &gapSince, &r.createdAt, &lastPersisted, &r.lagMs); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("projector: read snapshot: %w", err)
+		}
+		if err := json.Unmarshal(snap, &r.snap); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("projector: decode snapshot of run %s: %w", id, err)
+		}
+		r.snap.RunID = id
+		r.gapSince = deref(gapSince)
+		r.lastPersisted = deref(lastPersisted)
+		out[id] = r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("projector: read snapshots: %w", err)
+	}
+	return out, nil
+}
+
+const rowSaveSQL = `
+UPDATE run_snapshots SET
+    tenant_id = $2, project_id = $3, environment_id = $4, plan_id = $5, plan_version = $6,
+    status = $7, last_event_seq = $8, steps_total = $9, steps_done = $10, snapshot = $11,
+    plan_steps = $12, gap_seen_seq = nullif($13, 0), gap_since = $14, created_at = $15,
+    updated_at = clock_timestamp(), last_persisted_at = $16, lag_ms = $17
+WHERE run_id = $1`
+
+// queueSave queues the UPDATE that stores r, its watermark included.
+func queueSave(b *pgx.Batch, r *runRow) error {
+	snap, err := json.Marshal(r.snap)
+	if err != nil {
+		return fmt.Errorf("projector: encode snapshot of run %s: %w", r.snap.RunID, err)
+	}
+	total, done := stepCounts(r)
+	b.Queue(rowSaveSQL, r.snap.RunID, r.ident.TenantID, r.ident.ProjectID, r.ident.EnvironmentID,
+		r.ident.PlanID, r.ident.PlanVersion, string(r.snap.Status), r.snap.LastEventSeq, total, done,
+		snap, nullJSON(r.planSteps), r.gapSeen, nullTime(r.gapSince), r.createdAt,
+		nullTime(r.lastPersisted), r.lagMs)
+	return nil
+}
+
+// stepCounts returns the plan's number of steps (or the snapshot's, for a
+// run without a plan) and how many are SUCCESS or SKIPPED.
+func stepCounts(r *runRow) (total, done int) {
+	var steps []planStep
+	_ = json.Unmarshal(r.planSteps, &steps) // a run without a plan has none
+	total = max(len(steps), len(r.snap.Steps))
+	for _, st := range r.snap.Steps {
+		if st.Status == events.StepStatusSuccess || st.Status == events.StepStatusSkipped {
+			done++
+		}
+	}
+	return total, done
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func deref(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+func nullJSON(b json.RawMessage) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return []byte(b)
+}
