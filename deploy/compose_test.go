@@ -26,7 +26,7 @@ func TestComposeTopology(t *testing.T) {
 	t.Parallel()
 	p := loadProject(t)
 
-	for _, name := range []string{"postgres", "nats", "migrate", "relay", "engine", "gateway", "worker"} {
+	for _, name := range []string{"postgres", "nats", "migrate", "relay", "engine", "gateway", "projector", "worker"} {
 		_, err := p.GetService(name)
 		require.NoError(t, err, "service %s", name)
 	}
@@ -48,6 +48,14 @@ func TestComposeTopology(t *testing.T) {
 	require.Equal(t, types.ServiceConditionCompletedSuccessfully, gw.DependsOn["migrate"].Condition)
 	require.Contains(t, gw.Environment, "WEFT_API_KEYS")
 	require.EqualValues(t, 8080, gw.Ports[0].Target)
+
+	proj, _ := p.GetService("projector")
+	require.Equal(t, types.ShellCommand{"projector"}, proj.Command)
+	require.Equal(t, migrate.Image, proj.Image)
+	require.Equal(t, types.ServiceConditionCompletedSuccessfully, proj.DependsOn["migrate"].Condition)
+	require.Contains(t, proj.Environment, "WEFT_API_KEYS")
+	require.Equal(t, "http://gateway:8080", *proj.Environment["WEFT_GATEWAY_URL"], "the UI's signals reach the gateway by its service name")
+	require.EqualValues(t, 8081, proj.Ports[0].Target)
 
 	relay, _ := p.GetService("relay")
 	require.Equal(t, migrate.Image, relay.Image, "one image for every weft service")

@@ -31,6 +31,8 @@ type devConfig struct {
 	// is the API token instead of the one in <dir>/token.
 	gatewayAddr string
 	devToken    string
+	// uiAddr is the projector's listen address: the read API and the UI.
+	uiAddr string
 }
 
 func runDev(ctx context.Context, env *environment, args []string) error {
@@ -44,6 +46,8 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	demo := f.bool("demo", "WEFT_DEV_DEMO", true, "append a demo run and log its events as JetStream delivers them")
 	f.StringVar(&cfg.gatewayAddr, "gateway-addr", "127.0.0.1:8080", "listen address of the gateway's HTTP API (env WEFT_DEV_GATEWAY_ADDR)")
 	f.fromEnv("gateway-addr", "WEFT_DEV_GATEWAY_ADDR")
+	f.StringVar(&cfg.uiAddr, "ui-addr", "127.0.0.1:8081", "listen address of the UI and the read API (env WEFT_DEV_UI_ADDR)")
+	f.fromEnv("ui-addr", "WEFT_DEV_UI_ADDR")
 	cfg.devToken = env.getenv("WEFT_DEV_TOKEN")
 	if err := f.parse(args); err != nil {
 		return err
@@ -102,8 +106,13 @@ func devStack(ctx context.Context, env *environment, cfg devConfig) (err error) 
 		return err
 	}
 	stops = append(stops, gw.stop)
-	_, err = fmt.Fprintf(env.stdout, "\nWeft dev stack is up.\n  API:      %s\n  Token:    %s (in %s)\n  Postgres: %s\n  NATS:     %s\n  Data:     %s\nPress Ctrl-C to stop.\n\n",
-		gw.url, gw.token, filepath.Join(cfg.dir, "token"), redact(dbURL), ns.ClientURL(), cfg.dir)
+	uiURL, stopUI, err := startDevProjector(ctx, env.logger, pool, nc, cfg, gw.keys, gw.url)
+	if err != nil {
+		return err
+	}
+	stops = append(stops, stopUI)
+	_, err = fmt.Fprintf(env.stdout, "\nWeft dev stack is up.\n  UI:       %s/#token=%s\n  API:      %s\n  Read API: %s/v1/runs\n  Token:    %s (in %s)\n  Postgres: %s\n  NATS:     %s\n  Data:     %s\nPress Ctrl-C to stop.\n\n",
+		uiURL, gw.token, gw.url, uiURL, gw.token, filepath.Join(cfg.dir, "token"), redact(dbURL), ns.ClientURL(), cfg.dir)
 	if err != nil {
 		return err
 	}

@@ -22,8 +22,7 @@ func runGateway(ctx context.Context, env *environment, args []string) error {
 	dbURL := f.string("database-url", "WEFT_DATABASE_URL", "Postgres connection URL")
 	natsURL := f.string("nats-url", "WEFT_NATS_URL", "NATS server URL")
 	addr := f.string("addr", "WEFT_GATEWAY_ADDR", "HTTP listen address (empty: :8080)")
-	keysText := f.string("api-keys", "WEFT_API_KEYS", "API keys, one `name tenant role sha256:<hex>` per line or comma")
-	keysFile := f.string("api-keys-file", "WEFT_API_KEYS_FILE", "file of API keys, one per line")
+	loadKeys := keyFlags(f)
 	var cfg gateway.IntakeConfig
 	f.DurationVar(&cfg.SignalRetention, "signal-retention", 0, "how long a signal's acceptance answers repeats (0: 24h; env WEFT_SIGNAL_RETENTION)")
 	f.fromEnv("signal-retention", "WEFT_SIGNAL_RETENTION")
@@ -35,7 +34,7 @@ func runGateway(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	cfg.MaxSignalPayloadBytes, cfg.MaxSignalsPerRunMinute = *payload, *rate
-	keys, err := loadKeys(*keysText, *keysFile)
+	keys, err := loadKeys()
 	if err != nil {
 		return err
 	}
@@ -56,8 +55,16 @@ func runGateway(ctx context.Context, env *environment, args []string) error {
 	return runUntilDone(ctx, env.logger, "gateway", gw.Run)
 }
 
-// loadKeys reads the API keys from text and, when set, a file.
-func loadKeys(text, file string) (*auth.Keys, error) {
+// keyFlags adds --api-keys and --api-keys-file to f and returns the
+// function that loads the keys they name, once f is parsed.
+func keyFlags(f *flags) func() (*auth.Keys, error) {
+	text := f.string("api-keys", "WEFT_API_KEYS", "API keys, one `name tenant role sha256:<hex>` per line or comma")
+	file := f.string("api-keys-file", "WEFT_API_KEYS_FILE", "file of API keys, one per line")
+	return func() (*auth.Keys, error) { return parseKeys(*text, *file) }
+}
+
+// parseKeys reads the API keys from text or, when set, a file.
+func parseKeys(text, file string) (*auth.Keys, error) {
 	if text != "" && file != "" {
 		return nil, errors.New("set --api-keys or --api-keys-file, not both")
 	}
@@ -84,6 +91,7 @@ const devTenant = "default"
 type devGateway struct {
 	url   string
 	token string
+	keys  *auth.Keys
 	stop  func(context.Context) error
 }
 
@@ -108,5 +116,5 @@ func startDevGateway(ctx context.Context, logger *slog.Logger, pool *pgxpool.Poo
 		return devGateway{}, fmt.Errorf("gateway address %s is taken: stop what uses it or pass --gateway-addr / WEFT_DEV_GATEWAY_ADDR: %w", cfg.gatewayAddr, err)
 	}
 	stop := background(ctx, func(ctx context.Context) error { return gw.Serve(ctx, ln) })
-	return devGateway{url: "http://" + ln.Addr().String(), token: token, stop: stop}, nil
+	return devGateway{url: "http://" + ln.Addr().String(), token: token, keys: keys, stop: stop}, nil
 }

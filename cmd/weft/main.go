@@ -34,13 +34,14 @@ var errUsage = errors.New("usage")
 
 func commands() map[string]command {
 	return map[string]command{
-		"dev":     {"run the whole system in one process on embedded defaults", runDev},
-		"engine":  {"run the engine (drives runs: rounds, timers, sweeps)", runEngine},
-		"gateway": {"run the signal gateway (REST, JSON-RPC and NATS ingress)", runGateway},
-		"worker":  {"run an activity worker with the demo activities", runWorker},
-		"migrate": {"apply the Postgres schema", runMigrate},
-		"relay":   {"run the outbox relay (Postgres outbox to JetStream)", runRelay},
-		"version": {"print the version", runVersion},
+		"dev":       {"run the whole system in one process on embedded defaults", runDev},
+		"engine":    {"run the engine (drives runs: rounds, timers, sweeps)", runEngine},
+		"gateway":   {"run the signal gateway (REST, JSON-RPC and NATS ingress)", runGateway},
+		"worker":    {"run an activity worker with the demo activities", runWorker},
+		"migrate":   {"apply the Postgres schema", runMigrate},
+		"projector": {"run the snapshot projector with the read API and the web UI", runProjector},
+		"relay":     {"run the outbox relay (Postgres outbox to JetStream)", runRelay},
+		"version":   {"print the version", runVersion},
 	}
 }
 

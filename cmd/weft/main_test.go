@@ -74,48 +74,79 @@ func TestHelpListsEveryCommand(t *testing.T) {
 func TestDevRunsDemoToCompletion(t *testing.T) {
 	t.Parallel()
 	db := weftest.NewDB(t)
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var out, errOut weftest.Buffer
-	env := envOf(map[string]string{
-		"WEFT_DATABASE_URL":     db.URL,
-		"WEFT_DEV_DIR":          t.TempDir(),
-		"WEFT_DEV_NATS_PORT":    strconv.Itoa(freePort(t)),
-		"WEFT_DEV_GATEWAY_ADDR": "127.0.0.1:0",
-		"WEFT_DEV_TOKEN":        "weft_dev_test_token",
-	})
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"dev"}, &out, &errOut, env) }()
-
-	deadline := time.After(time.Minute)
-	for !strings.Contains(out.String(), "Weft dev stack is up") {
-		select {
-		case err := <-done:
-			t.Fatalf("weft dev exited early: %v\nstderr: %s", err, errOut.String())
-		case <-deadline:
-			t.Fatalf("weft dev not up within a minute\nstderr: %s", errOut.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	approveThroughGateway(t, db, apiURL(t, out.String()), "weft_dev_test_token")
-	cancel()
-	require.NoError(t, <-done)
-	require.Contains(t, errOut.String(), `"outcome":"RunCompleted"`)
-	seqs := relayedSeqs(t, errOut.String())
+	dev := startDev(t, db, "true")
+	approveThroughGateway(t, db, bannerURL(t, dev.out.String(), "API:"), "weft_dev_test_token")
+	require.NoError(t, dev.stop())
+	require.Contains(t, dev.errOut.String(), `"outcome":"RunCompleted"`)
+	seqs := relayedSeqs(t, dev.errOut.String())
 	require.NotEmpty(t, seqs)
 	for i, seq := range seqs {
 		require.Equal(t, int64(i+1), seq, "events arrive in runSeq order, none missing")
 	}
 }
 
-// apiURL reads the gateway's URL from weft dev's banner.
-func apiURL(t *testing.T, banner string) string {
+// devStackUnderTest is a `weft dev` running on the test's database.
+type devStackUnderTest struct {
+	out, errOut *weftest.Buffer
+	stop        func() error
+}
+
+// startDev runs `weft dev` as `make run` does (with the test's database
+// instead of a private one, free ports and the dev token
+// weft_dev_test_token) until its banner is printed. demo is WEFT_DEV_DEMO.
+// stop stops the stack and returns what weft dev returned; the test's
+// cleanup calls it too.
+func startDev(t *testing.T, db *weftest.DB, demo string) *devStackUnderTest {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	dev := &devStackUnderTest{out: &weftest.Buffer{}, errOut: &weftest.Buffer{}}
+	env := envOf(map[string]string{
+		"WEFT_DATABASE_URL":     db.URL,
+		"WEFT_DEV_DIR":          t.TempDir(),
+		"WEFT_DEV_NATS_PORT":    strconv.Itoa(freePort(t)),
+		"WEFT_DEV_GATEWAY_ADDR": "127.0.0.1:0",
+		"WEFT_DEV_UI_ADDR":      "127.0.0.1:0",
+		"WEFT_DEV_TOKEN":        "weft_dev_test_token",
+		"WEFT_DEV_DEMO":         demo,
+	})
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"dev"}, dev.out, dev.errOut, env) }()
+	var result error
+	stopped := false
+	dev.stop = func() error {
+		if !stopped {
+			stopped = true
+			cancel()
+			result = <-done
+		}
+		return result
+	}
+	t.Cleanup(func() { _ = dev.stop() })
+
+	deadline := time.After(time.Minute)
+	for !strings.Contains(dev.out.String(), "Weft dev stack is up") {
+		select {
+		case err := <-done:
+			stopped, result = true, err
+			t.Fatalf("weft dev exited early: %v\nstderr: %s", err, dev.errOut.String())
+		case <-deadline:
+			t.Fatalf("weft dev not up within a minute\nstderr: %s", dev.errOut.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return dev
+}
+
+// bannerURL reads the value of the banner line that starts with label
+// ("API:", "UI:", "NATS:").
+func bannerURL(t *testing.T, banner, label string) string {
+	t.Helper()
 	for line := range strings.Lines(banner) {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "API:"); ok {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), label); ok {
 			return strings.TrimSpace(rest)
 		}
 	}
-	t.Fatalf("no API line in %q", banner)
+	t.Fatalf("no %s line in %q", label, banner)
 	return ""
 }
 
