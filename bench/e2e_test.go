@@ -36,9 +36,7 @@ const e2eRuns = 1000
 //     completion: the engine's own rate, with the queue full.
 func BenchmarkEndToEnd(b *testing.B) {
 	plans := map[string]string{
-		"linear3": `{"planId":"linear3","planVersion":"1","steps":[
-			{"id":"a","activity":"noop"},{"id":"b","activity":"noop","dependsOn":["a"]},
-			{"id":"c","activity":"noop","dependsOn":["b"]}]}`,
+		"linear3":  linear3Plan,
 		"fanout10": fanoutPlan(10),
 	}
 	for _, mode := range []string{"live", "backlog"} {
@@ -56,6 +54,11 @@ func BenchmarkEndToEnd(b *testing.B) {
 	}
 }
 
+// linear3Plan is three no-op steps in a line.
+const linear3Plan = `{"planId":"linear3","planVersion":"1","steps":[
+	{"id":"a","activity":"noop"},{"id":"b","activity":"noop","dependsOn":["a"]},
+	{"id":"c","activity":"noop","dependsOn":["b"]}]}`
+
 // fanoutPlan is a root, n parallel steps after it, and a join.
 func fanoutPlan(n int) string {
 	steps := []string{`{"id":"root","activity":"noop"}`}
@@ -69,15 +72,43 @@ func fanoutPlan(n int) string {
 }
 
 func benchE2E(b *testing.B, p *plan.Plan, backlog bool) {
+	load := runE2ELoad(b, p, backlog, nil)
+	reportE2E(b, load.db, load.elapsed, !backlog)
+	if !backlog {
+		b.ReportMetric(load.submitted.Seconds(), "submit_s")
+	}
+}
+
+// e2eLoad is what runE2ELoad ran: its database and bus, and its clock.
+type e2eLoad struct {
+	db   *weftest.DB
+	nats *weftest.NATS
+	// elapsed is the figure's clock (see BenchmarkEndToEnd); submitted is
+	// how long the approvals took.
+	elapsed, submitted time.Duration
+}
+
+// runE2ELoad is one end-to-end load of e2eRuns runs of p, in live or
+// backlog mode (see BenchmarkEndToEnd), over a fresh database and bus. The
+// benchmark timer runs from the first approval to the last completion (it
+// is stopped and started, never reset, so that b.N > 1 adds up).
+// alongside, when not nil, is called once the streams and the relay are up
+// and before the engine starts, to start services that run next to the
+// load (on the same cores, so they are part of its figures).
+func runE2ELoad(b *testing.B, p *plan.Plan, backlog bool, alongside func(*weftest.DB, *weftest.NATS)) e2eLoad {
+	b.StopTimer()
 	ctx := context.Background()
 	db := weftest.NewDB(b)
 	nats := weftest.NewNATS(b)
 	startE2ERelay(b, db, nats)
+	if alongside != nil {
+		alongside(db, nats)
+	}
 	if !backlog {
 		startE2EEngine(b, db, nats)
 	}
 	approver := runstart.Approver{Journal: journal.New(eventlog.New(db.Pool))}
-	b.ResetTimer()
+	b.StartTimer()
 	start := time.Now()
 	parallel(b, 8, e2eRuns, func(_, _ int) error {
 		return pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
@@ -98,10 +129,7 @@ func benchE2E(b *testing.B, p *plan.Plan, backlog bool) {
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
-	reportE2E(b, db, elapsed, !backlog)
-	if !backlog {
-		b.ReportMetric(submitted.Seconds(), "submit_s")
-	}
+	return e2eLoad{db: db, nats: nats, elapsed: elapsed, submitted: submitted}
 }
 
 // waitOutboxEmpty waits until the relay has published every outbox row.
