@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
@@ -50,7 +51,9 @@ func TestProjectorCrashMidBatch(t *testing.T) {
 			require.ErrorAs(t, err, &exitErr, "child output:\n%s", out)
 			require.Equal(t, childExit, exitErr.ExitCode(), "the projector died in batch %d; output:\n%s", n, out)
 
-			s.serve(t, projector.Config{})
+			// A run the child never reached has no row for the resync loop
+			// to find; its messages come back after AckWait.
+			s.serve(t, projector.Config{AckWait: 2 * time.Second})
 			for _, runID := range runs {
 				v := s.waitRun(t, runID, atSeq(6), "completes after the restart")
 				s.requireMatchesLog(t, v)

@@ -203,8 +203,8 @@ func (s *stack) publish(t *testing.T, ev events.Event) {
 }
 
 // get GETs path on the projector with token and decodes a 200 answer into
-// out (when not nil); it returns the response.
-func (s *stack) get(t *testing.T, token, path string, out any) *http.Response {
+// out (when not nil); it returns the status code.
+func (s *stack) get(t *testing.T, token, path string, out any) int {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.url+path, nil)
 	require.NoError(t, err)
@@ -217,15 +217,14 @@ func (s *stack) get(t *testing.T, token, path string, out any) *http.Response {
 	if out != nil && resp.StatusCode == http.StatusOK {
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(out))
 	}
-	return resp
+	return resp.StatusCode
 }
 
 // run reads the run's view, or returns ok false when it is not there yet.
 func (s *stack) run(t *testing.T, runID string) (projector.RunView, bool) {
 	t.Helper()
 	var v projector.RunView
-	resp := s.get(t, readerToken, "/v1/runs/"+runID, &v)
-	return v, resp.StatusCode == http.StatusOK
+	return v, s.get(t, readerToken, "/v1/runs/"+runID, &v) == http.StatusOK
 }
 
 // waitRun waits until the run's view satisfies cond and returns it.

@@ -134,7 +134,8 @@ func TestLaggingConsumer(t *testing.T) {
 	cfg := projector.Config{LagAlert: 500 * time.Millisecond, ResyncLag: 800 * time.Millisecond}
 	s.serve(t, cfg)
 	s.waitRun(t, runID, atSeq(3), "catches up")
-	require.Contains(t, alertCodes(s.alerts(t)), projector.AlertLagHigh)
+	require.Eventually(t, func() bool { return slices.Contains(alertCodes(s.alerts(t)), projector.AlertLagHigh) },
+		waitFor, 10*time.Millisecond, "the lag alert is raised after the commit")
 	requireLogged(t, s, `"alert":"PROJECTOR_LAG_HIGH"`, `"level":"WARN"`, `"severity":"P2"`)
 	require.GreaterOrEqual(t, s.counter(t, "weft.projector.resyncs"), int64(1))
 
@@ -177,8 +178,7 @@ func (s *stack) alerts(t *testing.T) []projector.Alert {
 	var out struct {
 		Alerts []projector.Alert `json:"alerts"`
 	}
-	resp := s.get(t, readerToken, "/v1/alerts", &out)
-	require.Equal(t, 200, resp.StatusCode)
+	require.Equal(t, 200, s.get(t, readerToken, "/v1/alerts", &out))
 	for i := range out.Alerts {
 		out.Alerts[i].RaisedAt = time.Time{}
 	}
