@@ -145,6 +145,10 @@ func TestRunETag(t *testing.T) {
 	require.Empty(t, notModified.body)
 	require.Equal(t, `"6"`, notModified.header.Get("ETag"))
 	require.Equal(t, http.StatusOK, s.fetch(t, readerToken, path, "If-None-Match", `"5"`).status)
+	for _, match := range []string{`"5", "6"`, `W/"6"`, `*`} { // a list, a weak tag, any
+		require.Equal(t, http.StatusNotModified, s.fetch(t, readerToken, path, "If-None-Match", match).status, match)
+	}
+	require.Equal(t, http.StatusOK, s.fetch(t, readerToken, path, "If-None-Match", `"5", W/"7"`).status)
 
 	staleRun := s.approve(t, "etag-stale")
 	s.waitRun(t, staleRun, atSeq(1), "approved")

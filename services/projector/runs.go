@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -110,11 +111,26 @@ func (s *Service) handleRunGet(w http.ResponseWriter, r *http.Request, p auth.Pr
 	tag := v.etag()
 	w.Header().Set("ETag", tag)
 	w.Header().Set("Cache-Control", "no-cache")
-	if r.Header.Get("If-None-Match") == tag {
+	if noneMatch(r.Header.Values("If-None-Match"), tag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
 	httpserve.WriteJSON(w, http.StatusOK, v)
+}
+
+// noneMatch reports whether an If-None-Match header (a list of entity
+// tags, or "*") matches tag, by weak comparison (RFC 9110 §13.1.2): W/"7"
+// matches "7".
+func noneMatch(headers []string, tag string) bool {
+	for _, h := range headers {
+		for t := range strings.SplitSeq(h, ",") {
+			t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+			if t == "*" || t == tag {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // waitSpec is a long poll's request: until the watermark reaches seq, for
