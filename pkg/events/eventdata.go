@@ -142,6 +142,12 @@ type SignalAcceptedData struct {
 	SignalName string          `json:"signalName"`
 	SignalID   string          `json:"signalId"`
 	Payload    json.RawMessage `json:"payload,omitempty"`
+	// ExpiresAt is when the gateway stopped (or stops) answering repeats of
+	// this signal with this acceptance: its acceptedAt plus the signal
+	// retention in force when it was accepted. A repeat after it is a new
+	// signal, whatever the retention is by then. Zero in events written
+	// before this field existed.
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
 }
 
 // SignalRejectedData is the payload of SignalRejected.

@@ -123,7 +123,11 @@ func (in *Intake) signalTx(ctx context.Context, tx pgx.Tx, p auth.Principal, sig
 	}
 	gen := 1
 	if st.lastKey != "" {
-		if st.lastAt.After(now.Add(-in.cfg.SignalRetention)) {
+		expires := st.lastExpires
+		if expires.IsZero() { // accepted before payloads carried their expiry
+			expires = st.lastAt.Add(in.cfg.SignalRetention)
+		}
+		if expires.After(now) {
 			return SignalResult{}, false, indeterminate(sig, id)
 		}
 		gen = keyGeneration(st.lastKey) + 1
@@ -165,7 +169,8 @@ func indeterminate(sig Signal, id string) *Error {
 func (in *Intake) acceptTx(ctx context.Context, tx pgx.Tx, run runInfo, sig Signal, res api.AcceptedSignalResult) error {
 	ev, err := events.New(events.Spec{RunID: sig.RunID, Type: events.SignalAccepted, LogicalAttemptID: res.SignalStorageKey,
 		PlanVersion: run.planVersion, EmittedAt: res.AcceptedAt,
-		Data: events.SignalAcceptedData{SignalName: sig.Name, SignalID: res.SignalID, Payload: sig.Payload}})
+		Data: events.SignalAcceptedData{SignalName: sig.Name, SignalID: res.SignalID, Payload: sig.Payload,
+			ExpiresAt: res.AcceptedAt.Add(in.cfg.SignalRetention)}})
 	if err != nil {
 		return fmt.Errorf("intake: SignalAccepted: %w", err)
 	}

@@ -239,3 +239,45 @@ func TestSignalExpiredRecordNotYetDeleted(t *testing.T) {
 	require.False(t, res.Duplicate)
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM signal_acceptances`))
 }
+
+// TestSignalRetentionChangedBetweenRepeats: a signal's acceptance lasts as
+// long as the retention in force when it was accepted. Lengthened later, a
+// repeat after the old expiry is a new signal (not indeterminate); shortened
+// later, a repeat within the old expiry is still a duplicate.
+func TestSignalRetentionChangedBetweenRepeats(t *testing.T) {
+	t.Parallel()
+	b := setup(t, intake.Config{SignalRetention: time.Hour})
+	runID := b.run(t)
+	first, err := b.signal(t, runID, "go", ptr("lengthened"))
+	require.NoError(t, err)
+	b.clock.Add(2 * time.Hour)
+	n, err := b.in.ExpiredDelete(context.Background(), 10)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+
+	longer := b.withRetention(t, 24*time.Hour)
+	res, err := longer.SignalSend(context.Background(), operator, intake.Signal{RunID: runID, Name: "go", ID: ptr("lengthened")})
+	require.NoError(t, err, "accepted under a 1h retention, expired: new under a 24h one")
+	require.False(t, res.Duplicate)
+	require.NotEqual(t, first.SignalStorageKey, res.SignalStorageKey)
+	require.True(t, strings.HasSuffix(res.SignalStorageKey, ":2"), res.SignalStorageKey)
+
+	kept, err := longer.SignalSend(context.Background(), operator, intake.Signal{RunID: runID, Name: "go", ID: ptr("shortened")})
+	require.NoError(t, err)
+	b.clock.Add(2 * time.Hour)
+	again, err := b.in.SignalSend(context.Background(), operator, intake.Signal{RunID: runID, Name: "go", ID: ptr("shortened")})
+	require.NoError(t, err, "accepted under 24h, repeated 2h later under a 1h retention")
+	require.True(t, again.Duplicate)
+	require.Equal(t, kept.SignalStorageKey, again.SignalStorageKey)
+}
+
+// withRetention returns another intake on b's database and clock with the
+// signal retention changed, as after a restart with a new setting.
+func (b *bundle) withRetention(t *testing.T, d time.Duration) *intake.Intake {
+	t.Helper()
+	cfg := b.cfg
+	cfg.SignalRetention = d
+	in, err := intake.New(b.db.Pool, b.log, auth.RoleAuthorizer{}, cfg)
+	require.NoError(t, err)
+	return in
+}

@@ -57,6 +57,9 @@ type signalState struct {
 	oldest   time.Time                 // the oldest of those
 	lastKey  string                    // the storage key of the signal's last payload in the log
 	lastAt   time.Time                 // and its emittedAt (its acceptedAt)
+	// lastExpires is that payload's expiresAt; zero in payloads written
+	// before the field existed.
+	lastExpires time.Time
 }
 
 // readSignalState reads a signal's state in one round trip. It must run
@@ -66,19 +69,20 @@ func (in *Intake) readSignalState(ctx context.Context, tx pgx.Tx, runID, name, i
 	upper := prefix[:len(prefix)-1] + ";" // ':' + 1: the end of the prefix's range
 	var st signalState
 	var response []byte
-	var oldest, lastAt *time.Time
+	var oldest, lastAt, lastExpires *time.Time
 	var lastKey *string
 	err := tx.QueryRow(ctx, `
-		SELECT r.response, c.n, c.oldest, p.logical_attempt_id, p.emitted_at
+		SELECT r.response, c.n, c.oldest, p.logical_attempt_id, p.emitted_at, p.expires_at
 		FROM (SELECT count(*) AS n, min(accepted_at) AS oldest FROM signal_acceptances
 		      WHERE run_id = $1 AND accepted_at > $5) c
 		LEFT JOIN LATERAL (SELECT response FROM signal_acceptances
 		      WHERE run_id = $1 AND signal_name = $2 AND signal_id = $3 AND expires_at > $4) r ON true
-		LEFT JOIN LATERAL (SELECT logical_attempt_id, emitted_at FROM run_events
+		LEFT JOIN LATERAL (SELECT logical_attempt_id, emitted_at,
+		                          (event_data->>'expiresAt')::timestamptz AS expires_at FROM run_events
 		      WHERE run_id = $1 AND event_type = 'SignalAccepted'
 		        AND logical_attempt_id COLLATE "C" >= $6 AND logical_attempt_id COLLATE "C" < $7
 		      ORDER BY run_seq DESC LIMIT 1) p ON true`,
-		runID, name, id, now, now.Add(-RateWindow), prefix, upper).Scan(&response, &st.recent, &oldest, &lastKey, &lastAt)
+		runID, name, id, now, now.Add(-RateWindow), prefix, upper).Scan(&response, &st.recent, &oldest, &lastKey, &lastAt, &lastExpires)
 	if err != nil {
 		return signalState{}, fmt.Errorf("intake: read signal state: %w", err)
 	}
@@ -93,6 +97,9 @@ func (in *Intake) readSignalState(ctx context.Context, tx pgx.Tx, runID, name, i
 	}
 	if lastKey != nil && lastAt != nil {
 		st.lastKey, st.lastAt = *lastKey, *lastAt
+	}
+	if lastExpires != nil {
+		st.lastExpires = *lastExpires
 	}
 	return st, nil
 }
