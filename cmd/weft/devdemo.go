@@ -42,7 +42,7 @@ func demoRun(ctx context.Context, env *environment, pool *pgxpool.Pool, js jetst
 	var runID string
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		runID, err = runstart.Approver{Journal: journal.New(eventlog.New(pool))}.ApproveTx(ctx, tx, runstart.Request{
-			TenantID: "dev", ProjectID: "dev", EnvironmentID: "dev", RunRequestID: "demo-" + time.Now().UTC().Format(time.RFC3339Nano), Plan: p,
+			TenantID: devTenant, ProjectID: "demo", EnvironmentID: "dev", RunRequestID: "demo-" + time.Now().UTC().Format(time.RFC3339Nano), Plan: p,
 		})
 		return err
 	})
