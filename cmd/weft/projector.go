@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/internal/metrics"
 	"github.com/weftrun/weft/services/projector"
 )
 
@@ -56,12 +57,18 @@ func runProjector(ctx context.Context, env *environment, args []string) error {
 	return runUntilDone(ctx, env.logger, "projector", p.Run)
 }
 
+// newProjector builds a projector that serves its metrics at /metrics.
 func newProjector(pool *pgxpool.Pool, nc *nats.Conn, cfg projector.Config, logger *slog.Logger) (*projector.Service, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	return projector.New(pool, js, cfg, nil, logger)
+	mp, handler, err := metrics.New()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Metrics = handler
+	return projector.New(pool, js, cfg, mp, logger)
 }
 
 // startDevProjector starts the dev stack's projector on cfg.uiAddr with

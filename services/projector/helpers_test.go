@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/weftrun/weft/internal/auth"
@@ -116,8 +117,14 @@ func config(t *testing.T, cfg projector.Config) projector.Config {
 // or the returned stop is called, and sets s.url.
 func (s *stack) serve(t *testing.T, cfg projector.Config) (stop func()) {
 	t.Helper()
+	return s.serveWith(t, cfg, sdkmetric.NewMeterProvider(sdkmetric.WithReader(s.metrics)))
+}
+
+// serveWith is serve with the projector's metrics going to mp.
+func (s *stack) serveWith(t *testing.T, cfg projector.Config, mp metric.MeterProvider) (stop func()) {
+	t.Helper()
 	logger := slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	p, err := projector.New(s.db.Pool, s.js, config(t, cfg), sdkmetric.NewMeterProvider(sdkmetric.WithReader(s.metrics)), logger)
+	p, err := projector.New(s.db.Pool, s.js, config(t, cfg), mp, logger)
 	require.NoError(t, err)
 	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -2,10 +2,14 @@ package projector_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/weftrun/weft/internal/metrics"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -148,6 +152,28 @@ func TestLaggingConsumer(t *testing.T) {
 		return !slices.Contains(alertCodes(s.alerts(t)), projector.AlertLagHigh)
 	}, waitFor, time.Millisecond, "the lag alert clears; logs:\n%s", s.logs)
 	require.Positive(t, s.histogramCount(t, "weft.projector.lag"))
+}
+
+// The metrics are served in the Prometheus format at /metrics, without a
+// key, when Config.Metrics is set.
+func TestMetricsEndpoint(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	mp, handler, err := metrics.New()
+	require.NoError(t, err)
+	s.serveWith(t, projector.Config{Metrics: handler}, mp)
+	runID := s.approve(t, "metrics")
+	s.waitRun(t, runID, atSeq(1), "approved")
+
+	resp, err := http.Get(s.url + "/metrics")
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	for _, want := range []string{"weft_projector_lag_seconds_bucket{", "weft_projector_events_applied_total{"} {
+		require.Contains(t, string(body), want)
+	}
 }
 
 // With the outbox relay down the bus carries nothing, yet the resync loop
