@@ -9,11 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftrun/weft/internal/metrics"
-
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/weftrun/weft/internal/metrics"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/services/projector"
 )
