@@ -291,3 +291,19 @@ func (s *stack) histogramCount(t *testing.T, name string) uint64 {
 	}
 	return n
 }
+
+// A run whose every message the bus lost (here: appended to the log with
+// no outbox row) still gets its snapshot: the resync loop looks at runs
+// approved about ResyncLag ago that have none.
+func TestRunTheBusNeverCarried(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	s.serve(t, projector.Config{ResyncLag: 200 * time.Millisecond, ResyncEvery: 100 * time.Millisecond})
+	runID := events.NewRunID()
+	approved := step(t, runID, "", events.RunApproved, events.RunApprovedData{TenantID: tenant, PlanID: "unseen", PlanVersion: "v1"})
+	s.appendLogOnly(t, append([]events.Event{approved}, lifecycle(t, runID)...)...)
+
+	v := s.waitRun(t, runID, atSeq(6), "read from the log")
+	require.Equal(t, events.RunStatusCompleted, v.Status)
+	s.requireMatchesLog(t, v)
+}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
@@ -100,9 +101,10 @@ func (s *Service) afterCommit(ctx context.Context, changes map[string]runChange)
 }
 
 // resyncLoop, every ResyncEvery, reads back from the log the runs whose
-// gap is still open and the runs not yet ended whose snapshot has been
-// behind the log's head for ResyncLag: their messages were lost, or are
-// stuck behind a relay that is down. A lost message costs latency, never a
+// gap is still open, the runs not yet ended whose snapshot has been behind
+// the log's head for ResyncLag, and the runs approved about ResyncLag ago
+// that have no snapshot at all: their messages were lost, or are stuck
+// behind a relay that is down. A lost message costs latency, never a
 // snapshot.
 func (s *Service) resyncLoop(ctx context.Context) {
 	t := time.NewTicker(s.cfg.ResyncEvery)
@@ -119,6 +121,10 @@ func (s *Service) resyncLoop(ctx context.Context) {
 	}
 }
 
+// resyncCandidatesSQL finds the runs to read back. The third part looks
+// only at run ids (UUIDv7, so creation times) in [$3, $4), a window of at
+// least 10 s that ends ResyncLag ago, through run_heads' primary key: each
+// run is looked at a few times, never the whole table.
 const resyncCandidatesSQL = `
 (SELECT run_id::text FROM run_snapshots WHERE gap_seen_seq IS NOT NULL ORDER BY gap_since LIMIT $1)
 UNION
@@ -126,11 +132,40 @@ UNION
  WHERE s.status NOT IN ('COMPLETED', 'FAILED', 'CANCELLED')
    AND s.updated_at < clock_timestamp() - $2::interval
    AND h.head_seq > s.last_event_seq
+ LIMIT $1)
+UNION
+(SELECT h.run_id::text FROM run_heads h
+ WHERE h.run_id >= $3::uuid AND h.run_id < $4::uuid
+   AND NOT EXISTS (SELECT 1 FROM run_snapshots s WHERE s.run_id = h.run_id)
  LIMIT $1)`
+
+// minUnseenWindow is the shortest window the unseen-run scan covers, so
+// that a slow round of the loop cannot step over a run: at 300 runs/s a
+// scan looks at 3,000 keys.
+const minUnseenWindow = 10 * time.Second
+
+// unseenWindow returns the run-id range of the runs approved between
+// ResyncLag + max(4·ResyncEvery, minUnseenWindow) and ResyncLag ago.
+func (s *Service) unseenWindow(now time.Time) (lo, hi string) {
+	end := now.Add(-s.cfg.ResyncLag)
+	return uuidFloor(end.Add(-max(4*s.cfg.ResyncEvery, minUnseenWindow))), uuidFloor(end)
+}
+
+// uuidFloor is the smallest UUIDv7 of millisecond t: its Unix milliseconds
+// in the first 48 bits, zeros after.
+func uuidFloor(t time.Time) string {
+	var u uuid.UUID
+	ms := uint64(max(0, t.UnixMilli()))
+	for i := range 6 {
+		u[i] = byte(ms >> (8 * (5 - i)))
+	}
+	return u.String()
+}
 
 // resyncOnce resyncs one round of candidates.
 func (s *Service) resyncOnce(ctx context.Context) error {
-	rows, err := s.pool.Query(ctx, resyncCandidatesSQL, defaultResyncRunsMax, s.cfg.ResyncLag)
+	lo, hi := s.unseenWindow(time.Now())
+	rows, err := s.pool.Query(ctx, resyncCandidatesSQL, defaultResyncRunsMax, s.cfg.ResyncLag, lo, hi)
 	if err != nil {
 		return fmt.Errorf("projector: find runs to resync: %w", err)
 	}
