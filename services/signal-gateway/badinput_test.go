@@ -798,3 +798,15 @@ func TestBadInputSQL(t *testing.T) {
 		require.True(t, exists, "table %s still exists", table)
 	}
 }
+
+// A bad run id in a REST path is named as the path names it: runId.
+func TestRESTBadPathRunIDIsNamedRunID(t *testing.T) {
+	t.Parallel()
+	s := setup(t, gateway.Config{})
+	a := s.send(t, exchange{path: signalsPath("not-a-run"), body: []byte(`{"signalName":"go"}`)})
+	require.Equal(t, http.StatusBadRequest, a.status, "%s", a.body)
+	e := a.errorBody(t)
+	require.Equal(t, api.CodeInvalidArgument, e.Code)
+	require.Equal(t, "runId", e.Details["field"])
+	require.Contains(t, e.Message, `runId must be a run id (a UUID in canonical, lowercase form), not "not-a-run"`)
+}

@@ -3,13 +3,13 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 
-	"github.com/weftrun/weft/internal/httpserve"
-
 	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/internal/httpserve"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
@@ -76,7 +76,13 @@ func (s *Service) handleSignalSend(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	sig, err := signal(r.PathValue("runId"), b.SignalName, b.SignalID, b.Payload)
+	runID := r.PathValue("runId")
+	if _, err := events.ParseRunID(runID); err != nil { // named as the path names it, not workflowId
+		s.writeError(w, r, &intake.Error{Code: api.CodeInvalidArgument, Details: map[string]any{"field": "runId"},
+			Message: fmt.Sprintf("runId must be a run id (a UUID in canonical, lowercase form), not %q", runID)})
+		return
+	}
+	sig, err := signal(runID, b.SignalName, b.SignalID, b.Payload)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -6,9 +6,8 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/weftrun/weft/internal/httpserve"
-
 	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/internal/httpserve"
 	"github.com/weftrun/weft/internal/strictjson"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"

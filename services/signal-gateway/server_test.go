@@ -10,10 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftrun/weft/internal/httpserve"
-
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/internal/httpserve"
 	gateway "github.com/weftrun/weft/services/signal-gateway"
 )
 
