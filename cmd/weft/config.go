@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
 )
 
 // flags wraps a FlagSet whose every flag also reads an environment variable.
@@ -83,4 +84,33 @@ func openPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 		return nil, fmt.Errorf("database %s does not answer: %w", redact(url), err)
 	}
 	return pool, nil
+}
+
+// backendURLs are the --database-url and --nats-url of a service command.
+type backendURLs struct{ db, nats *string }
+
+// backendFlags adds --database-url and --nats-url to f.
+func backendFlags(f *flags) backendURLs {
+	return backendURLs{
+		db:   f.string("database-url", "WEFT_DATABASE_URL", "Postgres connection URL"),
+		nats: f.string("nats-url", "WEFT_NATS_URL", "NATS server URL"),
+	}
+}
+
+// open dials NATS as name (making sure Weft's streams exist when
+// ensureStreams is set) and opens the Postgres pool. closeAll closes both.
+func (u backendURLs) open(ctx context.Context, name string, ensureStreams bool) (pool *pgxpool.Pool, nc *nats.Conn, closeAll func(), err error) {
+	if ensureStreams {
+		nc, err = connectStreams(ctx, *u.nats, name)
+	} else {
+		nc, err = connectNATS(*u.nats, name)
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if pool, err = openPool(ctx, *u.db); err != nil {
+		nc.Close()
+		return nil, nil, nil, err
+	}
+	return pool, nc, func() { pool.Close(); nc.Close() }, nil
 }

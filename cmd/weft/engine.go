@@ -11,22 +11,16 @@ import (
 // number may run against one database and one NATS.
 func runEngine(ctx context.Context, env *environment, args []string) error {
 	f := newFlags("engine", env)
-	dbURL := f.string("database-url", "WEFT_DATABASE_URL", "Postgres connection URL")
-	natsURL := f.string("nats-url", "WEFT_NATS_URL", "NATS server URL")
+	urls := backendFlags(f)
 	concurrency := f.int("concurrency", "WEFT_ENGINE_CONCURRENCY", 0, "rounds in flight per consumer (0: default)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	nc, err := connectStreams(ctx, *natsURL, "weft-engine")
+	pool, nc, closeAll, err := urls.open(ctx, "weft-engine", true)
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
-	pool, err := openPool(ctx, *dbURL)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
+	defer closeAll()
 	eng, err := engine.New(pool, nc, engine.Config{Concurrency: *concurrency}, env.logger)
 	if err != nil {
 		return err

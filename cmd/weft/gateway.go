@@ -19,8 +19,7 @@ import (
 // (docs/api.md). Any number may run against one database and one NATS.
 func runGateway(ctx context.Context, env *environment, args []string) error {
 	f := newFlags("gateway", env)
-	dbURL := f.string("database-url", "WEFT_DATABASE_URL", "Postgres connection URL")
-	natsURL := f.string("nats-url", "WEFT_NATS_URL", "NATS server URL")
+	urls := backendFlags(f)
 	addr := f.string("addr", "WEFT_GATEWAY_ADDR", "HTTP listen address (empty: :8080)")
 	loadKeys := keyFlags(f)
 	var cfg gateway.IntakeConfig
@@ -38,16 +37,11 @@ func runGateway(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	nc, err := connectNATS(*natsURL, "weft-gateway")
+	pool, nc, closeAll, err := urls.open(ctx, "weft-gateway", false)
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
-	pool, err := openPool(ctx, *dbURL)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
+	defer closeAll()
 	gw, err := gateway.New(pool, nc, gateway.Config{Addr: *addr, Keys: keys, Intake: cfg}, env.logger)
 	if err != nil {
 		return err

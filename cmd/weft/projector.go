@@ -19,8 +19,7 @@ import (
 // API and the UI (docs/read-api.md). Any number may run.
 func runProjector(ctx context.Context, env *environment, args []string) error {
 	f := newFlags("projector", env)
-	dbURL := f.string("database-url", "WEFT_DATABASE_URL", "Postgres connection URL")
-	natsURL := f.string("nats-url", "WEFT_NATS_URL", "NATS server URL")
+	urls := backendFlags(f)
 	addr := f.string("addr", "WEFT_PROJECTOR_ADDR", "HTTP listen address of the read API and UI (empty: :8081)")
 	gatewayURL := f.string("gateway-url", "WEFT_GATEWAY_URL", "the gateway's URL, where the UI's signals go")
 	loadKeys := keyFlags(f)
@@ -39,16 +38,11 @@ func runProjector(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	nc, err := connectStreams(ctx, *natsURL, "weft-projector")
+	pool, nc, closeAll, err := urls.open(ctx, "weft-projector", true)
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
-	pool, err := openPool(ctx, *dbURL)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
+	defer closeAll()
 	cfg.Addr, cfg.GatewayURL, cfg.Keys, cfg.Concurrency = *addr, *gatewayURL, keys, *concurrency
 	p, err := newProjector(pool, nc, cfg, env.logger)
 	if err != nil {

@@ -20,26 +20,20 @@ import (
 // one of them at a time (docs/outbox.md).
 func runRelay(ctx context.Context, env *environment, args []string) error {
 	f := newFlags("relay", env)
-	dbURL := f.string("database-url", "WEFT_DATABASE_URL", "Postgres connection URL")
-	natsURL := f.string("nats-url", "WEFT_NATS_URL", "NATS server URL")
+	urls := backendFlags(f)
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	nc, err := connectNATS(*natsURL, "weft-relay")
+	pool, nc, closeAll, err := urls.open(ctx, "weft-relay", false)
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
-	pool, err := openPool(ctx, *dbURL)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
+	defer closeAll()
 	stop, err := startRelay(ctx, env.logger, pool, nc)
 	if err != nil {
 		return err
 	}
-	env.logger.InfoContext(ctx, "outbox relay running", "nats", *natsURL)
+	env.logger.InfoContext(ctx, "outbox relay running", "nats", *urls.nats)
 	<-ctx.Done()
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()

@@ -1,6 +1,7 @@
 package projector
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -152,8 +153,10 @@ func (s *Service) absorb(r *runRow, applied []events.Event, now time.Time, ch *r
 		}
 		r.ident = identity{TenantID: d.TenantID, ProjectID: d.ProjectID, EnvironmentID: d.EnvironmentID,
 			PlanID: d.PlanID, PlanVersion: d.PlanVersion}
-		r.planSteps = planGraph(d.Plan)
-		r.createdAt = cmpTime(e.PersistedAt, e.EmittedAt)
+		var planned int
+		r.planSteps, planned = planGraph(d.Plan)
+		r.stepsTotal = max(r.stepsTotal, planned)
+		r.createdAt = cmp.Or(e.PersistedAt, e.EmittedAt)
 		ch.changed = true
 	}
 }
@@ -186,14 +189,14 @@ func appendApplied(dst, evs []events.Event, from, to int64) []events.Event {
 	return dst
 }
 
-// planGraph extracts the steps' graph from a persisted plan; nil when the
-// plan cannot be read.
-func planGraph(raw json.RawMessage) json.RawMessage {
+// planGraph extracts the steps' graph from a persisted plan and counts its
+// steps; nil and 0 when the plan cannot be read.
+func planGraph(raw json.RawMessage) (json.RawMessage, int) {
 	var p struct {
 		Steps []planStep `json:"steps"`
 	}
 	if len(raw) == 0 || json.Unmarshal(raw, &p) != nil {
-		return nil
+		return nil, 0
 	}
 	for i := range p.Steps {
 		if p.Steps[i].DependsOn == nil {
@@ -202,15 +205,7 @@ func planGraph(raw json.RawMessage) json.RawMessage {
 	}
 	out, err := json.Marshal(p.Steps)
 	if err != nil {
-		return nil
+		return nil, 0
 	}
-	return out
-}
-
-// cmpTime returns a, or b when a is zero.
-func cmpTime(a, b time.Time) time.Time {
-	if a.IsZero() {
-		return b
-	}
-	return a
+	return out, len(p.Steps)
 }

@@ -24,9 +24,13 @@ type identity struct {
 // runRow is one run's row of run_snapshots, locked by the transaction that
 // read it.
 type runRow struct {
-	snap      events.RunSnapshot
-	ident     identity
-	planSteps json.RawMessage // []planStep, from RunApproved's plan
+	snap  events.RunSnapshot
+	ident identity
+	// planSteps is the plan's graph ([]planStep), set only by a RunApproved
+	// applied in this batch: the stored one is neither read nor rewritten
+	// otherwise. stepsTotal is the stored steps_total.
+	planSteps  json.RawMessage
+	stepsTotal int
 	// gapSeen is the runSeq of an event seen past a gap (0: no gap open),
 	// and gapSince when the gap was found.
 	gapSeen       int64
@@ -51,7 +55,7 @@ ON CONFLICT (run_id) DO NOTHING`
 // rowsLockSQL locks the rows in run id order and reads them.
 const rowsLockSQL = `
 SELECT run_id::text, tenant_id, project_id, environment_id, plan_id, plan_version,
-       snapshot, plan_steps, coalesce(gap_seen_seq, 0), gap_since, created_at,
+       snapshot, steps_total, coalesce(gap_seen_seq, 0), gap_since, created_at,
        last_persisted_at, coalesce(lag_ms, 0)
 FROM run_snapshots WHERE run_id = ANY($1::uuid[]) ORDER BY run_id FOR UPDATE`
 
@@ -69,7 +73,7 @@ func rowsLock(ctx context.Context, tx pgx.Tx, runIDs []string) (map[string]*runR
 		var gapSince, lastPersisted *time.Time
 		r := &runRow{}
 		if err := rows.Scan(&id, &r.ident.TenantID, &r.ident.ProjectID, &r.ident.EnvironmentID, &r.ident.PlanID,
-			&r.ident.PlanVersion, &snap, &r.planSteps, &r.gapSeen, &gapSince, &r.createdAt, &lastPersisted, &r.lagMs); err != nil {
+			&r.ident.PlanVersion, &snap, &r.stepsTotal, &r.gapSeen, &gapSince, &r.createdAt, &lastPersisted, &r.lagMs); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("projector: read snapshot: %w", err)
 		}
@@ -92,7 +96,7 @@ const rowSaveSQL = `
 UPDATE run_snapshots SET
     tenant_id = $2, project_id = $3, environment_id = $4, plan_id = $5, plan_version = $6,
     status = $7, last_event_seq = $8, steps_total = $9, steps_done = $10, snapshot = $11,
-    plan_steps = $12, gap_seen_seq = nullif($13, 0), gap_since = $14, created_at = $15,
+    plan_steps = coalesce($12, plan_steps), gap_seen_seq = nullif($13, 0), gap_since = $14, created_at = $15,
     updated_at = clock_timestamp(), last_persisted_at = $16, lag_ms = $17
 WHERE run_id = $1`
 
@@ -102,26 +106,22 @@ func queueSave(b *pgx.Batch, r *runRow) error {
 	if err != nil {
 		return fmt.Errorf("projector: encode snapshot of run %s: %w", r.snap.RunID, err)
 	}
-	total, done := stepCounts(r)
 	b.Queue(rowSaveSQL, r.snap.RunID, r.ident.TenantID, r.ident.ProjectID, r.ident.EnvironmentID,
-		r.ident.PlanID, r.ident.PlanVersion, string(r.snap.Status), r.snap.LastEventSeq, total, done,
+		r.ident.PlanID, r.ident.PlanVersion, string(r.snap.Status), r.snap.LastEventSeq,
+		max(r.stepsTotal, len(r.snap.Steps)), stepsDone(r.snap),
 		snap, nullJSON(r.planSteps), r.gapSeen, nullTime(r.gapSince), r.createdAt,
 		nullTime(r.lastPersisted), r.lagMs)
 	return nil
 }
 
-// stepCounts returns the plan's number of steps (or the snapshot's, for a
-// run without a plan) and how many are SUCCESS or SKIPPED.
-func stepCounts(r *runRow) (total, done int) {
-	var steps []planStep
-	_ = json.Unmarshal(r.planSteps, &steps) // a run without a plan has none
-	total = max(len(steps), len(r.snap.Steps))
-	for _, st := range r.snap.Steps {
+// stepsDone counts the snapshot's steps that are SUCCESS or SKIPPED.
+func stepsDone(snap events.RunSnapshot) (done int) {
+	for _, st := range snap.Steps {
 		if st.Status == events.StepStatusSuccess || st.Status == events.StepStatusSkipped {
 			done++
 		}
 	}
-	return total, done
+	return done
 }
 
 // sortedKeys returns m's keys in order.
