@@ -72,7 +72,7 @@ func fanoutPlan(n int) string {
 }
 
 func benchE2E(b *testing.B, p *plan.Plan, backlog bool) {
-	load := runE2ELoad(b, p, backlog, nil)
+	load := runE2ELoad(b, p, backlog, telemetry{}, nil)
 	reportE2E(b, load.db, load.elapsed, !backlog)
 	if !backlog {
 		b.ReportMetric(load.submitted.Seconds(), "submit_s")
@@ -94,18 +94,19 @@ type e2eLoad struct {
 // is stopped and started, never reset, so that b.N > 1 adds up).
 // alongside, when not nil, is called once the streams and the relay are up
 // and before the engine starts, to start services that run next to the
-// load (on the same cores, so they are part of its figures).
-func runE2ELoad(b *testing.B, p *plan.Plan, backlog bool, alongside func(*weftest.DB, *weftest.NATS)) e2eLoad {
+// load (on the same cores, so they are part of its figures). The relay,
+// engine and worker report to tel's providers.
+func runE2ELoad(b *testing.B, p *plan.Plan, backlog bool, tel telemetry, alongside func(*weftest.DB, *weftest.NATS)) e2eLoad {
 	b.StopTimer()
 	ctx := context.Background()
 	db := weftest.NewDB(b)
 	nats := weftest.NewNATS(b)
-	startE2ERelay(b, db, nats)
+	startE2ERelay(b, db, nats, tel)
 	if alongside != nil {
 		alongside(db, nats)
 	}
 	if !backlog {
-		startE2EEngine(b, db, nats)
+		startE2EEngine(b, db, nats, tel)
 	}
 	approver := runstart.Approver{Journal: journal.New(eventlog.New(db.Pool))}
 	b.StartTimer()
@@ -122,7 +123,7 @@ func runE2ELoad(b *testing.B, p *plan.Plan, backlog bool, alongside func(*weftes
 			b.Fatal(err)
 		}
 		start = time.Now()
-		startE2EEngine(b, db, nats)
+		startE2EEngine(b, db, nats, tel)
 	}
 	if err := waitRunsDone(ctx, db, 5*time.Minute); err != nil {
 		b.Fatal(err)
@@ -152,13 +153,13 @@ func waitOutboxEmpty(ctx context.Context, db *weftest.DB, timeout time.Duration)
 
 // startE2ERelay ensures the streams and starts the outbox relay, stopped
 // when b ends.
-func startE2ERelay(b *testing.B, db *weftest.DB, nats *weftest.NATS) {
+func startE2ERelay(b *testing.B, db *weftest.DB, nats *weftest.NATS, tel telemetry) {
 	ctx := context.Background()
 	js := nats.JetStream(b)
 	if err := streams.Ensure(ctx, js, streams.Config{MaxBytes: 1 << 30}); err != nil {
 		b.Fatal(err)
 	}
-	relay, err := outbox.NewRelay(db.Pool, nats.JetStream(b), outbox.RelayConfig{}, nil)
+	relay, err := outbox.NewRelay(db.Pool, nats.JetStream(b), outbox.RelayConfig{MeterProvider: tel.meters, TracerProvider: tel.tracer}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -169,9 +170,9 @@ func startE2ERelay(b *testing.B, db *weftest.DB, nats *weftest.NATS) {
 }
 
 // startE2EEngine starts an engine and a worker, stopped when b ends.
-func startE2EEngine(b *testing.B, db *weftest.DB, nats *weftest.NATS) {
+func startE2EEngine(b *testing.B, db *weftest.DB, nats *weftest.NATS, tel telemetry) {
 	ctx := context.Background()
-	eng, err := engine.New(db.Pool, nats.Conn(b), engine.Config{Concurrency: 16}, nil)
+	eng, err := engine.New(db.Pool, nats.Conn(b), engine.Config{Concurrency: 16, MeterProvider: tel.meters, TracerProvider: tel.tracer}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func startE2EEngine(b *testing.B, db *weftest.DB, nats *weftest.NATS) {
 		}
 	})
 
-	w, err := worker.New(nats.JetStream(b), worker.Config{Concurrency: 64})
+	w, err := worker.New(nats.JetStream(b), worker.Config{Concurrency: 64, TracerProvider: tel.tracer})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -71,7 +71,7 @@ func benchProjectorDrain(b *testing.B, resyncLag time.Duration) {
 	ctx := context.Background()
 	db := weftest.NewDB(b)
 	nats := weftest.NewNATS(b)
-	startE2ERelay(b, db, nats)
+	startE2ERelay(b, db, nats, telemetry{})
 	p, err := plan.Parse([]byte(linear3Plan), plan.Limits{})
 	if err != nil {
 		b.Fatal(err)
@@ -175,7 +175,7 @@ func BenchmarkProjectorLagUnderEngineLoad(b *testing.B) {
 	}
 	for range b.N {
 		var m *projectorMetrics
-		load := runE2ELoad(b, p, false, func(db *weftest.DB, nats *weftest.NATS) {
+		load := runE2ELoad(b, p, false, telemetry{}, func(db *weftest.DB, nats *weftest.NATS) {
 			m = startProjector(b, db, nats, projector.Config{})
 		})
 		ctx := context.Background()

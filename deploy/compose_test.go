@@ -1,10 +1,14 @@
 // Package deploy holds the compose topology. There is no Docker engine in CI,
 // so this test loads deploy/compose.yaml with compose-go, the library Docker
-// Compose itself uses, and checks its shape.
+// Compose itself uses, and checks its shape; topology_test.go runs the same
+// topology as local processes.
 package deploy
 
 import (
 	"context"
+	"net"
+	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/compose-spec/compose-go/v2/cli"
@@ -12,70 +16,186 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// weftServices are the long-running services of the topology, each run
+// from the weft image, with the default port of its ops listener
+// (cmd/weft/ops.go).
+var weftServices = map[string]string{
+	"relay": "9185", "engine": "9183", "gateway": "9181", "projector": "9182", "worker": "9184",
+}
+
+// secretVars are the compose file's password variables, each set to a
+// distinct value so the test can see where each one goes.
+var secretVars = []string{
+	"WEFT_POSTGRES_PASSWORD",
+	"WEFT_PG_MIGRATOR_PASSWORD", "WEFT_PG_GATEWAY_PASSWORD", "WEFT_PG_ENGINE_PASSWORD",
+	"WEFT_PG_RELAY_PASSWORD", "WEFT_PG_PROJECTOR_PASSWORD",
+	"WEFT_NATS_MIGRATE_PASSWORD", "WEFT_NATS_RELAY_PASSWORD", "WEFT_NATS_ENGINE_PASSWORD",
+	"WEFT_NATS_WORKER_PASSWORD", "WEFT_NATS_PROJECTOR_PASSWORD", "WEFT_NATS_GATEWAY_PASSWORD",
+	"WEFT_NATS_CLIENT_PASSWORD",
+}
+
+func secretOf(v string) string { return "s3cret-" + strings.ToLower(v) }
+
 func loadProject(t *testing.T) *types.Project {
 	t.Helper()
+	var env []string
+	for _, v := range secretVars {
+		env = append(env, v+"="+secretOf(v))
+	}
 	opts, err := cli.NewProjectOptions([]string{"compose.yaml"},
-		cli.WithWorkingDirectory("."), cli.WithName("weft"))
+		cli.WithWorkingDirectory("."), cli.WithName("weft"), cli.WithEnv(env))
 	require.NoError(t, err)
 	project, err := opts.LoadProject(context.Background())
 	require.NoError(t, err)
 	return project
 }
 
+func service(t *testing.T, p *types.Project, name string) types.ServiceConfig {
+	t.Helper()
+	svc, err := p.GetService(name)
+	require.NoError(t, err, "service %s", name)
+	return svc
+}
+
+func env(svc types.ServiceConfig, key string) string {
+	if v := svc.Environment[key]; v != nil {
+		return *v
+	}
+	return ""
+}
+
 func TestComposeTopology(t *testing.T) {
 	t.Parallel()
 	p := loadProject(t)
-
-	for _, name := range []string{"postgres", "nats", "migrate", "relay", "engine", "gateway", "projector", "worker"} {
-		_, err := p.GetService(name)
-		require.NoError(t, err, "service %s", name)
+	var names []string
+	for name := range p.Services {
+		names = append(names, name)
 	}
+	require.ElementsMatch(t, []string{"postgres", "nats", "migrate", "relay", "engine", "gateway", "projector", "worker"}, names)
+
 	for _, name := range []string{"postgres", "nats"} {
-		svc, _ := p.GetService(name)
+		svc := service(t, p, name)
 		require.NotNil(t, svc.HealthCheck, "%s needs a healthcheck", name)
 		require.NotEmpty(t, svc.HealthCheck.Test, "%s healthcheck test", name)
 	}
 
-	migrate, _ := p.GetService("migrate")
+	migrate := service(t, p, "migrate")
 	require.Equal(t, types.ShellCommand{"migrate"}, migrate.Command)
 	require.NotNil(t, migrate.Build, "migrate builds the weft image")
 	require.Equal(t, "Dockerfile", migrate.Build.Dockerfile)
+	require.Equal(t, "weft:local", migrate.Image)
 	require.Equal(t, types.ServiceConditionHealthy, migrate.DependsOn["postgres"].Condition)
+	require.Equal(t, types.ServiceConditionHealthy, migrate.DependsOn["nats"].Condition, "migrate creates the streams")
+	require.Equal(t, "no", migrate.Restart, "a one-shot")
+	require.Equal(t, "/etc/weft/grants.sql", env(migrate, "WEFT_GRANTS_FILE"), "the grants the Dockerfile bakes in")
+	require.NotEmpty(t, env(migrate, "WEFT_NATS_URL"))
 
-	gw, _ := p.GetService("gateway")
-	require.Equal(t, types.ShellCommand{"gateway"}, gw.Command)
-	require.Equal(t, migrate.Image, gw.Image)
-	require.Equal(t, types.ServiceConditionCompletedSuccessfully, gw.DependsOn["migrate"].Condition)
+	for name := range weftServices {
+		svc := service(t, p, name)
+		require.Equal(t, migrate.Image, svc.Image, "%s: one image for every weft service", name)
+		require.Nil(t, svc.Build, "%s: only migrate builds", name)
+		require.Equal(t, types.ShellCommand{name}, svc.Command)
+		require.Equal(t, types.ServiceConditionCompletedSuccessfully, svc.DependsOn["migrate"].Condition, name)
+		require.Equal(t, types.ServiceConditionHealthy, svc.DependsOn["nats"].Condition, name)
+		require.Equal(t, "unless-stopped", svc.Restart, name)
+		require.True(t, svc.ReadOnly, "%s: read-only root file system", name)
+		require.Equal(t, []string{"ALL"}, svc.CapDrop, name)
+		if name != "gateway" { // it uses no stream
+			require.Equal(t, "false", env(svc, "WEFT_ENSURE_STREAMS"), "%s: streams are migrate's", name)
+		}
+		if name == "worker" {
+			require.Empty(t, env(svc, "WEFT_DATABASE_URL"), "workers never touch Postgres")
+			require.NotContains(t, svc.DependsOn, "postgres")
+		} else {
+			require.Equal(t, types.ServiceConditionHealthy, svc.DependsOn["postgres"].Condition, name)
+		}
+	}
+
+	gw := service(t, p, "gateway")
 	require.Contains(t, gw.Environment, "WEFT_API_KEYS")
+	require.Len(t, gw.Ports, 1)
 	require.EqualValues(t, 8080, gw.Ports[0].Target)
+	require.Equal(t, "8080", gw.Ports[0].Published)
 
-	proj, _ := p.GetService("projector")
-	require.Equal(t, types.ShellCommand{"projector"}, proj.Command)
-	require.Equal(t, migrate.Image, proj.Image)
-	require.Equal(t, types.ServiceConditionCompletedSuccessfully, proj.DependsOn["migrate"].Condition)
+	proj := service(t, p, "projector")
 	require.Contains(t, proj.Environment, "WEFT_API_KEYS")
-	require.Equal(t, "http://gateway:8080", *proj.Environment["WEFT_GATEWAY_URL"], "the UI's signals reach the gateway by its service name")
+	require.Equal(t, "http://gateway:8080", env(proj, "WEFT_GATEWAY_URL"), "the UI's signals reach the gateway by its service name")
+	require.Len(t, proj.Ports, 1)
 	require.EqualValues(t, 8081, proj.Ports[0].Target)
 
-	relay, _ := p.GetService("relay")
-	require.Equal(t, migrate.Image, relay.Image, "one image for every weft service")
-	require.Equal(t, types.ServiceConditionCompletedSuccessfully, relay.DependsOn["migrate"].Condition)
-	require.Equal(t, types.ServiceConditionHealthy, relay.DependsOn["nats"].Condition)
-	require.NotEmpty(t, relay.Environment["WEFT_DATABASE_URL"])
-	require.NotEmpty(t, relay.Environment["WEFT_NATS_URL"])
-
-	engine, _ := p.GetService("engine")
-	require.Equal(t, types.ShellCommand{"engine"}, engine.Command)
-	require.Equal(t, migrate.Image, engine.Image)
-	require.Equal(t, types.ServiceConditionCompletedSuccessfully, engine.DependsOn["migrate"].Condition)
-	require.NotEmpty(t, engine.Environment["WEFT_DATABASE_URL"])
-
-	worker, _ := p.GetService("worker")
-	require.Equal(t, types.ShellCommand{"worker"}, worker.Command)
-	require.Empty(t, worker.Environment["WEFT_DATABASE_URL"], "workers never touch Postgres")
-	require.NotEmpty(t, worker.Environment["WEFT_NATS_URL"])
-
-	nats, _ := p.GetService("nats")
+	nats := service(t, p, "nats")
 	require.Len(t, nats.Ports, 1)
 	require.Equal(t, "4222", nats.Ports[0].Published)
+	for _, name := range []string{"relay", "engine", "worker", "migrate"} {
+		require.Empty(t, service(t, p, name).Ports, "%s: only the gateway, the projector and NATS are published", name)
+	}
+}
+
+// Every weft service is health-checked with `weft health` on the /readyz
+// of its own ops listener: the image has no shell, curl or wget.
+func TestEveryWeftServiceHasAHealthcheckOnItsOpsPort(t *testing.T) {
+	t.Parallel()
+	p := loadProject(t)
+	for name, defaultPort := range weftServices {
+		svc := service(t, p, name)
+		require.NotNil(t, svc.HealthCheck, "%s needs a healthcheck", name)
+		opsAddr := env(svc, "WEFT_"+strings.ToUpper(name)+"_OPS_ADDR")
+		_, port, err := net.SplitHostPort(opsAddr)
+		require.NoError(t, err, "%s: WEFT_%s_OPS_ADDR", name, strings.ToUpper(name))
+		require.Equal(t, defaultPort, port, "%s: the command's default ops port", name)
+		require.Equal(t, types.HealthCheckTest{"CMD", "/usr/local/bin/weft", "health", "--url", "http://127.0.0.1:" + port + "/readyz"},
+			svc.HealthCheck.Test, name)
+		require.NotNil(t, svc.HealthCheck.Interval, name)
+		require.NotNil(t, svc.HealthCheck.StartPeriod, name)
+	}
+	// The Postgres healthcheck goes over TCP, which the first start's init
+	// scripts do not open.
+	require.Contains(t, strings.Join(service(t, p, "postgres").HealthCheck.Test, " "), "-h 127.0.0.1")
+}
+
+// Each service connects to Postgres as its own role and to NATS as its own
+// user, with the password the servers were given.
+func TestEveryServiceHasItsOwnCredentials(t *testing.T) {
+	t.Parallel()
+	p := loadProject(t)
+	pg, nats := service(t, p, "postgres"), service(t, p, "nats")
+	require.Equal(t, secretOf("WEFT_POSTGRES_PASSWORD"), env(pg, "POSTGRES_PASSWORD"))
+	for name, role := range map[string]string{
+		"migrate": "weft_migrator", "relay": "weft_relay", "engine": "weft_engine", "gateway": "weft_gateway", "projector": "weft_projector",
+	} {
+		u, err := url.Parse(env(service(t, p, name), "WEFT_DATABASE_URL"))
+		require.NoError(t, err, name)
+		require.Equal(t, role, u.User.Username(), name)
+		pass, _ := u.User.Password()
+		key := "WEFT_PG_" + strings.ToUpper(strings.TrimPrefix(role, "weft_")) + "_PASSWORD"
+		require.Equal(t, secretOf(key), pass, "%s: the password the postgres container sets for %s", name, role)
+		require.Equal(t, pass, env(pg, key), name)
+		require.Equal(t, "postgres:5432", u.Host, name)
+		require.Equal(t, "/weft", u.Path, name)
+	}
+	for name := range map[string]bool{"migrate": true, "relay": true, "engine": true, "gateway": true, "projector": true, "worker": true} {
+		u, err := url.Parse(env(service(t, p, name), "WEFT_NATS_URL"))
+		require.NoError(t, err, name)
+		require.Equal(t, name, u.User.Username(), name)
+		pass, _ := u.User.Password()
+		key := "WEFT_NATS_" + strings.ToUpper(name) + "_PASSWORD"
+		require.Equal(t, secretOf(key), pass, name)
+		require.Equal(t, pass, env(nats, key), "%s: the password nats.conf reads for %s", name, name)
+		require.Equal(t, "nats:4222", u.Host, name)
+	}
+	require.Equal(t, secretOf("WEFT_NATS_CLIENT_PASSWORD"), env(nats, "WEFT_NATS_CLIENT_PASSWORD"))
+}
+
+// The roles script runs when the Postgres volume is created, before the
+// script that sets the roles' passwords.
+func TestPostgresInitScripts(t *testing.T) {
+	t.Parallel()
+	pg := service(t, loadProject(t), "postgres")
+	targets := map[string]string{}
+	for _, v := range pg.Volumes {
+		targets[v.Target] = v.Source
+	}
+	require.True(t, strings.HasSuffix(targets["/docker-entrypoint-initdb.d/10-weft-roles.sql"], "deploy/postgres/roles.sql"))
+	require.True(t, strings.HasSuffix(targets["/docker-entrypoint-initdb.d/20-weft-passwords.sh"], "deploy/postgres/passwords.sh"))
+	require.Equal(t, "weft", env(pg, "POSTGRES_DB"))
 }

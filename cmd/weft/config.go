@@ -8,42 +8,85 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/nats-io/nats.go"
 )
 
 // flags wraps a FlagSet whose every flag also reads an environment variable.
 // Precedence: command-line flag, then environment variable, then default.
+// Each flag's usage ends with "(env KEY)"; docs/configuration.md is
+// generated from these flag sets (configdoc_test.go).
 type flags struct {
 	*flag.FlagSet
 	env     *environment
 	envErrs []error
+	// envKeys maps a flag's name to its environment variable.
+	envKeys map[string]string
 }
 
+// newFlags returns the flag set of `weft <name>`; its messages go to
+// env.stderr and its flags read env's variables.
 func newFlags(name string, env *environment) *flags {
 	fs := flag.NewFlagSet("weft "+name, flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
-	return &flags{FlagSet: fs, env: env}
+	return &flags{FlagSet: fs, env: env, envKeys: map[string]string{}}
 }
 
+// string adds a string flag whose default is the value of envKey.
 func (f *flags) string(name, envKey, usage string) *string {
-	return f.String(name, f.env.getenv(envKey), usage+" (env "+envKey+")")
+	f.envKeys[name] = envKey
+	return f.String(name, f.env.getenv(envKey), usage+envNote(envKey))
+}
+
+// stringDefault adds a string flag with default def, which envKey
+// overrides when set.
+func (f *flags) stringDefault(name, envKey, def, usage string) *string {
+	p := new(string)
+	f.stringVar(p, name, envKey, def, usage)
+	return p
 }
 
 func (f *flags) int(name, envKey string, def int, usage string) *int {
-	p := f.Int(name, def, usage+" (env "+envKey+")")
-	f.fromEnv(name, envKey)
+	p := new(int)
+	f.intVar(p, name, envKey, def, usage)
 	return p
 }
 
 func (f *flags) bool(name, envKey string, def bool, usage string) *bool {
-	p := f.Bool(name, def, usage+" (env "+envKey+")")
-	f.fromEnv(name, envKey)
+	p := new(bool)
+	f.boolVar(p, name, envKey, def, usage)
 	return p
 }
+
+// stringVar adds a string flag stored in p, with default def, which envKey
+// overrides when set. intVar, boolVar and durationVar do the same for
+// their types.
+func (f *flags) stringVar(p *string, name, envKey, def, usage string) {
+	f.StringVar(p, name, def, usage+envNote(envKey))
+	f.fromEnv(name, envKey)
+}
+
+func (f *flags) intVar(p *int, name, envKey string, def int, usage string) {
+	f.IntVar(p, name, def, usage+envNote(envKey))
+	f.fromEnv(name, envKey)
+}
+
+func (f *flags) boolVar(p *bool, name, envKey string, def bool, usage string) {
+	f.BoolVar(p, name, def, usage+envNote(envKey))
+	f.fromEnv(name, envKey)
+}
+
+// durationVar takes a Go duration: 500ms, 30s, 24h.
+func (f *flags) durationVar(p *time.Duration, name, envKey string, def time.Duration, usage string) {
+	f.DurationVar(p, name, def, usage+envNote(envKey))
+	f.fromEnv(name, envKey)
+}
+
+// envNote is the end of a flag's usage: which variable also sets it.
+func envNote(envKey string) string { return " (env " + envKey + ")" }
 
 // fromEnv sets flag name from envKey when that variable is set; a bad value
 // is reported by parse.
 func (f *flags) fromEnv(name, envKey string) {
+	f.envKeys[name] = envKey
 	if v := f.env.getenv(envKey); v != "" {
 		if err := f.Set(name, v); err != nil {
 			f.envErrs = append(f.envErrs, fmt.Errorf("%s=%q: %w", envKey, v, err))
@@ -84,33 +127,4 @@ func openPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 		return nil, fmt.Errorf("database %s does not answer: %w", redact(url), err)
 	}
 	return pool, nil
-}
-
-// backendURLs are the --database-url and --nats-url of a service command.
-type backendURLs struct{ db, nats *string }
-
-// backendFlags adds --database-url and --nats-url to f.
-func backendFlags(f *flags) backendURLs {
-	return backendURLs{
-		db:   f.string("database-url", "WEFT_DATABASE_URL", "Postgres connection URL"),
-		nats: f.string("nats-url", "WEFT_NATS_URL", "NATS server URL"),
-	}
-}
-
-// open dials NATS as name (making sure Weft's streams exist when
-// ensureStreams is set) and opens the Postgres pool. closeAll closes both.
-func (u backendURLs) open(ctx context.Context, name string, ensureStreams bool) (pool *pgxpool.Pool, nc *nats.Conn, closeAll func(), err error) {
-	if ensureStreams {
-		nc, err = connectStreams(ctx, *u.nats, name)
-	} else {
-		nc, err = connectNATS(*u.nats, name)
-	}
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if pool, err = openPool(ctx, *u.db); err != nil {
-		nc.Close()
-		return nil, nil, nil, err
-	}
-	return pool, nc, func() { pool.Close(); nc.Close() }, nil
 }

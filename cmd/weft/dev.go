@@ -12,18 +12,29 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/weftrun/weft/internal/natsboot"
 	"github.com/weftrun/weft/internal/pgboot"
 	"github.com/weftrun/weft/internal/schema"
+	"github.com/weftrun/weft/pkg/streams"
 )
 
 // shutdownTimeout bounds how long Ctrl-C waits for the stack to drain.
 const shutdownTimeout = 15 * time.Second
 
+// stopGrace is what each part of the dev stack still gets to stop once
+// shutdownTimeout is over.
+const stopGrace = time.Second
+
+// pgStopTimeout bounds the private Postgres's stop, after the rest of the
+// stack: a Ctrl-C of `weft dev` returns within shutdownTimeout plus this.
+const pgStopTimeout = 30 * time.Second
+
 type devConfig struct {
 	dir        string
 	dbURL      string
+	pgBinDir   string
 	natsPort   int
 	syncAlways bool
 	demo       bool
@@ -33,49 +44,59 @@ type devConfig struct {
 	devToken    string
 	// uiAddr is the projector's listen address: the read API and the UI.
 	uiAddr string
+	// opsAddr serves the stack's /healthz, /readyz and /metrics.
+	opsAddr string
+}
+
+// devFlags defines the flags of `weft dev`; docs/configuration.md
+// is generated from them (configdoc_test.go).
+func devFlags(env *environment) (*flags, *devConfig) {
+	f := newFlags("dev", env)
+	cfg := &devConfig{devToken: env.getenv("WEFT_DEV_TOKEN")}
+	f.stringVar(&cfg.dir, "dir", "WEFT_DEV_DIR", ".weft/dev", "folder for the private Postgres and the NATS store")
+	f.stringVar(&cfg.dbURL, "database-url", "WEFT_DATABASE_URL", "", "Postgres URL; empty starts a private instance")
+	f.stringVar(&cfg.pgBinDir, "postgres-bin-dir", "WEFT_DEV_POSTGRES_BIN_DIR", "", "folder of initdb and pg_ctl for the private Postgres (empty: PATH and the usual places)")
+	f.intVar(&cfg.natsPort, "nats-port", "WEFT_DEV_NATS_PORT", 14222, "port of the embedded NATS server")
+	f.boolVar(&cfg.syncAlways, "nats-sync-always", "WEFT_NATS_SYNC_ALWAYS", false, "fsync every JetStream write before acking")
+	f.boolVar(&cfg.demo, "demo", "WEFT_DEV_DEMO", true, "append a demo run and log its events as JetStream delivers them")
+	f.stringVar(&cfg.gatewayAddr, "gateway-addr", "WEFT_DEV_GATEWAY_ADDR", "127.0.0.1:8080", "listen address of the gateway's HTTP API")
+	f.stringVar(&cfg.uiAddr, "ui-addr", "WEFT_DEV_UI_ADDR", "127.0.0.1:8081", "listen address of the UI and the read API")
+	f.stringVar(&cfg.opsAddr, "ops-addr", "WEFT_DEV_OPS_ADDR", devOpsAddr, "listen address of the stack's /healthz, /readyz and /metrics; "+opsOff+" turns them off")
+	return f, cfg
 }
 
 func runDev(ctx context.Context, env *environment, args []string) error {
-	f := newFlags("dev", env)
-	var cfg devConfig
-	f.StringVar(&cfg.dir, "dir", ".weft/dev", "folder for the private Postgres and the NATS store (env WEFT_DEV_DIR)")
-	f.fromEnv("dir", "WEFT_DEV_DIR")
-	cfg.dbURL = *f.string("database-url", "WEFT_DATABASE_URL", "Postgres URL; empty starts a private instance")
-	natsPort := f.int("nats-port", "WEFT_DEV_NATS_PORT", 14222, "port of the embedded NATS server")
-	syncAlways := f.bool("nats-sync-always", "WEFT_NATS_SYNC_ALWAYS", false, "fsync every JetStream write before acking")
-	demo := f.bool("demo", "WEFT_DEV_DEMO", true, "append a demo run and log its events as JetStream delivers them")
-	f.StringVar(&cfg.gatewayAddr, "gateway-addr", "127.0.0.1:8080", "listen address of the gateway's HTTP API (env WEFT_DEV_GATEWAY_ADDR)")
-	f.fromEnv("gateway-addr", "WEFT_DEV_GATEWAY_ADDR")
-	f.StringVar(&cfg.uiAddr, "ui-addr", "127.0.0.1:8081", "listen address of the UI and the read API (env WEFT_DEV_UI_ADDR)")
-	f.fromEnv("ui-addr", "WEFT_DEV_UI_ADDR")
-	cfg.devToken = env.getenv("WEFT_DEV_TOKEN")
+	f, cfg := devFlags(env)
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	cfg.natsPort, cfg.syncAlways, cfg.demo = *natsPort, *syncAlways, *demo
-	return devStack(ctx, env, cfg)
+	return devStack(ctx, env, *cfg)
 }
 
 // devStack starts every part in order, waits for ctx, and stops them in
-// reverse order within shutdownTimeout.
+// reverse order within shutdownTimeout (stopAll), then the private
+// Postgres within pgStopTimeout: Ctrl-C is bounded.
 func devStack(ctx context.Context, env *environment, cfg devConfig) (err error) {
 	var stops []func(context.Context) error
+	stopPG := func(context.Context) error { return nil }
 	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-		defer cancel()
-		for i := len(stops) - 1; i >= 0; i-- {
-			err = errors.Join(err, stops[i](stopCtx))
-		}
+		err = errors.Join(err, stopAll(ctx, shutdownTimeout, stopGrace, stops), stopPG(ctx))
 	}()
+	if err := devPortsFree(ctx, cfg); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(cfg.dir, 0o755); err != nil {
 		return fmt.Errorf("dev folder: %w", err)
 	}
-
+	o, err := newOps(ctx, env, "weft-dev", cfg.opsAddr, "--ops-addr or WEFT_DEV_OPS_ADDR")
+	if err != nil {
+		return err
+	}
+	stops = append(stops, o.closeTraces) // stops run in reverse: this one last
 	dbURL, stopPG, err := devPostgres(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	stops = append(stops, stopPG)
 	pool, err := openPool(ctx, dbURL)
 	if err != nil {
 		return err
@@ -85,35 +106,25 @@ func devStack(ctx context.Context, env *environment, cfg devConfig) (err error) 
 		return err
 	}
 
-	ns, err := devNATS(ctx, cfg)
+	ns, nc, js, busStops, err := devBus(ctx, cfg)
+	stops = append(stops, busStops...)
 	if err != nil {
 		return err
 	}
-	stops = append(stops, func(context.Context) error { ns.Shutdown(); ns.WaitForShutdown(); return nil })
-	nc, err := nats.Connect(ns.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectBufSize(-1))
+	b := &backends{pool: pool, nc: nc, js: js}
+	opsURL, stopOps, err := o.serve(ctx, env.logger, b.checks(streams.EventsStream, streams.TasksStream, streams.ResultsStream))
 	if err != nil {
-		return fmt.Errorf("connect to embedded nats: %w", err)
+		return err
 	}
-	stops = append(stops, func(context.Context) error { return nc.Drain() })
+	stops = append(stops, stopOps)
 
-	svcStops, err := startServices(ctx, env, pool, nc, cfg)
-	stops = append(stops, svcStops...)
+	urls := devURLs{db: dbURL, nats: ns.ClientURL(), ops: opsURL}
+	appStops, err := startDevApps(ctx, env, b, cfg, o, &urls)
+	stops = append(stops, appStops...)
 	if err != nil {
 		return err
 	}
-	gw, err := startDevGateway(ctx, env.logger, pool, nc, cfg)
-	if err != nil {
-		return err
-	}
-	stops = append(stops, gw.stop)
-	uiURL, stopUI, err := startDevProjector(ctx, env.logger, pool, nc, cfg, gw.keys, gw.url)
-	if err != nil {
-		return err
-	}
-	stops = append(stops, stopUI)
-	_, err = fmt.Fprintf(env.stdout, "\nWeft dev stack is up.\n  UI:       %s/#token=%s\n  API:      %s\n  Read API: %s/v1/runs\n  Token:    %s (in %s)\n  Postgres: %s\n  NATS:     %s\n  Data:     %s\nPress Ctrl-C to stop.\n\n",
-		uiURL, gw.token, gw.url, uiURL, gw.token, filepath.Join(cfg.dir, "token"), redact(dbURL), ns.ClientURL(), cfg.dir)
-	if err != nil {
+	if err := devBanner(env, cfg, urls); err != nil {
 		return err
 	}
 	<-ctx.Done()
@@ -121,8 +132,102 @@ func devStack(ctx context.Context, env *environment, cfg devConfig) (err error) 
 	return err
 }
 
+// startDevApps starts Weft's services on the dev stack's backends: the
+// relay, engine and worker (then the demo run), the gateway and the
+// projector with the UI, and sets the URLs they serve in urls. It returns
+// the stop functions of what it started, in start order, also on error.
+func startDevApps(ctx context.Context, env *environment, b *backends, cfg devConfig, o *ops, urls *devURLs) ([]func(context.Context) error, error) {
+	stops, err := startServices(ctx, env, b.pool, b.nc, cfg, o)
+	if err != nil {
+		return stops, err
+	}
+	gw, err := startDevGateway(ctx, env.logger, b.pool, b.nc, cfg, o)
+	if err != nil {
+		return stops, err
+	}
+	stops = append(stops, gw.stop)
+	uiURL, stopUI, err := startDevProjector(ctx, env.logger, b.pool, b.js, cfg, o, gw.keys, gw.url)
+	if err != nil {
+		return stops, err
+	}
+	urls.ui, urls.api, urls.token = uiURL, gw.url, gw.token
+	return append(stops, stopUI), nil
+}
+
+// devBus starts the embedded NATS server, connects to it and ensures
+// Weft's streams. It returns the stop functions of what it started, in
+// start order, also on error.
+func devBus(ctx context.Context, cfg devConfig) (*server.Server, *nats.Conn, jetstream.JetStream, []func(context.Context) error, error) {
+	var stops []func(context.Context) error
+	ns, err := devNATS(ctx, cfg)
+	if err != nil {
+		return nil, nil, nil, stops, err
+	}
+	stops = append(stops, func(context.Context) error { ns.Shutdown(); ns.WaitForShutdown(); return nil })
+	nc, err := nats.Connect(ns.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectBufSize(-1))
+	if err != nil {
+		return nil, nil, nil, stops, fmt.Errorf("connect to embedded nats: %w", err)
+	}
+	stops = append(stops, func(context.Context) error { return nc.Drain() })
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, nil, nil, stops, fmt.Errorf("jetstream: %w", err)
+	}
+	if err := streams.Ensure(ctx, js, streams.Config{}); err != nil {
+		return nil, nil, nil, stops, err
+	}
+	return ns, nc, js, stops, nil
+}
+
+// devURLs are what the dev stack's banner shows.
+type devURLs struct{ ui, api, token, db, nats, ops string }
+
+func devBanner(env *environment, cfg devConfig, u devURLs) error {
+	ops := "off"
+	if u.ops != "" {
+		ops = u.ops + " (/healthz /readyz /metrics)"
+	}
+	_, err := fmt.Fprintf(env.stdout, "\nWeft dev stack is up.\n  UI:       %s/#token=%s\n  API:      %s\n  Read API: %s/v1/runs\n  Token:    %s (in %s)\n  Postgres: %s\n  NATS:     %s\n  Ops:      %s\n  Data:     %s\nPress Ctrl-C to stop.\n\n",
+		u.ui, u.token, u.api, u.ui, u.token, filepath.Join(cfg.dir, "token"), redact(u.db), u.nats, ops, cfg.dir)
+	return err
+}
+
+// stopAll calls stops in reverse order, all within timeout: a stop still
+// running when the time is up is left behind and reported. The stops
+// after it are still called, with a context that has grace left each, so
+// that a quick one (closing a pool, shutting NATS down) still happens; a
+// Ctrl-C returns within timeout plus grace per stop left.
+func stopAll(ctx context.Context, timeout, grace time.Duration, stops []func(context.Context) error) error {
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	var errs []error
+	for i := len(stops) - 1; i >= 0; i-- {
+		if stopCtx.Err() == nil {
+			errs = append(errs, stopWithin(stopCtx, stops[i]))
+			continue
+		}
+		graceCtx, cancelGrace := context.WithTimeout(context.WithoutCancel(ctx), grace)
+		errs = append(errs, stopWithin(graceCtx, stops[i]))
+		cancelGrace()
+	}
+	return errors.Join(errs...)
+}
+
+// stopWithin calls stop with ctx and waits for it until ctx ends.
+func stopWithin(ctx context.Context, stop func(context.Context) error) error {
+	done := make(chan error, 1)
+	go func() { done <- stop(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("a part of the dev stack did not stop in time: %w", ctx.Err())
+	}
+}
+
 // devPostgres returns the configured URL, or starts a private instance
-// whose data lives in <dir>/pg and survives restarts.
+// whose data lives in <dir>/pg and survives restarts. The stop it returns
+// gives the instance pgStopTimeout of its own.
 func devPostgres(ctx context.Context, cfg devConfig) (string, func(context.Context) error, error) {
 	noop := func(context.Context) error { return nil }
 	if cfg.dbURL != "" {
@@ -132,20 +237,51 @@ func devPostgres(ctx context.Context, cfg devConfig) (string, func(context.Conte
 	if err != nil {
 		return "", noop, err
 	}
-	inst, err := pgboot.Start(ctx, pgboot.Config{DataDir: dir})
+	inst, err := pgboot.Start(ctx, pgboot.Config{DataDir: dir, BinDir: cfg.pgBinDir})
 	if err != nil {
-		return "", noop, fmt.Errorf("start a private Postgres (or set WEFT_DATABASE_URL): %w", err)
+		return "", noop, fmt.Errorf("start a private Postgres (or set WEFT_DATABASE_URL to a running server): %w", err)
 	}
-	return inst.URL(), inst.Stop, nil
+	stop := func(ctx context.Context) error {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pgStopTimeout)
+		defer cancel()
+		return inst.Stop(stopCtx)
+	}
+	return inst.URL(), stop, nil
+}
+
+// devPortsFree fails, before anything starts, when one of the stack's
+// fixed addresses is taken, naming it and the flag that moves it.
+func devPortsFree(ctx context.Context, cfg devConfig) error {
+	addrs := []struct{ what, addr, hint string }{
+		{"gateway address", cfg.gatewayAddr, "--gateway-addr / WEFT_DEV_GATEWAY_ADDR"},
+		{"UI address", cfg.uiAddr, "--ui-addr / WEFT_DEV_UI_ADDR"},
+		{"NATS port", net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.natsPort)), "--nats-port / WEFT_DEV_NATS_PORT"},
+		{"ops address", cfg.opsAddr, "--ops-addr / WEFT_DEV_OPS_ADDR (or " + opsOff + ")"},
+	}
+	for _, a := range addrs {
+		if a.addr == opsOff {
+			continue
+		}
+		if err := addrFree(ctx, a.what, a.addr, a.hint); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addrFree listens on addr and lets go again; the error says what is
+// taken and how to move it.
+func addrFree(ctx context.Context, what, addr, hint string) error {
+	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%s %s is taken: stop what uses it or pass %s: %w", what, addr, hint, err)
+	}
+	return l.Close()
 }
 
 func devNATS(ctx context.Context, cfg devConfig) (*server.Server, error) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.natsPort))
-	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("NATS port %d is taken: stop what uses it or pass --nats-port / WEFT_DEV_NATS_PORT: %w", cfg.natsPort, err)
-	}
-	if err := l.Close(); err != nil {
+	if err := addrFree(ctx, "NATS port", addr, "--nats-port / WEFT_DEV_NATS_PORT"); err != nil {
 		return nil, err
 	}
 	return natsboot.Start(natsboot.Config{

@@ -3,49 +3,109 @@ package main
 import (
 	"context"
 
+	"github.com/weftrun/weft/pkg/streams"
 	activityworker "github.com/weftrun/weft/services/activity-worker"
 	"github.com/weftrun/weft/services/engine"
 )
 
+// engineOptions are the flags of `weft engine`.
+type engineOptions struct {
+	urls        backendURLs
+	ensure      *bool
+	ops         *string
+	concurrency *int
+}
+
+// engineFlags defines the flags of `weft engine`; docs/configuration.md
+// is generated from them (configdoc_test.go).
+func engineFlags(env *environment) (*flags, engineOptions) {
+	f := newFlags("engine", env)
+	return f, engineOptions{
+		urls:        backendFlags(f),
+		ensure:      ensureFlag(f),
+		ops:         opsFlag(f, "WEFT_ENGINE_OPS_ADDR", engineOpsAddr),
+		concurrency: f.int("concurrency", "WEFT_ENGINE_CONCURRENCY", 0, "rounds in flight per consumer (0: default)"),
+	}
+}
+
 // runEngine is `weft engine`: the engine as a process of its own. Any
 // number may run against one database and one NATS.
 func runEngine(ctx context.Context, env *environment, args []string) error {
-	f := newFlags("engine", env)
-	urls := backendFlags(f)
-	concurrency := f.int("concurrency", "WEFT_ENGINE_CONCURRENCY", 0, "rounds in flight per consumer (0: default)")
+	f, opt := engineFlags(env)
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	pool, nc, closeAll, err := urls.open(ctx, "weft-engine", true)
+	o, err := newOps(ctx, env, "weft-engine", *opt.ops, "--ops-addr or WEFT_ENGINE_OPS_ADDR")
 	if err != nil {
 		return err
 	}
-	defer closeAll()
-	eng, err := engine.New(pool, nc, engine.Config{Concurrency: *concurrency}, env.logger)
+	b, err := opt.urls.open(ctx, "engine")
 	if err != nil {
 		return err
 	}
-	return runUntilDone(ctx, env.logger, "engine", eng.Run)
+	defer b.close()
+	uses := []string{streams.EventsStream, streams.ResultsStream} // its consumers'
+	return withOps(ctx, env, o, b.checks(uses...), func(ctx context.Context) error {
+		if err := b.streams(ctx, *opt.ensure, env.logger, uses...); err != nil {
+			return err
+		}
+		eng, err := engine.New(b.pool, b.nc, engine.Config{Concurrency: *opt.concurrency, MeterProvider: o.meters, TracerProvider: o.tracer}, env.logger)
+		if err != nil {
+			return err
+		}
+		return runUntilDone(ctx, env.logger, "engine", eng.Run)
+	})
+}
+
+// workerOptions are the flags of `weft worker`.
+type workerOptions struct {
+	nats        *string
+	ensure      *bool
+	ops         *string
+	queue       *string
+	concurrency *int
+}
+
+// workerFlags defines the flags of `weft worker`; docs/configuration.md
+// is generated from them (configdoc_test.go).
+func workerFlags(env *environment) (*flags, workerOptions) {
+	f := newFlags("worker", env)
+	return f, workerOptions{
+		nats:        natsFlag(f),
+		ensure:      ensureFlag(f),
+		ops:         opsFlag(f, "WEFT_WORKER_OPS_ADDR", workerOpsAddr),
+		queue:       f.string("queue", "WEFT_WORKER_QUEUE", "task queue to serve (empty: default)"),
+		concurrency: f.int("concurrency", "WEFT_WORKER_CONCURRENCY", 0, "activities run at once (0: default)"),
+	}
 }
 
 // runWorker is `weft worker`: an activity worker with the demo activities
 // (echo, sleep, fail-n-times, http-get). It needs NATS only.
 func runWorker(ctx context.Context, env *environment, args []string) error {
-	f := newFlags("worker", env)
-	natsURL := f.string("nats-url", "WEFT_NATS_URL", "NATS server URL")
-	queue := f.string("queue", "WEFT_WORKER_QUEUE", "task queue to serve (empty: default)")
-	concurrency := f.int("concurrency", "WEFT_WORKER_CONCURRENCY", 0, "activities run at once (0: default)")
+	f, opt := workerFlags(env)
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	nc, err := connectStreams(ctx, *natsURL, "weft-worker")
+	o, err := newOps(ctx, env, "weft-worker", *opt.ops, "--ops-addr or WEFT_WORKER_OPS_ADDR")
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
-	w, err := activityworker.New(nc, activityworker.Config{Queue: *queue, Concurrency: *concurrency}, env.logger)
+	b, err := openNATS(*opt.nats, "worker")
 	if err != nil {
 		return err
 	}
-	return runUntilDone(ctx, env.logger, "activity worker", w.Run)
+	defer b.close()
+	uses := []string{streams.TasksStream, streams.ResultsStream} // takes tasks, reports results
+	return withOps(ctx, env, o, b.checks(uses...), func(ctx context.Context) error {
+		if err := b.streams(ctx, *opt.ensure, env.logger, uses...); err != nil {
+			return err
+		}
+		w, err := activityworker.New(b.nc, activityworker.Config{
+			Queue: *opt.queue, Concurrency: *opt.concurrency, MeterProvider: o.meters, TracerProvider: o.tracer,
+		}, env.logger)
+		if err != nil {
+			return err
+		}
+		return runUntilDone(ctx, env.logger, "activity worker", w.Run)
+	})
 }

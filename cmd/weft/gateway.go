@@ -15,38 +15,63 @@ import (
 	gateway "github.com/weftrun/weft/services/signal-gateway"
 )
 
+// gatewayOptions are the flags of `weft gateway`.
+type gatewayOptions struct {
+	urls     backendURLs
+	ops      *string
+	addr     *string
+	loadKeys func() (*auth.Keys, error)
+	intake   gateway.IntakeConfig
+}
+
+// gatewayFlags defines the flags of `weft gateway`; docs/configuration.md
+// is generated from them (configdoc_test.go).
+func gatewayFlags(env *environment) (*flags, *gatewayOptions) {
+	f := newFlags("gateway", env)
+	opt := &gatewayOptions{
+		urls:     backendFlags(f),
+		ops:      opsFlag(f, "WEFT_GATEWAY_OPS_ADDR", gatewayOpsAddr),
+		addr:     f.string("addr", "WEFT_GATEWAY_ADDR", "HTTP listen address (empty: :8080)"),
+		loadKeys: keyFlags(f),
+	}
+	in := &opt.intake
+	f.durationVar(&in.SignalRetention, "signal-retention", "WEFT_SIGNAL_RETENTION", 0, "how long a signal's acceptance answers repeats (0: 24h)")
+	f.durationVar(&in.RunRequestRetention, "run-request-retention", "WEFT_RUN_REQUEST_RETENTION", 0, "how long a run request answers repeats (0: 168h)")
+	f.intVar(&in.MaxSignalPayloadBytes, "max-signal-payload-bytes", "WEFT_MAX_SIGNAL_PAYLOAD_BYTES", 0, "largest signal payload (0: 65536)")
+	f.intVar(&in.MaxSignalsPerRunMinute, "max-signals-per-run-minute", "WEFT_MAX_SIGNALS_PER_RUN_MINUTE", 0, "signals one run accepts per minute (0: 60)")
+	return f, opt
+}
+
 // runGateway is `weft gateway`: the signal gateway as a process of its own
 // (docs/api.md). Any number may run against one database and one NATS.
 func runGateway(ctx context.Context, env *environment, args []string) error {
-	f := newFlags("gateway", env)
-	urls := backendFlags(f)
-	addr := f.string("addr", "WEFT_GATEWAY_ADDR", "HTTP listen address (empty: :8080)")
-	loadKeys := keyFlags(f)
-	var cfg gateway.IntakeConfig
-	f.DurationVar(&cfg.SignalRetention, "signal-retention", 0, "how long a signal's acceptance answers repeats (0: 24h; env WEFT_SIGNAL_RETENTION)")
-	f.fromEnv("signal-retention", "WEFT_SIGNAL_RETENTION")
-	f.DurationVar(&cfg.RunRequestRetention, "run-request-retention", 0, "how long a run request answers repeats (0: 168h; env WEFT_RUN_REQUEST_RETENTION)")
-	f.fromEnv("run-request-retention", "WEFT_RUN_REQUEST_RETENTION")
-	payload := f.int("max-signal-payload-bytes", "WEFT_MAX_SIGNAL_PAYLOAD_BYTES", 0, "largest signal payload (0: 65536)")
-	rate := f.int("max-signals-per-run-minute", "WEFT_MAX_SIGNALS_PER_RUN_MINUTE", 0, "signals one run accepts per minute (0: 60)")
+	f, opt := gatewayFlags(env)
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	cfg.MaxSignalPayloadBytes, cfg.MaxSignalsPerRunMinute = *payload, *rate
-	keys, err := loadKeys()
+	keys, err := opt.loadKeys()
 	if err != nil {
 		return err
 	}
-	pool, nc, closeAll, err := urls.open(ctx, "weft-gateway", false)
+	o, err := newOps(ctx, env, "weft-gateway", *opt.ops, "--ops-addr or WEFT_GATEWAY_OPS_ADDR")
 	if err != nil {
 		return err
 	}
-	defer closeAll()
-	gw, err := gateway.New(pool, nc, gateway.Config{Addr: *addr, Keys: keys, Intake: cfg}, env.logger)
+	b, err := opt.urls.open(ctx, "gateway")
 	if err != nil {
 		return err
 	}
-	return runUntilDone(ctx, env.logger, "gateway", gw.Run)
+	defer b.close()
+	// The gateway writes runs and signals to Postgres; it uses no stream.
+	return withOps(ctx, env, o, b.checks(), func(ctx context.Context) error {
+		gw, err := gateway.New(b.pool, b.nc, gateway.Config{
+			Addr: *opt.addr, Keys: keys, Intake: opt.intake, MeterProvider: o.meters, TracerProvider: o.tracer,
+		}, env.logger)
+		if err != nil {
+			return err
+		}
+		return runUntilDone(ctx, env.logger, "gateway", gw.Run)
+	})
 }
 
 // keyFlags adds --api-keys and --api-keys-file to f and returns the
@@ -92,7 +117,7 @@ type devGateway struct {
 // startDevGateway starts the gateway of the dev stack on cfg.gatewayAddr
 // with the dev token, an admin key of tenant devTenant, generated into
 // <dir>/token on first start unless WEFT_DEV_TOKEN is set.
-func startDevGateway(ctx context.Context, logger *slog.Logger, pool *pgxpool.Pool, nc *nats.Conn, cfg devConfig) (devGateway, error) {
+func startDevGateway(ctx context.Context, logger *slog.Logger, pool *pgxpool.Pool, nc *nats.Conn, cfg devConfig, o *ops) (devGateway, error) {
 	token, _, err := auth.LoadOrCreateDevToken(filepath.Join(cfg.dir, "token"), cfg.devToken)
 	if err != nil {
 		return devGateway{}, fmt.Errorf("dev token: %w", err)
@@ -101,7 +126,7 @@ func startDevGateway(ctx context.Context, logger *slog.Logger, pool *pgxpool.Poo
 	if err != nil {
 		return devGateway{}, err
 	}
-	gw, err := gateway.New(pool, nc, gateway.Config{Keys: keys}, logger)
+	gw, err := gateway.New(pool, nc, gateway.Config{Keys: keys, MeterProvider: o.meters, TracerProvider: o.tracer}, logger)
 	if err != nil {
 		return devGateway{}, err
 	}

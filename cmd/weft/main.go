@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/weftrun/weft/internal/tracing"
 )
 
 // command is one subcommand: it parses its own flags from args.
@@ -38,22 +40,29 @@ func commands() map[string]command {
 		"engine":    {"run the engine (drives runs: rounds, timers, sweeps)", runEngine},
 		"gateway":   {"run the signal gateway (REST, JSON-RPC and NATS ingress)", runGateway},
 		"worker":    {"run an activity worker with the demo activities", runWorker},
-		"migrate":   {"apply the Postgres schema", runMigrate},
+		"health":    {"probe a URL (a service's /readyz); exit 1 unless it answers 2xx", runHealth},
+		"migrate":   {"apply the Postgres schema (with --nats-url, also create the streams)", runMigrate},
 		"projector": {"run the snapshot projector with the read API and the web UI", runProjector},
 		"relay":     {"run the outbox relay (Postgres outbox to JetStream)", runRelay},
+		"run":       {"start, show, watch a run, or list its events (docs/cli.md)", runRun},
+		"runs":      {"list runs (runs ls)", runRuns},
+		"signal":    {"send a signal to a run: PAUSE, RESUME, CANCEL, RETRY_STEP or a step's", runSignal},
 		"version":   {"print the version", runVersion},
 	}
 }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first Ctrl-C drains (within each command's bound); once it has,
+	// the signals are no longer caught, so a second one kills at once.
+	go func() { <-ctx.Done(); stop() }()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
 	stop()
 	if err != nil {
 		if !errors.Is(err, errUsage) {
 			fmt.Fprintln(os.Stderr, "weft:", err)
 		}
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -61,7 +70,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	env := &environment{
 		stdout: stdout,
 		stderr: stderr,
-		logger: slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: logLevel(getenv("WEFT_LOG_LEVEL"))})),
+		// JSON lines; a record logged with a ctx that holds a span gets its
+		// trace_id and span_id.
+		logger: slog.New(tracing.NewLogHandler(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: logLevel(getenv("WEFT_LOG_LEVEL"))}))),
 		getenv: getenv,
 	}
 	cmds := commands()

@@ -106,6 +106,7 @@ func startDev(t *testing.T, db *weftest.DB, demo string) *devStackUnderTest {
 		"WEFT_DEV_NATS_PORT":    strconv.Itoa(freePort(t)),
 		"WEFT_DEV_GATEWAY_ADDR": "127.0.0.1:0",
 		"WEFT_DEV_UI_ADDR":      "127.0.0.1:0",
+		"WEFT_DEV_OPS_ADDR":     "127.0.0.1:0",
 		"WEFT_DEV_TOKEN":        "weft_dev_test_token",
 		"WEFT_DEV_DEMO":         demo,
 	})

@@ -4,17 +4,41 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/weftrun/weft/internal/schema"
+	"github.com/weftrun/weft/pkg/streams"
 )
 
-func runMigrate(ctx context.Context, env *environment, args []string) error {
+// migrateOptions are the flags of `weft migrate`.
+type migrateOptions struct {
+	db, nats, grants *string
+}
+
+// migrateFlags defines the flags of `weft migrate`; docs/configuration.md
+// is generated from them (configdoc_test.go).
+func migrateFlags(env *environment) (*flags, migrateOptions) {
 	f := newFlags("migrate", env)
-	dbURL := f.string("database-url", "WEFT_DATABASE_URL", "Postgres connection URL")
+	return f, migrateOptions{
+		db: f.string("database-url", "WEFT_DATABASE_URL", "Postgres connection URL, as the role that owns Weft's schema"),
+		nats: f.string("nats-url", "WEFT_NATS_URL",
+			"NATS server URL; when set, Weft's JetStream streams are created or updated too (credentials may be given in it)"),
+		grants: f.string("grants-file", "WEFT_GRANTS_FILE",
+			"SQL file run after the migrations in one transaction, e.g. the per-service grants of deploy/postgres/grants.sql"),
+	}
+}
+
+// runMigrate is `weft migrate`: it applies the Postgres schema, then the
+// grants file when one is given, then, with a NATS URL, Weft's streams.
+func runMigrate(ctx context.Context, env *environment, args []string) error {
+	f, opt := migrateFlags(env)
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	pool, err := openPool(ctx, *dbURL)
+	pool, err := openPool(ctx, *opt.db)
 	if err != nil {
 		return err
 	}
@@ -25,10 +49,66 @@ func runMigrate(ctx context.Context, env *environment, args []string) error {
 	}
 	if len(applied) == 0 {
 		_, err = fmt.Fprintln(env.stdout, "schema is up to date")
+	} else {
+		_, err = fmt.Fprintf(env.stdout, "applied migrations %v\n", applied)
+	}
+	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(env.stdout, "applied migrations %v\n", applied)
+	if *opt.grants != "" {
+		if err := applyGrants(ctx, pool, *opt.grants); err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintln(env.stdout, "applied grants from", *opt.grants); err != nil {
+			return err
+		}
+	}
+	if *opt.nats == "" {
+		return nil
+	}
+	if err := ensureStreams(ctx, *opt.nats); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(env.stdout, "streams are up to date")
 	return err
+}
+
+// applyGrants runs the SQL file at path in one transaction.
+func applyGrants(ctx context.Context, pool *pgxpool.Pool, path string) error {
+	sql, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("grants: %w", err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("grants: %w", err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }() // a no-op after the commit
+	if _, err := tx.Exec(ctx, string(sql)); err != nil {
+		return fmt.Errorf("grants: %s: %w", path, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("grants: %s: %w", path, err)
+	}
+	return nil
+}
+
+// ensureStreams creates or updates Weft's streams on the NATS server at
+// natsURL.
+func ensureStreams(ctx context.Context, natsURL string) error {
+	nc, err := connectNATS(natsURL, "migrate")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	if err := streams.Ensure(ctx, js, streams.Config{}); err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	return nil
 }
 
 // redact hides a password in a connection URL before it is printed.

@@ -7,70 +7,87 @@ import (
 	"net"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/weftrun/weft/internal/auth"
-	"github.com/weftrun/weft/internal/metrics"
+	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/services/projector"
 )
+
+// projectorOptions are the flags of `weft projector`.
+type projectorOptions struct {
+	urls     backendURLs
+	ensure   *bool
+	ops      *string
+	loadKeys func() (*auth.Keys, error)
+	cfg      projector.Config
+}
+
+// projectorFlags defines the flags of `weft projector`; docs/configuration.md
+// is generated from them (configdoc_test.go).
+func projectorFlags(env *environment) (*flags, *projectorOptions) {
+	f := newFlags("projector", env)
+	opt := &projectorOptions{urls: backendFlags(f), ensure: ensureFlag(f), ops: opsFlag(f, "WEFT_PROJECTOR_OPS_ADDR", projectorOpsAddr)}
+	cfg := &opt.cfg
+	f.stringVar(&cfg.Addr, "addr", "WEFT_PROJECTOR_ADDR", "", "HTTP listen address of the read API and UI (empty: :8081)")
+	f.stringVar(&cfg.GatewayURL, "gateway-url", "WEFT_GATEWAY_URL", "", "the gateway's URL, where the UI's signals go")
+	opt.loadKeys = keyFlags(f)
+	f.durationVar(&cfg.LagAlert, "lag-alert", "WEFT_PROJECTOR_LAG_ALERT", 0, "lag above which PROJECTOR_LAG_HIGH is raised (0: 5s)")
+	f.durationVar(&cfg.ResyncLag, "resync-lag", "WEFT_PROJECTOR_RESYNC_LAG", 0, "lag above which a run resyncs from the log (0: 10s)")
+	f.durationVar(&cfg.MaxWait, "max-wait", "WEFT_PROJECTOR_MAX_WAIT", 0, "longest long poll (0: 60s)")
+	f.intVar(&cfg.Concurrency, "concurrency", "WEFT_PROJECTOR_CONCURRENCY", 0, "batches applied in parallel (0: 4)")
+	return f, opt
+}
 
 // runProjector is `weft projector`: the snapshot projector with the read
 // API and the UI (docs/read-api.md). Any number may run.
 func runProjector(ctx context.Context, env *environment, args []string) error {
-	f := newFlags("projector", env)
-	urls := backendFlags(f)
-	addr := f.string("addr", "WEFT_PROJECTOR_ADDR", "HTTP listen address of the read API and UI (empty: :8081)")
-	gatewayURL := f.string("gateway-url", "WEFT_GATEWAY_URL", "the gateway's URL, where the UI's signals go")
-	loadKeys := keyFlags(f)
-	var cfg projector.Config
-	f.DurationVar(&cfg.LagAlert, "lag-alert", 0, "lag above which PROJECTOR_LAG_HIGH is raised (0: 5s; env WEFT_PROJECTOR_LAG_ALERT)")
-	f.fromEnv("lag-alert", "WEFT_PROJECTOR_LAG_ALERT")
-	f.DurationVar(&cfg.ResyncLag, "resync-lag", 0, "lag above which a run resyncs from the log (0: 10s; env WEFT_PROJECTOR_RESYNC_LAG)")
-	f.fromEnv("resync-lag", "WEFT_PROJECTOR_RESYNC_LAG")
-	f.DurationVar(&cfg.MaxWait, "max-wait", 0, "longest long poll (0: 60s; env WEFT_PROJECTOR_MAX_WAIT)")
-	f.fromEnv("max-wait", "WEFT_PROJECTOR_MAX_WAIT")
-	concurrency := f.int("concurrency", "WEFT_PROJECTOR_CONCURRENCY", 0, "batches applied in parallel (0: 4)")
+	f, opt := projectorFlags(env)
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	keys, err := loadKeys()
+	keys, err := opt.loadKeys()
 	if err != nil {
 		return err
 	}
-	pool, nc, closeAll, err := urls.open(ctx, "weft-projector", true)
+	o, err := newOps(ctx, env, "weft-projector", *opt.ops, "--ops-addr or WEFT_PROJECTOR_OPS_ADDR")
 	if err != nil {
 		return err
 	}
-	defer closeAll()
-	cfg.Addr, cfg.GatewayURL, cfg.Keys, cfg.Concurrency = *addr, *gatewayURL, keys, *concurrency
-	p, err := newProjector(pool, nc, cfg, env.logger)
+	b, err := opt.urls.open(ctx, "projector")
 	if err != nil {
 		return err
 	}
-	return runUntilDone(ctx, env.logger, "projector", p.Run)
+	defer b.close()
+	cfg := opt.cfg
+	cfg.Keys = keys
+	return withOps(ctx, env, o, b.checks(streams.EventsStream), func(ctx context.Context) error {
+		if err := b.streams(ctx, *opt.ensure, env.logger, streams.EventsStream); err != nil {
+			return err
+		}
+		p, err := newProjector(b.pool, b.js, cfg, o, env.logger)
+		if err != nil {
+			return err
+		}
+		return runUntilDone(ctx, env.logger, "projector", p.Run)
+	})
 }
 
-// newProjector builds a projector that serves its metrics at /metrics.
-func newProjector(pool *pgxpool.Pool, nc *nats.Conn, cfg projector.Config, logger *slog.Logger) (*projector.Service, error) {
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return nil, fmt.Errorf("jetstream: %w", err)
-	}
-	mp, handler, err := metrics.New()
-	if err != nil {
-		return nil, err
-	}
-	cfg.Metrics = handler
-	return projector.New(pool, js, cfg, mp, logger)
+// newProjector builds a projector whose metrics go to o's MeterProvider
+// and are served at /metrics on its own listener too, and whose spans go
+// to o's TracerProvider.
+func newProjector(pool *pgxpool.Pool, js jetstream.JetStream, cfg projector.Config, o *ops, logger *slog.Logger) (*projector.Service, error) {
+	cfg.Metrics = o.metrics
+	cfg.TracerProvider = o.tracer
+	return projector.New(pool, js, cfg, o.meters, logger)
 }
 
 // startDevProjector starts the dev stack's projector on cfg.uiAddr with
 // the dev keys, forwarding the UI's signals to gatewayURL. It returns the
 // UI's URL.
-func startDevProjector(ctx context.Context, logger *slog.Logger, pool *pgxpool.Pool, nc *nats.Conn, cfg devConfig,
-	keys *auth.Keys, gatewayURL string) (string, func(context.Context) error, error) {
-	p, err := newProjector(pool, nc, projector.Config{Keys: keys, GatewayURL: gatewayURL}, logger)
+func startDevProjector(ctx context.Context, logger *slog.Logger, pool *pgxpool.Pool, js jetstream.JetStream, cfg devConfig,
+	o *ops, keys *auth.Keys, gatewayURL string) (string, func(context.Context) error, error) {
+	p, err := newProjector(pool, js, projector.Config{Keys: keys, GatewayURL: gatewayURL}, o, logger)
 	if err != nil {
 		return "", nil, err
 	}

@@ -10,28 +10,29 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/weftrun/weft/pkg/outbox"
 	activityworker "github.com/weftrun/weft/services/activity-worker"
 	"github.com/weftrun/weft/services/engine"
 )
 
 // startServices starts, on the dev stack's Postgres pool and NATS
-// connection, every service that exists so far: the outbox relay, the
-// engine and an activity worker with the demo activities, then the demo
-// run when cfg.demo is set. It returns the stop functions of what it
+// connection (Weft's streams must exist), the outbox relay, the engine and
+// an activity worker with the demo activities, then the demo run when
+// cfg.demo is set. Their metrics and spans go to o's providers. It returns the stop functions of what it
 // started, in start order, also on error.
-func startServices(ctx context.Context, env *environment, pool *pgxpool.Pool, nc *nats.Conn, cfg devConfig) ([]func(context.Context) error, error) {
+func startServices(ctx context.Context, env *environment, pool *pgxpool.Pool, nc *nats.Conn, cfg devConfig, o *ops) ([]func(context.Context) error, error) {
 	var stops []func(context.Context) error
-	stopRelay, err := startRelay(ctx, env.logger, pool, nc)
+	stopRelay, err := startRelay(ctx, env.logger, pool, nc, outbox.RelayConfig{MeterProvider: o.meters, TracerProvider: o.tracer})
 	if err != nil {
 		return stops, err
 	}
 	stops = append(stops, stopRelay)
-	eng, err := engine.New(pool, nc, engine.Config{}, env.logger)
+	eng, err := engine.New(pool, nc, engine.Config{MeterProvider: o.meters, TracerProvider: o.tracer}, env.logger)
 	if err != nil {
 		return stops, err
 	}
 	stops = append(stops, background(ctx, eng.Run))
-	w, err := activityworker.New(nc, activityworker.Config{}, env.logger)
+	w, err := activityworker.New(nc, activityworker.Config{MeterProvider: o.meters, TracerProvider: o.tracer}, env.logger)
 	if err != nil {
 		return stops, err
 	}

@@ -11,7 +11,9 @@ import (
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/weftrun/weft/internal/tracing"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/outbox"
@@ -28,11 +30,19 @@ const (
 // Journal appends events and enqueues their bus messages. Safe for
 // concurrent use.
 type Journal struct {
-	log *eventlog.Store
+	log     *eventlog.Store
+	metrics *Metrics
 }
 
-// New returns a Journal over the event log.
-func New(log *eventlog.Store) *Journal { return &Journal{log: log} }
+// New returns a Journal over the event log. Without WithMetrics it counts
+// nothing.
+func New(log *eventlog.Store, opts ...Option) *Journal {
+	j := &Journal{log: log}
+	for _, opt := range opts {
+		opt(j)
+	}
+	return j
+}
 
 // AppendTx appends evs, all of one run, inside tx, with the optional
 // compare-and-swap on the run's head (see eventlog.Store.EventsAppendTx),
@@ -53,8 +63,21 @@ func (j *Journal) AppendTx(ctx context.Context, tx pgx.Tx, expectedHead *int64, 
 }
 
 // AppendManyTx is AppendTx for many parts (eventlog.EventsAppendManyTx):
-// one round trip for all the appends and one for all the outbox rows.
+// one round trip for all the appends and one for all the outbox rows. The
+// bus copies carry the trace context of ctx (outbox.EnqueueTx).
 func (j *Journal) AppendManyTx(ctx context.Context, tx pgx.Tx, parts []eventlog.RunAppend) ([][]eventlog.AppendResult, error) {
+	return j.AppendManyTracedTx(ctx, tx, parts, nil)
+}
+
+// AppendManyTracedTx is AppendManyTx with a trace context per part, for a
+// caller that writes the work of several traces in one transaction (the
+// engine's batched rounds): the bus copies of parts[p]'s events carry
+// traces[p] when it is valid, and the span context of ctx otherwise.
+// traces is nil or as long as parts.
+func (j *Journal) AppendManyTracedTx(ctx context.Context, tx pgx.Tx, parts []eventlog.RunAppend, traces []trace.SpanContext) ([][]eventlog.AppendResult, error) {
+	if traces != nil && len(traces) != len(parts) {
+		return nil, fmt.Errorf("journal: %d trace contexts for %d parts", len(traces), len(parts))
+	}
 	for _, part := range parts {
 		if len(part.Events) > 0 {
 			if _, err := streams.EventSubject(part.Events[0].RunID); err != nil {
@@ -76,12 +99,16 @@ func (j *Journal) AppendManyTx(ctx context.Context, tx pgx.Tx, parts []eventlog.
 			if err != nil {
 				return nil, err
 			}
+			if traces != nil && traces[p].IsValid() {
+				msg.Headers = tracing.InjectHeaders(trace.ContextWithSpanContext(ctx, traces[p]), msg.Headers)
+			}
 			msgs = append(msgs, msg)
 		}
 	}
 	if err := outbox.EnqueueTx(ctx, tx, msgs...); err != nil {
 		return nil, err
 	}
+	j.metrics.count(ctx, parts, results)
 	return results, nil
 }
 

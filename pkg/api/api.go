@@ -27,7 +27,8 @@ type StartRunRequest struct {
 	PlanVersion string `json:"planVersion"`
 	// RunRequestID is the caller's id for this start. Optional: a request
 	// without one is given a fresh id and is not idempotent across
-	// retries. The Go client always sends one.
+	// retries; one sent empty ("") is refused. The Go client always sends
+	// one.
 	RunRequestID string `json:"runRequestId,omitempty"`
 	// Plan is the plan document (a JSON object; see pkg/plan).
 	Plan json.RawMessage `json:"plan"`

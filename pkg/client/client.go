@@ -18,14 +18,17 @@ import (
 // MaxResponseBytes bounds how much of a response body the client reads.
 const MaxResponseBytes = 1 << 20
 
-// Client calls the REST API of Weft's signal gateway. Build one with New;
-// it is safe for concurrent use.
+// Client calls the REST API of Weft's signal gateway and, when built
+// WithReadURL, the projector's read API. Build one with New; it is safe for
+// concurrent use.
 type Client struct {
-	baseURL   string
-	token     string
-	userAgent string
-	hc        *http.Client
-	retry     RetryPolicy
+	baseURL     string
+	readURL     string // "" until WithReadURL
+	pollTimeout time.Duration
+	token       string
+	userAgent   string
+	hc          *http.Client
+	retry       RetryPolicy
 
 	// Seams for tests (export_test.go): how to wait, what time it is, how
 	// to draw a backoff.
@@ -44,13 +47,14 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{
-		baseURL:   base,
-		userAgent: DefaultUserAgent,
-		hc:        defaultHTTPClient(),
-		retry:     RetryPolicy{}.withDefaults(),
-		sleep:     sleepCtx,
-		now:       time.Now,
-		jitter:    fullJitter,
+		baseURL:     base,
+		pollTimeout: DefaultPollTimeout,
+		userAgent:   DefaultUserAgent,
+		hc:          defaultHTTPClient(),
+		retry:       RetryPolicy{}.withDefaults(),
+		sleep:       sleepCtx,
+		now:         time.Now,
+		jitter:      fullJitter,
 	}
 	for _, opt := range opts {
 		if err := opt(c); err != nil {
@@ -103,7 +107,7 @@ func (c *Client) StartRun(ctx context.Context, req api.StartRunRequest) (*api.St
 // documentation before sending the signal again.
 func (c *Client) Signal(ctx context.Context, runID string, req api.SignalRequest) (*api.AcceptedSignalResult, error) {
 	switch {
-	case runID == "" || runID == "." || runID == "..":
+	case !validRunID(runID):
 		return nil, fmt.Errorf("%w: runID %q", ErrInvalidRequest, runID)
 	case req.WorkflowID != "" && req.WorkflowID != runID:
 		return nil, fmt.Errorf("%w: WorkflowID %q is not runID %q", ErrInvalidRequest, req.WorkflowID, runID)
@@ -151,6 +155,13 @@ func (c *Client) send(ctx context.Context, path string, body []byte, out any) er
 		return fmt.Errorf("client: build request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	return c.do(req, out)
+}
+
+// do sends req with the client's headers and decodes a 2xx answer into
+// out. A 304 answer to a GET yields errNotModified; any other non-2xx
+// answer an *Error.
+func (c *Client) do(req *http.Request, out any) error {
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.userAgent)
 	if c.token != "" {
@@ -164,6 +175,9 @@ func (c *Client) send(ctx context.Context, path string, body []byte, out any) er
 	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
 	if err != nil {
 		return &transportError{err: fmt.Errorf("client: read HTTP %d answer: %w", resp.StatusCode, err)}
+	}
+	if resp.StatusCode == http.StatusNotModified && req.Method == http.MethodGet {
+		return errNotModified
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return decodeError(resp.StatusCode, resp.Header, data, c.now())

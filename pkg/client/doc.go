@@ -1,12 +1,39 @@
-// Package client is the Go client of the REST API of Weft's signal gateway:
-// start a run of a plan, send a signal to a run. The wire types are those of
-// pkg/api, which the gateway shares.
+// Package client is the Go client of Weft's HTTP APIs: the signal
+// gateway's (start a run of a plan, send a signal to a run; docs/api.md)
+// and the projector's read API (read a run, wait for it to change, list
+// runs, page through a run's events; docs/read-api.md). The wire types are
+// those of pkg/api, which the services share.
 //
-//	c, err := client.New("https://weft.example.com", client.WithToken(apiKey))
+//	c, err := client.New("https://weft.example.com", client.WithToken(apiKey),
+//		client.WithReadURL("https://weft-read.example.com"))
 //	run, err := c.StartRun(ctx, api.StartRunRequest{TenantID: "t", …, Plan: plan})
 //	acc, err := c.Signal(ctx, run.RunID, api.SignalRequest{SignalName: "PAUSE"})
+//	view, err := c.WaitRun(ctx, run.RunID, 0)
 //
 // A Client is safe for concurrent use.
+//
+// # Two addresses
+//
+// The gateway and the read API are separate services on separate
+// listeners (under `weft dev`, http://127.0.0.1:8080 and
+// http://127.0.0.1:8081). New takes the gateway's URL; WithReadURL names
+// the read API's. One Client with one API key serves both. The read calls
+// (GetRun, WaitRun, ListRuns, Runs, RunEvents) of a Client built without
+// WithReadURL fail with ErrNoReadURL.
+//
+// # Waiting for a run
+//
+// WaitRun long-polls: it returns as soon as the run has an event past the
+// runSeq the caller already saw, without busy polling. To follow a run to
+// its end:
+//
+//	seq := int64(0)
+//	for {
+//		v, err := c.WaitRun(ctx, runID, seq)
+//		if err != nil { … }
+//		if v.Status.Terminal() { break }
+//		seq = v.LastEventSeq
+//	}
 //
 // # Idempotency
 //
@@ -21,7 +48,8 @@
 //
 // # Retries
 //
-// A call is sent at most RetryPolicy.MaxAttempts times (default 5). It is
+// A call is sent at most RetryPolicy.MaxAttempts times (default 5); a
+// WaitRun poll counts as one call. It is
 // retried after a transport failure (connection refused or reset, a
 // timeout of the attempt) and after HTTP 429, 500, 502, 503 and 504; never
 // after any other answer, never once the call's context is done, and never

@@ -21,16 +21,24 @@ var (
 	// ErrInvalidConfig is wrapped by every error New returns for a bad base
 	// URL or option.
 	ErrInvalidConfig = errors.New("client: invalid config")
-	// ErrInvalidRequest is wrapped by the errors StartRun and Signal return
-	// for a request they refuse before sending anything (an empty runID,
-	// say). Such a request is never sent, so it is never retried.
+	// ErrInvalidRequest is wrapped by the errors StartRun, Signal and the
+	// read calls return for a request they refuse before sending anything
+	// (an empty runID, say). Such a request is never sent, so it is never retried.
 	ErrInvalidRequest = errors.New("client: invalid request")
 	// ErrUnexpectedResponse is wrapped by the error returned when the
 	// gateway answered 2xx with a body that is not the expected JSON or is
 	// larger than MaxResponseBytes. The request may have taken effect; it
 	// is not retried.
 	ErrUnexpectedResponse = errors.New("client: unexpected response")
+	// ErrNoReadURL is wrapped by the error of every read call (GetRun,
+	// WaitRun, ListRuns, Runs, RunEvents) of a Client built without
+	// WithReadURL. Nothing is sent.
+	ErrNoReadURL = errors.New("client: no read API URL: build the Client with WithReadURL (the projector's address)")
 )
+
+// errNotModified is a 304 answer to a conditional GET: the resource still
+// matches the If-None-Match sent. It is not retried.
+var errNotModified = fmt.Errorf("%w: HTTP 304 Not Modified", ErrUnexpectedResponse)
 
 // Error is the gateway's answer to a request it did not accept: any non-2xx
 // HTTP status. Every error StartRun and Signal return for such an answer

@@ -21,12 +21,14 @@ import (
 const testToken = "test-token"
 
 // answer is one canned response of the fake gateway. hang makes the handler
-// wait until the client gives up on the request instead.
+// wait until the client gives up on the request instead, after calling
+// arrived when set.
 type answer struct {
-	status int
-	header map[string]string
-	body   string
-	hang   bool
+	status  int
+	header  map[string]string
+	body    string
+	hang    bool
+	arrived func()
 }
 
 // jsonAnswer answers status with v as JSON.
@@ -89,6 +91,9 @@ func (g *fakeGateway) handle(w http.ResponseWriter, r *http.Request) {
 	g.reqs = append(g.reqs, rec)
 	g.mu.Unlock()
 	if a.hang {
+		if a.arrived != nil {
+			a.arrived()
+		}
 		<-r.Context().Done()
 		return
 	}

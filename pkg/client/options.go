@@ -15,6 +15,11 @@ const (
 	// DefaultAttemptTimeout is the Timeout of the *http.Client used without
 	// WithHTTPClient: the limit of one attempt, response body included.
 	DefaultAttemptTimeout = 30 * time.Second
+	// DefaultPollTimeout is how long one long-poll request of WaitRun asks
+	// the read API to hold it, without WithPollTimeout. It is below
+	// DefaultAttemptTimeout, so a poll that runs its course is not cut off
+	// as a failed attempt.
+	DefaultPollTimeout = 20 * time.Second
 )
 
 // Option configures a Client in New. An option given a bad value makes New
@@ -32,6 +37,40 @@ func WithToken(token string) Option {
 			return err
 		}
 		c.token = token
+		return nil
+	}
+}
+
+// WithReadURL sets the base URL of the read API (docs/read-api.md), which
+// the projector serves on its own listener, apart from the gateway that
+// New's base URL names: "http://127.0.0.1:8081" under `weft dev`. It has
+// the form of New's base URL. Without it, GetRun, WaitRun, ListRuns, Runs
+// and RunEvents fail with ErrNoReadURL. Where one address serves both (a
+// proxy routing GET /v1/runs… to the projector and the rest to the
+// gateway), pass that address to both.
+func WithReadURL(readURL string) Option {
+	return func(c *Client) error {
+		u, err := parseBaseURL(readURL)
+		if err != nil {
+			return fmt.Errorf("WithReadURL: %w", err)
+		}
+		c.readURL = u
+		return nil
+	}
+}
+
+// WithPollTimeout sets how long one long-poll request of WaitRun asks the
+// read API to hold it before answering "no change" (the server caps it at
+// its WEFT_PROJECTOR_MAX_WAIT, 60s by default); WaitRun then asks again.
+// Keep it below the HTTP client's Timeout (see WithHTTPClient), or every
+// quiet poll fails as a timed-out attempt. Default DefaultPollTimeout; d
+// must be positive.
+func WithPollTimeout(d time.Duration) Option {
+	return func(c *Client) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: WithPollTimeout: %s is not positive", ErrInvalidConfig, d)
+		}
+		c.pollTimeout = d
 		return nil
 	}
 }

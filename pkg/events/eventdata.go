@@ -163,7 +163,8 @@ type SignalRejectedData struct {
 type SignalAppliedData struct {
 	SignalID   string `json:"signalId"`
 	SignalName string `json:"signalName"`
-	// Outcome is SignalOutcomeApplied or SignalOutcomeIgnored.
+	// Outcome is SignalOutcomeApplied, SignalOutcomeBuffered or
+	// SignalOutcomeIgnored.
 	Outcome string `json:"outcome"`
 	// Code is empty when applied and names the reason (SignalCode…
 	// constants) when ignored.
@@ -171,8 +172,8 @@ type SignalAppliedData struct {
 	// Reason says, for people, what the signal did or why it made no sense.
 	Reason string `json:"reason"`
 	// StepIDs lists the steps the signal acted on: the waitSignal steps it
-	// completed, or the step RETRY_STEP re-ran followed by the skipped
-	// dependants it brought back.
+	// completed (or, buffered, the ones that will wait for it), or the step
+	// RETRY_STEP re-ran followed by the skipped dependants it brought back.
 	StepIDs []string `json:"stepIds,omitempty"`
 }
 
@@ -180,6 +181,11 @@ type SignalAppliedData struct {
 const (
 	SignalOutcomeApplied = "applied"
 	SignalOutcomeIgnored = "ignored"
+	// SignalOutcomeBuffered: the signal names the waitSignal step(s) of
+	// StepIDs, none of which waits yet. It is kept, with its payload, and
+	// completes the first of them to wait for it (that StepCompleted
+	// carries its id as causedBySignalId); a run that ends first drops it.
+	SignalOutcomeBuffered = "buffered"
 )
 
 // Codes of ignored signals.

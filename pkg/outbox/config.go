@@ -7,6 +7,9 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/weftrun/weft/pkg/streams"
 )
 
@@ -69,6 +72,16 @@ type RelayConfig struct {
 	// time its ack arrived: the enqueue→ack delay, for the bench and
 	// metrics. It runs on relay goroutines, concurrently; it must be fast.
 	ObservePublish func(enqueuedAt, ackedAt time.Time)
+	// MeterProvider receives the relay's metrics: publish latency
+	// (weft.outbox.publish.latency), outbox depth and oldest age
+	// (weft.outbox.depth, weft.outbox.oldest_age, read at scrape time) and
+	// rows relayed (weft.outbox.relayed). Nil records nothing.
+	MeterProvider metric.MeterProvider
+	// TracerProvider, if set, traces each publish of a row that carries a
+	// traceparent: a producer span parented to the stored context, whose own
+	// context replaces it in the published message. Nil publishes the
+	// stored headers as they are, so the trace still passes through.
+	TracerProvider trace.TracerProvider
 	// TestingKnobs are hooks for tests. Leave them zero in production.
 	TestingKnobs TestingKnobs
 }

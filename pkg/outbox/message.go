@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/weftrun/weft/internal/tracing"
 	"github.com/weftrun/weft/pkg/streams"
 )
 
@@ -43,6 +46,8 @@ type Message struct {
 	Subject string
 	// Headers are sent as NATS headers, names kept exactly as given. Names
 	// starting with "Nats-" are reserved for the server and refused.
+	// EnqueueTx adds traceparent (and tracestate) from its ctx's span
+	// context unless the message carries a traceparent already.
 	Headers map[string]string
 	// Payload is the message body, sent as is.
 	Payload []byte
@@ -131,17 +136,24 @@ SELECT weft_outbox_wake(array_agg(DISTINCT partition)) FROM ins`
 // serialise (the run head compare-and-swap does). All messages are
 // validated before anything is written: an invalid one fails the call with
 // an error wrapping ErrInvalidMessage and writes nothing. No messages is a
-// no-op.
+// no-op. When ctx carries a valid span context, every message without a
+// traceparent header is stored with the W3C trace context of ctx (the
+// caller's map is not modified), so the trace survives the round trip
+// through Postgres.
 func EnqueueTx(ctx context.Context, tx pgx.Tx, msgs ...Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
 	n := len(msgs)
+	traced := trace.SpanContextFromContext(ctx).IsValid()
 	parts, keys, subjects := make([]int32, n), make([]string, n), make([]string, n)
 	headers, payloads, dedupe := make([]string, n), make([][]byte, n), make([]string, n)
 	for i, m := range msgs {
 		if err := m.Validate(); err != nil {
 			return fmt.Errorf("message %d of %d: %w", i+1, n, err)
+		}
+		if traced && m.Headers[tracing.HeaderTraceparent] == "" {
+			m.Headers = tracing.InjectHeaders(ctx, maps.Clone(m.Headers))
 		}
 		h, err := encodeHeaders(m.Headers)
 		if err != nil {

@@ -56,6 +56,8 @@ type inflight struct {
 // when it ends.
 func (w *worker) publish(ctx context.Context, rows []row) ([]outcome, error) {
 	out := make([]outcome, len(rows))
+	spans := w.r.newPublishSpans(len(rows))
+	defer spans.end(out)
 	nc := w.r.js.Conn()
 	conn0 := nc.Stats().Reconnects
 	blocked := make(map[string]bool)
@@ -89,7 +91,9 @@ func (w *worker) publish(ctx context.Context, rows []row) ([]outcome, error) {
 			halted, out[i] = true, outcome{kind: transport, err: errReconnected}
 			continue
 		}
-		f, err := w.r.js.PublishMsgAsync(natsMsg(r), jetstream.WithMsgID(r.dedupeID), jetstream.WithRetryAttempts(0))
+		m := natsMsg(r)
+		spans.start(ctx, i, r, m)
+		f, err := w.r.js.PublishMsgAsync(m, jetstream.WithMsgID(r.dedupeID), jetstream.WithRetryAttempts(0))
 		if err != nil {
 			out[i] = classify(err)
 			blocked[r.orderKey] = true

@@ -27,12 +27,13 @@ var ErrAlreadyStarted = errors.New("outbox: relay already started")
 // them short when its ctx ends; cancelling Start's ctx stops it at once.
 // Methods are safe for concurrent use.
 type Relay struct {
-	pool   *pgxpool.Pool
-	js     jetstream.JetStream
-	cfg    RelayConfig
-	logger *slog.Logger
-	stats  counters
-	held   atomic.Int32
+	pool    *pgxpool.Pool
+	js      jetstream.JetStream
+	cfg     RelayConfig
+	logger  *slog.Logger
+	stats   counters
+	held    atomic.Int32
+	metrics *relayMetrics // nil without a MeterProvider
 
 	mu       sync.Mutex
 	started  bool
@@ -84,7 +85,12 @@ func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, cfg RelayConfig, logge
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Relay{pool: pool, js: js, cfg: cfg.WithDefaults(), logger: logger.With("component", "outbox_relay")}, nil
+	m, err := newRelayMetrics(cfg.MeterProvider)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: metrics: %w", err)
+	}
+	return &Relay{pool: pool, js: js, cfg: cfg.WithDefaults(), metrics: m,
+		logger: logger.With("component", "outbox_relay")}, nil
 }
 
 // Start opens the relay's Postgres session (LISTEN plus the partition
@@ -97,14 +103,22 @@ func (r *Relay) Start(ctx context.Context) error {
 	if r.started {
 		return ErrAlreadyStarted
 	}
+	gauges, err := r.observeGauges()
+	if err != nil {
+		return err
+	}
 	sess, err := r.connect(ctx)
 	if err != nil {
+		unregister(gauges)
 		return err
 	}
 	runCtx, hardStop := context.WithCancel(ctx)
 	soft, stopSoft := context.WithCancel(runCtx)
 	r.stopSoft, r.hardStop, r.done, r.started = stopSoft, hardStop, make(chan struct{}), true
-	go r.run(runCtx, soft, sess)
+	go func() {
+		defer unregister(gauges)
+		r.run(runCtx, soft, sess)
+	}()
 	return nil
 }
 

@@ -228,6 +228,7 @@ func (w *worker) reportRow(ctx context.Context, r row, o outcome, a action) {
 		if f := w.r.cfg.ObservePublish; f != nil {
 			f(r.createdAt, o.ackedAt)
 		}
+		w.r.metrics.observePublish(ctx, r.createdAt, o.ackedAt)
 	case retried:
 		st.failures.Add(1)
 		w.r.logger.WarnContext(ctx, "outbox: publish failed; will retry",

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/weftrun/weft/pkg/streams"
 )
 
@@ -67,6 +69,11 @@ type Config struct {
 	RedeliveryDelay time.Duration
 	// Logger receives the worker's logs. Nil discards them.
 	Logger *slog.Logger
+	// TracerProvider traces each task: a span around the activity's
+	// execution, parented to the trace context in the task message's
+	// headers, whose context the results carry in theirs. Nil traces
+	// nothing but still passes the task's context on to its results.
+	TracerProvider trace.TracerProvider
 }
 
 // WithDefaults returns c with every zero field set to its default.

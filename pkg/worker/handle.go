@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/weftrun/weft/internal/tracing"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/task"
@@ -26,6 +27,8 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, beat time.Durati
 		w.terminate(ctx, msg, err)
 		return
 	}
+	ctx, span := w.startSpan(ctx, msg, t, attempt)
+	defer span.End()
 	log := w.logger.With("run_id", t.RunID, "step_id", t.StepID, "logical_attempt_id", t.LogicalAttemptID,
 		"engine_attempt_id", attempt, "activity", t.Activity)
 	act, ok := w.activity(t.Activity)
@@ -39,6 +42,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, beat time.Durati
 	stopBeat := w.heartbeat(ctx, msg, act.beat(beat), log)
 	w.reportStarted(ctx, t, attempt, log)
 	r, ok := w.execute(ctx, t, attempt, act, log)
+	endSpan(span, r, ok)
 	published := ok && w.report(ctx, r, log)
 	stopBeat()
 	if !ok {
@@ -132,7 +136,9 @@ func (w *Worker) publish(ctx context.Context, r task.Result) error {
 	}
 	pctx, cancel := context.WithTimeout(ctx, w.cfg.PublishTimeout)
 	defer cancel()
-	_, err = w.js.PublishMsg(pctx, &nats.Msg{Subject: subject, Data: data},
+	m := &nats.Msg{Subject: subject, Data: data}
+	tracing.InjectNATS(ctx, m)
+	_, err = w.js.PublishMsg(pctx, m,
 		jetstream.WithMsgID(r.IdempotencyKey), jetstream.WithExpectStream(streams.ResultsStream))
 	if err != nil {
 		return fmt.Errorf("worker: publish %s result: %w", r.Kind, err)

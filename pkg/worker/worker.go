@@ -10,7 +10,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/weftrun/weft/internal/tracing"
 	"github.com/weftrun/weft/pkg/streams"
 )
 
@@ -23,6 +25,7 @@ type Worker struct {
 	logger    *slog.Logger
 	providers map[string]SecretsProvider
 	running   runningSet
+	tracer    trace.Tracer // cfg.TracerProvider's, or a no-op one
 
 	regMu      sync.RWMutex
 	activities map[string]*activity
@@ -65,6 +68,7 @@ func New(js jetstream.JetStream, cfg Config, opts ...Option) (*Worker, error) {
 		providers:  o.providers,
 		running:    runningSet{byRun: make(map[string]map[*runningAttempt]struct{})},
 		activities: make(map[string]*activity),
+		tracer:     tracing.Tracer(cfg.TracerProvider, tracerName),
 	}, nil
 }
 

@@ -14,6 +14,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftrun/weft/pkg/worker"
 	"github.com/weftrun/weft/services/activity-worker/internal/demo"
@@ -39,11 +41,21 @@ type Config struct {
 	// DrainTimeout is how long shutdown waits for running activities.
 	// Default DefaultDrainTimeout.
 	DrainTimeout time.Duration
+	// MeterProvider receives the queue's depth, read from its JetStream
+	// consumer at each scrape while Run serves (weft.worker.tasks.pending
+	// and weft.worker.tasks.in_flight). Nil records nothing.
+	MeterProvider metric.MeterProvider
+	// TracerProvider traces each activity (worker.Config.TracerProvider).
+	// Nil traces nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // Service is the activity-worker service.
 type Service struct {
 	worker *worker.Worker
+	js     jetstream.JetStream
+	queue  string
+	mp     metric.MeterProvider
 	drain  time.Duration
 	logger *slog.Logger
 }
@@ -62,6 +74,7 @@ func New(nc *nats.Conn, cfg Config, logger *slog.Logger) (*Service, error) {
 	}
 	w, err := worker.New(js, worker.Config{
 		Queue: cfg.Queue, Concurrency: cfg.Concurrency, WorkerID: cfg.WorkerID, AckWait: cfg.AckWait, Logger: logger,
+		TracerProvider: cfg.TracerProvider,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("activity-worker: %w", err)
@@ -69,7 +82,8 @@ func New(nc *nats.Conn, cfg Config, logger *slog.Logger) (*Service, error) {
 	if err := demo.Register(w, demo.NewHTTPClient()); err != nil {
 		return nil, fmt.Errorf("activity-worker: %w", err)
 	}
-	return &Service{worker: w, drain: cmp.Or(cfg.DrainTimeout, DefaultDrainTimeout), logger: logger}, nil
+	return &Service{worker: w, js: js, queue: cmp.Or(cfg.Queue, worker.DefaultQueue), mp: cfg.MeterProvider,
+		drain: cmp.Or(cfg.DrainTimeout, DefaultDrainTimeout), logger: logger}, nil
 }
 
 // Run starts the worker and serves tasks until ctx ends. Then it stops
@@ -78,6 +92,13 @@ func New(nc *nats.Conn, cfg Config, logger *slog.Logger) (*Service, error) {
 // was cut short. Run serves once: a second call fails with
 // worker.ErrAlreadyStarted.
 func (s *Service) Run(ctx context.Context) error {
+	gauges, err := registerQueueGauges(s.mp, s.js, s.queue)
+	if err != nil {
+		return err
+	}
+	if gauges != nil {
+		defer func() { _ = gauges.Unregister() }()
+	}
 	// The worker outlives ctx by the drain: ending ctx asks for a graceful
 	// stop below, not the hard stop that ending Start's context means.
 	if err := s.worker.Start(context.WithoutCancel(ctx)); err != nil {

@@ -74,6 +74,7 @@ func (s *Service) consume(ctx context.Context, stream, durable, filter string, t
 func (s *Service) handleBatch(ctx context.Context, msgs []jetstream.Msg, toRound toRoundFunc) {
 	var rounds []round.Round
 	var held []jetstream.Msg
+	var spans roundSpans
 	for _, m := range msgs {
 		r, ok, err := toRound(m)
 		switch {
@@ -83,12 +84,15 @@ func (s *Service) handleBatch(ctx context.Context, msgs []jetstream.Msg, toRound
 		case !ok:
 			s.settle(ctx, m.Ack())
 		default:
+			r.Trace = spans.start(ctx, s.tracer, m, r.RunID)
 			rounds, held = append(rounds, r), append(held, m)
 		}
 	}
 	if len(rounds) == 0 {
 		return
 	}
+	var results []round.Result
+	defer func() { spans.end(results) }()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.AckWait)
 	defer cancel()
 	results, err := s.runner.RunBatch(rctx, rounds)
@@ -100,7 +104,7 @@ func (s *Service) handleBatch(ctx context.Context, msgs []jetstream.Msg, toRound
 		return
 	}
 	for i, res := range results {
-		s.settleRound(ctx, held[i], rounds[i], res)
+		s.settleRound(spans.context(ctx, i), held[i], rounds[i], res)
 	}
 }
 

@@ -28,8 +28,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftrun/weft/internal/admission"
+	"github.com/weftrun/weft/internal/tracing"
 	"github.com/weftrun/weft/services/engine/internal/round"
 )
 
@@ -95,6 +98,16 @@ type Config struct {
 	MaxResultBytes int
 	// Round tunes the round runner.
 	Round round.Config
+	// TracerProvider traces the rounds the engine runs for bus messages:
+	// each is a span parented to the trace context in the message's
+	// headers, and the events and tasks it writes carry the span's context.
+	// Nil traces nothing but still passes a message's context on to what
+	// its round writes.
+	TracerProvider trace.TracerProvider
+	// MeterProvider receives the engine's metrics: round durations
+	// (weft.engine.round.duration) and the events its rounds append
+	// (weft.events.appended). Nil records nothing, at no cost to a round.
+	MeterProvider metric.MeterProvider
 	// TestingKnobs are hooks for crash tests. Leave them zero in production.
 	TestingKnobs TestingKnobs
 }
@@ -132,9 +145,10 @@ type Service struct {
 	pool   *pgxpool.Pool
 	nc     *nats.Conn
 	js     jetstream.JetStream
-	runner *round.Runner
+	runner timedRunner
 	cfg    Config
 	logger *slog.Logger
+	tracer trace.Tracer // cfg.TracerProvider's, or a no-op one
 }
 
 // New returns the engine over pool and nc. The Weft streams must exist
@@ -159,10 +173,12 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config, logger *slog.Logger) (*S
 	if cfg.TestingKnobs.BeforeCommit != nil {
 		cfg.Round.BeforeCommit = cfg.TestingKnobs.BeforeCommit
 	}
-	return &Service{
-		pool: pool, nc: nc, js: js, cfg: cfg, logger: logger,
-		runner: round.New(pool, cfg.Round),
-	}, nil
+	runner, err := newTimedRunner(pool, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{pool: pool, nc: nc, js: js, cfg: cfg, logger: logger, runner: runner,
+		tracer: tracing.Tracer(cfg.TracerProvider, tracerName)}, nil
 }
 
 // Run consumes events and results and fires timers until ctx ends, then

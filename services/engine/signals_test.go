@@ -65,6 +65,35 @@ func TestWaitSignalStepCompletesWithPayload(t *testing.T) {
 	}
 }
 
+// TestSignalBeforeTheStepWaits sends a waitSignal step's signal while the
+// step before it still runs (no worker yet): the signal is kept, and the
+// step completes with its payload as soon as it is ready.
+func TestSignalBeforeTheStepWaits(t *testing.T) {
+	t.Parallel()
+	s := setup(t, engine.Config{})
+	runID := s.start(t, parsePlan(t, `{"planId":"early","planVersion":"1","steps":[
+		{"id":"build","activity":"echo"},
+		{"id":"approval","kind":"waitSignal","signal":"approve","dependsOn":["build"]},
+		{"id":"ship","activity":"echo","dependsOn":["approval"]}]}`))
+	s.waitEvent(t, runID, events.RunStarted)
+	s.signal(t, runID, "approve", "sig-early", `{"by":"ops"}`)
+	kept := s.waitApplied(t, runID, "sig-early")
+	require.Equal(t, events.SignalOutcomeBuffered, kept.Outcome)
+	require.Equal(t, []string{"approval"}, kept.StepIDs)
+
+	rawWorker(t, s.js, "default", echo) // build runs only now
+	evs := s.waitTerminal(t, runID)
+	require.Equal(t, events.RunCompleted, terminal(evs))
+	for _, ev := range evs {
+		if ev.EventType == events.StepCompleted && ev.StepID == "approval" {
+			var d events.StepCompletedData
+			require.NoError(t, ev.Data(&d))
+			require.JSONEq(t, `{"by":"ops"}`, string(d.Output))
+			require.Equal(t, "sig-early", ev.CausedBySignalID)
+		}
+	}
+}
+
 func TestCancelEndsRun(t *testing.T) {
 	t.Parallel()
 	s := setup(t, engine.Config{})

@@ -66,7 +66,7 @@ func TestRunsListFilters(t *testing.T) {
 	}
 
 	runs := s.list(t, readerToken, "").Runs
-	sum := runs[slices.IndexFunc(runs, func(r projector.RunSummary) bool { return r.RunID == done })]
+	sum := runs[slices.IndexFunc(runs, func(r api.RunSummary) bool { return r.RunID == done })]
 	v, _ := s.run(t, done)
 	require.Equal(t, events.RunStatusCompleted, sum.Status)
 	require.Equal(t, 2, sum.StepsTotal, "the plan's steps")
@@ -159,82 +159,9 @@ func TestRunETag(t *testing.T) {
 	r.decode(t, &v)
 	require.Equal(t, `"1-stale"`, r.header.Get("ETag"))
 	require.True(t, v.Stale)
-	require.Equal(t, &projector.GapView{AfterSeq: 1, SeenSeq: 3, Since: v.Gap.Since}, v.Gap)
+	require.Equal(t, &api.RunGap{AfterSeq: 1, SeenSeq: 3, Since: v.Gap.Since}, v.Gap)
 	require.Equal(t, http.StatusOK, s.fetch(t, readerToken, path, "If-None-Match", `"1"`).status)
 	require.Equal(t, http.StatusNotModified, s.fetch(t, readerToken, path, "If-None-Match", `"1-stale"`).status)
-}
-
-// A long poll for the next runSeq is held until the event is applied and
-// answers then: the 60 s timeout it asks for is past the request's
-// deadline (waitFor).
-func TestLongPollWakesOnTheNextEvent(t *testing.T) {
-	t.Parallel()
-	s := newStack(t)
-	s.serve(t, projector.Config{})
-	runID := s.approve(t, "poll")
-	s.waitRun(t, runID, atSeq(1), "approved")
-
-	answer := s.startPoll(t, "/v1/runs/"+runID+"?waitForSeq=2&timeout=60s")
-	requireWaiting(t, answer)
-	s.appendBus(t, lifecycle(t, runID)[:1]...)
-	r := <-answer
-	require.NoError(t, r.err)
-	var v projector.RunView
-	r.decode(t, &v)
-	require.Equal(t, int64(2), v.LastEventSeq)
-	require.Equal(t, events.RunStatusRunning, v.Status)
-	require.Equal(t, `"2"`, r.header.Get("ETag"))
-}
-
-// A long poll whose runSeq is already reached, or whose timeout is zero,
-// answers at once (the deadline of these requests is far below MaxWait);
-// one for a run that never appears answers 404 at its timeout.
-func TestLongPollAnswersAtOnce(t *testing.T) {
-	t.Parallel()
-	s := newStack(t)
-	s.serve(t, projector.Config{MaxWait: 10 * time.Minute})
-	runID := s.approve(t, "poll")
-	s.waitRun(t, runID, atSeq(1), "approved")
-
-	for _, query := range []string{"?waitForSeq=1&timeout=10m", "?waitForSeq=0&timeout=10m", "?waitForSeq=99&timeout=0s"} {
-		var v projector.RunView
-		s.poll(t, "/v1/runs/"+runID+query).decode(t, &v)
-		require.Equal(t, int64(1), v.LastEventSeq, query)
-	}
-	requireError(t, s.poll(t, "/v1/runs/"+events.NewRunID()+"?waitForSeq=1&timeout=200ms"),
-		http.StatusNotFound, api.CodeNotFound)
-}
-
-// A long poll on a run that does not exist yet answers once it does.
-func TestLongPollWaitsForTheRun(t *testing.T) {
-	t.Parallel()
-	s := newStack(t)
-	s.serve(t, projector.Config{MaxWait: 10 * time.Minute})
-	runID := events.NewRunID()
-
-	answer := s.startPoll(t, "/v1/runs/"+runID+"?waitForSeq=1&timeout=10m")
-	requireWaiting(t, answer)
-	s.approveAs(t, runID)
-	r := <-answer
-	require.NoError(t, r.err)
-	var v projector.RunView
-	r.decode(t, &v)
-	require.Equal(t, runID, v.RunID)
-	require.Equal(t, int64(1), v.LastEventSeq)
-}
-
-// MaxWait caps the timeout a long poll asks for: the run is answered
-// unchanged.
-func TestLongPollTimeoutIsCapped(t *testing.T) {
-	t.Parallel()
-	s := newStack(t)
-	s.serve(t, projector.Config{MaxWait: 300 * time.Millisecond})
-	runID := s.approve(t, "poll")
-	s.waitRun(t, runID, atSeq(1), "approved")
-
-	var v projector.RunView
-	s.poll(t, "/v1/runs/"+runID+"?waitForSeq=99&timeout=60s").decode(t, &v)
-	require.Equal(t, int64(1), v.LastEventSeq)
 }
 
 // The events of a run come from the log in runSeq order, page by page.
@@ -248,7 +175,7 @@ func TestRunEventsPages(t *testing.T) {
 	require.Len(t, want, 6)
 	path := "/v1/runs/" + runID + "/events"
 
-	var all projector.EventPage
+	var all api.EventPage
 	s.fetch(t, readerToken, path).decode(t, &all)
 	requireSameEvents(t, want, all.Events)
 	require.False(t, all.More)
@@ -263,7 +190,7 @@ func TestRunEventsPages(t *testing.T) {
 		var got []events.Event
 		after := int64(0)
 		for more := true; more; {
-			var page projector.EventPage
+			var page api.EventPage
 			s.fetch(t, readerToken, fmt.Sprintf("%s?afterSeq=%d&limit=%d", path, after, limit)).decode(t, &page)
 			got = append(got, page.Events...)
 			more = page.More
@@ -432,9 +359,9 @@ func (s *stack) publishAhead(t *testing.T, runID string, afterSeq int64) {
 }
 
 // list GETs one page of /v1/runs?query with token.
-func (s *stack) list(t *testing.T, token, query string) projector.RunList {
+func (s *stack) list(t *testing.T, token, query string) api.RunList {
 	t.Helper()
-	var l projector.RunList
+	var l api.RunList
 	s.fetch(t, token, "/v1/runs?limit=200&"+query).decode(t, &l)
 	return l
 }
@@ -447,8 +374,8 @@ func (s *stack) walk(t *testing.T, query string, limit int) []string {
 	cursor := ""
 	for {
 		var page struct {
-			Runs       []projector.RunSummary `json:"runs"`
-			NextCursor *string                `json:"nextCursor"`
+			Runs       []api.RunSummary `json:"runs"`
+			NextCursor *string          `json:"nextCursor"`
 		}
 		s.fetch(t, readerToken, fmt.Sprintf("/v1/runs?limit=%d&cursor=%s&%s", limit, url.QueryEscape(cursor), query)).
 			decode(t, &page)
@@ -467,7 +394,7 @@ func (s *stack) walk(t *testing.T, query string, limit int) []string {
 	}
 }
 
-func runIDs(runs []projector.RunSummary) []string {
+func runIDs(runs []api.RunSummary) []string {
 	ids := make([]string, len(runs))
 	for i, r := range runs {
 		ids[i] = r.RunID

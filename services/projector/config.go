@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/weftrun/weft/internal/auth"
 	"github.com/weftrun/weft/internal/httpserve"
 )
@@ -74,6 +76,10 @@ type Config struct {
 	// HTTP holds the server's timeouts; WriteTimeout is raised to cover
 	// MaxWait.
 	HTTP httpserve.Limits
+	// TracerProvider traces the projection of each bus message: a span
+	// parented to the trace context in the message's headers, covering the
+	// batch transaction that applies it. Nil traces nothing.
+	TracerProvider trace.TracerProvider
 	// TestingKnobs are hooks for tests; production leaves them zero.
 	TestingKnobs TestingKnobs
 }

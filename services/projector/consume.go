@@ -59,9 +59,12 @@ func (s *Service) handleBatch(ctx context.Context, msgs []jetstream.Msg) {
 	if len(held) == 0 {
 		return
 	}
+	spans := startApplySpans(ctx, s.cfg.TracerProvider, held)
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.AckWait)
 	defer cancel()
-	if err := s.applyRuns(bctx, byRun); err != nil {
+	err := s.applyRuns(bctx, byRun)
+	spans.end(err)
+	if err != nil {
 		s.logger.WarnContext(ctx, "projector: batch failed; messages will be redelivered", "messages", len(held), "err", err)
 		for _, m := range held {
 			s.settle(ctx, m.NakWithDelay(s.cfg.RetryDelay))

@@ -12,18 +12,7 @@ import (
 	"github.com/weftrun/weft/internal/auth"
 	"github.com/weftrun/weft/internal/httpserve"
 	"github.com/weftrun/weft/pkg/api"
-	"github.com/weftrun/weft/pkg/events"
 )
-
-// EventPage is the answer of GET /v1/runs/{runId}/events.
-type EventPage struct {
-	Events []events.Event `json:"events"`
-	// NextAfterSeq is the afterSeq of the next page: the last runSeq
-	// returned, or the request's afterSeq when none was.
-	NextAfterSeq int64 `json:"nextAfterSeq"`
-	// More reports whether the log held more events when it was read.
-	More bool `json:"more"`
-}
 
 // handleRunEvents answers GET /v1/runs/{runId}/events from the event log.
 func (s *Service) handleRunEvents(w http.ResponseWriter, r *http.Request, p auth.Principal) {
@@ -51,7 +40,7 @@ func (s *Service) handleRunEvents(w http.ResponseWriter, r *http.Request, p auth
 		s.writeFault(w, r, err)
 		return
 	}
-	page := EventPage{Events: evs, NextAfterSeq: after}
+	page := api.EventPage{Events: evs, NextAfterSeq: after}
 	if len(evs) > limit {
 		page.Events, page.More = evs[:limit], true
 	}

@@ -19,32 +19,6 @@ import (
 	"github.com/weftrun/weft/pkg/events"
 )
 
-// RunSummary is one row of GET /v1/runs.
-type RunSummary struct {
-	RunID string `json:"runId"`
-	identity
-	Status          events.RunStatus `json:"status"`
-	Stale           bool             `json:"stale"`
-	CreatedAt       time.Time        `json:"createdAt"`
-	StartedAt       *time.Time       `json:"startedAt"`
-	CompletedAt     *time.Time       `json:"completedAt"`
-	TotalDurationMs *int64           `json:"totalDurationMs"`
-	UpdatedAt       time.Time        `json:"updatedAt"`
-	LastEventSeq    int64            `json:"lastEventSeq"`
-	StepsTotal      int              `json:"stepsTotal"`
-	StepsDone       int              `json:"stepsDone"`
-	FailedSteps     int              `json:"failedSteps"`
-}
-
-// RunList is the answer of GET /v1/runs.
-type RunList struct {
-	Runs       []RunSummary `json:"runs"`
-	NextCursor string       `json:"nextCursor,omitempty"`
-}
-
-// StatusStale is the status filter for runs with an open gap.
-const StatusStale = "STALE"
-
 // listQuery is a parsed GET /v1/runs.
 type listQuery struct {
 	tenant   string
@@ -93,26 +67,26 @@ func (s *Service) handleRunsList(w http.ResponseWriter, r *http.Request, p auth.
 	httpserve.WriteJSON(w, http.StatusOK, list)
 }
 
-func (s *Service) runsList(r *http.Request, q listQuery) (RunList, error) {
+func (s *Service) runsList(r *http.Request, q listQuery) (api.RunList, error) {
 	var afterAt, afterID any
 	if q.after != nil {
 		afterAt, afterID = q.after.CreatedAt, q.after.RunID
 	}
 	rows, err := s.pool.Query(r.Context(), runsListSQL, q.tenant, q.statuses, q.stale, q.plan, afterAt, afterID, q.limit+1)
 	if err != nil {
-		return RunList{}, fmt.Errorf("projector: list runs: %w", err)
+		return api.RunList{}, fmt.Errorf("projector: list runs: %w", err)
 	}
-	runs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (RunSummary, error) {
-		var v RunSummary
+	runs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (api.RunSummary, error) {
+		var v api.RunSummary
 		err := row.Scan(&v.RunID, &v.TenantID, &v.ProjectID, &v.EnvironmentID, &v.PlanID, &v.PlanVersion,
 			&v.Status, &v.Stale, &v.CreatedAt, &v.StartedAt, &v.CompletedAt, &v.TotalDurationMs,
 			&v.UpdatedAt, &v.LastEventSeq, &v.StepsTotal, &v.StepsDone, &v.FailedSteps)
 		return v, err
 	})
 	if err != nil {
-		return RunList{}, fmt.Errorf("projector: list runs: %w", err)
+		return api.RunList{}, fmt.Errorf("projector: list runs: %w", err)
 	}
-	list := RunList{Runs: runs}
+	list := api.RunList{Runs: runs}
 	if len(runs) > q.limit {
 		list.Runs = runs[:q.limit]
 		last := list.Runs[q.limit-1]
@@ -162,7 +136,7 @@ var runStatuses = []events.RunStatus{events.RunStatusPending, events.RunStatusAp
 
 func (q *listQuery) addStatus(st string) error {
 	switch {
-	case st == StatusStale:
+	case st == api.StatusStale:
 		q.stale = true
 	case slices.Contains(runStatuses, events.RunStatus(st)):
 		q.statuses = append(q.statuses, st)

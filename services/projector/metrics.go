@@ -14,7 +14,10 @@ const meterName = "github.com/weftrun/weft/services/projector"
 //	weft.projector.events.applied  counter        events applied to snapshots
 //	weft.projector.resyncs         counter        runs read back from the log
 //	weft.projector.alerts          counter        alerts raised, by code
+//
+// and the gauges of gauges.go (open gaps, runs by status).
 type metrics struct {
+	meter   metric.Meter
 	lag     metric.Float64Histogram
 	applied metric.Int64Counter
 	resyncs metric.Int64Counter
@@ -30,7 +33,7 @@ func newMetrics(mp metric.MeterProvider) (metrics, error) {
 		mp = otel.GetMeterProvider()
 	}
 	m := mp.Meter(meterName)
-	var ms metrics
+	ms := metrics{meter: m}
 	var err error
 	if ms.lag, err = m.Float64Histogram("weft.projector.lag", metric.WithUnit("s"),
 		metric.WithDescription("Projection lag: from an event's persistedAt to its snapshot's commit."),

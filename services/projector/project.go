@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 )
 
@@ -151,7 +152,7 @@ func (s *Service) absorb(r *runRow, applied []events.Event, now time.Time, ch *r
 		if err := e.Data(&d); err != nil {
 			continue // the reducer read it; a payload it ignores cannot hurt
 		}
-		r.ident = identity{TenantID: d.TenantID, ProjectID: d.ProjectID, EnvironmentID: d.EnvironmentID,
+		r.ident = api.RunIdentity{TenantID: d.TenantID, ProjectID: d.ProjectID, EnvironmentID: d.EnvironmentID,
 			PlanID: d.PlanID, PlanVersion: d.PlanVersion}
 		var planned int
 		r.planSteps, planned = planGraph(d.Plan)

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/weftrun/weft/internal/metrics"
+	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/services/projector"
 )
@@ -105,7 +106,7 @@ func TestGapHaltsTheRunUntilItCloses(t *testing.T) {
 
 	v := s.waitRun(t, runID, func(v projector.RunView) bool { return v.Stale }, "goes STALE")
 	require.Equal(t, int64(1), v.LastEventSeq, "nothing past the gap")
-	require.Equal(t, &projector.GapView{AfterSeq: 1, SeenSeq: 3, Since: v.Gap.Since}, v.Gap)
+	require.Equal(t, &api.RunGap{AfterSeq: 1, SeenSeq: 3, Since: v.Gap.Since}, v.Gap)
 	require.Contains(t, s.alerts(t), projector.Alert{Code: projector.AlertGap, Severity: projector.SeverityP1,
 		RunID: runID, Message: "runSeq gap: applied up to 1, saw 3; events 2 to 2 are missing"})
 	requireLogged(t, s, `"alert":"PROJECTOR_GAP_DETECTED"`, `"level":"ERROR"`, runID)

@@ -24,21 +24,13 @@ type RunView struct {
 	events.RunSnapshot
 	Stale bool `json:"stale"`
 	// Gap is set while Stale.
-	Gap *GapView `json:"gap,omitempty"`
-	identity
+	Gap *api.RunGap `json:"gap,omitempty"`
+	api.RunIdentity
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
 	// LagMs is the projection lag of the last event applied.
 	LagMs int64    `json:"lagMs"`
 	Plan  PlanView `json:"plan"`
-}
-
-// GapView describes an open gap: AfterSeq is the last runSeq applied,
-// SeenSeq the runSeq seen past the gap.
-type GapView struct {
-	AfterSeq int64     `json:"afterSeq"`
-	SeenSeq  int64     `json:"seenSeq"`
-	Since    time.Time `json:"since"`
 }
 
 // PlanView is the run's plan graph.
@@ -74,7 +66,7 @@ func (s *Service) runView(r *http.Request, runID, tenant string) (RunView, error
 	v.RunID = runID
 	if gapSeen > 0 {
 		v.Stale = true
-		v.Gap = &GapView{AfterSeq: v.LastEventSeq, SeenSeq: gapSeen, Since: deref(gapSince)}
+		v.Gap = &api.RunGap{AfterSeq: v.LastEventSeq, SeenSeq: gapSeen, Since: deref(gapSince)}
 	}
 	return v, nil
 }

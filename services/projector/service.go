@@ -61,6 +61,11 @@ func (s *Service) Run(ctx context.Context) error {
 // are redelivered to another projector or the next start) and drains the
 // HTTP requests in flight.
 func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
+	reg, err := s.registerGauges()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = reg.Unregister() }()
 	l, err := s.consume(ctx)
 	if err != nil {
 		return err

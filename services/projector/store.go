@@ -9,23 +9,15 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 )
-
-// identity is who a run belongs to and what it runs, from its RunApproved.
-type identity struct {
-	TenantID      string `json:"tenantId"`
-	ProjectID     string `json:"projectId"`
-	EnvironmentID string `json:"environmentId"`
-	PlanID        string `json:"planId"`
-	PlanVersion   string `json:"planVersion"`
-}
 
 // runRow is one run's row of run_snapshots, locked by the transaction that
 // read it.
 type runRow struct {
 	snap  events.RunSnapshot
-	ident identity
+	ident api.RunIdentity // from its RunApproved
 	// planSteps is the plan's graph ([]planStep), set only by a RunApproved
 	// applied in this batch: the stored one is neither read nor rewritten
 	// otherwise. stepsTotal is the stored steps_total.

@@ -43,8 +43,10 @@ func (s *Service) subscribe(ctx context.Context) (func(), error) {
 		streams.SignalSubjectPrefix + ".>": s.natsSignalSend,
 	} {
 		sub, err := s.nc.QueueSubscribe(subject, ingressQueue, func(m *nats.Msg) {
-			res, status, err := handle(ctx, m)
-			s.reply(ctx, m, res, status, err)
+			hctx, span := s.natsSpan(ctx, m)
+			res, status, err := handle(hctx, m)
+			s.reply(hctx, m, res, status, err)
+			endNATSSpan(span, status, err)
 		})
 		if err != nil {
 			stop()
@@ -73,8 +75,8 @@ func (s *Service) natsRunStart(ctx context.Context, m *nats.Msg) (any, int, erro
 	if err != nil {
 		return nil, 0, err
 	}
-	var req api.StartRunRequest
-	if err := decode(m.Data, &req, s.cfg.MaxDepth, "message"); err != nil {
+	req, err := decodeStart(m.Data, s.cfg.MaxDepth, "message")
+	if err != nil {
 		return nil, 0, err
 	}
 	res, err := s.intake.RunStart(ctx, p, req)
@@ -106,7 +108,7 @@ func (s *Service) natsSignalSend(ctx context.Context, m *nats.Msg) (any, int, er
 	if err != nil {
 		return nil, 0, err
 	}
-	res, err := s.intake.SignalSend(ctx, p, sig)
+	res, err := s.signalSend(ctx, transportNATS, p, sig)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -15,7 +15,8 @@ import (
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
 )
 
-// Handler returns the gateway's HTTP handler (docs/api.md).
+// Handler returns the gateway's HTTP handler (docs/api.md). Each request
+// but the probes runs under a span (Config.TracerProvider).
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/runs", s.handleRunStart)
@@ -29,7 +30,7 @@ func (s *Service) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &intake.Error{Code: api.CodeNotFound, Message: "no such endpoint: " + r.URL.Path})
 	})
-	return mux
+	return s.traced(mux)
 }
 
 func (s *Service) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
@@ -47,8 +48,8 @@ func (s *Service) handleRunStart(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	var req api.StartRunRequest
-	if err := decode(body, &req, s.cfg.MaxDepth, "request body"); err != nil {
+	req, err := decodeStart(body, s.cfg.MaxDepth, "request body")
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -87,7 +88,7 @@ func (s *Service) handleSignalSend(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := s.intake.SignalSend(r.Context(), p, sig)
+	res, err := s.signalSend(r.Context(), transportHTTP, p, sig)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

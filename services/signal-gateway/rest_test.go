@@ -13,6 +13,7 @@ import (
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/streams"
 	gateway "github.com/weftrun/weft/services/signal-gateway"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
 )
@@ -160,4 +161,33 @@ func TestOpenAPIServed(t *testing.T) {
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal(a.body, &doc))
 	require.Equal(t, "3.1.0", doc["openapi"])
+}
+
+// An empty runRequestId is refused, over REST, JSON-RPC and NATS, before
+// anything is written; an absent one still starts a run.
+func TestEmptyRunRequestIDIsRefused(t *testing.T) {
+	t.Parallel()
+	s := setup(t, gateway.Config{})
+	before := s.counts(t)
+
+	a := s.post(t, "/v1/runs", startBody(""))
+	require.Equal(t, http.StatusBadRequest, a.status, "%s", a.body)
+	e := a.errorBody(t)
+	require.Equal(t, api.CodeInvalidArgument, e.Code)
+	require.Equal(t, "runRequestId", e.Details["field"])
+
+	params, err := json.Marshal(startBody(""))
+	require.NoError(t, err)
+	r := s.rpcOne(t, `{"jsonrpc":"2.0","method":"run.start","params":`+string(params)+`,"id":1}`)
+	require.NotNil(t, r.Error)
+	require.Equal(t, -32602, r.Error.Code)
+	require.Equal(t, "runRequestId", r.Error.Data.Details["field"])
+
+	status, body, _ := s.request(t, streams.RunStartSubject, operatorToken, params)
+	require.Equal(t, http.StatusBadRequest, status, "%s", body)
+	require.Equal(t, before, s.counts(t), "nothing written")
+
+	absent := startBody("")
+	delete(absent, "runRequestId")
+	require.Equal(t, http.StatusCreated, s.post(t, "/v1/runs", absent).status)
 }

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 
 	"github.com/weftrun/weft/internal/auth"
@@ -48,8 +47,8 @@ func (s *Service) handleRPC(w http.ResponseWriter, r *http.Request) {
 
 func (s *Service) rpcRunStart(ctx context.Context, params json.RawMessage) (any, error) {
 	p, _ := auth.PrincipalFrom(ctx)
-	var req api.StartRunRequest
-	if err := decode(params, &req, s.cfg.MaxDepth, "params"); err != nil {
+	req, err := decodeStart(params, s.cfg.MaxDepth, "params")
+	if err != nil {
 		return nil, s.rpcFault(ctx, err)
 	}
 	res, err := s.intake.RunStart(ctx, p, req)
@@ -69,18 +68,17 @@ func (s *Service) rpcSignalSend(ctx context.Context, params json.RawMessage) (an
 	if err != nil {
 		return nil, s.rpcFault(ctx, err)
 	}
-	res, err := s.intake.SignalSend(ctx, p, sig)
+	res, err := s.signalSend(ctx, transportJSONRPC, p, sig)
 	if err != nil {
 		return nil, s.rpcFault(ctx, err)
 	}
 	return res.AcceptedSignalResult, nil
 }
 
-// rpcFault turns a refusal or fault into its JSON-RPC error.
+// rpcFault turns a refusal or fault into its JSON-RPC error. A fault of
+// the gateway is -32603 whose data is the REST error's: code Internal and
+// the correlation id it was logged with, never its text.
 func (s *Service) rpcFault(ctx context.Context, err error) error {
-	if _, ok := errors.AsType[*intake.Error](err); !ok && ctx.Err() == nil {
-		return err // logged and answered -32603 by the jsonrpc server
-	}
 	return rpcError(s.refusal(ctx, err))
 }
 

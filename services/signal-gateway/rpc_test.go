@@ -123,3 +123,29 @@ func TestRPCConflictAndAuth(t *testing.T) {
 	missing := s.rpcOne(t, `{"jsonrpc":"2.0","method":"signal.send","params":{"workflowId":"0190a8e2-0000-7000-8000-000000000001","signalName":"go"},"id":1}`)
 	require.Equal(t, -32004, missing.Error.Code)
 }
+
+// TestFaultCarriesCorrelationID breaks the gateway's database under it:
+// REST answers 500 Internal and JSON-RPC -32603 with the same error as
+// data, each with the correlation id the fault was logged with and
+// nothing of the fault's text.
+func TestFaultCarriesCorrelationID(t *testing.T) {
+	t.Parallel()
+	s := setup(t, gateway.Config{})
+	runID := s.run(t)
+	_, err := s.db.Pool.Exec(t.Context(), `ALTER TABLE signal_acceptances RENAME TO signal_acceptances_gone`)
+	require.NoError(t, err)
+
+	a := s.post(t, "/v1/runs/"+runID+"/signals", map[string]any{"signalName": "go", "signalId": "broken-rest"})
+	require.Equal(t, http.StatusInternalServerError, a.status, "%s", a.body)
+	e := a.errorBody(t)
+	require.Equal(t, api.CodeInternal, e.Code)
+	require.NotEmpty(t, e.Details["correlationId"])
+	require.NotContains(t, string(a.body), "signal_acceptances")
+
+	r := s.rpcOne(t, fmt.Sprintf(`{"jsonrpc":"2.0","method":"signal.send","params":{"workflowId":%q,"signalName":"go","signalId":"broken-rpc"},"id":4}`, runID))
+	require.NotNil(t, r.Error)
+	require.Equal(t, -32603, r.Error.Code)
+	require.Equal(t, api.CodeInternal, r.Error.Data.Code)
+	require.NotEmpty(t, r.Error.Data.Details["correlationId"])
+	require.NotContains(t, r.Error.Message, "signal_acceptances")
+}

@@ -21,9 +21,13 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftrun/weft/internal/auth"
 	"github.com/weftrun/weft/internal/httpserve"
+	"github.com/weftrun/weft/internal/journal"
+	"github.com/weftrun/weft/internal/tracing"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
 	"github.com/weftrun/weft/services/signal-gateway/internal/jsonrpc"
@@ -64,6 +68,15 @@ type Config struct {
 	// RetentionInterval is how often expired acceptance and run-request
 	// records are removed.
 	RetentionInterval time.Duration
+	// TracerProvider traces each request, REST, JSON-RPC or NATS, with a
+	// span continuing the caller's traceparent; what the request commits
+	// carries the span's context to the bus. Nil traces nothing but still
+	// passes the caller's context on.
+	TracerProvider trace.TracerProvider
+	// MeterProvider receives the gateway's metrics: signals by outcome and
+	// transport (weft.gateway.signals) and the events it appends
+	// (weft.events.appended). Nil records nothing.
+	MeterProvider metric.MeterProvider
 }
 
 func (c Config) withDefaults() Config {
@@ -80,11 +93,13 @@ func (c Config) withDefaults() Config {
 
 // Service is the signal gateway.
 type Service struct {
-	cfg    Config
-	nc     *nats.Conn
-	intake *intake.Intake
-	rpc    *jsonrpc.Server
-	logger *slog.Logger
+	cfg     Config
+	nc      *nats.Conn
+	intake  *intake.Intake
+	rpc     *jsonrpc.Server
+	logger  *slog.Logger
+	metrics *signalMetrics // nil without a MeterProvider
+	tracer  trace.Tracer   // cfg.TracerProvider's, or a no-op one
 }
 
 // New returns the gateway over pool and, for the NATS ingress, nc (nil
@@ -94,11 +109,20 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config, logger *slog.Logger) (*S
 	if cfg.Keys == nil {
 		return nil, errors.New("gateway: no API keys configured")
 	}
-	in, err := intake.New(pool, eventlog.New(pool), cfg.Authorizer, cfg.Intake)
+	m, err := newSignalMetrics(cfg.MeterProvider)
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, nc: nc, intake: in, logger: logger.With("service", "signal-gateway")}
+	appended, err := journal.NewMetrics(cfg.MeterProvider)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: metrics: %w", err)
+	}
+	in, err := intake.New(pool, eventlog.New(pool), cfg.Authorizer, cfg.Intake, journal.WithMetrics(appended))
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, nc: nc, intake: in, metrics: m, logger: logger.With("service", "signal-gateway"),
+		tracer: tracing.Tracer(cfg.TracerProvider, tracerName)}
 	s.rpc, err = jsonrpc.NewServer(map[string]jsonrpc.Method{
 		"run.start":   s.rpcRunStart,
 		"signal.send": s.rpcSignalSend,

@@ -55,6 +55,26 @@ func decode(data []byte, v any, maxDepth int, what string) error {
 	return err
 }
 
+// decodeStart decodes a start request. A runRequestId that is present but
+// empty is refused: omitting it asks for a fresh id (a start that is not
+// idempotent), and an empty string is more likely a caller's bug than
+// that request.
+func decodeStart(data []byte, maxDepth int, what string) (api.StartRunRequest, error) {
+	var req api.StartRunRequest
+	if err := decode(data, &req, maxDepth, what); err != nil {
+		return req, err
+	}
+	var present struct {
+		RunRequestID *string `json:"runRequestId"`
+	}
+	if err := json.Unmarshal(data, &present); err == nil && present.RunRequestID != nil && *present.RunRequestID == "" {
+		return req, &intake.Error{Code: api.CodeInvalidArgument,
+			Message: "runRequestId is empty: send an id to make the start idempotent, or omit the field",
+			Details: map[string]any{"field": "runRequestId"}}
+	}
+	return req, nil
+}
+
 // signal turns the decoded fields into an intake.Signal, refusing a
 // signalId that is present but not a string.
 func signal(runID, name string, rawID, payload json.RawMessage) (intake.Signal, error) {

@@ -63,11 +63,21 @@ type decider struct {
 // the logical attempt of a step event, or the occurrence number of a
 // repeatable run-level event, or 0.
 func (d *decider) emit(stepID string, attempt int, typ events.Type, data any, engine string) {
-	e := events.Spec{
+	d.record(d.spec(stepID, attempt, typ, data, engine), attempt)
+}
+
+// spec is the event emit would append.
+func (d *decider) spec(stepID string, attempt int, typ events.Type, data any, engine string) events.Spec {
+	return events.Spec{
 		RunID: d.s.RunID, StepID: stepID, LogicalAttemptID: attemptID(attempt), Type: typ,
 		PlanVersion: d.p.PlanVersion, Data: data, CausedBySignalID: d.cause, EngineAttemptID: engine,
 		EmittedAt: d.now,
 	}
+}
+
+// record appends e, of logical attempt or occurrence attempt, to the
+// decision and applies it to the working state.
+func (d *decider) record(e events.Spec, attempt int) {
 	d.out.Events = append(d.out.Events, e)
 	d.s.apply(factOfSpec(e, attempt))
 }

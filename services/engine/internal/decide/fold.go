@@ -17,6 +17,7 @@ type fact struct {
 	attempt int // the logical attempt, or the occurrence number; 0 if none
 	engine  string
 	signal  string // causedBySignalId
+	parent  string // parentEventId
 	eventID string
 	at      time.Time // emittedAt: for the engine's events, the Now of the round that decided them
 	data    any       // the decoded payload, for the types the state reads
@@ -25,7 +26,7 @@ type fact struct {
 // factOf decodes an event into a fact.
 func factOf(e events.Event) (fact, error) {
 	f := fact{typ: e.EventType, stepID: e.StepID, engine: e.EngineAttemptID, signal: e.CausedBySignalID,
-		eventID: e.EventID, at: e.EmittedAt}
+		parent: e.ParentEventID, eventID: e.EventID, at: e.EmittedAt}
 	if n, err := strconv.Atoi(e.LogicalAttemptID); err == nil && n > 0 {
 		f.attempt = n
 	}
@@ -58,7 +59,7 @@ func decode[T any](e events.Event) (any, error) {
 // factOfSpec is the fact of an event the decider emits.
 func factOfSpec(e events.Spec, attempt int) fact {
 	return fact{typ: e.Type, stepID: e.StepID, attempt: attempt, engine: e.EngineAttemptID,
-		signal: e.CausedBySignalID, at: e.EmittedAt, data: e.Data}
+		signal: e.CausedBySignalID, parent: e.ParentEventID, at: e.EmittedAt, data: e.Data}
 }
 
 // apply folds one fact into s, whose maps s owns.
@@ -72,13 +73,19 @@ func (s *State) apply(f fact) {
 		s.applyRun(f.typ)
 	case events.StepScheduled, events.StepStarted, events.StepCompleted, events.StepFailed,
 		events.StepSkipped, events.StepRetryScheduled:
+		if f.typ == events.StepCompleted && f.parent != "" {
+			s.unbuffer(f.parent)
+		}
 		s.applyStep(f)
 	case events.SignalApplied:
 		d, _ := f.data.(events.SignalAppliedData)
 		s.SignalsApplied++
 		ref := SignalRef{Name: d.SignalName, ID: d.SignalID}
 		s.Signals[ref] = true
-		s.Pending = slices.DeleteFunc(s.Pending, func(p SignalAccepted) bool { return p.ref() == ref })
+		if d.Outcome == events.SignalOutcomeBuffered {
+			s.buffer(ref)
+		}
+		s.Pending = orNil(slices.DeleteFunc(s.Pending, func(p SignalAccepted) bool { return p.ref() == ref }))
 	case events.SignalAccepted:
 		s.accepted(f)
 	case events.RunQueued:
@@ -87,16 +94,48 @@ func (s *State) apply(f fact) {
 	}
 }
 
+// buffer keeps the pending signal ref, with its payload, for a waitSignal
+// step that will wait for it.
+func (s *State) buffer(ref SignalRef) {
+	i := slices.IndexFunc(s.Pending, func(p SignalAccepted) bool { return p.ref() == ref })
+	if i < 0 {
+		return // its SignalAccepted precedes it in every log: not reached
+	}
+	s.Buffered = append(s.Buffered, s.Pending[i])
+}
+
+// unbuffer drops the buffered signal whose SignalAccepted event is
+// parent: a StepCompleted that names its parent event consumed it.
+func (s *State) unbuffer(parent string) {
+	if i := slices.IndexFunc(s.Buffered, func(b SignalAccepted) bool { return b.EventID == parent }); i >= 0 {
+		s.Buffered = orNil(slices.Delete(s.Buffered, i, i+1))
+	}
+}
+
 // accepted records an accepted signal as pending, unless it was applied or
 // is pending already.
 func (s *State) accepted(f fact) {
 	d, _ := f.data.(events.SignalAcceptedData)
-	ref := SignalRef{Name: d.SignalName, ID: d.SignalID}
-	if d.SignalID == "" || s.Signals[ref] ||
-		slices.ContainsFunc(s.Pending, func(p SignalAccepted) bool { return p.ref() == ref }) {
+	s.accept(SignalAccepted{SignalID: d.SignalID, Name: d.SignalName, Payload: d.Payload, EventID: f.eventID})
+}
+
+// orNil is l, or nil when l is empty: a folded state and Decide's working
+// state then compare equal whichever way their lists emptied.
+func orNil(l []SignalAccepted) []SignalAccepted {
+	if len(l) == 0 {
+		return nil
+	}
+	return l
+}
+
+// accept records in as pending, unless it was applied or is pending
+// already.
+func (s *State) accept(in SignalAccepted) {
+	if in.SignalID == "" || s.Signals[in.ref()] ||
+		slices.ContainsFunc(s.Pending, func(p SignalAccepted) bool { return p.ref() == in.ref() }) {
 		return
 	}
-	s.Pending = append(s.Pending, SignalAccepted{SignalID: d.SignalID, Name: d.SignalName, Payload: d.Payload, EventID: f.eventID})
+	s.Pending = append(s.Pending, SignalAccepted{SignalID: in.SignalID, Name: in.Name, Payload: in.Payload, EventID: in.EventID})
 }
 
 // applyRun applies a run event, with the reducer's rules: terminal

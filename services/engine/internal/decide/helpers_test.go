@@ -79,6 +79,9 @@ func withRetry(s plan.Step, maxAttempts int, initial time.Duration, nonRetryable
 func (b *bundle) decide(in Input) Decision {
 	b.t.Helper()
 	in = b.stamp(in)
+	if sa, ok := in.(SignalAccepted); ok {
+		b.accepted(sa)
+	}
 	before := cloneState(b.s)
 	d, working := decide(b.p, b.s, in)
 	require.Equal(b.t, d, Decide(b.p, b.s, in), "Decide is deterministic")
@@ -89,6 +92,28 @@ func (b *bundle) decide(in Input) Decision {
 		require.Equal(b.t, working, b.s, "folding the decision gives Decide's working state")
 	}
 	return d
+}
+
+// accepted appends the gateway's SignalAccepted event of sa to the log,
+// once, as the gateway does before the engine sees the signal. A payload
+// that is not JSON, which the gateway refuses, has no event: the cases
+// that send one test the decider's own guard.
+func (b *bundle) accepted(sa SignalAccepted) {
+	b.t.Helper()
+	if sa.SignalID == "" || (len(sa.Payload) > 0 && !json.Valid(sa.Payload)) ||
+		slices.ContainsFunc(b.log, func(e events.Event) bool { return e.EventID == sa.EventID }) {
+		return
+	}
+	e, err := events.New(events.Spec{RunID: testRun, Type: events.SignalAccepted, PlanVersion: b.p.PlanVersion, EmittedAt: b.now,
+		LogicalAttemptID: "sig:" + sa.Name + ":" + sa.SignalID, // the gateway's storage key keeps keys apart
+		Data:             events.SignalAcceptedData{SignalName: sa.Name, SignalID: sa.SignalID, Payload: sa.Payload}})
+	require.NoError(b.t, err)
+	e.EventID, e.RunSeq = sa.EventID, int64(len(b.log)+1)
+	b.log = append(b.log, e)
+	b.s, err = b.s.Apply(e)
+	require.NoError(b.t, err)
+	b.snap, err = events.ProjectIncremental(b.snap, []events.Event{e})
+	require.NoError(b.t, err)
 }
 
 // stamp sets a zero Now to the bundle's clock and advances the clock to a

@@ -46,6 +46,9 @@ func (d *decider) schedule(id string) {
 	ps, _ := d.p.Step(id)
 	attempt := d.s.Steps[id].Attempt
 	if ps.EffectiveKind() == plan.KindWaitSignal {
+		if d.takeBuffered(ps, attempt) {
+			return
+		}
 		var data stepScheduledData
 		if ps.Timeout > 0 {
 			data.Deadline = d.now.Add(ps.Timeout.Std())
@@ -60,6 +63,29 @@ func (d *decider) schedule(id string) {
 	data := stepScheduledData{StepScheduledData: events.StepScheduledData{Activity: ps.Activity, Queue: queueOf(ps)}}
 	d.emit(id, attempt, events.StepScheduled, data, "")
 	d.out.Tasks = append(d.out.Tasks, d.taskOf(ps, attempt))
+}
+
+// takeBuffered completes attempt of waitSignal step ps at once with the
+// first signal buffered for it, if any: StepScheduled, StepStarted and
+// StepCompleted with the signal's payload, all caused by the signal, the
+// StepCompleted naming its SignalAccepted event as parent (which is how the
+// state knows the signal was taken).
+func (d *decider) takeBuffered(ps *plan.Step, attempt int) bool {
+	i := slices.IndexFunc(d.s.Buffered, func(b SignalAccepted) bool { return b.Name == ps.Signal && b.EventID != "" })
+	if i < 0 {
+		return false
+	}
+	b := d.s.Buffered[i]
+	cause := d.cause
+	defer func() { d.cause = cause }()
+	d.cause = b.SignalID
+	d.emit(ps.ID, attempt, events.StepScheduled, stepScheduledData{}, "")
+	d.emit(ps.ID, attempt, events.StepStarted, events.StepStartedData{}, "")
+	e := d.spec(ps.ID, attempt, events.StepCompleted,
+		events.StepCompletedData{Output: slices.Clone(b.Payload), Artifacts: []events.ArtifactRef{}}, "")
+	e.ParentEventID = b.EventID
+	d.record(e, attempt)
+	return true
 }
 
 // taskOf is the task of attempt of activity step ps.

@@ -11,9 +11,10 @@ import (
 
 // verdict is what a signal did, recorded in its SignalApplied event.
 type verdict struct {
-	code   string // empty when applied
-	reason string
-	steps  []string
+	code     string // empty when applied or buffered
+	buffered bool   // kept for a waitSignal step that does not wait yet
+	reason   string
+	steps    []string
 }
 
 // ignored returns the verdict of a signal that made no sense.
@@ -29,11 +30,15 @@ func (d *decider) signal(in SignalAccepted) {
 		return
 	}
 	d.cause = in.SignalID
+	d.s.accept(in) // as folding its SignalAccepted event did, when it is in the log
 	v := d.applySignal(in)
 	data := events.SignalAppliedData{SignalID: in.SignalID, SignalName: in.Name, Outcome: events.SignalOutcomeApplied,
 		Code: v.code, Reason: v.reason, StepIDs: v.steps}
-	if v.code != "" {
+	switch {
+	case v.code != "":
 		data.Outcome = events.SignalOutcomeIgnored
+	case v.buffered:
+		data.Outcome = events.SignalOutcomeBuffered
 	}
 	d.emit("", d.s.SignalsApplied+1, events.SignalApplied, data, "")
 	d.out.Events[len(d.out.Events)-1].ParentEventID = in.EventID
@@ -127,6 +132,26 @@ func (d *decider) retryStep(payload json.RawMessage) verdict {
 	return verdict{reason: fmt.Sprintf("step %q is back as logical attempt %d", req.StepID, st.Attempt+1), steps: steps}
 }
 
+// bufferFor is the verdict of a signal named name for the waitSignal
+// steps known, none of which waits now: buffered for those that have not
+// waited in their current attempt yet (the signal call records it), or
+// NOT_WAITING when every one has (it completed, failed or was skipped).
+func (d *decider) bufferFor(name string, known []string) verdict {
+	var later []string
+	for _, id := range known {
+		if st := d.s.Steps[id]; st.Status == events.StepStatusPending && !st.Scheduled {
+			later = append(later, id)
+		}
+	}
+	if len(later) == 0 {
+		st := d.s.Steps[known[0]]
+		return ignored(events.SignalCodeNotWaiting, "step %q waits for %q but is not waiting now (%s, scheduled: %t)",
+			known[0], name, st.Status, st.Scheduled)
+	}
+	return verdict{buffered: true, steps: later,
+		reason: fmt.Sprintf("kept for step %q, which does not wait yet: it completes it when it does", later[0])}
+}
+
 // deliver completes the waitSignal steps waiting for a signal named name,
 // with the payload as their output.
 func (d *decider) deliver(name string, payload json.RawMessage) verdict {
@@ -143,12 +168,10 @@ func (d *decider) deliver(name string, payload json.RawMessage) verdict {
 	switch {
 	case len(known) == 0:
 		return ignored(events.SignalCodeUnknownSignal, "no step of the plan waits for a signal named %q", name)
-	case len(waiting) == 0:
-		st := d.s.Steps[known[0]]
-		return ignored(events.SignalCodeNotWaiting, "step %q waits for %q but is not waiting now (%s, scheduled: %t)",
-			known[0], name, st.Status, st.Scheduled)
 	case len(payload) > 0 && !json.Valid(payload):
 		return ignored(events.SignalCodeBadPayload, "the payload is not valid JSON")
+	case len(waiting) == 0:
+		return d.bufferFor(name, known)
 	}
 	for _, id := range waiting {
 		data := events.StepCompletedData{Output: slices.Clone(payload), Artifacts: []events.ArtifactRef{}}

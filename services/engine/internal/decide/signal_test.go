@@ -100,8 +100,19 @@ func TestDecideSignals(t *testing.T) {
 		{name: "a signal completes the waiting step", steps: waitPlan, given: []Input{approve()},
 			in: sig(1, "go", `{"ok":1}`), want: []string{"StepCompleted w 1", "StepScheduled b 1", "SignalApplied 1"},
 			tasks: []string{"b/1"}},
-		{name: "a signal for a step not waiting yet", steps: []plan.Step{act("a"), wait("w", "go", 0, "a")},
-			given: []Input{approve()}, in: sig(1, "go", ""), want: []string{"SignalApplied 1"}, code: events.SignalCodeNotWaiting},
+		{name: "a signal for a step not waiting yet is kept", steps: []plan.Step{act("a"), wait("w", "go", 0, "a")},
+			given: []Input{approve()}, in: sig(1, "go", `{"ok":1}`), want: []string{"SignalApplied 1"},
+			outcome: events.SignalOutcomeBuffered},
+		{name: "the step takes the kept signal once it is ready", steps: []plan.Step{act("a"), wait("w", "go", time.Minute, "a")},
+			given: []Input{approve(), sig(1, "go", `{"ok":1}`)}, in: done("a", 1),
+			want: []string{"StepCompleted a 1", "StepScheduled w 1", "StepStarted w 1", "StepCompleted w 1", "RunCompleted"}},
+		{name: "a kept signal waits out a pause", steps: []plan.Step{act("a"), wait("w", "go", 0, "a")},
+			given: []Input{approve(), sig(1, "go", ""), pause(2), done("a", 1)}, in: resume(3),
+			want: []string{"RunResumed 1", "StepScheduled w 1", "StepStarted w 1", "StepCompleted w 1", "RunCompleted", "SignalApplied 3"}},
+		{name: "each kept signal completes one step", steps: []plan.Step{act("a"), wait("w", "go", 0, "a"), wait("v", "go", 0, "w")},
+			given: []Input{approve(), sig(1, "go", ""), sig(2, "go", "")}, in: done("a", 1),
+			want: []string{"StepCompleted a 1", "StepScheduled w 1", "StepStarted w 1", "StepCompleted w 1",
+				"StepScheduled v 1", "StepStarted v 1", "StepCompleted v 1", "RunCompleted"}},
 		{name: "a signal for a step that already completed", steps: waitPlan, given: []Input{approve(), sig(1, "go", "")},
 			in: sig(2, "go", ""), want: []string{"SignalApplied 2"}, code: events.SignalCodeNotWaiting},
 		{name: "a signal no step waits for", steps: waitPlan, given: []Input{approve()},
@@ -172,4 +183,39 @@ func TestCancelRequests(t *testing.T) {
 	require.Equal(t, want, b.s.InFlight(b.p, reason))
 	require.Equal(t, events.RunCancelledData{Reason: reason}, d.Events[0].Data)
 	require.Empty(t, b.s.Timers(b.p), "a finished run needs no timers")
+}
+
+// TestBufferedSignalRecord checks a signal kept for a step that did not
+// wait yet: its SignalApplied says buffered and names the step, the state
+// keeps it with its payload, and the step, once ready, completes with that
+// payload in events caused by the signal, the StepCompleted naming the
+// SignalAccepted event as its parent; then the state no longer keeps it.
+func TestBufferedSignalRecord(t *testing.T) {
+	t.Parallel()
+	b := setup(t, act("a"), wait("w", "go", time.Minute, "a"))
+	b.decide(approve())
+	in := sig(3, "go", `{"by":"alice"}`)
+	d := b.decide(in)
+	signal := in.(SignalAccepted)
+	v := applied(t, d)
+	require.Equal(t, events.SignalOutcomeBuffered, v.Outcome)
+	require.Equal(t, []string{"w"}, v.StepIDs)
+	require.Len(t, b.s.Buffered, 1)
+	require.JSONEq(t, `{"by":"alice"}`, string(b.s.Buffered[0].Payload))
+
+	d = b.decide(done("a", 1))
+	require.Empty(t, d.Timers, "a step that completes at once sets no timeout")
+	var completed events.Spec
+	for _, e := range d.Events {
+		if e.StepID == "w" {
+			require.Equal(t, signal.SignalID, e.CausedBySignalID, "%s", e.Type)
+		}
+		if e.Type == events.StepCompleted && e.StepID == "w" {
+			completed = e
+		}
+	}
+	require.Equal(t, signal.EventID, completed.ParentEventID)
+	require.Equal(t, events.StepCompletedData{Output: json.RawMessage(`{"by":"alice"}`), Artifacts: []events.ArtifactRef{}}, completed.Data)
+	require.Empty(t, b.s.Buffered)
+	require.Equal(t, events.RunStatusCompleted, b.s.Status)
 }

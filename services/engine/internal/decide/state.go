@@ -44,6 +44,11 @@ type State struct {
 	// applied, in acceptance order: what a Resync applies when the bus lost
 	// their SignalAccepted messages.
 	Pending []SignalAccepted
+	// Buffered lists the signals kept for a waitSignal step that did not
+	// wait yet (SignalApplied, outcome buffered), in acceptance order, with
+	// their payloads: the next step to wait for a signal of its name takes
+	// the first one.
+	Buffered []SignalAccepted
 }
 
 // StepState is one step as of its current logical attempt.
@@ -175,6 +180,7 @@ func (s State) clone() State {
 	s.Steps = maps.Clone(s.Steps)
 	s.Signals = maps.Clone(s.Signals)
 	s.Pending = slices.Clone(s.Pending)
+	s.Buffered = slices.Clone(s.Buffered)
 	if s.Steps == nil {
 		s.Steps = map[string]StepState{}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftrun/weft/internal/admission"
 	"github.com/weftrun/weft/pkg/eventlog"
@@ -86,6 +87,7 @@ func (x *Runner) batch(ctx context.Context, tx pgx.Tx, rounds []Round) ([]Result
 	var parts []eventlog.RunAppend
 	var tasks []decide.Task
 	var timers []decide.Timer
+	var partTraces, taskTraces []trace.SpanContext
 	for i, r := range rounds {
 		if run := runs[r.RunID]; run.err != nil {
 			results[i].Err = run.err
@@ -96,14 +98,17 @@ func (x *Runner) batch(ctx context.Context, tx pgx.Tx, rounds []Round) ([]Result
 			return nil, err
 		}
 		if len(part.Events) > 0 {
-			parts = append(parts, part)
+			parts, partTraces = append(parts, part), append(partTraces, r.Trace)
 		}
 		tasks, timers = append(tasks, results[i].Decision.Tasks...), append(timers, results[i].Decision.Timers...)
+		for range results[i].Decision.Tasks {
+			taskTraces = append(taskTraces, r.Trace)
+		}
 	}
-	if err := x.appendAll(ctx, tx, parts, results); err != nil {
+	if err := x.appendAll(ctx, tx, parts, partTraces, results); err != nil {
 		return nil, err
 	}
-	if err := writeFollowUps(ctx, tx, tasks, timers); err != nil {
+	if err := writeFollowUps(ctx, tx, tasks, taskTraces, timers); err != nil {
 		return nil, err
 	}
 	return results, nil
@@ -116,12 +121,13 @@ var errMispredicted = fmt.Errorf("round: a decided event was already in the log:
 
 // appendAll appends every round's events in one round trip (with the
 // outbox rows of all of them in another), each part under its run's
-// compare-and-swap, and records how many each round wrote.
-func (x *Runner) appendAll(ctx context.Context, tx pgx.Tx, parts []eventlog.RunAppend, results []Result) error {
+// compare-and-swap, and records how many each round wrote. The outbox rows
+// of parts[p] carry traces[p].
+func (x *Runner) appendAll(ctx context.Context, tx pgx.Tx, parts []eventlog.RunAppend, traces []trace.SpanContext, results []Result) error {
 	if len(parts) == 0 {
 		return nil
 	}
-	res, err := x.journal.AppendManyTx(ctx, tx, parts)
+	res, err := x.journal.AppendManyTracedTx(ctx, tx, parts, traces)
 	if err != nil {
 		return err
 	}

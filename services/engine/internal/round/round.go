@@ -18,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftrun/weft/internal/admission"
 	"github.com/weftrun/weft/internal/journal"
@@ -45,6 +46,8 @@ type Config struct {
 	// BeforeCommit, if set, runs after a round wrote its decision and
 	// before its transaction commits. Crash tests kill the process there.
 	BeforeCommit func()
+	// Appended counts the events the rounds append; nil counts nothing.
+	Appended *journal.Metrics
 }
 
 // Runner executes rounds. It is safe for concurrent use; rounds of one run
@@ -60,7 +63,7 @@ type Runner struct {
 func New(pool *pgxpool.Pool, cfg Config) *Runner {
 	log := eventlog.New(pool)
 	cfg.MaxConflicts = cmp.Or(cfg.MaxConflicts, DefaultMaxConflicts)
-	return &Runner{pool: pool, log: log, journal: journal.New(log), cfg: cfg}
+	return &Runner{pool: pool, log: log, journal: journal.New(log, journal.WithMetrics(cfg.Appended)), cfg: cfg}
 }
 
 // Round is one input for one run.
@@ -71,6 +74,10 @@ type Round struct {
 	// false the round does nothing else and commits (the timer loop deletes
 	// the timer here, and a timer another engine already fired is skipped).
 	Claim func(ctx context.Context, tx pgx.Tx) (bool, error)
+	// Trace is the span context of the round (the engine's round span), or
+	// zero. The events and tasks the round writes carry it to the bus; with
+	// none they carry the span context of the ctx the round runs under.
+	Trace trace.SpanContext
 }
 
 // Outcome reports what a round did.

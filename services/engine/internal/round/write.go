@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/weftrun/weft/internal/tracing"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/outbox"
 	"github.com/weftrun/weft/pkg/streams"
@@ -17,9 +19,10 @@ import (
 )
 
 // writeFollowUps writes what decisions ask for besides events: the tasks
-// (outbox) and the timers.
-func writeFollowUps(ctx context.Context, tx pgx.Tx, tasks []decide.Task, timers []decide.Timer) error {
-	if err := enqueueTasks(ctx, tx, tasks); err != nil {
+// (outbox), each carrying the trace context of its round (traces[i]), and
+// the timers.
+func writeFollowUps(ctx context.Context, tx pgx.Tx, tasks []decide.Task, traces []trace.SpanContext, timers []decide.Timer) error {
+	if err := enqueueTasks(ctx, tx, tasks, traces); err != nil {
 		return err
 	}
 	return TimersSetTx(ctx, tx, timers)
@@ -55,8 +58,9 @@ func trackRunTx(ctx context.Context, tx pgx.Tx, runID, environment string, d dec
 }
 
 // enqueueTasks writes one outbox message per task, on weft.tasks.<queue>,
-// deduplicated per logical attempt.
-func enqueueTasks(ctx context.Context, tx pgx.Tx, tasks []decide.Task) error {
+// deduplicated per logical attempt, with traces[i] as the trace context of
+// tasks[i] when it is valid (else that of ctx, see outbox.EnqueueTx).
+func enqueueTasks(ctx context.Context, tx pgx.Tx, tasks []decide.Task, traces []trace.SpanContext) error {
 	if len(tasks) == 0 {
 		return nil
 	}
@@ -79,6 +83,9 @@ func enqueueTasks(ctx context.Context, tx pgx.Tx, tasks []decide.Task) error {
 			dedupe += "/resend-" + strconv.FormatInt(now.UnixNano(), 10)
 		}
 		msgs[i] = outbox.Message{Subject: subject, Payload: payload, DedupeID: dedupe}
+		if i < len(traces) && traces[i].IsValid() {
+			msgs[i].Headers = tracing.InjectHeaders(trace.ContextWithSpanContext(ctx, traces[i]), nil)
+		}
 	}
 	return outbox.EnqueueTx(ctx, tx, msgs...)
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 )
 
@@ -19,76 +20,13 @@ import (
 // waitForSeq long poll, the events with afterSeq, the alerts, and signals,
 // which it records.
 
-// planStep is one step of the run's plan graph.
-type planStep struct {
-	ID        string   `json:"id"`
-	Kind      string   `json:"kind,omitempty"`
-	Activity  string   `json:"activity,omitempty"`
-	DependsOn []string `json:"dependsOn"`
-	Signal    string   `json:"signal,omitempty"`
-}
-
-// gap is the open runSeq gap of a stale run.
-type gap struct {
-	AfterSeq int64     `json:"afterSeq"`
-	SeenSeq  int64     `json:"seenSeq"`
-	Since    time.Time `json:"since"`
-}
-
-// runView is the body of GET /v1/runs/{runId}: the RunSnapshot and the read
-// API's fields.
-type runView struct {
-	events.RunSnapshot
-	Stale         bool      `json:"stale"`
-	Gap           *gap      `json:"gap,omitempty"`
-	TenantID      string    `json:"tenantId"`
-	ProjectID     string    `json:"projectId"`
-	EnvironmentID string    `json:"environmentId"`
-	PlanID        string    `json:"planId"`
-	PlanVersion   string    `json:"planVersion"`
-	CreatedAt     time.Time `json:"createdAt"`
-	UpdatedAt     time.Time `json:"updatedAt"`
-	LagMs         *int64    `json:"lagMs,omitempty"`
-	Plan          struct {
-		Steps []planStep `json:"steps"`
-	} `json:"plan"`
-}
-
-// runSummary is one row of GET /v1/runs.
-type runSummary struct {
-	RunID           string           `json:"runId"`
-	TenantID        string           `json:"tenantId"`
-	ProjectID       string           `json:"projectId"`
-	EnvironmentID   string           `json:"environmentId"`
-	PlanID          string           `json:"planId"`
-	PlanVersion     string           `json:"planVersion"`
-	Status          events.RunStatus `json:"status"`
-	Stale           bool             `json:"stale"`
-	CreatedAt       time.Time        `json:"createdAt"`
-	StartedAt       *time.Time       `json:"startedAt"`
-	CompletedAt     *time.Time       `json:"completedAt"`
-	TotalDurationMs *int64           `json:"totalDurationMs"`
-	UpdatedAt       time.Time        `json:"updatedAt"`
-	LastEventSeq    int64            `json:"lastEventSeq"`
-	StepsTotal      int              `json:"stepsTotal"`
-	StepsDone       int              `json:"stepsDone"`
-	FailedSteps     int              `json:"failedSteps"`
-}
-
-// summary returns the list row of v.
-func (v runView) summary() runSummary {
-	done := 0
-	for _, st := range v.Steps {
-		if st.Status == events.StepStatusSuccess || st.Status == events.StepStatusSkipped {
-			done++
-		}
-	}
-	return runSummary{
-		RunID: v.RunID, TenantID: v.TenantID, ProjectID: v.ProjectID, EnvironmentID: v.EnvironmentID,
-		PlanID: v.PlanID, PlanVersion: v.PlanVersion, Status: v.Status, Stale: v.Stale,
+// summaryOf is the list row of v, as the projector computes it.
+func summaryOf(v api.RunView) api.RunSummary {
+	return api.RunSummary{
+		RunID: v.RunID, RunIdentity: v.RunIdentity, Status: v.Status, Stale: v.Stale,
 		CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, CompletedAt: v.CompletedAt,
 		TotalDurationMs: v.TotalDurationMs, UpdatedAt: v.UpdatedAt, LastEventSeq: v.LastEventSeq,
-		StepsTotal: max(len(v.Plan.Steps), len(v.Steps)), StepsDone: done, FailedSteps: v.FailedSteps,
+		StepsTotal: v.StepsTotal(), StepsDone: v.StepsDone(), FailedSteps: v.FailedSteps,
 	}
 }
 
@@ -112,7 +50,7 @@ type fakeAPI struct {
 	token string
 
 	mu          sync.Mutex
-	runs        []runView // newest first
+	runs        []api.RunView // newest first
 	events      map[string][]events.Event
 	alerts      []map[string]any
 	listQueries []url.Values
@@ -124,7 +62,7 @@ type fakeAPI struct {
 	closed      chan struct{}
 }
 
-func newFakeAPI(token string, runs ...runView) *fakeAPI {
+func newFakeAPI(token string, runs ...api.RunView) *fakeAPI {
 	return &fakeAPI{
 		token:   token,
 		runs:    runs,
@@ -147,12 +85,12 @@ func (f *fakeAPI) register(mux *http.ServeMux) {
 func (f *fakeAPI) close() { close(f.closed) }
 
 // update replaces the run with v's id (or adds v) and wakes the long polls.
-func (f *fakeAPI) update(v runView) {
+func (f *fakeAPI) update(v api.RunView) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	i := slices.IndexFunc(f.runs, func(r runView) bool { return r.RunID == v.RunID })
+	i := slices.IndexFunc(f.runs, func(r api.RunView) bool { return r.RunID == v.RunID })
 	if i < 0 {
-		f.runs = append([]runView{v}, f.runs...)
+		f.runs = append([]api.RunView{v}, f.runs...)
 	} else {
 		f.runs[i] = v
 	}
@@ -221,7 +159,7 @@ func (f *fakeAPI) list(w http.ResponseWriter, r *http.Request) {
 	for _, s := range q["status"] {
 		statuses = append(statuses, strings.Split(s, ",")...)
 	}
-	var rows []runSummary
+	var rows []api.RunSummary
 	for _, v := range f.runs {
 		stale := slices.Contains(statuses, "STALE") && v.Stale
 		if len(statuses) > 0 && !stale && !slices.Contains(statuses, string(v.Status)) {
@@ -230,7 +168,7 @@ func (f *fakeAPI) list(w http.ResponseWriter, r *http.Request) {
 		if p := q.Get("plan"); p != "" && v.PlanID != p {
 			continue
 		}
-		rows = append(rows, v.summary())
+		rows = append(rows, summaryOf(v))
 	}
 	f.mu.Unlock()
 
@@ -241,7 +179,7 @@ func (f *fakeAPI) list(w http.ResponseWriter, r *http.Request) {
 	start, _ := strconv.Atoi(q.Get("cursor"))
 	start = min(max(start, 0), len(rows))
 	end := min(start+limit, len(rows))
-	body := map[string]any{"runs": append([]runSummary{}, rows[start:end]...)}
+	body := map[string]any{"runs": append([]api.RunSummary{}, rows[start:end]...)}
 	if end < len(rows) {
 		body["nextCursor"] = strconv.Itoa(end)
 	}
@@ -249,7 +187,7 @@ func (f *fakeAPI) list(w http.ResponseWriter, r *http.Request) {
 }
 
 // find returns the run and the channel the next update closes.
-func (f *fakeAPI) find(id string) (runView, bool, chan struct{}) {
+func (f *fakeAPI) find(id string) (api.RunView, bool, chan struct{}) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, v := range f.runs {
@@ -257,7 +195,7 @@ func (f *fakeAPI) find(id string) (runView, bool, chan struct{}) {
 			return v, true, f.changed
 		}
 	}
-	return runView{}, false, f.changed
+	return api.RunView{}, false, f.changed
 }
 
 func (f *fakeAPI) run(w http.ResponseWriter, r *http.Request) {

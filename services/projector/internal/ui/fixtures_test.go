@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 )
 
@@ -21,14 +22,14 @@ func runID(n int) string {
 }
 
 // simpleRun is a run of the two-step plan hello@v1 in the given status.
-func simpleRun(id string, status events.RunStatus, now time.Time) runView {
-	var v runView
+func simpleRun(id string, status events.RunStatus, now time.Time) api.RunView {
+	var v api.RunView
 	v.RunID, v.Status = id, status
 	v.TenantID, v.ProjectID, v.EnvironmentID = "default", "demo", "dev"
 	v.PlanID, v.PlanVersion = "hello", "v1"
 	v.CreatedAt, v.UpdatedAt = now.Add(-5*time.Minute), now
-	v.LagMs = ptr(int64(12))
-	v.Plan.Steps = []planStep{
+	v.LagMs = 12
+	v.Plan.Steps = []api.PlanStep{
 		{ID: "greet", Activity: "echo", DependsOn: []string{}},
 		{ID: "shout", Activity: "upper", DependsOn: []string{"greet"}},
 	}
@@ -80,9 +81,9 @@ func simpleRun(id string, status events.RunStatus, now time.Time) runView {
 }
 
 // stale marks v stale with a gap after afterSeq.
-func stale(v runView, afterSeq, seenSeq int64, now time.Time) runView {
+func stale(v api.RunView, afterSeq, seenSeq int64, now time.Time) api.RunView {
 	v.Stale = true
-	v.Gap = &gap{AfterSeq: afterSeq, SeenSeq: seenSeq, Since: now.Add(-90 * time.Second)}
+	v.Gap = &api.RunGap{AfterSeq: afterSeq, SeenSeq: seenSeq, Since: now.Add(-90 * time.Second)}
 	v.LastEventSeq = afterSeq
 	return v
 }
@@ -90,15 +91,15 @@ func stale(v runView, afterSeq, seenSeq int64, now time.Time) runView {
 // richRun is the run of a seven-step ingest plan in mixed states: done,
 // retried, failed with a redelivery, running, waiting for a signal, and not
 // started; with artifacts and its events.
-func richRun(now time.Time) (runView, []events.Event) {
-	var v runView
+func richRun(now time.Time) (api.RunView, []events.Event) {
+	var v api.RunView
 	v.RunID, v.Status = "0193a1f4-7c41-7a8e-9d1f-3b2c5e8f4a10", events.RunStatusRunning
 	v.TenantID, v.ProjectID, v.EnvironmentID = "acme", "analytics", "prod"
 	v.PlanID, v.PlanVersion = "nightly-ingest", "v14"
 	v.CreatedAt, v.UpdatedAt = now.Add(-6*time.Minute-12*time.Second), now.Add(-2*time.Second)
 	v.StartedAt = ptr(now.Add(-6*time.Minute - 11*time.Second))
-	v.LagMs = ptr(int64(38))
-	v.Plan.Steps = []planStep{
+	v.LagMs = 38
+	v.Plan.Steps = []api.PlanStep{
 		{ID: "extract", Activity: "http.fetch", DependsOn: []string{}},
 		{ID: "validate", Activity: "schema.check", DependsOn: []string{"extract"}},
 		{ID: "transform", Activity: "dbt.run", DependsOn: []string{"validate"}},
@@ -174,10 +175,10 @@ func richRun(now time.Time) (runView, []events.Event) {
 }
 
 // listFixture is a mix of runs for the list, newest first, plus the rich run.
-func listFixture(now time.Time) []runView {
+func listFixture(now time.Time) []api.RunView {
 	rich, _ := richRun(now)
 	rich.CreatedAt = now.Add(-40 * time.Second)
-	runs := []runView{rich}
+	runs := []api.RunView{rich}
 	statuses := []events.RunStatus{
 		events.RunStatusRunning, events.RunStatusCompleted, events.RunStatusFailed, events.RunStatusPaused,
 		events.RunStatusApproved, events.RunStatusCompleted, events.RunStatusCancelled, events.RunStatusPending,

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/internal/browsertest"
+	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/services/projector/internal/ui"
 )
@@ -44,7 +45,7 @@ type bundle struct {
 
 // setup serves runs from a fake API beside ui.Handler, as the projector
 // mounts them, and starts a browser.
-func setup(t *testing.T, runs ...runView) *bundle {
+func setup(t *testing.T, runs ...api.RunView) *bundle {
 	t.Helper()
 	api := newFakeAPI(token, runs...)
 	mux := http.NewServeMux()
@@ -252,7 +253,7 @@ func hasQuery(calls []url.Values, key, value string) bool {
 func TestListLoadMoreAndPolling(t *testing.T) {
 	t.Parallel()
 	now := time.Now()
-	var runs []runView
+	var runs []api.RunView
 	for i := range 60 {
 		runs = append(runs, simpleRun(runID(i+1), events.RunStatusCompleted, now.Add(-time.Duration(i)*time.Minute)))
 	}

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/events"
+)
+
+// table writes rows of tab-separated cells aligned in columns, keeping the
+// first write error for flush.
+type table struct {
+	tw  *tabwriter.Writer
+	err error
+}
+
+func newTable(w io.Writer) *table {
+	return &table{tw: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)}
+}
+
+// row writes one formatted row (format ends with "\n").
+func (t *table) row(format string, args ...any) {
+	if t.err == nil {
+		_, t.err = fmt.Fprintf(t.tw, format, args...)
+	}
+}
+
+// flush writes the aligned rows out and returns the first error.
+func (t *table) flush() error {
+	if t.err != nil {
+		return t.err
+	}
+	return t.tw.Flush()
+}
+
+// writeJSON writes v as indented JSON and a newline: the -o json form of
+// every command's answer.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// printRun writes a run's view for people: its identity and status, then
+// one row per step of its plan.
+func printRun(w io.Writer, v *api.RunView, now time.Time) error {
+	tw := newTable(w)
+	tw.row("Run\t%s\n", v.RunID)
+	tw.row("Plan\t%s %s\n", v.PlanID, v.PlanVersion)
+	tw.row("Where\ttenant %s, project %s, environment %s\n", v.TenantID, v.ProjectID, v.EnvironmentID)
+	tw.row("Status\t%s\n", runStatusLine(v, now))
+	if v.Error != nil {
+		tw.row("Error\t%s\n", stepErrorText(v.Error))
+	}
+	if v.Stale && v.Gap != nil {
+		tw.row("Stale\tevents after runSeq %d are missing (seen %d); the projector is catching up\n", v.Gap.AfterSeq, v.Gap.SeenSeq)
+	}
+	tw.row("\n")
+	tw.row("STEP\tDOES\tSTATUS\tATTEMPTS\tDURATION\tERROR\n")
+	for _, s := range stepRows(v) {
+		tw.row("%s\t%s\t%s\t%s\t%s\t%s\n", s.id, s.does, s.status, s.attempts, s.duration, s.err)
+	}
+	return tw.flush()
+}
+
+// runStatusLine is "COMPLETED, 3/3 steps done, 2s".
+func runStatusLine(v *api.RunView, now time.Time) string {
+	return fmt.Sprintf("%s, %d/%d steps done, %s", v.Status, v.StepsDone(), v.StepsTotal(), runElapsed(v, now))
+}
+
+// stepRow is one step as printRun shows it.
+type stepRow struct{ id, does, status, attempts, duration, err string }
+
+// stepRows lists the plan's steps in declaration order, then any step the
+// snapshot knows that the plan graph does not.
+func stepRows(v *api.RunView) []stepRow {
+	snaps := make(map[string]events.StepSnapshot, len(v.Steps))
+	for _, s := range v.Steps {
+		snaps[s.StepID] = s
+	}
+	rows := make([]stepRow, 0, v.StepsTotal())
+	seen := make(map[string]bool, len(v.Plan.Steps))
+	for _, ps := range v.Plan.Steps {
+		seen[ps.ID] = true
+		rows = append(rows, newStepRow(ps, snaps[ps.ID]))
+	}
+	for _, s := range v.Steps {
+		if !seen[s.StepID] {
+			rows = append(rows, newStepRow(api.PlanStep{ID: s.StepID}, s))
+		}
+	}
+	return rows
+}
+
+func newStepRow(ps api.PlanStep, s events.StepSnapshot) stepRow {
+	r := stepRow{id: ps.ID, does: stepDoes(ps), status: string(cmp.Or(s.Status, events.StepStatusPending)), attempts: "-", duration: "-", err: "-"}
+	if s.Attempts > 0 {
+		r.attempts = fmt.Sprint(s.Attempts)
+	}
+	if s.StartedAt != nil && s.CompletedAt != nil {
+		r.duration = s.CompletedAt.Sub(*s.StartedAt).Round(time.Millisecond).String()
+	}
+	if s.Error != nil {
+		r.err = stepErrorText(s.Error)
+	}
+	return r
+}
+
+// stepDoes says what a step does: its activity, or the signal it waits for.
+func stepDoes(ps api.PlanStep) string {
+	switch {
+	case ps.Kind == "waitSignal":
+		return "waits for signal " + ps.Signal
+	case ps.Activity != "":
+		return ps.Activity
+	default:
+		return "-"
+	}
+}
+
+// stepErrorText is "CODE: message".
+func stepErrorText(e *events.StepError) string {
+	return e.Code + ": " + e.Message
+}
+
+// runElapsed is how long the run has run, to the millisecond: its total
+// duration once it ended, else the time since it started (or was
+// approved), never negative.
+func runElapsed(v *api.RunView, now time.Time) time.Duration {
+	switch {
+	case v.TotalDurationMs != nil:
+		return time.Duration(*v.TotalDurationMs) * time.Millisecond
+	case v.StartedAt != nil:
+		return max(now.Sub(*v.StartedAt), 0).Round(time.Millisecond)
+	case !v.CreatedAt.IsZero():
+		return max(now.Sub(v.CreatedAt), 0).Round(time.Millisecond)
+	default:
+		return 0
+	}
+}
+
+// printEvents writes one line per event: runSeq, time, type, step and
+// logical attempt, and the event's data, shortened.
+func printEvents(w io.Writer, evs []events.Event) error {
+	tw := newTable(w)
+	tw.row("SEQ\tTIME\tTYPE\tSTEP\tATTEMPT\tDATA\n")
+	for _, e := range evs {
+		at := e.PersistedAt
+		if at.IsZero() {
+			at = e.EmittedAt
+		}
+		tw.row("%d\t%s\t%s\t%s\t%s\t%s\n", e.RunSeq, at.Local().Format("15:04:05.000"), e.EventType,
+			cmp.Or(e.StepID, "-"), cmp.Or(e.LogicalAttemptID, "-"), shorten(string(e.EventData), 80))
+	}
+	return tw.flush()
+}
+
+// shorten cuts s to at most n runes, marking a cut with "…".
+func shorten(s string, n int) string {
+	if s == "" {
+		return "-"
+	}
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// printRunList writes one line per run, and how to get the next page.
+func printRunList(w io.Writer, list *api.RunList, nextPage string) error {
+	tw := newTable(w)
+	tw.row("RUN\tPLAN\tSTATUS\tSTEPS\tCREATED\tDURATION\n")
+	for _, r := range list.Runs {
+		status := string(r.Status)
+		if r.Stale {
+			status += " (stale)"
+		}
+		dur := "-"
+		if r.TotalDurationMs != nil {
+			dur = (time.Duration(*r.TotalDurationMs) * time.Millisecond).String()
+		}
+		tw.row("%s\t%s %s\t%s\t%d/%d\t%s\t%s\n", r.RunID, r.PlanID, r.PlanVersion, status,
+			r.StepsDone, r.StepsTotal, r.CreatedAt.Local().Format(time.DateTime), dur)
+	}
+	if err := tw.flush(); err != nil {
+		return err
+	}
+	if len(list.Runs) == 0 {
+		_, err := fmt.Fprintln(w, "(no runs)")
+		return err
+	}
+	if nextPage != "" {
+		_, err := fmt.Fprintf(w, "More: %s\n", nextPage)
+		return err
+	}
+	return nil
+}
+
+// quoteArgs is args as a shell would need them, for a suggested command.
+func quoteArgs(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`*?[]{}()<>|&;#~!") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
+}

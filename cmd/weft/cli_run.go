@@ -1,0 +1,363 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/client"
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/plan"
+)
+
+// runSubcommands are the subcommands of `weft run`.
+func runSubcommands() map[string]command {
+	return map[string]command{
+		"start":  {"start a run of a plan file, and with --wait follow it to its end", runStart},
+		"get":    {"show a run: its status and each step's", runGet},
+		"watch":  {"follow a run's progress until it ends; exit with its outcome", runWatch},
+		"events": {"list a run's events from the event log", runEvents},
+	}
+}
+
+// runRun is `weft run <subcommand>`.
+func runRun(ctx context.Context, env *environment, args []string) error {
+	return subcommand(ctx, env, "run", runSubcommands(), args)
+}
+
+// subcommand runs the subcommand of `weft <name>` that args start with.
+func subcommand(ctx context.Context, env *environment, name string, subs map[string]command, args []string) error {
+	if len(args) > 0 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
+		subUsage(env.stdout, name, subs)
+		return nil
+	}
+	if len(args) == 0 {
+		subUsage(env.stderr, name, subs)
+		return fmt.Errorf("%s: name a command", name)
+	}
+	sub, ok := subs[args[0]]
+	if !ok {
+		subUsage(env.stderr, name, subs)
+		return fmt.Errorf("%s: unknown command %q", name, args[0])
+	}
+	return sub.run(ctx, env, args[1:])
+}
+
+// subUsage lists the subcommands of `weft <name>`.
+func subUsage(w io.Writer, name string, subs map[string]command) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Usage: weft %s <command> [flags]\n\nCommands:\n", name)
+	for _, sub := range slices.Sorted(maps.Keys(subs)) {
+		fmt.Fprintf(&b, "  %-8s %s\n", sub, subs[sub].summary)
+	}
+	fmt.Fprintf(&b, "\nRun 'weft %s <command> -h' for a command's flags. docs/cli.md has more.\n", name)
+	_, _ = io.WriteString(w, b.String()) // usage is best effort, as main's is
+}
+
+const startSynopsis = "weft run start -f PLAN_FILE [--input JSON] [--wait [--timeout D]] [--run-request-id ID] [-o json]"
+
+// runStart is `weft run start`.
+func runStart(ctx context.Context, env *environment, args []string) error {
+	f := newFlags("run start", env)
+	conn := addConnFlags(f)
+	var sf startFlags
+	f.StringVar(&sf.file, "f", "", "the plan file, YAML or JSON (required)")
+	f.StringVar(&sf.file, "file", "", "the plan file (same as -f)")
+	f.StringVar(&sf.input, "input", "", "the run's input, a JSON document")
+	f.StringVar(&sf.runRequestID, "run-request-id", "", "your id for this start: repeating it starts no second run (default: a fresh id)")
+	wait := f.Bool("wait", false, "follow the run's progress until it ends, and exit with its outcome")
+	timeout := f.Duration("timeout", 0, "with --wait: stop waiting after this long and exit 4 (default: wait as long as the run takes)")
+	sf.tenant = f.string("tenant", "WEFT_TENANT", "tenant of the run (default "+devTenant+")")
+	sf.project = f.string("project", "WEFT_PROJECT", "project of the run (default "+defaultProject+")")
+	sf.environment = f.string("environment", "WEFT_ENVIRONMENT", "environment of the run (default "+defaultEnvironment+")")
+	f.setUsage(startSynopsis, exitCodesHelp)
+	_, format, err := conn.parse(f, startSynopsis, args)
+	if err != nil {
+		return err
+	}
+	req, err := sf.request()
+	if err != nil {
+		return err
+	}
+	c, err := conn.client()
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	res, err := c.StartRun(ctx, req)
+	if err != nil {
+		return c.explain(fmt.Errorf("start a run of %s: %w", sf.file, err))
+	}
+	if !*wait {
+		return printStarted(env.stdout, format, req, res, false)
+	}
+	if format == outputText { // under -o json, stdout carries the final view alone
+		if err := printStarted(env.stdout, format, req, res, true); err != nil {
+			return err
+		}
+	}
+	return watchToEnd(ctx, env, c, res.RunID, nil, format, *timeout)
+}
+
+// Defaults of the run's identity in `weft run start`, the dev stack's.
+const (
+	defaultProject     = "default"
+	defaultEnvironment = "dev"
+)
+
+// startFlags are the flags of `weft run start` that make its request.
+type startFlags struct {
+	file, input, runRequestID    string
+	tenant, project, environment *string
+}
+
+// request reads and checks the plan file and the input, and builds the
+// start request: the plan is sent as JSON, whatever its file's format.
+func (sf startFlags) request() (api.StartRunRequest, error) {
+	if sf.file == "" {
+		return api.StartRunRequest{}, fmt.Errorf("no plan: pass -f PLAN_FILE (a YAML or JSON plan; see examples/)\nusage: %s", startSynopsis)
+	}
+	data, err := os.ReadFile(sf.file)
+	if err != nil {
+		return api.StartRunRequest{}, fmt.Errorf("read the plan: %w", err)
+	}
+	p, err := plan.Parse(data, plan.Limits{})
+	if err != nil {
+		return api.StartRunRequest{}, planError(sf.file, err)
+	}
+	doc, err := json.Marshal(p)
+	if err != nil {
+		return api.StartRunRequest{}, fmt.Errorf("encode the plan: %w", err)
+	}
+	req := api.StartRunRequest{
+		TenantID: cmp.Or(*sf.tenant, devTenant), ProjectID: cmp.Or(*sf.project, defaultProject),
+		EnvironmentID: cmp.Or(*sf.environment, defaultEnvironment),
+		PlanID:        p.PlanID, PlanVersion: p.PlanVersion, RunRequestID: sf.runRequestID, Plan: doc,
+	}
+	if sf.input != "" {
+		if req.Input, err = jsonArg("--input", sf.input); err != nil {
+			return api.StartRunRequest{}, err
+		}
+	}
+	return req, nil
+}
+
+// planError lists a plan's problems, one per line.
+func planError(file string, err error) error {
+	var ve *plan.ValidationError
+	if !errors.As(err, &ve) || len(ve.Problems) == 0 {
+		return fmt.Errorf("%s is not a valid plan: %w", file, err)
+	}
+	msg := file + " is not a valid plan:"
+	for _, p := range ve.Problems {
+		msg += "\n  " + p.String() + " (" + p.Code + ")"
+	}
+	return errors.New(msg)
+}
+
+// jsonArg checks that the flag's value is one JSON document.
+func jsonArg(flagName, value string) (json.RawMessage, error) {
+	var v any
+	if err := json.Unmarshal([]byte(value), &v); err != nil {
+		return nil, fmt.Errorf("%s is not JSON: %w (quote it for the shell: %s '{\"key\": \"value\"}')", flagName, err, flagName)
+	}
+	return json.RawMessage(value), nil
+}
+
+// printStarted reports a start; unless waiting, it says how to follow the
+// run.
+func printStarted(w io.Writer, format outputFormat, req api.StartRunRequest, res *api.StartRunResult, waiting bool) error {
+	if format == outputJSON {
+		return writeJSON(w, res)
+	}
+	var err error
+	if res.Duplicate {
+		_, err = fmt.Fprintf(w, "Run %s was already started for run request %s (status %s); nothing new was started.\n",
+			res.RunID, res.RunRequestID, res.Status)
+	} else {
+		_, err = fmt.Fprintf(w, "Started run %s of plan %s %s.\n", res.RunID, req.PlanID, req.PlanVersion)
+	}
+	if err == nil && !waiting {
+		_, err = fmt.Fprintf(w, "Follow it: weft run watch %s\n", res.RunID)
+	}
+	return err
+}
+
+const getSynopsis = "weft run get RUN_ID [-o json]"
+
+// runGet is `weft run get`.
+func runGet(ctx context.Context, env *environment, args []string) error {
+	return withRun(env, "run get", getSynopsis, "", args, func(c *cliClient, format outputFormat, runID string) error {
+		v, err := getRun(ctx, c, runID)
+		if err != nil {
+			return err
+		}
+		if format == outputJSON {
+			return writeJSON(env.stdout, v)
+		}
+		return printRun(env.stdout, v, time.Now())
+	})
+}
+
+// getRun reads a run, saying plainly when there is none.
+func getRun(ctx context.Context, c *cliClient, runID string) (*api.RunView, error) {
+	v, err := c.GetRun(ctx, runID)
+	if client.IsCode(err, api.CodeNotFound) {
+		return nil, fmt.Errorf("no run %s: the read API at %s does not know it (a run appears there a moment after it starts)", runID, c.readURL)
+	}
+	if err != nil {
+		return nil, c.explain(fmt.Errorf("get run %s: %w", runID, err))
+	}
+	return v, nil
+}
+
+// withRun parses the flags of a command that takes one run id, builds the
+// client and calls do. extra adds the command's own flags.
+func withRun(env *environment, name, synopsis, footer string, args []string,
+	do func(c *cliClient, format outputFormat, runID string) error, extra ...func(*flags)) error {
+	f := newFlags(name, env)
+	conn := addConnFlags(f)
+	for _, add := range extra {
+		add(f)
+	}
+	f.setUsage(synopsis, footer)
+	pos, format, err := conn.parse(f, synopsis, args, "RUN_ID")
+	if err != nil {
+		return err
+	}
+	c, err := conn.client()
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	return do(c, format, pos[0])
+}
+
+const watchSynopsis = "weft run watch RUN_ID [--timeout D] [-o json]"
+
+// runWatch is `weft run watch`.
+func runWatch(ctx context.Context, env *environment, args []string) error {
+	var timeout time.Duration
+	return withRun(env, "run watch", watchSynopsis, exitCodesHelp, args, func(c *cliClient, format outputFormat, runID string) error {
+		v, err := getRun(ctx, c, runID)
+		if err != nil {
+			return err
+		}
+		return watchToEnd(ctx, env, c, runID, v, format, timeout)
+	}, func(f *flags) {
+		f.DurationVar(&timeout, "timeout", 0, "stop waiting after this long and exit 4 (default: wait as long as the run takes)")
+	})
+}
+
+// watchToEnd follows the run to its end, showing its progress (on stdout,
+// or stderr when stdout carries JSON), then prints its last view and
+// returns the error that gives the outcome's exit code.
+func watchToEnd(ctx context.Context, env *environment, c *cliClient, runID string, first *api.RunView,
+	format outputFormat, timeout time.Duration) error {
+	waitCtx, cancel := ctx, context.CancelFunc(func() {})
+	if timeout > 0 {
+		waitCtx, cancel = context.WithTimeout(ctx, timeout)
+	}
+	defer cancel()
+	progressOut := env.stdout
+	if format == outputJSON {
+		progressOut = env.stderr
+	}
+	p := newProgress(progressOut, env.getenv("COLUMNS"))
+	v, err := follow(waitCtx, c.Client, runID, first, p)
+	p.finish()
+	if v != nil {
+		if perr := printFinal(env.stdout, format, v); perr != nil {
+			return perr
+		}
+	}
+	switch {
+	case err == nil:
+		return outcome(v)
+	case ctx.Err() != nil:
+		return &codeError{code: exitInterrupt, err: fmt.Errorf("interrupted while waiting for run %s; the run goes on (weft run watch %s)", runID, runID)}
+	case waitCtx.Err() != nil:
+		return &codeError{code: exitTimeout, err: fmt.Errorf("run %s did not end within --timeout %s; it goes on (weft run watch %s)", runID, timeout, runID)}
+	default:
+		return c.explain(fmt.Errorf("follow run %s: %w", runID, err))
+	}
+}
+
+// printFinal prints the run's view once the wait is over.
+func printFinal(w io.Writer, format outputFormat, v *api.RunView) error {
+	if format == outputJSON {
+		return writeJSON(w, v)
+	}
+	if _, err := fmt.Fprintln(w); err != nil {
+		return err
+	}
+	return printRun(w, v, time.Now())
+}
+
+// outcome is nil for a COMPLETED run and the *codeError of its exit code
+// for any other.
+func outcome(v *api.RunView) error {
+	switch v.Status {
+	case events.RunStatusCompleted:
+		return nil
+	case events.RunStatusFailed:
+		why := ""
+		if v.Error != nil {
+			why = ": " + stepErrorText(v.Error)
+		}
+		return &codeError{code: exitFailed, err: fmt.Errorf("run %s FAILED%s", v.RunID, why)}
+	case events.RunStatusCancelled:
+		return &codeError{code: exitCancelled, err: fmt.Errorf("run %s was CANCELLED", v.RunID)}
+	default:
+		return fmt.Errorf("run %s is %s, not ended", v.RunID, v.Status)
+	}
+}
+
+const eventsSynopsis = "weft run events RUN_ID [--after-seq N] [-o json]"
+
+// runEvents is `weft run events`: every event of the run after --after-seq,
+// read page by page.
+func runEvents(ctx context.Context, env *environment, args []string) error {
+	var after int64
+	return withRun(env, "run events", eventsSynopsis, "", args, func(c *cliClient, format outputFormat, runID string) error {
+		page, err := allEvents(ctx, c, runID, after)
+		if err != nil {
+			return err
+		}
+		if format == outputJSON {
+			return writeJSON(env.stdout, page)
+		}
+		return printEvents(env.stdout, page.Events)
+	}, func(f *flags) {
+		f.Int64Var(&after, "after-seq", 0, "list the events after this runSeq")
+	})
+}
+
+// allEvents reads the run's events after runSeq after, every page, into
+// one page.
+func allEvents(ctx context.Context, c *cliClient, runID string, after int64) (*api.EventPage, error) {
+	all := &api.EventPage{Events: []events.Event{}, NextAfterSeq: after}
+	for {
+		page, err := c.RunEvents(ctx, runID, all.NextAfterSeq, 1000)
+		if client.IsCode(err, api.CodeNotFound) {
+			return nil, fmt.Errorf("no run %s: the read API at %s does not know it", runID, c.readURL)
+		}
+		if err != nil {
+			return nil, c.explain(fmt.Errorf("events of run %s: %w", runID, err))
+		}
+		all.Events = append(all.Events, page.Events...)
+		all.NextAfterSeq = page.NextAfterSeq
+		if !page.More {
+			return all, nil
+		}
+	}
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/weftrun/weft/internal/health"
+	"github.com/weftrun/weft/internal/httpserve"
+	"github.com/weftrun/weft/internal/metrics"
+	"github.com/weftrun/weft/internal/traceboot"
+)
+
+// opsOff is the --ops-addr value that turns the ops listener off.
+const opsOff = "off"
+
+// Default ops listener addresses, one port per command so that the
+// services of one host do not collide.
+const (
+	devOpsAddr       = "127.0.0.1:9180"
+	gatewayOpsAddr   = ":9181"
+	projectorOpsAddr = ":9182"
+	engineOpsAddr    = ":9183"
+	workerOpsAddr    = ":9184"
+	relayOpsAddr     = ":9185"
+)
+
+// opsFlag adds --ops-addr, read from envKey, to f.
+func opsFlag(f *flags, envKey, def string) *string {
+	return f.stringDefault("ops-addr", envKey, def,
+		"listen address of /healthz, /readyz and /metrics; "+opsOff+" turns them off")
+}
+
+// ops is a command's telemetry and operations listener: /healthz, /readyz
+// (its dependencies' checks) and /metrics (the Prometheus form of meters),
+// and the tracer provider its services share.
+type ops struct {
+	addr, hint string
+	// meters is the command's MeterProvider: hand it to the services the
+	// command runs, and their instruments are served at /metrics.
+	meters metric.MeterProvider
+	// metrics serves meters' instruments.
+	metrics http.Handler
+	// tracer is the command's TracerProvider, set up from the standard
+	// OTEL_* variables (internal/traceboot): hand it to every service.
+	tracer trace.TracerProvider
+	// flushTraces exports the spans still queued; closeTraces calls it.
+	flushTraces func(context.Context) error
+}
+
+// newOps makes the command's MeterProvider and TracerProvider (service is
+// the traces' service.name) for an ops listener on addr (opsOff: none).
+// hint names the flag and variable that set addr, for the error when addr
+// is taken. Nothing listens until serve; call closeTraces when the
+// command's services have stopped.
+func newOps(ctx context.Context, env *environment, service, addr, hint string) (*ops, error) {
+	mp, handler, err := metrics.New()
+	if err != nil {
+		return nil, err
+	}
+	tp, flush, err := traceboot.NewTracerProvider(ctx, service, env.getenv)
+	if err != nil {
+		return nil, err
+	}
+	return &ops{addr: addr, hint: hint, meters: mp, metrics: handler, tracer: tp, flushTraces: flush}, nil
+}
+
+// closeTraces flushes the spans not yet exported, within ctx.
+func (o *ops) closeTraces(ctx context.Context) error {
+	if err := o.flushTraces(ctx); err != nil {
+		return fmt.Errorf("flush traces: %w", err)
+	}
+	return nil
+}
+
+// handler serves /healthz and /readyz from probes and /metrics.
+func (o *ops) handler(probes *health.Probes) http.Handler {
+	mux := http.NewServeMux()
+	probes.Register(mux)
+	mux.Handle("GET /metrics", o.metrics)
+	return mux
+}
+
+// serve listens on the ops address and serves it with checks in the
+// background until the returned stop is called; stop drains it within its
+// context. It returns the listener's base URL, "" when the listener is off.
+func (o *ops) serve(ctx context.Context, logger *slog.Logger, checks []health.Check) (string, func(context.Context) error, error) {
+	if o.addr == opsOff {
+		return "", func(context.Context) error { return nil }, nil
+	}
+	probes, err := health.New(0, checks...)
+	if err != nil {
+		return "", nil, err
+	}
+	ln, err := httpserve.Listen(ctx, o.addr, "ops", o.hint)
+	if err != nil {
+		return "", nil, err
+	}
+	h := o.handler(probes)
+	stop := background(ctx, func(ctx context.Context) error {
+		return httpserve.Serve(ctx, ln, h, httpserve.Limits{}, "ops", logger)
+	})
+	return "http://" + ln.Addr().String(), stop, nil
+}
+
+// withOps serves the ops listener with checks while run runs, then stops
+// it and flushes the traces within shutdownTimeout. A run ended by ctx's cancellation is a clean
+// stop.
+func withOps(ctx context.Context, env *environment, o *ops, checks []health.Check, run func(context.Context) error) error {
+	_, stop, err := o.serve(ctx, env.logger, checks)
+	if err != nil {
+		return err
+	}
+	err = run(ctx)
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		err = nil
+	}
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	if stopErr := stop(stopCtx); stopErr != nil {
+		err = errors.Join(err, fmt.Errorf("ops listener: %w", stopErr))
+	}
+	return errors.Join(err, o.closeTraces(stopCtx))
+}

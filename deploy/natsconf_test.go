@@ -1,0 +1,166 @@
+package deploy
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftrun/weft/pkg/streams"
+)
+
+// natsUsers are the users of nats.conf: the services, migrate and client.
+var natsUsers = []string{"migrate", "relay", "engine", "worker", "projector", "gateway", "client"}
+
+// loadNATSConf parses nats.conf as nats-server does, with each user's
+// password variable set, and returns its users by name.
+func loadNATSConf(t *testing.T) map[string]*server.User {
+	t.Helper()
+	for _, u := range natsUsers {
+		t.Setenv("WEFT_NATS_"+strings.ToUpper(u)+"_PASSWORD", "pw-"+u)
+	}
+	opts, err := server.ProcessConfigFile("nats.conf")
+	require.NoError(t, err)
+	require.True(t, opts.JetStream)
+	require.Equal(t, 4222, opts.Port)
+	// JetStream reserves every stream's MaxBytes.
+	var reserved int64
+	for _, sc := range streams.All(streams.Config{}) {
+		reserved += sc.MaxBytes
+	}
+	require.GreaterOrEqual(t, opts.JetStreamMaxStore, reserved, "max_file_store holds Weft's streams")
+	users := map[string]*server.User{}
+	for _, u := range opts.Users {
+		users[u.Username] = u
+	}
+	return users
+}
+
+// match reports whether subject matches pattern with NATS wildcards: '*'
+// is one token, '>' one or more to the end. A pattern may name a queue
+// group after a space ("weft.runs.start weft-gateway").
+func match(pattern, subject string) bool {
+	pattern, _, _ = strings.Cut(pattern, " ")
+	p, s := strings.Split(pattern, "."), strings.Split(subject, ".")
+	for i, tok := range p {
+		switch {
+		case tok == ">":
+			return len(s) > i
+		case i >= len(s):
+			return false
+		case tok != "*" && tok != s[i]:
+			return false
+		}
+	}
+	return len(p) == len(s)
+}
+
+// allowed applies a permission as nats-server does: nil allows all; an
+// allow list must match, a deny list must not.
+func allowed(perm *server.SubjectPermission, subject string) bool {
+	if perm == nil {
+		return true
+	}
+	ok := perm.Allow == nil
+	for _, p := range perm.Allow {
+		ok = ok || match(p, subject)
+	}
+	for _, p := range perm.Deny {
+		ok = ok && !match(p, subject)
+	}
+	return ok
+}
+
+func TestMatch(t *testing.T) {
+	t.Parallel()
+	require.True(t, match("weft.events.*", "weft.events.r1"))
+	require.False(t, match("weft.events.*", "weft.events.r1.x"))
+	require.False(t, match("weft.events.*", "weft.events"))
+	require.True(t, match("$JS.ACK.S.C.>", "$JS.ACK.S.C.1.2.3"))
+	require.False(t, match("$JS.ACK.S.C.>", "$JS.ACK.S.C"))
+	require.True(t, match("weft.runs.start weft-gateway", "weft.runs.start"))
+}
+
+// nats.conf parses, every user has a password from its variable and
+// permissions, and each may do what its service does and nothing more.
+// topology_test.go runs the services with these users for real.
+func TestNATSConfLeastPrivilege(t *testing.T) { // not parallel: t.Setenv, nats.conf reads the passwords from the environment
+	users := loadNATSConf(t)
+	require.Len(t, users, len(natsUsers))
+	for _, name := range natsUsers {
+		u := users[name]
+		require.NotNil(t, u, name)
+		require.Equal(t, "pw-"+name, u.Password, name)
+		require.NotNil(t, u.Permissions, "%s has permissions", name)
+		require.NotNil(t, u.Permissions.Publish, "%s: publish is restricted", name)
+		require.NotNil(t, u.Permissions.Subscribe, "%s: subscribe is restricted", name)
+		require.NotNil(t, u.Account, name)
+		require.Equal(t, "WEFT", u.Account.Name, name)
+	}
+
+	type rule struct {
+		user, subject string
+		pub, sub      bool
+	}
+	rules := []rule{
+		// Only migrate creates or changes streams; nobody deletes or purges.
+		{"migrate", "$JS.API.STREAM.CREATE.WEFT_EVENTS", true, false},
+		{"migrate", "$JS.API.STREAM.UPDATE.WEFT_RESULTS", true, false},
+		{"migrate", "$JS.API.STREAM.DELETE.WEFT_EVENTS", false, false},
+		{"migrate", "weft.events.r1", false, false},
+		{"migrate", "_INBOX_migrate.x.y", false, true},
+		// The relay publishes events and tasks, nothing else.
+		{"relay", "weft.events.r1", true, false},
+		{"relay", "weft.tasks.default", true, false},
+		{"relay", "weft.results.r1", false, false},
+		{"relay", "$JS.API.STREAM.UPDATE.WEFT_EVENTS", false, false},
+		{"relay", "$JS.API.STREAM.INFO.WEFT_TASKS", true, false},
+		{"relay", "_INBOX_relay.abc.1", false, true},
+		{"relay", "_INBOX_engine.abc", false, false},
+		// The engine: its two consumers and cancel notices.
+		{"engine", "$JS.API.CONSUMER.CREATE.WEFT_EVENTS.engine-events.weft.events.*", true, false},
+		{"engine", "$JS.API.CONSUMER.MSG.NEXT.WEFT_RESULTS.engine-results", true, false},
+		{"engine", "$JS.ACK.WEFT_EVENTS.engine-events.1.2.3.4.5.6.7", true, false},
+		{"engine", "$JS.API.CONSUMER.CREATE.WEFT_EVENTS.projector.weft.events.*", false, false},
+		{"engine", "$JS.API.CONSUMER.DELETE.WEFT_EVENTS.engine-events", false, false},
+		{"engine", "weft.cancel.r1", true, false},
+		{"engine", "weft.events.r1", false, false},
+		{"engine", "weft.tasks.default", false, false},
+		// The worker: its queue's tasks, results, cancel notices.
+		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-default.weft.tasks.default", true, false},
+		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-other.weft.tasks.other", false, false},
+		{"worker", "$JS.ACK.WEFT_TASKS.tasks-default.1.2.3", true, false},
+		{"worker", "weft.results.r1", true, false},
+		{"worker", "weft.tasks.default", false, false},
+		{"worker", "weft.cancel.r1", false, true},
+		{"worker", "weft.events.r1", false, false},
+		// The projector: its consumer of events.
+		{"projector", "$JS.API.CONSUMER.CREATE.WEFT_EVENTS.projector.weft.events.*", true, false},
+		{"projector", "$JS.ACK.WEFT_EVENTS.projector.1.2", true, false},
+		{"projector", "$JS.ACK.WEFT_EVENTS.engine-events.1.2", false, false},
+		{"projector", "weft.events.r1", false, false},
+		// The gateway: its ingress, in its queue group; replies only.
+		{"gateway", "weft.runs.start", false, true},
+		{"gateway", "weft.signals.r1", false, true},
+		{"gateway", "weft.events.r1", false, false},
+		{"gateway", "_INBOX.x", false, false},
+		// A caller of the ingress.
+		{"client", "weft.runs.start", true, false},
+		{"client", "weft.signals.r1", true, false},
+		{"client", "weft.events.r1", false, false},
+		{"client", "_INBOX.abc.1", false, true},
+		{"client", "_INBOX_engine.abc.1", false, false},
+	}
+	for _, r := range rules {
+		p := users[r.user].Permissions
+		require.Equal(t, r.pub, allowed(p.Publish, r.subject), "%s may publish %s", r.user, r.subject)
+		require.Equal(t, r.sub, allowed(p.Subscribe, r.subject), "%s may subscribe to %s", r.user, r.subject)
+	}
+	require.NotNil(t, users["gateway"].Permissions.Response, "the gateway answers its requests")
+	for _, name := range natsUsers {
+		if name != "gateway" {
+			require.Nil(t, users[name].Permissions.Response, "%s publishes no other replies", name)
+		}
+	}
+}

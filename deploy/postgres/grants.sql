@@ -1,0 +1,51 @@
+-- Per-service privileges on Weft's tables (docs/deploy.md). `weft migrate
+-- --grants-file` runs this after the migrations, as weft_migrator, the
+-- owner of every table, in one transaction; it is idempotent. The roles
+-- come from roles.sql.
+--
+-- A migration that adds a table, a sequence or a function adds its grants
+-- here: deploy/topology_test.go runs every service as its role, and
+-- deploy/grants_test.go fails on a table or function this file does not
+-- name.
+--
+-- Privileges follow each service's SQL: INSERT … ON CONFLICT DO UPDATE and
+-- SELECT … FOR UPDATE need UPDATE, RETURNING needs SELECT on what it
+-- returns. Functions run with their caller's privileges (none is SECURITY
+-- DEFINER), so EXECUTE adds nothing the table grants do not allow.
+
+-- The event log: the gateway appends a run's first events and signals, the
+-- engine the rest; the projector reads it back to resync.
+GRANT SELECT, INSERT ON run_events TO weft_gateway, weft_engine;
+GRANT SELECT, INSERT, UPDATE ON run_heads TO weft_gateway, weft_engine;
+GRANT SELECT ON run_events, run_heads TO weft_projector;
+GRANT EXECUTE ON FUNCTION weft_event_append TO weft_gateway, weft_engine;
+
+-- The outbox: writers insert (the partition comes back through RETURNING)
+-- and wake the relay; the relay claims, publishes, retries, deletes and
+-- dead-letters, and keeps its wake-up state.
+GRANT INSERT, SELECT (partition) ON outbox TO weft_gateway, weft_engine;
+GRANT USAGE ON SEQUENCE outbox_id_seq TO weft_gateway, weft_engine;
+GRANT SELECT ON outbox_wake TO weft_gateway, weft_engine;
+GRANT EXECUTE ON FUNCTION weft_outbox_wake TO weft_gateway, weft_engine;
+GRANT SELECT, UPDATE, DELETE ON outbox TO weft_relay;
+GRANT SELECT, INSERT, UPDATE ON outbox_dead TO weft_relay;
+GRANT SELECT, INSERT, UPDATE ON outbox_wake TO weft_relay;
+GRANT EXECUTE ON FUNCTION weft_outbox_barrier TO weft_relay;
+
+-- The engine's state: the runs it has not finished (the gateway enters a
+-- run when it approves it, and counts them for admission) and its timers.
+GRANT SELECT, INSERT ON engine_runs TO weft_gateway;
+GRANT SELECT, INSERT, UPDATE, DELETE ON engine_runs, engine_timers TO weft_engine;
+
+-- The gateway's idempotency records.
+GRANT SELECT, INSERT, UPDATE, DELETE ON run_requests, signal_acceptances TO weft_gateway;
+
+-- The projector's snapshots and alerts.
+GRANT SELECT, INSERT, UPDATE ON run_snapshots TO weft_projector;
+GRANT SELECT, INSERT, UPDATE, DELETE ON projector_alerts TO weft_projector;
+
+-- Owner only, on purpose: weft_schema_migrations; outbox_dead for writers;
+-- weft_run_delete (retention) and the partition functions
+-- (weft_event_partitions_ensure, weft_event_partition_create,
+-- weft_event_partition_prepare, weft_uuid_month_floor), which an operator
+-- runs as weft_migrator; weft_run_events_guard, a trigger function.

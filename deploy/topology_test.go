@@ -1,0 +1,289 @@
+package deploy
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/internal/health"
+	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/streams"
+)
+
+// testToken is the API key of the topology's gateway and projector.
+const testToken = "weft_topology_test_token"
+
+// topology is the compose topology run as local processes.
+type topology struct {
+	bin       binaries
+	db        *rolesDB
+	nats      *natsProcess
+	gateway   string // base URL of the gateway's API
+	projector string // base URL of the read API
+	// ops holds each service's ops base URL and its process.
+	ops map[string]opsOf
+}
+
+type opsOf struct {
+	url string
+	p   *process
+}
+
+// The compose topology as separate local processes: a nats-server process
+// from deploy/nats.conf, a fresh database with the roles of
+// deploy/postgres/roles.sql, a one-shot `weft migrate` as the migrator
+// (schema, grants.sql, streams), then the relay, the engine, a worker, the
+// gateway and the projector, each as its own Postgres role and NATS user,
+// none allowed to create streams. A run started through the gateway's
+// HTTP API waits at an approval gate, is approved through the NATS
+// ingress, and is seen COMPLETED through the projector's read API. Then
+// each service's /readyz names its checks, nats-server has logged no
+// permission violation, and the roles and users are refused what their
+// service never does.
+func TestTopologyAsProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds weft and nats-server and runs the whole topology")
+	}
+	t.Parallel()
+	top := startTopology(t)
+
+	runID := startApprovalRun(t, top)
+	waitForEvent(t, top, runID, func(e eventView) bool { return e.StepID == "gate" }, "the gate waits")
+	approveOverNATS(t, top, runID)
+	waitFor(t, top.ops["projector"].p, "run "+runID+" COMPLETED in the read API", func() bool {
+		status, body := httpGet(t, top.projector+"/v1/runs/"+runID, testToken)
+		var run struct {
+			Status string `json:"status"`
+		}
+		return status == http.StatusOK && json.Unmarshal(body, &run) == nil && run.Status == "COMPLETED"
+	})
+
+	for name, want := range map[string][]string{
+		"relay":     {"postgres", "nats", "stream WEFT_EVENTS", "stream WEFT_TASKS"},
+		"engine":    {"postgres", "nats", "stream WEFT_EVENTS", "stream WEFT_RESULTS"},
+		"worker":    {"nats", "stream WEFT_TASKS", "stream WEFT_RESULTS"},
+		"gateway":   {"postgres", "nats"},
+		"projector": {"postgres", "nats", "stream WEFT_EVENTS"},
+	} {
+		status, body := httpGet(t, top.ops[name].url+"/readyz", "")
+		require.Equal(t, http.StatusOK, status, "%s: %s", name, body)
+		var r health.Report
+		require.NoError(t, json.Unmarshal(body, &r))
+		var names []string
+		for _, c := range r.Checks {
+			require.Equal(t, "ok", c.Status, "%s: %s", name, c.Name)
+			names = append(names, c.Name)
+		}
+		require.Equal(t, want, names, name)
+	}
+	healthCommand(t, top)
+	require.Empty(t, linesWith(top.nats.out.String(), "Violation"), "no service was refused a subject it uses")
+	for name, o := range top.ops {
+		require.Empty(t, linesWith(o.p.out.String(), "SQLSTATE 42501"), "%s was refused no table it uses", name)
+		require.Empty(t, linesWith(o.p.out.String(), "ermissions Violation"), "%s was refused no subject it uses", name)
+	}
+
+	refusedInPostgres(t, top.db)
+	refusedInNATS(t, top.nats)
+}
+
+// healthCommand runs `weft health`, the image's healthcheck, on a ready
+// service's /readyz and on an address nothing listens on.
+func healthCommand(t *testing.T, top *topology) {
+	t.Helper()
+	ready := startProcess(t, "weft health", top.bin.weft, []string{"health", "--url", top.ops["engine"].url + "/readyz"})
+	require.NoError(t, ready.wait(t), "weft health on a ready service (is runHealth registered as \"health\" in commands()?): %s", ready.out.String())
+	require.Contains(t, ready.out.String(), `"status":"ok"`)
+	down := startProcess(t, "weft health", top.bin.weft, []string{"health", "--url", "http://" + freeAddr(t) + "/readyz"})
+	require.Error(t, down.wait(t), "weft health fails when nothing answers")
+}
+
+// linesWith returns the lines of s that contain sub.
+func linesWith(s, sub string) []string {
+	var out []string
+	for line := range strings.Lines(s) {
+		if strings.Contains(line, sub) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// startTopology builds the binaries and starts every process, the services
+// once migrate has succeeded, and waits until each service is ready.
+func startTopology(t *testing.T) *topology {
+	t.Helper()
+	bin := buildBinaries(t)
+	top := &topology{bin: bin, db: newRolesDB(t), nats: startNATSServer(t, bin.natsServer), ops: map[string]opsOf{}}
+
+	migrate := startProcess(t, "migrate", bin.weft, []string{"migrate"},
+		"WEFT_DATABASE_URL="+top.db.url("weft_migrator"),
+		"WEFT_NATS_URL="+top.nats.url("migrate"),
+		"WEFT_GRANTS_FILE=postgres/grants.sql")
+	require.NoError(t, migrate.wait(t), migrate.out.String())
+	for _, want := range []string{"applied migrations", "applied grants from postgres/grants.sql", "streams are up to date"} {
+		require.Contains(t, migrate.out.String(), want)
+	}
+
+	keys := "WEFT_API_KEYS=topology default admin " + auth.HashKey(testToken)
+	gatewayAddr, projectorAddr := freeAddr(t), freeAddr(t)
+	top.gateway, top.projector = "http://"+gatewayAddr, "http://"+projectorAddr
+	services := []struct {
+		name string
+		env  []string
+	}{
+		{"relay", []string{"WEFT_DATABASE_URL=" + top.db.url("weft_relay")}},
+		{"engine", []string{"WEFT_DATABASE_URL=" + top.db.url("weft_engine")}},
+		{"worker", nil},
+		{"gateway", []string{"WEFT_DATABASE_URL=" + top.db.url("weft_gateway"), "WEFT_GATEWAY_ADDR=" + gatewayAddr, keys}},
+		{"projector", []string{"WEFT_DATABASE_URL=" + top.db.url("weft_projector"), "WEFT_PROJECTOR_ADDR=" + projectorAddr,
+			"WEFT_GATEWAY_URL=" + top.gateway, keys}},
+	}
+	for _, s := range services {
+		opsAddr := freeAddr(t)
+		env := append(slices.Clone(s.env), "WEFT_NATS_URL="+top.nats.url(s.name), "WEFT_ENSURE_STREAMS=false",
+			"WEFT_"+strings.ToUpper(s.name)+"_OPS_ADDR="+opsAddr)
+		p := startProcess(t, s.name, bin.weft, []string{s.name}, env...)
+		top.ops[s.name] = opsOf{url: "http://" + opsAddr, p: p}
+	}
+	for name, o := range top.ops {
+		waitFor(t, o.p, name+" ready", func() bool {
+			status, _ := httpGet(t, o.url+"/readyz", "")
+			return status == http.StatusOK
+		})
+	}
+	return top
+}
+
+// startApprovalRun starts a run whose second step waits for the signal
+// "approve", through the gateway's REST API, and returns its id.
+func startApprovalRun(t *testing.T, top *topology) string {
+	t.Helper()
+	body, err := json.Marshal(api.StartRunRequest{TenantID: "default", ProjectID: "topology", EnvironmentID: "test",
+		PlanID: "approval", PlanVersion: "1", RunRequestID: "topology-1",
+		Plan: json.RawMessage(`{"planId":"approval","planVersion":"1","steps":[
+			{"id":"prepare","activity":"echo","input":{"x":1}},
+			{"id":"gate","kind":"waitSignal","signal":"approve","dependsOn":["prepare"]},
+			{"id":"ship","activity":"echo","dependsOn":["gate"]}]}`)})
+	require.NoError(t, err)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, top.gateway+"/v1/runs", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	var res api.StartRunResult
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&res))
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	require.NotEmpty(t, res.RunID)
+	return res.RunID
+}
+
+// eventView is what the test reads of an event from the read API.
+type eventView struct {
+	StepID    string `json:"stepId"`
+	EventType string `json:"eventType"`
+}
+
+// waitForEvent waits until the read API lists an event of the run that
+// matches want.
+func waitForEvent(t *testing.T, top *topology, runID string, want func(eventView) bool, what string) {
+	t.Helper()
+	waitFor(t, top.ops["projector"].p, what, func() bool {
+		status, body := httpGet(t, top.projector+"/v1/runs/"+runID+"/events?limit=1000", testToken)
+		var page struct {
+			Events []eventView `json:"events"`
+		}
+		if status != http.StatusOK || json.Unmarshal(body, &page) != nil {
+			return false
+		}
+		for _, e := range page.Events {
+			if want(e) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// approveOverNATS sends the run its "approve" signal through the gateway's
+// NATS ingress, as the user client, and checks the answer.
+func approveOverNATS(t *testing.T, top *topology, runID string) {
+	t.Helper()
+	nc, err := nats.Connect(top.nats.url("client"))
+	require.NoError(t, err)
+	defer nc.Close()
+	subject, err := streams.SignalSubject(runID)
+	require.NoError(t, err)
+	msg := nats.NewMsg(subject)
+	msg.Header.Set("Authorization", "Bearer "+testToken)
+	msg.Data = []byte(`{"signalName":"approve","signalId":"topology-approve","payload":{"by":"topology test"}}`)
+	reply, err := nc.RequestMsg(msg, step)
+	require.NoError(t, err)
+	require.Equal(t, "202", reply.Header.Get("Weft-Status"), string(reply.Data))
+}
+
+// refusedInPostgres checks that each role is refused what its service
+// never does.
+func refusedInPostgres(t *testing.T, db *rolesDB) {
+	t.Helper()
+	for _, c := range []struct{ role, sql string }{
+		{"weft_projector", `INSERT INTO outbox (partition, order_key, subject, payload, dedupe_id) VALUES (0, 'k', 's', '', 'd')`},
+		{"weft_projector", `SELECT count(*) FROM run_requests`},
+		{"weft_gateway", `SELECT count(*) FROM run_snapshots`},
+		{"weft_gateway", `SELECT payload FROM outbox`},
+		{"weft_gateway", `DELETE FROM engine_runs`},
+		{"weft_engine", `SELECT count(*) FROM signal_acceptances`},
+		{"weft_engine", `SELECT weft_run_delete(gen_random_uuid())`},
+		{"weft_engine", `CREATE TABLE intruder (x int)`},
+		{"weft_relay", `SELECT count(*) FROM run_events`},
+		{"weft_relay", `INSERT INTO outbox (partition, order_key, subject, payload, dedupe_id) VALUES (0, 'k', 's', '', 'd')`},
+		{"weft_migrator", `SELECT 1 FROM pg_catalog.pg_authid`},
+	} {
+		_, err := db.connect(t, c.role).Exec(t.Context(), c.sql)
+		var pgErr *pgconn.PgError
+		require.ErrorAs(t, err, &pgErr, "%s: %s", c.role, c.sql)
+		require.Equal(t, "42501", pgErr.Code, "%s: %s: %v", c.role, c.sql, err) // insufficient_privilege
+	}
+}
+
+// refusedInNATS checks that a service's user cannot touch the streams or
+// read what is not its own.
+func refusedInNATS(t *testing.T, n *natsProcess) {
+	t.Helper()
+	violations := make(chan error, 16)
+	nc, err := nats.Connect(n.url("worker"), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		violations <- err
+	}))
+	require.NoError(t, err)
+	defer nc.Close()
+
+	_, err = nc.Subscribe("weft.events.>", func(*nats.Msg) {})
+	require.NoError(t, err, "refused asynchronously")
+	select {
+	case err := <-violations:
+		require.ErrorIs(t, err, nats.ErrPermissionViolation)
+	case <-time.After(step):
+		t.Fatal("no permission violation for the worker's subscription to weft.events.>")
+	}
+
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	ctx := t.Context()
+	err = js.DeleteStream(ctx, streams.EventsStream)
+	require.Error(t, err, "the worker cannot delete a stream")
+	require.NotErrorIs(t, err, jetstream.ErrStreamNotFound)
+	_, err = js.Stream(ctx, streams.EventsStream)
+	require.Error(t, err, "nor read WEFT_EVENTS' info")
+}

@@ -1,0 +1,130 @@
+package task_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftrun/weft/internal/goldentest"
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/plan"
+	"github.com/weftrun/weft/pkg/task"
+)
+
+// The golden files in testdata/persisted hold the Task, Result and Cancel
+// messages as today's engine and workers write them. Tasks and results
+// wait in JetStream streams across a rolling upgrade, so a new build must
+// read what the old one wrote (docs/persisted-format.md).
+// WEFT_UPDATE_GOLDEN=1 rewrites the files; review the diff.
+
+const goldenRun = "0190a8e2-7b3c-7def-8123-456789abcdef"
+
+var goldenT0 = time.Date(2024, 7, 1, 12, 0, 0, 0, time.UTC)
+
+// message is one golden message: write encodes it with today's writer,
+// check decodes bytes with today's reader and compares every field.
+type message struct {
+	name  string
+	write func(t *testing.T) []byte
+	check func(t *testing.T, data []byte)
+}
+
+func messageOf[T any](name string, write func() T, want T) message {
+	return message{
+		name: name,
+		write: func(t *testing.T) []byte {
+			t.Helper()
+			b, err := json.Marshal(write())
+			require.NoError(t, err)
+			return b
+		},
+		check: func(t *testing.T, data []byte) {
+			t.Helper()
+			var got T
+			require.NoError(t, json.Unmarshal(data, &got))
+			require.Equal(t, want, got)
+		},
+	}
+}
+
+func goldenTask() task.Task {
+	return task.Task{
+		SchemaVersion: task.SchemaVersion, RunID: goldenRun, StepID: "extract", LogicalAttemptID: "2",
+		PlanVersion: "v3", Activity: "dbt.run", Queue: "default", Input: json.RawMessage(`{"db":{"secretRef":"pg"}}`),
+		Secrets:        []plan.SecretRef{{Name: "pg", Provider: "env", Key: "PG_URL"}},
+		IdempotencyKey: "extract-2024-07-01", TimeoutMillis: 90000, ScheduledAt: goldenT0,
+	}
+}
+
+func messages() []message {
+	key := func(kind task.Kind) string {
+		return events.IdempotencyKey(goldenRun, "extract", "2", events.Type(kind), "v3")
+	}
+	stepErr := &events.StepError{Code: "E_USER", Message: "bad input", Category: "USER"}
+	artifact := events.ArtifactRef{URI: "s3://bucket/out.parquet", Kind: "table", SizeBytes: 7}
+	result := func(kind task.Kind) task.Result {
+		r := task.NewResult(goldenTask(), kind, "1", "worker-1")
+		r.EmittedAt = goldenT0 // now in NewResult
+		return r
+	}
+	want := func(kind task.Kind) task.Result {
+		return task.Result{SchemaVersion: 1, Kind: kind, RunID: goldenRun, StepID: "extract", LogicalAttemptID: "2",
+			EngineAttemptID: "1", IdempotencyKey: key(kind), WorkerID: "worker-1", EmittedAt: goldenT0}
+	}
+	completed := want(task.Completed)
+	completed.Output, completed.Artifacts = json.RawMessage(`{"rows":3}`), []events.ArtifactRef{artifact}
+	failed := want(task.Failed)
+	failed.Error = stepErr
+	return []message{
+		messageOf("Task_v1", goldenTask, task.Task{
+			SchemaVersion: 1, RunID: goldenRun, StepID: "extract", LogicalAttemptID: "2", PlanVersion: "v3",
+			Activity: "dbt.run", Queue: "default", Input: json.RawMessage(`{"db":{"secretRef":"pg"}}`),
+			Secrets:        []plan.SecretRef{{Name: "pg", Provider: "env", Key: "PG_URL"}},
+			IdempotencyKey: "extract-2024-07-01", TimeoutMillis: 90000, ScheduledAt: goldenT0,
+		}),
+		messageOf("Result_started_v1", func() task.Result { return result(task.Started) }, want(task.Started)),
+		messageOf("Result_completed_v1", func() task.Result {
+			r := result(task.Completed)
+			r.Output, r.Artifacts = json.RawMessage(`{"rows":3}`), []events.ArtifactRef{artifact}
+			return r
+		}, completed),
+		messageOf("Result_failed_v1", func() task.Result {
+			r := result(task.Failed)
+			r.Error = stepErr
+			return r
+		}, failed),
+		messageOf("Cancel_v1", func() task.Cancel {
+			return task.Cancel{SchemaVersion: task.SchemaVersion, RunID: goldenRun, StepIDs: []string{"extract"}, Reason: "run cancelled"}
+		}, task.Cancel{SchemaVersion: 1, RunID: goldenRun, StepIDs: []string{"extract"}, Reason: "run cancelled"}),
+	}
+}
+
+// TestPersistedGolden: today's reader decodes every golden message to the
+// expected fields, and today's writer still writes it byte for byte.
+func TestPersistedGolden(t *testing.T) {
+	t.Parallel()
+	for _, m := range messages() {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			m.check(t, goldentest.Compare(t, filepath.Join("testdata", "persisted", m.name+".json"), m.write(t)))
+		})
+	}
+}
+
+// TestPersistedUnknownFields: a message from a newer writer, with a field
+// this version does not know, decodes to the same fields.
+func TestPersistedUnknownFields(t *testing.T) {
+	t.Parallel()
+	for _, m := range messages() {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			golden, err := os.ReadFile(filepath.Join("testdata", "persisted", m.name+".json"))
+			require.NoError(t, err)
+			m.check(t, goldentest.WithUnknownField(t, golden))
+		})
+	}
+}

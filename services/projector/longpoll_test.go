@@ -1,0 +1,111 @@
+package projector_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/services/projector"
+)
+
+// A long poll for the next runSeq is held until the event is applied and
+// answers then: the 60 s timeout it asks for is past the request's
+// deadline (waitFor).
+func TestLongPollWakesOnTheNextEvent(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	s.serve(t, projector.Config{})
+	runID := s.approve(t, "poll")
+	s.waitRun(t, runID, atSeq(1), "approved")
+
+	answer := s.startPoll(t, "/v1/runs/"+runID+"?waitForSeq=2&timeout=60s")
+	requireWaiting(t, answer)
+	s.appendBus(t, lifecycle(t, runID)[:1]...)
+	r := <-answer
+	require.NoError(t, r.err)
+	var v projector.RunView
+	r.decode(t, &v)
+	require.Equal(t, int64(2), v.LastEventSeq)
+	require.Equal(t, events.RunStatusRunning, v.Status)
+	require.Equal(t, `"2"`, r.header.Get("ETag"))
+}
+
+// A long poll waiting for a later runSeq also answers when the run goes
+// STALE: a reader learns of the gap at once, not at its timeout, and the
+// ETag says the snapshot is stale.
+func TestLongPollWakesWhenTheRunGoesStale(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	s.serve(t, projector.Config{MaxWait: 10 * time.Minute})
+	runID := s.approve(t, "poll")
+	s.waitRun(t, runID, atSeq(1), "approved")
+
+	answer := s.startPoll(t, "/v1/runs/"+runID+"?waitForSeq=5&timeout=10m")
+	requireWaiting(t, answer)
+	ahead := step(t, runID, "a", events.StepScheduled, events.StepScheduledData{Activity: "echo"})
+	ahead.RunSeq, ahead.PersistedAt = 3, time.Now().UTC()
+	s.publish(t, ahead) // runSeq 2 is in neither the log nor the bus: a gap
+
+	r := <-answer
+	require.NoError(t, r.err)
+	var v projector.RunView
+	r.decode(t, &v)
+	require.True(t, v.Stale)
+	require.Equal(t, int64(1), v.LastEventSeq, "nothing past the gap")
+	require.Equal(t, `"1-stale"`, r.header.Get("ETag"))
+}
+
+// A long poll whose runSeq is already reached, or whose timeout is zero,
+// answers at once (the deadline of these requests is far below MaxWait);
+// one for a run that never appears answers 404 at its timeout.
+func TestLongPollAnswersAtOnce(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	s.serve(t, projector.Config{MaxWait: 10 * time.Minute})
+	runID := s.approve(t, "poll")
+	s.waitRun(t, runID, atSeq(1), "approved")
+
+	for _, query := range []string{"?waitForSeq=1&timeout=10m", "?waitForSeq=0&timeout=10m", "?waitForSeq=99&timeout=0s"} {
+		var v projector.RunView
+		s.poll(t, "/v1/runs/"+runID+query).decode(t, &v)
+		require.Equal(t, int64(1), v.LastEventSeq, query)
+	}
+	requireError(t, s.poll(t, "/v1/runs/"+events.NewRunID()+"?waitForSeq=1&timeout=200ms"),
+		http.StatusNotFound, api.CodeNotFound)
+}
+
+// A long poll on a run that does not exist yet answers once it does.
+func TestLongPollWaitsForTheRun(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	s.serve(t, projector.Config{MaxWait: 10 * time.Minute})
+	runID := events.NewRunID()
+
+	answer := s.startPoll(t, "/v1/runs/"+runID+"?waitForSeq=1&timeout=10m")
+	requireWaiting(t, answer)
+	s.approveAs(t, runID)
+	r := <-answer
+	require.NoError(t, r.err)
+	var v projector.RunView
+	r.decode(t, &v)
+	require.Equal(t, runID, v.RunID)
+	require.Equal(t, int64(1), v.LastEventSeq)
+}
+
+// MaxWait caps the timeout a long poll asks for: the run is answered
+// unchanged.
+func TestLongPollTimeoutIsCapped(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	s.serve(t, projector.Config{MaxWait: 300 * time.Millisecond})
+	runID := s.approve(t, "poll")
+	s.waitRun(t, runID, atSeq(1), "approved")
+
+	var v projector.RunView
+	s.poll(t, "/v1/runs/"+runID+"?waitForSeq=99&timeout=60s").decode(t, &v)
+	require.Equal(t, int64(1), v.LastEventSeq)
+}

@@ -1,0 +1,85 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
+)
+
+// meterName is the instrumentation scope of the gateway's metrics.
+const meterName = "github.com/weftrun/weft/services/signal-gateway"
+
+// Transport attribute values.
+const (
+	transportHTTP    = "http"
+	transportJSONRPC = "jsonrpc"
+	transportNATS    = "nats"
+)
+
+// Outcome attribute values of weft.gateway.signals.
+const (
+	signalAccepted  = "accepted"  // a new SignalAccepted was committed
+	signalDuplicate = "duplicate" // a repeat of an accepted (run, name, id): answered, nothing written
+	signalRejected  = "rejected"  // refused with an error code (denied, rate limited, not found, …)
+	signalError     = "error"     // failed without a refusal (database down): the caller retries
+)
+
+// signalMetrics counts the signals that reach intake, nil without a
+// MeterProvider (the events the gateway appends are counted by the
+// journal, weft.events.appended):
+//
+//	weft.gateway.signals  counter {signal}  by outcome and transport
+//
+// A request refused before intake (unauthenticated, undecodable) is not a
+// signal yet and is not counted.
+type signalMetrics struct {
+	signals metric.Int64Counter
+	opts    map[[2]string]metric.AddOption // (outcome, transport)
+}
+
+func newSignalMetrics(mp metric.MeterProvider) (*signalMetrics, error) {
+	if mp == nil {
+		return nil, nil
+	}
+	c, err := mp.Meter(meterName).Int64Counter("weft.gateway.signals", metric.WithUnit("{signal}"),
+		metric.WithDescription("Signals sent to the gateway, by outcome (accepted, duplicate, rejected, error) and transport."))
+	if err != nil {
+		return nil, fmt.Errorf("gateway: metrics: %w", err)
+	}
+	m := &signalMetrics{signals: c, opts: make(map[[2]string]metric.AddOption)}
+	for _, o := range []string{signalAccepted, signalDuplicate, signalRejected, signalError} {
+		for _, tr := range []string{transportHTTP, transportJSONRPC, transportNATS} {
+			m.opts[[2]string{o, tr}] = metric.WithAttributeSet(attribute.NewSet(
+				attribute.String("outcome", o), attribute.String("transport", tr)))
+		}
+	}
+	return m, nil
+}
+
+// signalSend hands sig to intake and counts its outcome under transport.
+func (s *Service) signalSend(ctx context.Context, transport string, p auth.Principal, sig intake.Signal) (intake.SignalResult, error) {
+	res, err := s.intake.SignalSend(ctx, p, sig)
+	if m := s.metrics; m != nil {
+		m.signals.Add(ctx, 1, m.opts[[2]string{signalOutcome(res, err), transport}])
+	}
+	return res, err
+}
+
+func signalOutcome(res intake.SignalResult, err error) string {
+	if _, refused := errors.AsType[*intake.Error](err); refused {
+		return signalRejected
+	}
+	switch {
+	case err != nil:
+		return signalError
+	case res.Duplicate:
+		return signalDuplicate
+	}
+	return signalAccepted
+}
