@@ -160,7 +160,14 @@ function confirmDialog({ title, text, ok, dismiss }) {
   document.getElementById('confirm-dismiss').textContent = dismiss;
   dialog.returnValue = '';
   return new Promise((resolve) => {
-    dialog.addEventListener('close', () => resolve(dialog.returnValue === 'yes'), { once: true });
+    // close is dispatched as a queued task, so the close event of an earlier
+    // showing can arrive after this one has begun; it finds the dialog open.
+    const onClose = () => {
+      if (dialog.open) return;
+      dialog.removeEventListener('close', onClose);
+      resolve(dialog.returnValue === 'yes');
+    };
+    dialog.addEventListener('close', onClose);
     dialog.showModal();
     document.getElementById('confirm-dismiss').focus();
   });
