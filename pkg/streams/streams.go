@@ -13,6 +13,9 @@
 //	weft.tasks.<queue>     WEFT_TASKS    activity tasks (work queue)
 //	weft.results.<runId>   WEFT_RESULTS  worker results
 //	weft.cancel.<runId>    (core NATS)   cancel notices to workers
+//	weft.signals.<runId>   (core NATS)   the gateway's signal ingress
+//	weft.triggers.<id>     (core NATS)   the gateway's trigger event ingress
+//	weft.engine.reconcile  (core NATS)   reconciliation lookups, request-reply
 package streams
 
 import (

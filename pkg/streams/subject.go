@@ -14,12 +14,22 @@ var ErrInvalidToken = errors.New("invalid subject token")
 
 // Subject prefixes; each is followed by one token.
 const (
-	EventsSubjectPrefix  = "weft.events"  // + run id, captured by WEFT_EVENTS
-	TasksSubjectPrefix   = "weft.tasks"   // + queue, captured by WEFT_TASKS
-	ResultsSubjectPrefix = "weft.results" // + run id, captured by WEFT_RESULTS
-	CancelSubjectPrefix  = "weft.cancel"  // + run id, core NATS
-	SignalSubjectPrefix  = "weft.signals" // + run id, core NATS: the gateway's signal ingress
+	EventsSubjectPrefix  = "weft.events"   // + run id, captured by WEFT_EVENTS
+	TasksSubjectPrefix   = "weft.tasks"    // + queue, captured by WEFT_TASKS
+	ResultsSubjectPrefix = "weft.results"  // + run id, captured by WEFT_RESULTS
+	CancelSubjectPrefix  = "weft.cancel"   // + run id, core NATS
+	SignalSubjectPrefix  = "weft.signals"  // + run id, core NATS: the gateway's signal ingress
+	TriggerSubjectPrefix = "weft.triggers" // + trigger id, core NATS: the gateway's event ingress
 )
+
+// ReconcileSubject is the engine's reconciliation lookup, core NATS
+// request-reply: a worker's request carries a task.ReconcileRequest and the
+// reply a task.ReconcileReply (docs/reconciliation.md). Engines serve it in
+// the queue group ReconcileQueue, so one engine answers each request.
+const ReconcileSubject = "weft.engine.reconcile"
+
+// ReconcileQueue is the queue group the engines serve ReconcileSubject in.
+const ReconcileQueue = "weft-engine"
 
 // RunStartSubject is the gateway's run-start ingress, core NATS: a publish
 // carries an api.StartRunRequest, a request gets the answer as its reply.
@@ -49,6 +59,12 @@ func CancelSubject(runID string) (string, error) {
 // a signal through the gateway (docs/api.md).
 func SignalSubject(runID string) (string, error) {
 	return subject(SignalSubjectPrefix, "run id", runID)
+}
+
+// TriggerSubject returns weft.triggers.<triggerID>, where a publish sends
+// an event to a trigger through the gateway (docs/schedules.md).
+func TriggerSubject(triggerID string) (string, error) {
+	return subject(TriggerSubjectPrefix, "trigger id", triggerID)
 }
 
 func subject(prefix, what, token string) (string, error) {

@@ -50,10 +50,12 @@ func TestValidToken(t *testing.T) {
 func TestSubjectBuilders(t *testing.T) {
 	t.Parallel()
 	builders := map[string]func(string) (string, error){
-		"weft.events":  streams.EventSubject,
-		"weft.tasks":   streams.TaskSubject,
-		"weft.results": streams.ResultSubject,
-		"weft.cancel":  streams.CancelSubject,
+		"weft.events":   streams.EventSubject,
+		"weft.tasks":    streams.TaskSubject,
+		"weft.results":  streams.ResultSubject,
+		"weft.cancel":   streams.CancelSubject,
+		"weft.signals":  streams.SignalSubject,
+		"weft.triggers": streams.TriggerSubject,
 	}
 	for prefix, build := range builders {
 		subject, err := build("tok-1")

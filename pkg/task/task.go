@@ -53,6 +53,22 @@ type Task struct {
 	TimeoutMillis int64 `json:"timeoutMs"`
 	// ScheduledAt is when the engine scheduled the attempt.
 	ScheduledAt time.Time `json:"scheduledAt"`
+	// OperationID is set, to OperationID(StepID, LogicalAttemptID), only
+	// when the plan step has its own idempotencyKey: the attempt is keyed
+	// and reconciled (docs/reconciliation.md). An attempt is also keyed
+	// when the worker's activity derives its key from the input. Empty
+	// from an engine that predates reconciliation.
+	OperationID string `json:"operationId,omitempty"`
+	// FencingToken increases with every logical attempt of the step (it is
+	// the logical attempt number), so an external system that remembers
+	// the highest token it accepted for a resource can refuse a stale
+	// attempt's write. Every delivery and re-send of one logical attempt
+	// carries the same token. Zero from an engine that predates it.
+	FencingToken uint64 `json:"fencingToken,omitempty"`
+	// Resend marks a task the engine's sweep sent again for an attempt that
+	// looked lost: the activity may have run already, though the message's
+	// delivery count starts again at 1.
+	Resend bool `json:"resend,omitempty"`
 }
 
 // Timeout returns the attempt's timeout as a duration.
@@ -91,6 +107,9 @@ type Result struct {
 	Error *events.StepError `json:"error,omitempty"`
 	// EmittedAt is when the worker observed what it reports.
 	EmittedAt time.Time `json:"emittedAt"`
+	// Reconcile is set on the results of a keyed attempt
+	// (docs/reconciliation.md).
+	Reconcile *ResultReconcile `json:"reconcile,omitempty"`
 }
 
 // NewResult returns the Result of kind for t's attempt, with its

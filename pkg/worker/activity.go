@@ -16,7 +16,9 @@ import (
 // step completed with the Output; an error reports it failed (see Error for
 // how the code and retryability are chosen). The function may run more
 // than once for one logical attempt (a redelivery after a crash), so side
-// effects should be keyed by Input.IdempotencyKey.
+// effects should be keyed by Input.IdempotencyKey and fenced by
+// Input.FencingToken. A keyed activity with a verify hook (WithVerify) is
+// reconciled before it runs again (docs/reconciliation.md).
 type ActivityFunc func(ctx context.Context, in Input) (Output, error)
 
 // Input is what an activity receives about its task.
@@ -36,6 +38,12 @@ type Input struct {
 	// attempt ("1" first, higher after a worker crash or stop).
 	LogicalAttemptID string
 	EngineAttemptID  string
+	// FencingToken grows with every logical attempt of the step and is the
+	// same for every delivery of one: an external system that stores the
+	// highest token it accepted for a resource, and refuses a write with a
+	// lower one, shuts out a stale attempt still running after the engine
+	// moved on to a retry (docs/reconciliation.md, "Fencing token").
+	FencingToken uint64
 	// Activity and Queue are the task's activity name and queue.
 	Activity string
 	Queue    string
@@ -102,6 +110,9 @@ type activity struct {
 	heartbeat time.Duration
 	// key derives Input.IdempotencyKey from the input; nil keeps the task's.
 	key func(Input) (string, error)
+	// verify reconciles a keyed attempt that may have run before; nil runs
+	// it again.
+	verify VerifyFunc
 }
 
 // WithIdempotencyKey derives the activity's idempotency key from its input,
@@ -110,7 +121,9 @@ type activity struct {
 // (an order id, say) across runs and retries. key sees the Input, secrets
 // unresolved, and must be deterministic; an error or an empty key fails the
 // attempt with CodeInvalidIdempotencyKey, not retryable, before the
-// activity runs.
+// activity runs. An activity with a derived key is keyed: its attempts are
+// reconciled (docs/reconciliation.md) whether or not the plan step has a
+// key.
 func WithIdempotencyKey(key func(Input) (string, error)) ActivityOption {
 	return func(a *activity) error {
 		if key == nil {

@@ -61,7 +61,8 @@ type Config struct {
 	// CodeOutputTooLarge and is never published. Default
 	// DefaultMaxOutputBytes.
 	MaxOutputBytes int
-	// PublishTimeout bounds the wait for one result's PubAck. Default
+	// PublishTimeout bounds the wait for one result's PubAck, and for the
+	// engine's reply to a reconciliation lookup. Default
 	// DefaultPublishTimeout.
 	PublishTimeout time.Duration
 	// RedeliveryDelay is the delay of the Nak sent when a final result

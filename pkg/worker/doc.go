@@ -22,11 +22,13 @@
 //     error level: redelivering it would fail the same way.
 //  2. Publish a StepStarted result. A task for an activity not registered
 //     here gets a non-retryable StepFailed (CodeUnknownActivity) instead.
-//  3. Run the activity with the task's deadline, sending in-progress
+//  3. For a keyed attempt that may have run before, reconcile (below); it
+//     may settle the attempt without running the activity.
+//  4. Run the activity with the task's deadline, sending in-progress
 //     heartbeats every third of AckWait so JetStream keeps the task here.
-//  4. Publish StepCompleted or StepFailed, with Nats-Msg-Id = the result's
+//  5. Publish StepCompleted or StepFailed, with Nats-Msg-Id = the result's
 //     idempotency key, and wait for the PubAck.
-//  5. Ack the task (and wait for the server to confirm).
+//  6. Ack the task (and wait for the server to confirm).
 //
 // Every worker of a queue shares its consumer, so every worker of a queue
 // must register the same activities: a task for a name this worker lacks
@@ -35,6 +37,18 @@
 // The delivery count is the attempt's engineAttemptId; every delivery of a
 // logical attempt reports under the same idempotency keys, so JetStream
 // stores a result of each kind once and the engine records the first.
+//
+// # Reconciliation
+//
+// An attempt is keyed when the plan step has an idempotencyKey or the
+// activity derives one (WithIdempotencyKey). A keyed delivery that may have
+// run before (a redelivery, an engine re-send, a retry) first asks the
+// engine for the operation's durable record (a NATS request; the worker
+// never touches Postgres) and reports it if there is one; otherwise it asks
+// the activity's verify hook (WithVerify), which answers with a
+// VerifyState, and runs the activity only on VerifyNotCompleted or when
+// there is no hook. Input.FencingToken lets external systems refuse a
+// stale attempt's writes. docs/reconciliation.md has the rules.
 //
 // # Latency budget
 //

@@ -64,6 +64,11 @@ type Error struct {
 	Retryable bool
 	// Category groups codes; empty means CategoryActivity.
 	Category string
+	// AfterSideEffect reports that the failure came after the side effect
+	// may have happened. A keyed attempt's reconciliation record is then
+	// indeterminate rather than failed, and a retry verifies before it runs
+	// (docs/reconciliation.md).
+	AfterSideEffect bool
 }
 
 // Error returns "code: message".
@@ -79,6 +84,14 @@ func NonRetryable(code, message string) *Error {
 // policy (unless the policy lists code as non-retryable).
 func Retryable(code, message string) *Error {
 	return &Error{Code: code, Message: message, Retryable: true, Category: CategoryActivity}
+}
+
+// FailedAfterSideEffect returns a retryable *Error for a failure after the
+// side effect may have happened (say, a payment request sent and its
+// answer lost): the record says indeterminate, and the retry's verify
+// hook, if any, decides whether the side effect needs doing.
+func FailedAfterSideEffect(code, message string) *Error {
+	return &Error{Code: code, Message: message, Retryable: true, Category: CategoryActivity, AfterSideEffect: true}
 }
 
 // Sentinel errors. Each is wrapped by the errors that report it, so

@@ -31,38 +31,75 @@ type panicError struct {
 
 func (p *panicError) Error() string { return fmt.Sprintf("activity panicked: %v", p.value) }
 
+// attemptRun is one delivery of a task being run: what execute works out
+// before the activity runs.
+type attemptRun struct {
+	t       task.Task
+	attempt string // the engineAttemptId
+	act     *activity
+	in      Input
+	// scope is the reconciliation scope of a keyed attempt, nil otherwise.
+	scope   *task.ResultReconcile
+	limit   time.Duration
+	secrets *secretSet
+	log     *slog.Logger
+}
+
 // execute runs the activity for t and returns the final result. It returns
 // false when ctx ended (a hard stop): the attempt is abandoned, with no
-// result, for another delivery to run.
+// result, for another delivery to run. It reports StepStarted first, and a
+// keyed attempt that may have run before is reconciled before the activity
+// runs again (reconcile.go).
 func (w *Worker) execute(ctx context.Context, t task.Task, attempt string, act *activity, log *slog.Logger) (task.Result, bool) {
 	secrets := newSecretSet(t.Secrets, w.providers)
-	actx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	defer w.running.add(t.RunID, t.StepID, cancel)()
-	limit := act.deadline(t)
-	actx, stop := context.WithTimeoutCause(actx, limit, errTimeout)
-	defer stop()
 	in, bad := act.input(t, attempt, secrets)
+	run := &attemptRun{t: t, attempt: attempt, act: act, in: in, scope: act.scope(t, in, bad == nil),
+		limit: act.deadline(t), secrets: secrets, log: log}
+	w.reportStarted(ctx, run)
 	if bad != nil {
 		return w.failed(t, attempt, *bad), true
 	}
-	out, err := call(actx, act.fn, in)
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer w.running.add(t.RunID, t.StepID, cancel)()
+	actx, stop := context.WithTimeoutCause(actx, run.limit, errTimeout)
+	defer stop()
+	if run.scope != nil && mayHaveRun(t, attempt) {
+		r, settled := w.reconcile(actx, run)
+		if ctx.Err() != nil {
+			return task.Result{}, false
+		}
+		if settled {
+			return r, true
+		}
+	}
+	return w.runActivity(ctx, actx, run)
+}
+
+// runActivity calls the activity and returns its final result, which
+// carries the reconciliation status of a keyed attempt; false on a hard
+// stop.
+func (w *Worker) runActivity(ctx, actx context.Context, run *attemptRun) (task.Result, bool) {
+	t, attempt := run.t, run.attempt
+	out, err := call(actx, run.act.fn, run.in)
 	if ctx.Err() != nil {
 		return task.Result{}, false
 	}
 	var p *panicError
 	if errors.As(err, &p) {
-		log.ErrorContext(ctx, "worker: activity panicked", "panic", secrets.redact(fmt.Sprint(p.value)), "stack", string(p.stack))
+		run.log.ErrorContext(ctx, "worker: activity panicked", "panic", run.secrets.redact(fmt.Sprint(p.value)), "stack", string(p.stack))
 	}
 	if err != nil {
-		return w.failed(t, attempt, failure(actx, err, limit, secrets)), true
+		r := w.failed(t, attempt, failure(actx, err, run.limit, run.secrets))
+		return withStatus(r, run.scope, failureStatus(actx, err)), true
 	}
-	if bad := checkOutput(&out, w.cfg.MaxOutputBytes, secrets); bad != nil {
-		return w.failed(t, attempt, *bad), true
+	if bad := checkOutput(&out, w.cfg.MaxOutputBytes, run.secrets); bad != nil {
+		// The activity returned: its side effect is done, its result refused.
+		return withStatus(w.failed(t, attempt, *bad), run.scope, task.StatusCompleted), true
 	}
 	r := task.NewResult(t, task.Completed, attempt, w.cfg.WorkerID)
 	r.Output, r.Artifacts = out.JSON, out.Artifacts
-	return r, true
+	return withStatus(r, run.scope, task.StatusCompleted), true
 }
 
 // call runs fn, turning a panic into a *panicError.
@@ -108,7 +145,7 @@ func failure(actx context.Context, err error, limit time.Duration, secrets *secr
 	default:
 		e = events.StepError{Code: CodeActivityError, Message: err.Error(), Retryable: true, Category: CategoryActivity}
 	}
-	e.Message = truncate(secrets.redact(e.Message), maxMessageBytes)
+	e.Message = truncate(secrets.redact(e.Message))
 	return e
 }
 
@@ -179,7 +216,7 @@ func (a *activity) input(t task.Task, attempt string, secrets *secretSet) (Input
 	}
 	if err != nil {
 		return in, &events.StepError{Code: CodeInvalidIdempotencyKey, Category: CategoryActivity, Retryable: false,
-			Message: truncate(secrets.redact("deriving the idempotency key: "+err.Error()), maxMessageBytes)}
+			Message: truncate(secrets.redact("deriving the idempotency key: " + err.Error()))}
 	}
 	in.IdempotencyKey = key
 	return in, nil
@@ -189,14 +226,16 @@ func newInput(t task.Task, attempt string, secrets *secretSet) Input {
 	return Input{
 		JSON: t.Input, IdempotencyKey: t.IdempotencyKey,
 		RunID: t.RunID, StepID: t.StepID, PlanVersion: t.PlanVersion,
-		LogicalAttemptID: t.LogicalAttemptID, EngineAttemptID: attempt,
+		LogicalAttemptID: t.LogicalAttemptID, EngineAttemptID: attempt, FencingToken: fencingToken(t),
 		Activity: t.Activity, Queue: t.Queue, ScheduledAt: t.ScheduledAt,
 		secrets: secrets,
 	}
 }
 
-// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
+// truncate cuts s to at most maxMessageBytes on a rune boundary, marking
+// the cut.
+func truncate(s string) string {
+	const n = maxMessageBytes
 	if len(s) <= n {
 		return s
 	}

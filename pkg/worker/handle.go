@@ -40,7 +40,6 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, beat time.Durati
 		return
 	}
 	stopBeat := w.heartbeat(ctx, msg, act.beat(beat), log)
-	w.reportStarted(ctx, t, attempt, log)
 	r, ok := w.execute(ctx, t, attempt, act, log)
 	endSpan(span, r, ok)
 	published := ok && w.report(ctx, r, log)
@@ -113,12 +112,18 @@ func (w *Worker) heartbeat(ctx context.Context, msg jetstream.Msg, every time.Du
 	return func() { close(quit); <-ended }
 }
 
-// reportStarted publishes StepStarted. It fails open: over the latency
-// budget (PublishTimeout) or on error the activity runs anyway, and the
-// engine learns the step started from its final result.
-func (w *Worker) reportStarted(ctx context.Context, t task.Task, attempt string, log *slog.Logger) {
-	if err := w.publish(ctx, task.NewResult(t, task.Started, attempt, w.cfg.WorkerID)); err != nil {
-		log.WarnContext(ctx, "worker: StepStarted not published; running the activity anyway", "err", err)
+// reportStarted publishes StepStarted, with the reconciliation scope of a
+// keyed attempt. It fails open: over the latency budget (PublishTimeout)
+// or on error the activity runs anyway, and the engine learns the step
+// started from its final result.
+func (w *Worker) reportStarted(ctx context.Context, run *attemptRun) {
+	r := task.NewResult(run.t, task.Started, run.attempt, w.cfg.WorkerID)
+	if run.scope != nil {
+		scope := *run.scope
+		r.Reconcile = &scope
+	}
+	if err := w.publish(ctx, r); err != nil {
+		run.log.WarnContext(ctx, "worker: StepStarted not published; running the activity anyway", "err", err)
 	}
 }
 

@@ -24,7 +24,7 @@ import (
 const (
 	childDBEnv    = "WEFT_ENGINE_CHILD_DB"
 	childNATSEnv  = "WEFT_ENGINE_CHILD_NATS"
-	childCrashEnv = "WEFT_ENGINE_CHILD_CRASH" // "<point>:<n>": die at the n-th time the point is reached
+	childCrashEnv = "WEFT_ENGINE_CHILD_CRASH" // "<point>:<n>": die at the n-th time the point is reached (before-commit-past: see crashChild)
 	childExit     = 3
 )
 
@@ -126,6 +126,13 @@ func crashChild() error {
 		cfg.TestingKnobs.BeforeCommit = die
 	case "after-commit":
 		cfg.TestingKnobs.AfterCommit = die
+	case "before-commit-past": // n is a run head: die once some run's log is that long
+		cfg.TestingKnobs.BeforeCommit = func() {
+			var head int64
+			if pool.QueryRow(ctx, `SELECT coalesce(max(head_seq), 0) FROM run_heads`).Scan(&head) == nil && head >= n {
+				os.Exit(childExit)
+			}
+		}
 	default:
 		return fmt.Errorf("unknown crash point %q", point)
 	}

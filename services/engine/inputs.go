@@ -63,6 +63,7 @@ func (s *Service) resultRound(m jetstream.Msg) (round.Round, bool, error) {
 	if res.Kind == task.Completed {
 		if size := resultSize(res); size > s.cfg.MaxResultBytes {
 			res.Kind, res.Output, res.Artifacts = task.Failed, nil, nil
+			res.Reconcile = completedUnusable(res.Reconcile)
 			res.Error = &events.StepError{Code: CodeResultTooLarge, Retryable: false, Category: "WORKER",
 				Message: fmt.Sprintf("the result is %d bytes, over the engine's limit of %d; large outputs belong in artifacts",
 					size, s.cfg.MaxResultBytes)}
@@ -88,17 +89,21 @@ func resultInput(res task.Result, now time.Time) (decide.Input, error) {
 	}
 	switch res.Kind {
 	case task.Started:
+		var key string
+		if res.Reconcile != nil {
+			key = res.Reconcile.IdempotencyKey
+		}
 		return decide.ResultStarted{StepID: res.StepID, LogicalAttempt: attempt,
-			EngineAttemptID: res.EngineAttemptID, WorkerID: res.WorkerID, Now: now}, nil
+			EngineAttemptID: res.EngineAttemptID, WorkerID: res.WorkerID, ActivityKey: key, Now: now}, nil
 	case task.Completed:
-		return decide.ResultCompleted{StepID: res.StepID, LogicalAttempt: attempt,
-			EngineAttemptID: res.EngineAttemptID, Output: res.Output, Artifacts: res.Artifacts, Now: now}, nil
+		return decide.ResultCompleted{StepID: res.StepID, LogicalAttempt: attempt, EngineAttemptID: res.EngineAttemptID,
+			Output: res.Output, Artifacts: res.Artifacts, Reconcile: res.Reconcile, Now: now}, nil
 	case task.Failed:
 		if res.Error == nil {
 			return nil, fmt.Errorf("result of run %s step %s: StepFailed without an error", res.RunID, res.StepID)
 		}
-		return decide.ResultFailed{StepID: res.StepID, LogicalAttempt: attempt,
-			EngineAttemptID: res.EngineAttemptID, Error: *res.Error, Jitter: rand.Float64(), Now: now}, nil
+		return decide.ResultFailed{StepID: res.StepID, LogicalAttempt: attempt, EngineAttemptID: res.EngineAttemptID,
+			Error: *res.Error, Jitter: rand.Float64(), Reconcile: res.Reconcile, Now: now}, nil
 	}
 	return nil, fmt.Errorf("result of run %s step %s: unknown kind %q", res.RunID, res.StepID, res.Kind)
 }
@@ -111,4 +116,16 @@ func resultSize(res task.Result) int {
 		n += len(b)
 	}
 	return n
+}
+
+// completedUnusable is the reconciliation report of a completed result the
+// engine turned into a failure: the side effect completed, and its result
+// is not usable, so a redelivery must not run the activity again.
+func completedUnusable(rep *task.ResultReconcile) *task.ResultReconcile {
+	if rep == nil {
+		return nil
+	}
+	c := *rep
+	c.Status = task.StatusCompleted
+	return &c
 }

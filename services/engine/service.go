@@ -108,6 +108,18 @@ type Config struct {
 	// (weft.engine.round.duration) and the events its rounds append
 	// (weft.events.appended). Nil records nothing, at no cost to a round.
 	MeterProvider metric.MeterProvider
+	// CheckpointOwnership is SingleOwner (the default, also for "") or
+	// CASRequired; docs/checkpoints.md.
+	CheckpointOwnership CheckpointOwnership
+	// CheckpointEverySteps and CheckpointEveryBytes are the history
+	// rotation thresholds: a round writes a new checkpoint of its run once
+	// this many step attempts have ended, or this many bytes of events
+	// (round.HistoryBytes) have been appended, since the last one. Defaults
+	// 50 and 1 MiB; a negative value turns that trigger off.
+	CheckpointEverySteps, CheckpointEveryBytes int
+	// StoreCapabilities, if set, reports the store's capabilities in place
+	// of the event log's own; New checks CheckpointOwnership against them.
+	StoreCapabilities CapabilityReporter
 	// TestingKnobs are hooks for crash tests. Leave them zero in production.
 	TestingKnobs TestingKnobs
 }
@@ -137,6 +149,9 @@ func (c Config) withDefaults() Config {
 	c.QueueBatch = cmp.Or(c.QueueBatch, DefaultQueueBatch)
 	c.MaxResultBytes = cmp.Or(c.MaxResultBytes, DefaultMaxResultBytes)
 	c.Round.Admission = c.Admission
+	c.CheckpointOwnership = cmp.Or(c.CheckpointOwnership, SingleOwner)
+	c.Round.CheckpointSteps, c.Round.CheckpointBytes = c.CheckpointEverySteps, c.CheckpointEveryBytes
+	c.Round.CASRequired = c.CheckpointOwnership == CASRequired
 	return c
 }
 
@@ -170,6 +185,9 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config, logger *slog.Logger) (*S
 	}
 	logger = logger.With("service", "engine")
 	cfg = cfg.withDefaults()
+	if err := checkOwnership(pool, cfg); err != nil {
+		return nil, err
+	}
 	if cfg.TestingKnobs.BeforeCommit != nil {
 		cfg.Round.BeforeCommit = cfg.TestingKnobs.BeforeCommit
 	}
@@ -181,10 +199,16 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config, logger *slog.Logger) (*S
 		tracer: tracing.Tracer(cfg.TracerProvider, tracerName)}, nil
 }
 
-// Run consumes events and results and fires timers until ctx ends, then
-// stops taking messages and waits for the rounds in flight. It returns an
-// error only when it cannot start.
+// Run consumes events and results, fires timers and answers workers'
+// reconciliation lookups until ctx ends, then stops taking messages and
+// waits for the rounds in flight. It returns an error only when it cannot
+// start.
 func (s *Service) Run(ctx context.Context) error {
+	stopLookups, err := s.serveReconcile(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopLookups()
 	consumers, err := s.startConsumers(ctx)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/plan"
+	"github.com/weftrun/weft/pkg/task"
 )
 
 // Decide returns what the engine does about in, given the run's plan p
@@ -126,11 +127,13 @@ func (d *decider) started(in ResultStarted) {
 	if !ok || st.Status != events.StepStatusPending {
 		return
 	}
-	d.emit(in.StepID, st.Attempt, events.StepStarted, events.StepStartedData{WorkerID: in.WorkerID}, in.EngineAttemptID)
+	d.emit(in.StepID, st.Attempt, events.StepStarted, startedData(in), in.EngineAttemptID)
 }
 
 // completed handles ResultCompleted: the step succeeds and its ready
-// dependants are dispatched. Output that is not JSON fails the attempt.
+// dependants are dispatched. Output that is not JSON fails the attempt (a
+// keyed attempt's record says its side effect completed without a usable
+// result).
 func (d *decider) completed(in ResultCompleted) {
 	ps, st, ok := d.live(in.StepID, in.LogicalAttempt)
 	if !ok {
@@ -138,6 +141,7 @@ func (d *decider) completed(in ResultCompleted) {
 	}
 	if len(in.Output) > 0 && !json.Valid(in.Output) {
 		bad := events.StepError{Code: CodeInvalidOutput, Message: "the reported output is not valid JSON"}
+		d.reconcile(ps, st, in.Reconcile, task.StatusCompleted, nil, &bad)
 		d.failAttempt(ps, st, bad, 0, in.EngineAttemptID)
 		return
 	}
@@ -145,18 +149,27 @@ func (d *decider) completed(in ResultCompleted) {
 		Output:    slices.Clone(in.Output),
 		Artifacts: append([]events.ArtifactRef{}, in.Artifacts...),
 	}
-	d.emit(in.StepID, st.Attempt, events.StepCompleted, data, in.EngineAttemptID)
+	d.emit(in.StepID, st.Attempt, events.StepCompleted, completedData(data, in.Reconcile), in.EngineAttemptID)
+	d.reconcile(ps, st, in.Reconcile, task.StatusCompleted,
+		&task.ReconcileResult{Output: data.Output, Artifacts: slices.Clone(in.Artifacts)}, nil)
 	d.dispatch()
 	d.settle()
 }
 
-// failed handles ResultFailed: retry under the step's policy, or fail.
+// failed handles ResultFailed: retry under the step's policy, or fail. A
+// keyed attempt whose side effect the worker reports completed (its result
+// unusable) is never retried: a retry would repeat the side effect.
 func (d *decider) failed(in ResultFailed) {
 	ps, st, ok := d.live(in.StepID, in.LogicalAttempt)
 	if !ok {
 		return
 	}
-	d.failAttempt(ps, st, in.Error, in.Jitter, in.EngineAttemptID)
+	e, status := in.Error, failureStatus(in.Reconcile)
+	if status == task.StatusCompleted {
+		e.Retryable = false
+	}
+	d.reconcile(ps, st, in.Reconcile, status, nil, &e)
+	d.failAttempt(ps, st, e, in.Jitter, in.EngineAttemptID)
 }
 
 // failAttempt retries the failed attempt when the error is retryable, its

@@ -6,6 +6,7 @@ import (
 
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/plan"
+	"github.com/weftrun/weft/pkg/task"
 )
 
 // Decision is what one round decided. Events go to the log in order, in one
@@ -17,6 +18,11 @@ type Decision struct {
 	Tasks   []Task
 	Timers  []Timer
 	Cancels []Cancel
+	// Reconciliations are the reconciliation records of the keyed attempts
+	// whose terminal event (or RunCancelled) is among Events, written in
+	// the same transaction (docs/reconciliation.md). They never come
+	// without events.
+	Reconciliations []task.ReconcileRecord
 }
 
 // Empty reports whether d decides nothing at all.
@@ -94,4 +100,7 @@ const (
 	CodeSignalTimeout = "SIGNAL_TIMEOUT"
 	// CodeInvalidOutput fails an attempt whose reported output is not JSON.
 	CodeInvalidOutput = "INVALID_OUTPUT"
+	// CodeCancelled is the error of the reconciliation record of an
+	// attempt in flight when its run was cancelled.
+	CodeCancelled = "CANCELLED"
 )

@@ -34,6 +34,11 @@ func factOf(e events.Event) (fact, error) {
 	switch e.EventType {
 	case events.StepScheduled:
 		f.data, err = decode[stepScheduledData](e)
+	case events.StepStarted:
+		// Leniently: the key it may carry only feeds reconciliation records,
+		// and a StepStarted the engine read nothing from before must not
+		// stop the fold now.
+		f.data, _ = decode[stepStartedData](e)
 	case events.StepFailed:
 		f.data, err = decode[events.StepFailedData](e)
 	case events.StepRetryScheduled:
@@ -191,6 +196,9 @@ func (s *State) applyStep(f fact) {
 	case events.StepStarted:
 		if st.Status == events.StepStatusPending {
 			st.Status, st.Error, st.StartedAt = events.StepStatusRunning, events.StepError{}, f.at
+		}
+		if d, ok := f.data.(stepStartedData); ok && d.ActivityKey != "" && st.ActivityKey == "" {
+			st.ActivityKey = d.ActivityKey
 		}
 		st.EngineAttemptID = f.engine
 	case events.StepCompleted, events.StepFailed, events.StepSkipped:

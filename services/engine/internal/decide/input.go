@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/task"
 )
 
 // Input is what one round reacts to: exactly one of RunApproved,
@@ -35,7 +36,10 @@ type ResultStarted struct {
 	// EngineAttemptID is the platform's delivery count, recorded as is.
 	EngineAttemptID string
 	WorkerID        string
-	Now             time.Time
+	// ActivityKey is the activity-level idempotency key the worker reported
+	// for a keyed attempt (task.ResultReconcile), or empty.
+	ActivityKey string
+	Now         time.Time
 }
 
 // ResultCompleted reports that an attempt succeeded.
@@ -47,6 +51,9 @@ type ResultCompleted struct {
 	// when set, or the attempt fails with CodeInvalidOutput.
 	Output    json.RawMessage
 	Artifacts []events.ArtifactRef
+	// Reconcile is what the worker reported about reconciliation, nil for
+	// an unkeyed attempt or an older worker.
+	Reconcile *task.ResultReconcile
 	Now       time.Time
 }
 
@@ -60,7 +67,9 @@ type ResultFailed struct {
 	// Jitter is the round's random number in [0, 1) for the retry backoff
 	// (plan.RetryPolicy.Backoff).
 	Jitter float64
-	Now    time.Time
+	// Reconcile is as in ResultCompleted.
+	Reconcile *task.ResultReconcile
+	Now       time.Time
 }
 
 // SignalAccepted asks the engine to apply a signal the gateway accepted.

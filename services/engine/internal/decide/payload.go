@@ -18,3 +18,22 @@ type stepScheduledData struct {
 	// activity steps and waits without a timeout.
 	Deadline time.Time `json:"deadline,omitzero"`
 }
+
+// stepStartedData is the payload of StepStarted: events' StepStartedData
+// plus the activity-level idempotency key the worker reported for a keyed
+// attempt, which the engine needs to write the attempt's reconciliation
+// record if the run is cancelled while it is in flight. Written only with
+// a key; without one the payload is events' StepStartedData.
+type stepStartedData struct {
+	events.StepStartedData
+	ActivityKey string `json:"activityKey,omitempty"`
+}
+
+// stepCompletedData is the payload of StepCompleted: events'
+// StepCompletedData plus how a reconciled result was obtained
+// (task.ReconciledByRecord or task.ReconciledByVerify) when the activity
+// did not run. Written only for a reconciled result.
+type stepCompletedData struct {
+	events.StepCompletedData
+	ReconciledBy string `json:"reconciledBy,omitempty"`
+}

@@ -87,6 +87,7 @@ func (d *decider) cancel() verdict {
 	reason := "cancelled by signal " + d.cause
 	d.emit("", 0, events.RunCancelled, events.RunCancelledData{Reason: reason}, "")
 	d.out.Cancels = d.s.InFlight(d.p, reason)
+	d.reconcileCancelled(d.out.Cancels, reason)
 	return verdict{reason: fmt.Sprintf("cancelled the run; %d in-flight steps asked to stop", len(d.out.Cancels))}
 }
 

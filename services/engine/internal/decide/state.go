@@ -77,6 +77,10 @@ type StepState struct {
 	// ScheduledAt and StartedAt are when Attempt was scheduled and started
 	// (the events' emittedAt: the engine's round time); zero until then.
 	ScheduledAt, StartedAt time.Time
+	// ActivityKey is the activity-level idempotency key the worker of
+	// Attempt reported in its StepStarted, for a keyed attempt; empty
+	// otherwise.
+	ActivityKey string
 }
 
 // InFlight reports whether the attempt is dispatched and has no outcome.

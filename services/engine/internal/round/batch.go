@@ -67,6 +67,7 @@ type runView struct {
 	environment string
 	state       decide.State
 	err         error
+	cp          *checkpointView
 }
 
 func (x *Runner) batch(ctx context.Context, tx pgx.Tx, rounds []Round) ([]Result, error) {
@@ -82,6 +83,9 @@ func (x *Runner) batch(ctx context.Context, tx pgx.Tx, rounds []Round) ([]Result
 	runs, err := x.loadRuns(ctx, tx, ids)
 	if err != nil {
 		return nil, err
+	}
+	if x.cfg.AfterLoad != nil {
+		x.cfg.AfterLoad()
 	}
 	results := make([]Result, len(rounds))
 	var parts []eventlog.RunAppend
@@ -106,6 +110,9 @@ func (x *Runner) batch(ctx context.Context, tx pgx.Tx, rounds []Round) ([]Result
 		}
 	}
 	if err := x.appendAll(ctx, tx, parts, partTraces, results); err != nil {
+		return nil, err
+	}
+	if err := x.checkpointTx(ctx, tx, rounds, results, runs); err != nil {
 		return nil, err
 	}
 	if err := writeFollowUps(ctx, tx, tasks, taskTraces, timers); err != nil {
@@ -148,28 +155,6 @@ func (x *Runner) appendAll(ctx context.Context, tx pgx.Tx, parts []eventlog.RunA
 	return nil
 }
 
-// loadRuns reads the runs in one query and folds each.
-func (x *Runner) loadRuns(ctx context.Context, tx pgx.Tx, ids []string) (map[string]*runView, error) {
-	byRun, err := x.log.EventsFetchRunsTx(ctx, tx, ids)
-	if err != nil {
-		return nil, err
-	}
-	runs := make(map[string]*runView, len(ids))
-	for _, id := range ids {
-		run := &runView{}
-		var approved events.RunApprovedData
-		run.plan, approved, run.err = planOf(id, byRun[id])
-		run.environment = approved.EnvironmentID
-		if run.err == nil {
-			if run.state, err = decide.Fold(run.plan, byRun[id]); err != nil {
-				return nil, fmt.Errorf("round: fold run %s: %w", id, err)
-			}
-		}
-		runs[id] = run
-	}
-	return runs, nil
-}
-
 // step is one round on a loaded run, inside tx: admission, the decision,
 // and the run's place in engine_runs. It returns the decision's events as
 // the part to append, numbered from the run's head with the gap-free
@@ -197,6 +182,7 @@ func (x *Runner) step(ctx context.Context, tx pgx.Tx, r Round, run *runView) (Ou
 	if run.state, err = run.state.Apply(evs...); err != nil {
 		return out, eventlog.RunAppend{}, err
 	}
+	run.cp.tally(evs)
 	return out, eventlog.RunAppend{ExpectedHead: &head, Events: evs}, trackRunTx(ctx, tx, r.RunID, run.environment, d)
 }
 
@@ -247,6 +233,9 @@ func buildEvents(runID string, d decide.Decision) ([]events.Event, error) {
 		if err != nil {
 			return nil, fmt.Errorf("round: run %s: build %s: %w", runID, spec.Type, err)
 		}
+		// As Postgres stores it, so that the state folded here (and a
+		// checkpoint of it) is the state a fold of the log gives.
+		ev.EmittedAt = ev.EmittedAt.Truncate(time.Microsecond)
 		evs[i] = ev
 	}
 	return evs, nil

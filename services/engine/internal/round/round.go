@@ -1,8 +1,11 @@
 // Package round executes the engine's rounds (transactional-rounds.md): in
-// one Postgres transaction it loads a run's events, folds them into the
+// one Postgres transaction it loads a run's latest checkpoint and the
+// events after it (every event, without one), folds them into the
 // decider's state, asks the pure decider what to do with one input, appends
 // the new events with a compare-and-swap on the run's head, and writes the
-// follow-up tasks to the outbox and the timers to engine_timers. The caller
+// follow-up tasks to the outbox and the timers to engine_timers; it also
+// rotates the run's checkpoint when enough history has accumulated
+// (checkpoint.go, docs/checkpoints.md). The caller
 // acks the message that carried the input only after Run returns nil, so a
 // crash anywhere before the commit redelivers the input, and a crash after
 // it finds the round's events in the log and decides nothing (the fast
@@ -48,6 +51,25 @@ type Config struct {
 	BeforeCommit func()
 	// Appended counts the events the rounds append; nil counts nothing.
 	Appended *journal.Metrics
+	// CheckpointSteps and CheckpointBytes are the rotation thresholds: a
+	// round that appends to a run writes a new checkpoint of it, in its
+	// transaction, once the history since the last checkpoint holds this
+	// many ended step attempts or this many bytes (HistoryBytes). Zero
+	// means DefaultCheckpointSteps and DefaultCheckpointBytes; a negative
+	// value turns that trigger off. Checkpoints are read whatever these
+	// say.
+	CheckpointSteps, CheckpointBytes int
+	// CASRequired selects cas-required checkpoint ownership: a round that
+	// writes to a run commits only if the run's head and its checkpoint
+	// version are still what the round read (ownershipCheckTx); otherwise
+	// it gets a *CheckpointConflictError, reloads and decides again. False
+	// is single-owner mode: only the appends' head compare-and-swap
+	// applies (docs/checkpoints.md).
+	CASRequired bool
+	// AfterLoad, if set, runs in every round (every batch) after the runs
+	// were loaded and before anything is decided. Race tests hold two
+	// owners there.
+	AfterLoad func()
 }
 
 // Runner executes rounds. It is safe for concurrent use; rounds of one run
@@ -63,6 +85,8 @@ type Runner struct {
 func New(pool *pgxpool.Pool, cfg Config) *Runner {
 	log := eventlog.New(pool)
 	cfg.MaxConflicts = cmp.Or(cfg.MaxConflicts, DefaultMaxConflicts)
+	cfg.CheckpointSteps = cmp.Or(cfg.CheckpointSteps, DefaultCheckpointSteps)
+	cfg.CheckpointBytes = cmp.Or(cfg.CheckpointBytes, DefaultCheckpointBytes)
 	return &Runner{pool: pool, log: log, journal: journal.New(log, journal.WithMetrics(cfg.Appended)), cfg: cfg}
 }
 
@@ -92,6 +116,8 @@ type Outcome struct {
 	// Plan and State are the run's plan and its state before the decision.
 	Plan  *plan.Plan
 	State decide.State
+	// Checkpoint says how the round used the run's checkpoint.
+	Checkpoint CheckpointUse
 }
 
 // Run executes r, retrying on a head conflict, and returns once its

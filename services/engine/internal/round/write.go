@@ -31,8 +31,11 @@ func writeFollowUps(ctx context.Context, tx pgx.Tx, tasks []decide.Task, traces 
 // trackRunTx keeps the run's row in engine_runs in step with d: started
 // (it holds a place in its environment), queued (the run queue's), ended
 // (gone: nothing more to sweep, its place freed), or reopened by RETRY_STEP
-// (back, started).
+// (back, started). It also writes d's reconciliation records.
 func trackRunTx(ctx context.Context, tx pgx.Tx, runID, environment string, d decide.Decision) error {
+	if err := ReconciliationInsertTx(ctx, tx, d.Reconciliations); err != nil {
+		return err
+	}
 	var sql string
 	for _, e := range d.Events {
 		args := []any{runID}
@@ -102,7 +105,7 @@ func wireTask(t decide.Task, now time.Time) task.Task {
 	if key == "" {
 		key = events.IdempotencyKey(t.RunID, t.StepID, attempt, activityKeyType, t.PlanVersion)
 	}
-	return task.Task{
+	wt := task.Task{
 		SchemaVersion:    task.SchemaVersion,
 		RunID:            t.RunID,
 		StepID:           t.StepID,
@@ -116,6 +119,8 @@ func wireTask(t decide.Task, now time.Time) task.Task {
 		TimeoutMillis:    t.Timeout.Milliseconds(),
 		ScheduledAt:      now,
 	}
+	reconcileTask(t, &wt)
+	return wt
 }
 
 // TimersSetTx writes timers in tx; setting a timer that exists moves its

@@ -1,0 +1,60 @@
+package eventlog
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/weftrun/weft/pkg/events"
+)
+
+// RunTail names part of one run's log for EventsFetchTailsTx: its first
+// event and every event after AfterSeq.
+type RunTail struct {
+	RunID string
+	// AfterSeq is the last runSeq the caller already has the effect of (a
+	// checkpoint's); 0 reads the whole run.
+	AfterSeq int64
+}
+
+// fetchTailsSQL reads, per run, runSeq 1 and the events after after_seq,
+// each part by the primary key (run_id, run_seq).
+const fetchTailsSQL = `SELECT ` + eventColumns + `
+FROM unnest($1::uuid[], $2::bigint[]) AS t(tail_run, after_seq)
+CROSS JOIN LATERAL (
+    SELECT * FROM run_events WHERE run_id = t.tail_run AND run_seq > t.after_seq
+    UNION ALL
+    SELECT * FROM run_events WHERE run_id = t.tail_run AND run_seq = 1 AND t.after_seq > 0
+) AS e
+ORDER BY run_id, run_seq`
+
+// EventsFetchTailsTx returns, through q and in one query, the first event
+// of each tail's run (its RunApproved, which carries the plan) followed by
+// its events with runSeq > AfterSeq, keyed by run id and in ascending
+// runSeq order; a run with no events has no key. A tail with AfterSeq 0
+// reads the whole run, as EventsFetchRunsTx does. Each run id may appear
+// once.
+func (s *Store) EventsFetchTailsTx(ctx context.Context, q Querier, tails []RunTail) (map[string][]events.Event, error) {
+	ids := make([]string, len(tails))
+	after := make([]int64, len(tails))
+	for i, t := range tails {
+		if err := checkRunID(t.RunID); err != nil {
+			return nil, err
+		}
+		ids[i], after[i] = t.RunID, max(t.AfterSeq, 0)
+	}
+	rows, err := q.Query(ctx, fetchTailsSQL, ids, after)
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: fetch %d run tails: %w", len(tails), err)
+	}
+	evs, err := pgx.CollectRows(rows, scanEvent)
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: fetch %d run tails: %w", len(tails), err)
+	}
+	out := make(map[string][]events.Event, len(tails))
+	for _, ev := range evs {
+		out[ev.RunID] = append(out[ev.RunID], ev)
+	}
+	return out, nil
+}

@@ -1,0 +1,180 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/streams"
+	"github.com/weftrun/weft/pkg/task"
+)
+
+// This file reconciles keyed attempts (docs/reconciliation.md). An attempt
+// is keyed when the plan step has an idempotencyKey (the task carries an
+// operationId) or the activity derives its key from the input
+// (WithIdempotencyKey). Before a keyed attempt that may have run before is
+// run again, the worker asks the engine for the operation's durable record
+// and reports it if there is one; otherwise it asks the activity's verify
+// hook, and runs the activity only when the hook reports not-completed (or
+// there is no hook).
+
+// scope returns the reconciliation scope of the attempt, or nil when it is
+// unkeyed. derived reports that the activity's own key, if it has a key
+// function, was derived (it failed otherwise, and the task's key stands).
+func (a *activity) scope(t task.Task, in Input, derived bool) *task.ResultReconcile {
+	if t.OperationID == "" && (a.key == nil || !derived) {
+		return nil
+	}
+	op := t.OperationID
+	if op == "" {
+		op = task.OperationID(t.StepID, t.LogicalAttemptID)
+	}
+	return &task.ResultReconcile{OperationID: op, IdempotencyKey: in.IdempotencyKey}
+}
+
+// mayHaveRun reports whether the delivery may follow an earlier run of the
+// same operation's side effect: anything but the first delivery of the
+// first logical attempt, including an engine re-send (whose delivery count
+// starts again at 1).
+func mayHaveRun(t task.Task, attempt string) bool {
+	return t.Resend || attempt != "1" || t.LogicalAttemptID != "1"
+}
+
+// fencingToken is the task's fencing token; for a task from an engine that
+// predates it, the logical attempt, which is what the engine sends.
+func fencingToken(t task.Task) uint64 {
+	if t.FencingToken > 0 {
+		return t.FencingToken
+	}
+	n, _ := strconv.ParseUint(t.LogicalAttemptID, 10, 64)
+	return n
+}
+
+// withStatus sets the reconciliation report of a keyed attempt's final
+// result (scope not nil) to status; an unkeyed result is left as it is.
+func withStatus(r task.Result, scope *task.ResultReconcile, status task.ReconcileStatus) task.Result {
+	if scope == nil {
+		return r
+	}
+	rep := *scope
+	rep.Status = status
+	r.Reconcile = &rep
+	return r
+}
+
+// failureStatus is the record status of an activity's failure, with the
+// precedence failure gives its error: a panic may have come after the side
+// effect (indeterminate), a cancel notice is cancelled, the deadline
+// timed-out, an *Error with AfterSideEffect indeterminate, any other error
+// failed.
+func failureStatus(actx context.Context, err error) task.ReconcileStatus {
+	var (
+		p      *panicError
+		notice *cancelNoticeError
+		typed  *Error
+	)
+	cause := context.Cause(actx)
+	switch {
+	case errors.As(err, &p):
+		return task.StatusIndeterminate
+	case actx.Err() != nil && errors.As(cause, &notice):
+		return task.StatusCancelled
+	case actx.Err() != nil && errors.Is(cause, errTimeout):
+		return task.StatusTimedOut
+	case errors.As(err, &typed) && typed.AfterSideEffect:
+		return task.StatusIndeterminate
+	default:
+		return task.StatusFailed
+	}
+}
+
+// reconcile settles a keyed attempt that may have run before without
+// running the activity, when it can: with the engine's durable record of
+// the operation if there is one, else with the verify hook's answer.
+// settled is false when the activity must run: no record, and no hook or a
+// hook that reports not-completed. A lookup that fails is never taken for
+// "no record": the attempt fails, retryable, as indeterminate.
+func (w *Worker) reconcile(actx context.Context, run *attemptRun) (r task.Result, settled bool) {
+	reply, err := w.lookup(actx, run)
+	if err != nil {
+		run.log.WarnContext(actx, "worker: reconciliation lookup failed", "err", err)
+		return w.reconcileFailed(run, task.StatusIndeterminate, events.StepError{
+			Code: CodeReconciliationIndeterminate, Retryable: true,
+			Message: "the engine's reconciliation record could not be read, so whether the activity ran before is unknown: " + err.Error(),
+		}, map[string]string{"lookup": "unavailable"}), true
+	}
+	if reply.Record != nil {
+		run.log.InfoContext(actx, "worker: reporting the engine's reconciliation record; the activity does not run",
+			"status", reply.Record.Status)
+		return w.fromRecord(run, *reply.Record), true
+	}
+	if run.act.verify == nil {
+		return task.Result{}, false
+	}
+	v, err := callVerify(actx, run.act.verify, run.in)
+	return w.fromVerify(actx, run, v, err, reply.Prior)
+}
+
+// lookup asks the engine for the operation's record (task.ReconcileRequest
+// on streams.ReconcileSubject), waiting at most PublishTimeout. An answer
+// the engine could not give is an error.
+func (w *Worker) lookup(ctx context.Context, run *attemptRun) (task.ReconcileReply, error) {
+	var reply task.ReconcileReply
+	req, err := json.Marshal(task.ReconcileRequest{SchemaVersion: task.SchemaVersion, RunID: run.t.RunID,
+		ActivityName: run.t.Activity, OperationID: run.scope.OperationID, IdempotencyKey: run.scope.IdempotencyKey})
+	if err != nil {
+		return reply, err
+	}
+	lctx, cancel := context.WithTimeout(ctx, w.cfg.PublishTimeout)
+	defer cancel()
+	msg, err := w.js.Conn().RequestWithContext(lctx, streams.ReconcileSubject, req)
+	if err != nil {
+		return reply, fmt.Errorf("request on %s: %w", streams.ReconcileSubject, err)
+	}
+	if err := json.Unmarshal(msg.Data, &reply); err != nil {
+		return reply, fmt.Errorf("the engine's reply is not a ReconcileReply: %w", err)
+	}
+	if reply.Error != "" {
+		return reply, fmt.Errorf("the engine could not answer: %s", reply.Error)
+	}
+	return reply, nil
+}
+
+// fromRecord reports the engine's durable record as the attempt's result:
+// completed with its result, or failed with its error.
+func (w *Worker) fromRecord(run *attemptRun, rec task.ReconcileRecord) task.Result {
+	rep := *run.scope
+	rep.Status, rep.ReconciledBy = rec.Status, task.ReconciledByRecord
+	if rec.Status == task.StatusCompleted && rec.Result != nil {
+		r := task.NewResult(run.t, task.Completed, run.attempt, w.cfg.WorkerID)
+		r.Output, r.Artifacts, r.Reconcile = rec.Result.Output, rec.Result.Artifacts, &rep
+		return r
+	}
+	e := events.StepError{Code: CodeReconciliationResultUnavailable, Category: CategoryReconciliation,
+		Message: fmt.Sprintf("the reconciliation record of operation %s is %s without a result or an error", rec.OperationID, rec.Status)}
+	if rec.Error != nil {
+		e = *rec.Error
+	}
+	r := w.failed(run.t, run.attempt, e)
+	r.Reconcile = &rep
+	return r
+}
+
+// reconcileFailed is the failed result of a reconciliation that ended the
+// attempt, with the record status and diagnostics it asks for. The message
+// is redacted and truncated.
+func (w *Worker) reconcileFailed(run *attemptRun, status task.ReconcileStatus, e events.StepError, diagnostics map[string]string) task.Result {
+	if e.Category == "" {
+		e.Category = CategoryReconciliation
+	}
+	e.Message = truncate(run.secrets.redact(e.Message))
+	for k, v := range diagnostics {
+		diagnostics[k] = truncate(run.secrets.redact(v))
+	}
+	r := withStatus(w.failed(run.t, run.attempt, e), run.scope, status)
+	r.Reconcile.Diagnostics = diagnostics
+	return r
+}

@@ -1,0 +1,9 @@
+package round_test
+
+import (
+	"testing"
+
+	"github.com/weftrun/weft/internal/weftest"
+)
+
+func TestMain(m *testing.M) { weftest.Main(m) }
