@@ -126,17 +126,9 @@ func (sf startFlags) request() (api.StartRunRequest, error) {
 	if sf.file == "" {
 		return api.StartRunRequest{}, fmt.Errorf("no plan: pass -f PLAN_FILE (a YAML or JSON plan; see examples/)\nusage: %s", startSynopsis)
 	}
-	data, err := os.ReadFile(sf.file)
+	p, doc, err := readPlanFile(sf.file)
 	if err != nil {
-		return api.StartRunRequest{}, fmt.Errorf("read the plan: %w", err)
-	}
-	p, err := plan.Parse(data, plan.Limits{})
-	if err != nil {
-		return api.StartRunRequest{}, planError(sf.file, err)
-	}
-	doc, err := json.Marshal(p)
-	if err != nil {
-		return api.StartRunRequest{}, fmt.Errorf("encode the plan: %w", err)
+		return api.StartRunRequest{}, err
 	}
 	req := api.StartRunRequest{
 		TenantID: cmp.Or(*sf.tenant, devTenant), ProjectID: cmp.Or(*sf.project, defaultProject),
@@ -149,6 +141,24 @@ func (sf startFlags) request() (api.StartRunRequest, error) {
 		}
 	}
 	return req, nil
+}
+
+// readPlanFile reads and checks a plan file, YAML or JSON, and returns
+// the plan and its JSON document, which is what the gateway is sent.
+func readPlanFile(file string) (*plan.Plan, json.RawMessage, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the plan: %w", err)
+	}
+	p, err := plan.Parse(data, plan.Limits{})
+	if err != nil {
+		return nil, nil, planError(file, err)
+	}
+	doc, err := json.Marshal(p)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode the plan: %w", err)
+	}
+	return p, doc, nil
 }
 
 // planError lists a plan's problems, one per line.

@@ -1,5 +1,6 @@
 // Package api holds the wire types of Weft's signal gateway: the bodies of
-// its REST and JSON-RPC requests and responses, its error shape and error
+// its REST and JSON-RPC requests and responses (runs and signals here,
+// schedules and triggers in schedule.go), its error shape and error
 // codes. The gateway (services/signal-gateway) and the Go client
 // (pkg/client) share them, so the two cannot drift apart. docs/api.md
 // describes the endpoints; /openapi.json is the machine-readable form.
@@ -111,7 +112,8 @@ const (
 	// CodePermissionDenied: the key's role may not do this. HTTP 403. A
 	// denied signal is recorded as SignalRejected.
 	CodePermissionDenied = "PermissionDenied"
-	// CodeNotFound: no such run, or one of another tenant. HTTP 404.
+	// CodeNotFound: no such run, schedule or trigger, or one of another
+	// tenant. HTTP 404.
 	CodeNotFound = "NotFound"
 	// CodeRateLimited: too many signals for this run; details.retryAfter
 	// says when to try again. HTTP 429.
@@ -125,6 +127,11 @@ const (
 	// whether this is a repeat. Retry only after an operator has looked,
 	// or after the retention has passed. HTTP 409, JSON-RPC CodeConflict.
 	CodeSignalAcceptanceIndeterminate = "SignalAcceptanceIndeterminate"
+	// CodeAlreadyExists: a schedule or trigger of that id exists with
+	// another definition (a create repeating the same definition is
+	// answered with the existing one instead). HTTP 409, JSON-RPC
+	// CodeConflict.
+	CodeAlreadyExists = "AlreadyExists"
 	// CodeMethodNotAllowed: the path exists, the method does not. HTTP 405.
 	CodeMethodNotAllowed = "MethodNotAllowed"
 	// CodeInternal: a fault of the gateway or its database; retrying with

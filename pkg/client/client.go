@@ -159,7 +159,7 @@ func (c *Client) send(ctx context.Context, path string, body []byte, out any) er
 }
 
 // do sends req with the client's headers and decodes a 2xx answer into
-// out. A 304 answer to a GET yields errNotModified; any other non-2xx
+// out, unless out is nil. A 304 answer to a GET yields errNotModified; any other non-2xx
 // answer an *Error.
 func (c *Client) do(req *http.Request, out any) error {
 	req.Header.Set("Accept", "application/json")
@@ -181,6 +181,9 @@ func (c *Client) do(req *http.Request, out any) error {
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return decodeError(resp.StatusCode, resp.Header, data, c.now())
+	}
+	if out == nil {
+		return nil
 	}
 	if len(data) > MaxResponseBytes {
 		return fmt.Errorf("%w: HTTP %d answer is over %d bytes", ErrUnexpectedResponse, resp.StatusCode, MaxResponseBytes)

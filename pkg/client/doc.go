@@ -1,5 +1,6 @@
 // Package client is the Go client of Weft's HTTP APIs: the signal
-// gateway's (start a run of a plan, send a signal to a run; docs/api.md)
+// gateway's (start a run of a plan, send a signal to a run, keep schedules
+// and event triggers and send events; docs/api.md, docs/schedules.md)
 // and the projector's read API (read a run, wait for it to change, list
 // runs, page through a run's events; docs/read-api.md). The wire types are
 // those of pkg/api, which the services share.
@@ -45,6 +46,13 @@
 // the first request's result (StartRunResult.Duplicate is true for a
 // repeated start). Set the id yourself to extend that guarantee to your own
 // retries of a call.
+//
+// Schedules and triggers are idempotent the same way: CreateSchedule,
+// CreateTrigger and SendTriggerEvent set a fresh ScheduleID, TriggerID or
+// EventID when the caller leaves it empty, before the first attempt. A
+// create repeating an existing id with the same definition returns the
+// existing schedule or trigger; a redelivered event returns its first
+// run with Duplicate set.
 //
 // # Retries
 //

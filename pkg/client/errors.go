@@ -21,9 +21,9 @@ var (
 	// ErrInvalidConfig is wrapped by every error New returns for a bad base
 	// URL or option.
 	ErrInvalidConfig = errors.New("client: invalid config")
-	// ErrInvalidRequest is wrapped by the errors StartRun, Signal and the
-	// read calls return for a request they refuse before sending anything
-	// (an empty runID, say). Such a request is never sent, so it is never retried.
+	// ErrInvalidRequest is wrapped by the errors a call returns for a
+	// request it refuses before sending anything (an empty runID or
+	// schedule id, say). Such a request is never sent, so it is never retried.
 	ErrInvalidRequest = errors.New("client: invalid request")
 	// ErrUnexpectedResponse is wrapped by the error returned when the
 	// gateway answered 2xx with a body that is not the expected JSON or is
@@ -41,7 +41,7 @@ var (
 var errNotModified = fmt.Errorf("%w: HTTP 304 Not Modified", ErrUnexpectedResponse)
 
 // Error is the gateway's answer to a request it did not accept: any non-2xx
-// HTTP status. Every error StartRun and Signal return for such an answer
+// HTTP status. Every error a gateway call returns for such an answer
 // wraps an *Error, so errors.As finds it (also after retries).
 type Error struct {
 	// Status is the HTTP status code.

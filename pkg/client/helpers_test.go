@@ -70,6 +70,7 @@ func newFakeGateway(t *testing.T, answers ...answer) *fakeGateway {
 	g := &fakeGateway{t: t, mux: http.NewServeMux(), answers: answers}
 	g.mux.HandleFunc("POST /v1/runs", g.handle)
 	g.mux.HandleFunc("POST /v1/runs/{runId}/signals", g.handle)
+	g.mux.HandleFunc("/v1/", g.handle) // schedules and triggers
 	return g
 }
 
@@ -82,7 +83,7 @@ func (g *fakeGateway) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec := request{method: r.Method, escapedPath: r.URL.EscapedPath(), runID: r.PathValue("runId"), header: r.Header.Clone()}
-	if err := json.Unmarshal(data, &rec.body); err != nil {
+	if err := json.Unmarshal(data, &rec.body); len(data) > 0 && err != nil {
 		http.Error(w, "body is not a JSON object", http.StatusBadRequest)
 		return
 	}

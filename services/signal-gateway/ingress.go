@@ -21,16 +21,17 @@ import (
 const (
 	// HeaderStatus carries the HTTP status the same request would have got.
 	HeaderStatus = "Weft-Status"
-	// HeaderDuplicate says whether a signal or start repeated an earlier one.
+	// HeaderDuplicate says whether a signal, start or trigger event
+	// repeated an earlier one.
 	HeaderDuplicate = "Weft-Duplicate"
 	// ingressQueue is the queue group every gateway subscribes in, so each
 	// publish is taken in by one gateway.
 	ingressQueue = "weft-gateway"
 )
 
-// subscribe starts the NATS ingress: weft.runs.start and
-// weft.signals.<runId>, in the queue group ingressQueue. It returns a
-// function that drains the subscriptions.
+// subscribe starts the NATS ingress: weft.runs.start,
+// weft.signals.<runId> and weft.triggers.<triggerId>, in the queue group
+// ingressQueue. It returns a function that drains the subscriptions.
 func (s *Service) subscribe(ctx context.Context) (func(), error) {
 	var subs []*nats.Subscription
 	stop := func() {
@@ -39,8 +40,9 @@ func (s *Service) subscribe(ctx context.Context) (func(), error) {
 		}
 	}
 	for subject, handle := range map[string]func(context.Context, *nats.Msg) (any, int, error){
-		streams.RunStartSubject:            s.natsRunStart,
-		streams.SignalSubjectPrefix + ".>": s.natsSignalSend,
+		streams.RunStartSubject:             s.natsRunStart,
+		streams.SignalSubjectPrefix + ".>":  s.natsSignalSend,
+		streams.TriggerSubjectPrefix + ".>": s.natsTriggerEvent,
 	} {
 		sub, err := s.nc.QueueSubscribe(subject, ingressQueue, func(m *nats.Msg) {
 			hctx, span := s.natsSpan(ctx, m)

@@ -30,17 +30,19 @@ const (
 	signalError     = "error"     // failed without a refusal (database down): the caller retries
 )
 
-// signalMetrics counts the signals that reach intake, nil without a
-// MeterProvider (the events the gateway appends are counted by the
-// journal, weft.events.appended):
+// signalMetrics counts the signals and trigger events that reach intake,
+// nil without a MeterProvider (the events the gateway appends are counted
+// by the journal, weft.events.appended; schedule fires by
+// internal/schedule):
 //
-//	weft.gateway.signals  counter {signal}  by outcome and transport
+//	weft.gateway.signals         counter {signal}  by outcome and transport
+//	weft.gateway.trigger.events  counter {event}   by outcome and transport
 //
-// A request refused before intake (unauthenticated, undecodable) is not a
-// signal yet and is not counted.
+// For a trigger event, accepted means it started a run. A request refused
+// before intake (unauthenticated, undecodable) is not counted.
 type signalMetrics struct {
-	signals metric.Int64Counter
-	opts    map[[2]string]metric.AddOption // (outcome, transport)
+	signals, events metric.Int64Counter
+	opts            map[[2]string]metric.AddOption // (outcome, transport)
 }
 
 func newSignalMetrics(mp metric.MeterProvider) (*signalMetrics, error) {
@@ -52,7 +54,12 @@ func newSignalMetrics(mp metric.MeterProvider) (*signalMetrics, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: metrics: %w", err)
 	}
-	m := &signalMetrics{signals: c, opts: make(map[[2]string]metric.AddOption)}
+	ev, err := mp.Meter(meterName).Int64Counter("weft.gateway.trigger.events", metric.WithUnit("{event}"),
+		metric.WithDescription("Events sent to triggers, by outcome (accepted: a run started, duplicate, rejected, error) and transport."))
+	if err != nil {
+		return nil, fmt.Errorf("gateway: metrics: %w", err)
+	}
+	m := &signalMetrics{signals: c, events: ev, opts: make(map[[2]string]metric.AddOption)}
 	for _, o := range []string{signalAccepted, signalDuplicate, signalRejected, signalError} {
 		for _, tr := range []string{transportHTTP, transportJSONRPC, transportNATS} {
 			m.opts[[2]string{o, tr}] = metric.WithAttributeSet(attribute.NewSet(

@@ -23,6 +23,18 @@ import (
 var routes = []string{
 	"POST /v1/runs",
 	"POST /v1/runs/{runId}/signals",
+	"POST /v1/schedules",
+	"GET /v1/schedules",
+	"GET /v1/schedules/{scheduleId}",
+	"PUT /v1/schedules/{scheduleId}",
+	"DELETE /v1/schedules/{scheduleId}",
+	"POST /v1/schedules/{scheduleId}/pause",
+	"POST /v1/schedules/{scheduleId}/resume",
+	"POST /v1/triggers",
+	"GET /v1/triggers",
+	"GET /v1/triggers/{triggerId}",
+	"DELETE /v1/triggers/{triggerId}",
+	"POST /v1/triggers/{triggerId}/events",
 	"POST /rpc",
 	"GET /openapi.json",
 	"GET /healthz",
@@ -81,9 +93,23 @@ func checkRoutes(t *testing.T, s *stack, doc map[string]any) {
 		{"POST /v1/runs", "/v1/runs", "", "{}", api.CodeUnauthenticated},
 		{"POST /v1/runs/{runId}/signals", runPath, "", "{}", api.CodeUnauthenticated},
 		{"POST /rpc", "/rpc", "", "{}", ""},
+		{"GET /v1/schedules", "/v1/schedules", "", "", api.CodeUnauthenticated},
+		{"DELETE /v1/triggers/{triggerId}", "/v1/triggers/t", "", "", api.CodeUnauthenticated},
 		// With a key, requests that change nothing.
 		{"POST /v1/runs", "/v1/runs", operatorToken, "{}", api.CodeInvalidArgument},
 		{"POST /v1/runs/{runId}/signals", runPath, operatorToken, `{"signalName":"go"}`, api.CodeNotFound},
+		{"POST /v1/schedules", "/v1/schedules", operatorToken, "{}", api.CodeInvalidArgument},
+		{"GET /v1/schedules", "/v1/schedules", operatorToken, "", ""},
+		{"GET /v1/schedules/{scheduleId}", "/v1/schedules/none", operatorToken, "", api.CodeNotFound},
+		{"PUT /v1/schedules/{scheduleId}", "/v1/schedules/none", operatorToken, "{}", api.CodeInvalidArgument},
+		{"DELETE /v1/schedules/{scheduleId}", "/v1/schedules/none", operatorToken, "", api.CodeNotFound},
+		{"POST /v1/schedules/{scheduleId}/pause", "/v1/schedules/none/pause", operatorToken, "", api.CodeNotFound},
+		{"POST /v1/schedules/{scheduleId}/resume", "/v1/schedules/none/resume", operatorToken, "{}", api.CodeNotFound},
+		{"POST /v1/triggers", "/v1/triggers", operatorToken, "{}", api.CodeInvalidArgument},
+		{"GET /v1/triggers", "/v1/triggers", operatorToken, "", ""},
+		{"GET /v1/triggers/{triggerId}", "/v1/triggers/none", operatorToken, "", api.CodeNotFound},
+		{"DELETE /v1/triggers/{triggerId}", "/v1/triggers/none", operatorToken, "", api.CodeNotFound},
+		{"POST /v1/triggers/{triggerId}/events", "/v1/triggers/none/events", operatorToken, "{}", api.CodeNotFound},
 		{"POST /rpc", "/rpc", operatorToken, `{"jsonrpc":"2.0","method":"nope","id":1}`, ""},
 		{"GET /openapi.json", "/openapi.json", "", "", ""},
 		{"GET /healthz", "/healthz", "", "", ""},
@@ -112,7 +138,7 @@ func checkRoutes(t *testing.T, s *stack, doc map[string]any) {
 
 	// The methods the document leaves out are not served.
 	for tmpl, item := range paths {
-		path := strings.ReplaceAll(tmpl, "{runId}", uuid.NewString())
+		path := strings.NewReplacer("{runId}", uuid.NewString(), "{scheduleId}", "s", "{triggerId}", "t").Replace(tmpl)
 		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 			if _, ok := item.(map[string]any)[strings.ToLower(m)]; ok {
 				continue
@@ -187,7 +213,7 @@ func checkErrorCodes(t *testing.T, doc map[string]any) {
 		api.CodeInvalidArgument, api.CodeUnsupportedMediaType, api.CodePayloadTooLarge,
 		api.CodeUnauthenticated, api.CodePermissionDenied, api.CodeNotFound,
 		api.CodeRateLimited, api.CodeOverloaded, api.CodeSignalAcceptanceIndeterminate,
-		api.CodeMethodNotAllowed, api.CodeInternal, api.CodeUnavailable,
+		api.CodeAlreadyExists, api.CodeMethodNotAllowed, api.CodeInternal, api.CodeUnavailable,
 	}, code["enum"])
 
 	rpcCode := object(t, object(t, object(t, schemas, "JsonRpcError"), "properties"), "code")

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/weftrun/weft/internal/auth"
 	"github.com/weftrun/weft/internal/httpserve"
@@ -15,17 +16,53 @@ import (
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
 )
 
+// route is one endpoint of the HTTP API.
+type route struct {
+	method, pattern string
+	handle          http.HandlerFunc
+}
+
+// routes are the gateway's endpoints (docs/api.md, openapi.json).
+func (s *Service) routes() []route {
+	return []route{
+		{http.MethodPost, "/v1/runs", s.handleRunStart},
+		{http.MethodPost, "/v1/runs/{runId}/signals", s.handleSignalSend},
+		{http.MethodPost, "/v1/schedules", s.handleScheduleCreate},
+		{http.MethodGet, "/v1/schedules", s.handleScheduleList},
+		{http.MethodGet, "/v1/schedules/{scheduleId}", s.handleScheduleGet},
+		{http.MethodPut, "/v1/schedules/{scheduleId}", s.handleScheduleUpdate},
+		{http.MethodDelete, "/v1/schedules/{scheduleId}", s.handleScheduleDelete},
+		{http.MethodPost, "/v1/schedules/{scheduleId}/pause", s.handleSchedulePause},
+		{http.MethodPost, "/v1/schedules/{scheduleId}/resume", s.handleScheduleResume},
+		{http.MethodPost, "/v1/triggers", s.handleTriggerCreate},
+		{http.MethodGet, "/v1/triggers", s.handleTriggerList},
+		{http.MethodGet, "/v1/triggers/{triggerId}", s.handleTriggerGet},
+		{http.MethodDelete, "/v1/triggers/{triggerId}", s.handleTriggerDelete},
+		{http.MethodPost, "/v1/triggers/{triggerId}/events", s.handleTriggerEvent},
+		{http.MethodPost, "/rpc", s.handleRPC},
+		{http.MethodGet, "/openapi.json", serveOpenAPI},
+		{http.MethodGet, "/healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }},
+	}
+}
+
 // Handler returns the gateway's HTTP handler (docs/api.md). Each request
-// but the probes runs under a span (Config.TracerProvider).
+// but the probes runs under a span (Config.TracerProvider). A known path
+// asked with another method is answered 405 with an Allow header.
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/runs", s.handleRunStart)
-	mux.HandleFunc("POST /v1/runs/{runId}/signals", s.handleSignalSend)
-	mux.HandleFunc("POST /rpc", s.handleRPC)
-	mux.HandleFunc("GET /openapi.json", serveOpenAPI)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	for _, p := range []string{"/v1/runs", "/v1/runs/{runId}/signals", "/rpc", "/openapi.json"} {
-		mux.HandleFunc(p, s.methodNotAllowed)
+	var paths []string
+	allow := map[string][]string{}
+	for _, r := range s.routes() {
+		mux.HandleFunc(r.method+" "+r.pattern, r.handle)
+		if allow[r.pattern] == nil {
+			paths = append(paths, r.pattern)
+		}
+		allow[r.pattern] = append(allow[r.pattern], r.method)
+	}
+	for _, p := range paths {
+		if p != "/healthz" {
+			mux.HandleFunc(p, s.methodNotAllowed(strings.Join(allow[p], ", ")))
+		}
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &intake.Error{Code: api.CodeNotFound, Message: "no such endpoint: " + r.URL.Path})
@@ -33,13 +70,12 @@ func (s *Service) Handler() http.Handler {
 	return s.traced(mux)
 }
 
-func (s *Service) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
-	allow := http.MethodPost
-	if r.URL.Path == "/openapi.json" {
-		allow = http.MethodGet
+// methodNotAllowed answers 405 naming the methods allow.
+func (s *Service) methodNotAllowed(allow string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		s.writeError(w, r, &intake.Error{Code: api.CodeMethodNotAllowed, Message: r.Method + " is not allowed here; use " + allow})
 	}
-	w.Header().Set("Allow", allow)
-	s.writeError(w, r, &intake.Error{Code: api.CodeMethodNotAllowed, Message: r.Method + " is not allowed here; use " + allow})
 }
 
 func (s *Service) handleRunStart(w http.ResponseWriter, r *http.Request) {

@@ -98,7 +98,7 @@ func rpcError(e *intake.Error) *jsonrpc.Error {
 		code = jsonrpc.CodePermissionDenied
 	case api.CodeNotFound:
 		code = jsonrpc.CodeNotFound
-	case api.CodeSignalAcceptanceIndeterminate:
+	case api.CodeSignalAcceptanceIndeterminate, api.CodeAlreadyExists:
 		code = jsonrpc.CodeConflict
 	case api.CodeRateLimited, api.CodeOverloaded:
 		code = jsonrpc.CodeRateLimited

@@ -1,6 +1,7 @@
 // Package gateway is Weft's front door, the signal gateway: it starts runs
-// and accepts signals over HTTP REST, JSON-RPC 2.0 and NATS subjects, and
-// answers each in that transport's own shape (docs/api.md). Every
+// and accepts signals over HTTP REST, JSON-RPC 2.0 and NATS subjects, keeps
+// schedules and event triggers and fires them (docs/schedules.md), and
+// answers each request in its transport's own shape (docs/api.md). Every
 // transport decodes strictly, authenticates the caller's API key, and
 // hands the request to internal/intake, which decides and commits it in
 // one Postgres transaction with its outbox rows, or commits nothing.
@@ -17,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -31,6 +33,8 @@ import (
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
 	"github.com/weftrun/weft/services/signal-gateway/internal/jsonrpc"
+	"github.com/weftrun/weft/services/signal-gateway/internal/schedule"
+	"github.com/weftrun/weft/services/signal-gateway/internal/trigger"
 )
 
 // Defaults applied to a zero Config field.
@@ -45,6 +49,12 @@ const (
 // Config.Intake.
 type IntakeConfig = intake.Config
 
+// ScheduleConfig tunes schedules and the scheduler; see Config.Schedules.
+type ScheduleConfig = schedule.Config
+
+// TriggerConfig tunes event triggers; see Config.Triggers.
+type TriggerConfig = trigger.Config
+
 // Config tunes the gateway. The zero value of each field means its
 // default; Keys is required.
 type Config struct {
@@ -56,6 +66,15 @@ type Config struct {
 	Authorizer auth.Authorizer
 	// Intake holds the limits and retentions of runs and signals.
 	Intake IntakeConfig
+	// Schedules tunes schedules and the scheduler (docs/schedules.md).
+	// Its Now defaults to Intake.Now, its MeterProvider to MeterProvider.
+	Schedules ScheduleConfig
+	// DisableScheduler keeps this gateway from firing schedules; the
+	// schedules API still works. Some gateway of the database must fire
+	// them; any number may, the claim keeps them apart.
+	DisableScheduler bool
+	// Triggers tunes event triggers. Its Now defaults to Intake.Now.
+	Triggers TriggerConfig
 	// MaxBodyBytes bounds a request body (HTTP) or message (NATS).
 	MaxBodyBytes int64
 	// MaxDepth bounds the nesting of a body's JSON.
@@ -73,9 +92,11 @@ type Config struct {
 	// carries the span's context to the bus. Nil traces nothing but still
 	// passes the caller's context on.
 	TracerProvider trace.TracerProvider
-	// MeterProvider receives the gateway's metrics: signals by outcome and
-	// transport (weft.gateway.signals) and the events it appends
-	// (weft.events.appended). Nil records nothing.
+	// MeterProvider receives the gateway's metrics: signals and trigger
+	// events by outcome and transport (weft.gateway.signals,
+	// weft.gateway.trigger.events), schedule fires and skipped fire times
+	// (weft.gateway.schedule.fires, weft.gateway.schedule.skipped) and the
+	// events it appends (weft.events.appended). Nil records nothing.
 	MeterProvider metric.MeterProvider
 }
 
@@ -88,18 +109,29 @@ func (c Config) withDefaults() Config {
 	if c.Authorizer == nil {
 		c.Authorizer = auth.RoleAuthorizer{}
 	}
+	if c.Schedules.Now == nil {
+		c.Schedules.Now = c.Intake.Now
+	}
+	if c.Schedules.MeterProvider == nil {
+		c.Schedules.MeterProvider = c.MeterProvider
+	}
+	if c.Triggers.Now == nil {
+		c.Triggers.Now = c.Intake.Now
+	}
 	return c
 }
 
 // Service is the signal gateway.
 type Service struct {
-	cfg     Config
-	nc      *nats.Conn
-	intake  *intake.Intake
-	rpc     *jsonrpc.Server
-	logger  *slog.Logger
-	metrics *signalMetrics // nil without a MeterProvider
-	tracer  trace.Tracer   // cfg.TracerProvider's, or a no-op one
+	cfg       Config
+	nc        *nats.Conn
+	intake    *intake.Intake
+	schedules *schedule.Service
+	triggers  *trigger.Service
+	rpc       *jsonrpc.Server
+	logger    *slog.Logger
+	metrics   *signalMetrics // nil without a MeterProvider
+	tracer    trace.Tracer   // cfg.TracerProvider's, or a no-op one
 }
 
 // New returns the gateway over pool and, for the NATS ingress, nc (nil
@@ -123,10 +155,13 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config, logger *slog.Logger) (*S
 	}
 	s := &Service{cfg: cfg, nc: nc, intake: in, metrics: m, logger: logger.With("service", "signal-gateway"),
 		tracer: tracing.Tracer(cfg.TracerProvider, tracerName)}
-	s.rpc, err = jsonrpc.NewServer(map[string]jsonrpc.Method{
-		"run.start":   s.rpcRunStart,
-		"signal.send": s.rpcSignalSend,
-	}, jsonrpc.Options{MaxBatch: cfg.MaxBatch}, s.logger)
+	if s.schedules, err = schedule.New(pool, in, cfg.Authorizer, cfg.Schedules, s.logger); err != nil {
+		return nil, err
+	}
+	if s.triggers, err = trigger.New(pool, in, cfg.Authorizer, cfg.Triggers); err != nil {
+		return nil, err
+	}
+	s.rpc, err = jsonrpc.NewServer(s.rpcMethods(), jsonrpc.Options{MaxBatch: cfg.MaxBatch}, s.logger)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
@@ -143,9 +178,11 @@ func (s *Service) Run(ctx context.Context) error {
 }
 
 // Serve serves HTTP on ln, the NATS ingress when the gateway has a NATS
-// connection, and the retention job, until ctx ends; then it stops taking
-// requests and drains those in flight for at most HTTP.ShutdownTimeout. It
-// returns nil after a clean shutdown.
+// connection, the retention job and, unless DisableScheduler, the
+// scheduler, until ctx ends; then it stops taking requests and drains
+// those in flight for at most HTTP.ShutdownTimeout, and waits for the
+// retention job and the scheduler to stop. It returns nil after a clean
+// shutdown.
 func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	if s.nc != nil {
 		stop, err := s.subscribe(ctx)
@@ -154,12 +191,15 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		defer stop()
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.retain(ctx)
-	}()
-	defer func() { <-done }()
+	loops := []func(context.Context){s.retain}
+	if !s.cfg.DisableScheduler {
+		loops = append(loops, s.schedules.Run)
+	}
+	var wg sync.WaitGroup
+	for _, loop := range loops {
+		wg.Go(func() { loop(ctx) })
+	}
+	defer wg.Wait()
 	return httpserve.Serve(ctx, ln, s.Handler(), s.cfg.HTTP, "gateway", s.logger)
 }
 

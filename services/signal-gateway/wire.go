@@ -128,7 +128,7 @@ func statusOf(code string) int {
 		return http.StatusNotFound
 	case api.CodeRateLimited, api.CodeOverloaded:
 		return http.StatusTooManyRequests
-	case api.CodeSignalAcceptanceIndeterminate:
+	case api.CodeSignalAcceptanceIndeterminate, api.CodeAlreadyExists:
 		return http.StatusConflict
 	case api.CodeMethodNotAllowed:
 		return http.StatusMethodNotAllowed

@@ -3,9 +3,11 @@ package intake
 import (
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/plan"
 )
 
 // Error is a refusal: the request was not taken in and nothing of it was
@@ -46,4 +48,22 @@ func (e *Error) RetryAfterSeconds() int { return retryAfterSeconds(e.RetryAfter)
 
 func retryAfterSeconds(d time.Duration) int {
 	return max(1, int((d+time.Second-1)/time.Second))
+}
+
+// Invalid returns a CodeInvalidArgument error about field, for the
+// gateway's other request checkers (schedules, triggers).
+func Invalid(field, format string, args ...any) *Error { return invalid(field, format, args...) }
+
+// CheckResourceID refuses, as an InvalidArgument about field, an id of a
+// schedule or trigger that breaks the id rules (plan.CheckID: it may
+// become a NATS subject token), holds a ':' (it is the first component of
+// a run request id, "{id}:{…}"), or is longer than maxBytes.
+func CheckResourceID(field, id string, maxBytes int) error {
+	if err := plan.CheckID(id, maxBytes); err != nil {
+		return invalid(field, "%v", err)
+	}
+	if strings.Contains(id, ":") {
+		return invalid(field, "must not contain ':' (it separates the parts of a run request id)")
+	}
+	return nil
 }

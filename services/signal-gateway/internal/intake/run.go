@@ -33,16 +33,9 @@ type RunResult struct {
 // non-idempotent. Under the REJECT policy an environment at its limit
 // refuses with CodeOverloaded and RetryAfter.
 func (in *Intake) RunStart(ctx context.Context, p auth.Principal, req api.StartRunRequest) (RunResult, error) {
-	if req.RunRequestID == "" {
-		req.RunRequestID = events.NewRunID()
-	}
-	pl, err := in.checkStart(req)
+	req, pl, err := in.admitStart(ctx, p, req)
 	if err != nil {
 		return RunResult{}, err
-	}
-	d := in.authz.Authorize(ctx, p, auth.ActionRunStart, auth.Resource{TenantID: req.TenantID})
-	if !d.Allowed {
-		return RunResult{}, &Error{Code: api.CodePermissionDenied, Message: d.Reason}
 	}
 	var res RunResult
 	err = pgx.BeginFunc(ctx, in.pool, func(tx pgx.Tx) error {
@@ -54,6 +47,23 @@ func (in *Intake) RunStart(ctx context.Context, p auth.Principal, req api.StartR
 		return RunResult{}, overloaded(rej)
 	}
 	return res, err
+}
+
+// admitStart gives req a fresh RunRequestID when it has none, checks it
+// and authorizes p to start it. It returns req and its parsed plan.
+func (in *Intake) admitStart(ctx context.Context, p auth.Principal, req api.StartRunRequest) (api.StartRunRequest, *plan.Plan, error) {
+	if req.RunRequestID == "" {
+		req.RunRequestID = events.NewRunID()
+	}
+	pl, err := in.checkStart(req)
+	if err != nil {
+		return req, nil, err
+	}
+	d := in.authz.Authorize(ctx, p, auth.ActionRunStart, auth.Resource{TenantID: req.TenantID})
+	if !d.Allowed {
+		return req, nil, &Error{Code: api.CodePermissionDenied, Message: d.Reason}
+	}
+	return req, pl, nil
 }
 
 // checkStart refuses what can be refused before touching the database and

@@ -1,0 +1,89 @@
+package intake
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/weftrun/weft/internal/admission"
+	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/pkg/api"
+)
+
+// CheckStart refuses req with an *Error when RunStart would refuse it
+// before touching the database (ids, input size, the plan against the
+// plan limits, planId and planVersion against the plan's own), and returns
+// nil otherwise. Schedules and triggers check the runs they will start
+// with it before they are stored.
+func (in *Intake) CheckStart(req api.StartRunRequest) error {
+	if req.RunRequestID == "" {
+		req.RunRequestID = "check"
+	}
+	_, err := in.checkStart(req)
+	return err
+}
+
+// RunStartTx is RunStart inside the caller's transaction tx, for a start
+// that must commit with other writes (a schedule's fire with its next fire
+// time, a trigger event with the trigger it read). It writes in a
+// savepoint: after a refusal (an *Error, as RunStart's) or a fault,
+// nothing of the start is left in tx, and tx stays usable. The start is
+// idempotent on its run-request tuple as RunStart's is, once tx commits.
+func (in *Intake) RunStartTx(ctx context.Context, tx pgx.Tx, p auth.Principal, req api.StartRunRequest) (RunResult, error) {
+	req, pl, err := in.admitStart(ctx, p, req)
+	if err != nil {
+		return RunResult{}, err
+	}
+	var res RunResult
+	err = pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
+		var err error
+		res, err = in.startTx(ctx, sp, req, pl)
+		return err
+	})
+	if rej, ok := errors.AsType[*admission.RejectedError](err); ok {
+		return RunResult{}, overloaded(rej)
+	}
+	return res, err
+}
+
+// SignalSendTx is SignalSend inside the caller's transaction tx, in a
+// savepoint: what a refusal records (a denied signal's SignalRejected) is
+// kept, anything else a refusal or fault wrote is rolled back, and tx
+// stays usable. The acceptance commits with tx.
+func (in *Intake) SignalSendTx(ctx context.Context, tx pgx.Tx, p auth.Principal, sig Signal) (SignalResult, error) {
+	if err := in.checkSignal(sig); err != nil {
+		return SignalResult{}, err
+	}
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return SignalResult{}, fmt.Errorf("intake: savepoint: %w", err)
+	}
+	res, commit, err := in.signalTx(ctx, sp, p, sig, in.now())
+	if !commit {
+		if rerr := sp.Rollback(ctx); rerr != nil {
+			return SignalResult{}, errors.Join(err, fmt.Errorf("intake: roll back savepoint: %w", rerr))
+		}
+		return res, err
+	}
+	if cerr := sp.Commit(ctx); cerr != nil {
+		return SignalResult{}, fmt.Errorf("intake: release savepoint: %w", cerr)
+	}
+	return res, err
+}
+
+// PlanRef reads a plan document's planId and planVersion, for callers
+// that build a start from a stored plan. A document that is not a plan
+// object yields empty strings, which CheckStart then refuses.
+func PlanRef(doc json.RawMessage) (id, version string) {
+	var ref struct {
+		PlanID      string `json:"planId"`
+		PlanVersion string `json:"planVersion"`
+	}
+	if err := json.Unmarshal(doc, &ref); err != nil {
+		return "", ""
+	}
+	return ref.PlanID, ref.PlanVersion
+}

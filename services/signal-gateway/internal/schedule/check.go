@@ -1,0 +1,112 @@
+package schedule
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
+)
+
+// check refuses a create or update request that breaks a rule, with an
+// *intake.Error naming the field, or one p may not make; otherwise it
+// returns the schedule's definition, defaults applied, and its parsed
+// expression. It reads nothing from the database.
+func (s *Service) check(ctx context.Context, p auth.Principal, req api.ScheduleRequest) (api.Schedule, Cron, error) {
+	if err := intake.CheckResourceID("scheduleId", req.ScheduleID, api.MaxScheduleIDBytes); err != nil {
+		return api.Schedule{}, Cron{}, err
+	}
+	sch := api.Schedule{
+		ScheduleID: req.ScheduleID, TenantID: req.TenantID, ProjectID: req.ProjectID, EnvironmentID: req.EnvironmentID,
+		Cron: req.Cron, Timezone: cmp.Or(req.Timezone, api.DefaultTimezone), Plan: req.Plan, Input: req.Input,
+		MisfirePolicy: cmp.Or(req.MisfirePolicy, api.MisfireSkip), MaxCatchup: cmp.Or(req.MaxCatchup, api.DefaultMaxCatchup),
+		OverlapPolicy: cmp.Or(req.OverlapPolicy, api.OverlapSkip),
+	}
+	c, err := s.checkTiming(sch)
+	if err != nil {
+		return api.Schedule{}, Cron{}, err
+	}
+	if err := s.checkRun(&sch); err != nil {
+		return api.Schedule{}, Cron{}, err
+	}
+	if err := s.authorize(ctx, p, auth.ActionRunStart, req.TenantID); err != nil {
+		return api.Schedule{}, Cron{}, err
+	}
+	return sch, c, nil
+}
+
+// checkTiming checks the expression, the timezone and the policies.
+func (s *Service) checkTiming(sch api.Schedule) (Cron, error) {
+	if sch.Cron == "" {
+		return Cron{}, intake.Invalid("cron", "is required: five fields, minute hour day-of-month month day-of-week")
+	}
+	c, err := ParseCron(sch.Cron, sch.Timezone)
+	switch {
+	case errors.Is(err, ErrInvalidTimezone):
+		return Cron{}, intake.Invalid("timezone", "%v", err)
+	case err != nil:
+		return Cron{}, intake.Invalid("cron", "%v", err)
+	case c.Next(s.now()).IsZero():
+		return Cron{}, intake.Invalid("cron", "%q has no fire time in the next five years", sch.Cron)
+	}
+	switch sch.MisfirePolicy {
+	case api.MisfireSkip, api.MisfireCatchup, api.MisfireCompress:
+	default:
+		return Cron{}, intake.Invalid("misfirePolicy", "%q is not skip, catchup or compress", sch.MisfirePolicy)
+	}
+	switch sch.OverlapPolicy {
+	case api.OverlapSkip, api.OverlapBufferOne, api.OverlapAllow, api.OverlapCancelPrevious:
+	default:
+		return Cron{}, intake.Invalid("overlapPolicy", "%q is not skip, buffer-one, allow or cancel-previous", sch.OverlapPolicy)
+	}
+	if sch.MaxCatchup < 1 || sch.MaxCatchup > s.cfg.MaxCatchupLimit {
+		return Cron{}, intake.Invalid("maxCatchup", "must be between 1 and %d, not %d", s.cfg.MaxCatchupLimit, sch.MaxCatchup)
+	}
+	return c, nil
+}
+
+// checkRun checks the run every fire starts, as the gateway would check
+// its start, and sets the schedule's planId and planVersion.
+func (s *Service) checkRun(sch *api.Schedule) error {
+	if len(bytes.TrimSpace(sch.Plan)) == 0 || bytes.Equal(sch.Plan, []byte("null")) {
+		return intake.Invalid("plan", "is required: the plan each fire starts a run of")
+	}
+	if n := len(sch.Input); n > s.cfg.MaxInputBytes {
+		return &intake.Error{Code: api.CodePayloadTooLarge,
+			Message: fmt.Sprintf("input is %d bytes, more than the limit of %d", n, s.cfg.MaxInputBytes),
+			Details: map[string]any{"field": "input", "limit": s.cfg.MaxInputBytes}}
+	}
+	sch.PlanID, sch.PlanVersion = intake.PlanRef(sch.Plan)
+	// The largest input a fire can give its run: a compressed one.
+	when := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	input, err := runInput(*sch, Fire{ScheduledFor: when, Window: &api.FireWindow{From: when, To: when, MissedCount: math.MaxInt32}})
+	if err != nil {
+		return intake.Invalid("input", "is not a JSON document")
+	}
+	return s.intake.CheckStart(startRequest(*sch, runRequestID(sch.ScheduleID, when), input))
+}
+
+// runRequestID is a fire's run request id, "{scheduleId}:{scheduledFor}"
+// in RFC 3339 UTC.
+func runRequestID(scheduleID string, scheduledFor time.Time) string {
+	return scheduleID + ":" + scheduledFor.UTC().Format(time.RFC3339)
+}
+
+// runInput is the input of the run f starts.
+func runInput(sch api.Schedule, f Fire) (json.RawMessage, error) {
+	return json.Marshal(api.ScheduledRunInput{ScheduleID: sch.ScheduleID, ScheduledFor: f.ScheduledFor.UTC(),
+		Window: f.Window, Input: sch.Input})
+}
+
+// startRequest is the start of a run of sch.
+func startRequest(sch api.Schedule, requestID string, input json.RawMessage) api.StartRunRequest {
+	return api.StartRunRequest{TenantID: sch.TenantID, ProjectID: sch.ProjectID, EnvironmentID: sch.EnvironmentID,
+		PlanID: sch.PlanID, PlanVersion: sch.PlanVersion, RunRequestID: requestID, Plan: sch.Plan, Input: input}
+}

@@ -1,0 +1,108 @@
+package trigger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
+)
+
+// Event is an event sent to a trigger.
+type Event struct {
+	// ID is the event's stable id. Nil means the sender gave none: the
+	// gateway assigns a fresh UUIDv7 and returns it. A non-nil empty ID is
+	// refused.
+	ID      *string
+	Payload json.RawMessage
+}
+
+// Send starts a run of trigger id's plan for ev, on behalf of p, or
+// answers the run an earlier delivery of the same event id started, with
+// Duplicate set, and starts nothing. The run request id is
+// "{triggerId}:{eventId}" and its input an api.TriggeredRunInput. created
+// says whether a run was started. Refusals are *intake.Error: NotFound for
+// an unknown trigger, the start's own refusals otherwise.
+func (s *Service) Send(ctx context.Context, p auth.Principal, id string, ev Event) (res api.TriggerEventResult, created bool, err error) {
+	if err := intake.CheckResourceID("triggerId", id, api.MaxTriggerIDBytes); err != nil {
+		return res, false, err
+	}
+	eventID := events.NewRunID()
+	if ev.ID != nil {
+		if *ev.ID == "" {
+			return res, false, intake.Invalid("eventId", "must not be empty; leave it out to have one assigned")
+		}
+		eventID = *ev.ID
+	}
+	if err := checkEventID(eventID); err != nil {
+		return res, false, err
+	}
+	if n := len(ev.Payload); n > s.cfg.MaxPayloadBytes {
+		return res, false, &intake.Error{Code: api.CodePayloadTooLarge,
+			Message: fmt.Sprintf("payload is %d bytes, more than the limit of %d", n, s.cfg.MaxPayloadBytes),
+			Details: map[string]any{"field": "payload", "limit": s.cfg.MaxPayloadBytes}}
+	}
+	input, err := json.Marshal(api.TriggeredRunInput{TriggerID: id, EventID: eventID, Payload: ev.Payload})
+	if err != nil {
+		return res, false, intake.Invalid("payload", "is not a JSON document")
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tr, err := triggerGet(ctx, tx, p.TenantID, id, true)
+		if err != nil || tr == nil {
+			return cmpErr(err, notFound(id))
+		}
+		run, err := s.intake.RunStartTx(ctx, tx, p, api.StartRunRequest{TenantID: tr.TenantID, ProjectID: tr.ProjectID,
+			EnvironmentID: tr.EnvironmentID, PlanID: tr.PlanID, PlanVersion: tr.PlanVersion,
+			RunRequestID: id + ":" + eventID, Plan: tr.Plan, Input: input})
+		res = api.TriggerEventResult{TriggerID: id, EventID: eventID, StartRunResult: run.StartRunResult}
+		created = run.Created
+		return err
+	})
+	if err != nil {
+		return api.TriggerEventResult{}, false, err
+	}
+	return res, created, nil
+}
+
+// triggerColumns are the columns scanTrigger reads; the plan is NULL
+// unless withPlan.
+func triggerColumns(withPlan bool) string {
+	plan := "NULL::jsonb"
+	if withPlan {
+		plan = "plan"
+	}
+	return `trigger_id, tenant_id, project_id, environment_id, plan_id, plan_version, ` + plan + `, created_at`
+}
+
+func scanTrigger(row pgx.Row) (api.Trigger, error) {
+	var tr api.Trigger
+	err := row.Scan(&tr.TriggerID, &tr.TenantID, &tr.ProjectID, &tr.EnvironmentID, &tr.PlanID, &tr.PlanVersion,
+		&tr.Plan, &tr.CreatedAt)
+	tr.CreatedAt = tr.CreatedAt.UTC()
+	return tr, err
+}
+
+// triggerGet reads a trigger, nil when there is none. In a transaction
+// the row is held FOR SHARE, so a delete waits for the event it serves.
+func triggerGet(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, tenant, id string, withPlan bool) (*api.Trigger, error) {
+	sql := `SELECT ` + triggerColumns(withPlan) + ` FROM triggers WHERE tenant_id = $1 AND trigger_id = $2`
+	if _, inTx := q.(pgx.Tx); inTx {
+		sql += ` FOR SHARE`
+	}
+	tr, err := scanTrigger(q.QueryRow(ctx, sql, tenant, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("trigger: read %s: %w", id, err)
+	}
+	return &tr, nil
+}

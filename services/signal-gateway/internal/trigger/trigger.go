@@ -1,0 +1,227 @@
+// Package trigger keeps the gateway's event triggers and starts their
+// runs (docs/schedules.md, "Event triggers"). A trigger maps events to
+// runs of its plan: the run request id of an event is
+// "{triggerId}:{eventId}", so the gateway's run-request uniqueness makes a
+// redelivered event answer the first delivery's run and start nothing, for
+// as long as the run-request record is kept (the gateway's
+// RunRequestRetention).
+package trigger
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/plan"
+	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
+	"github.com/weftrun/weft/services/signal-gateway/internal/page"
+)
+
+// DefaultMaxPayloadBytes is Config.MaxPayloadBytes's default.
+const DefaultMaxPayloadBytes = 64 << 10
+
+// rowVersion is the persisted-format version of a triggers row.
+const rowVersion = 1
+
+// Config tunes triggers. The zero value of each field means its default.
+type Config struct {
+	// MaxPayloadBytes bounds an event's payload (its JSON text). The
+	// run's input wraps it (api.TriggeredRunInput) and must also fit the
+	// gateway's limit of run inputs.
+	MaxPayloadBytes int
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Service keeps triggers and takes their events in. Safe for concurrent
+// use.
+type Service struct {
+	pool   *pgxpool.Pool
+	intake *intake.Intake
+	authz  auth.Authorizer
+	cfg    Config
+}
+
+// New returns the triggers of pool, starting runs through in.
+func New(pool *pgxpool.Pool, in *intake.Intake, authz auth.Authorizer, cfg Config) (*Service, error) {
+	cfg.MaxPayloadBytes = cmp.Or(cfg.MaxPayloadBytes, DefaultMaxPayloadBytes)
+	if cfg.MaxPayloadBytes < 0 {
+		return nil, errors.New("trigger: MaxPayloadBytes must not be negative")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Service{pool: pool, intake: in, authz: authz, cfg: cfg}, nil
+}
+
+// Create stores a new trigger for p, or refuses req with an
+// *intake.Error before anything is stored. An empty TriggerID is given a
+// fresh UUIDv7. A create that repeats an existing triggerId with the same
+// definition answers that trigger with created false; with another it is
+// refused with CodeAlreadyExists.
+func (s *Service) Create(ctx context.Context, p auth.Principal, req api.TriggerRequest) (tr api.Trigger, created bool, err error) {
+	req.TriggerID = cmp.Or(req.TriggerID, events.NewRunID())
+	if err := s.check(ctx, p, &req); err != nil {
+		return api.Trigger{}, false, err
+	}
+	id, version := intake.PlanRef(req.Plan)
+	now := s.cfg.Now().UTC().Truncate(time.Microsecond)
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `
+			INSERT INTO triggers (tenant_id, trigger_id, version, project_id, environment_id, plan_id, plan_version, plan, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (tenant_id, trigger_id) DO NOTHING`,
+			req.TenantID, req.TriggerID, rowVersion, req.ProjectID, req.EnvironmentID, id, version, req.Plan, now)
+		if err != nil {
+			return fmt.Errorf("trigger: insert: %w", err)
+		}
+		created = tag.RowsAffected() == 1
+		if !created {
+			if err := sameDefinitionTx(ctx, tx, req); err != nil {
+				return err
+			}
+		}
+		got, err := triggerGet(ctx, tx, req.TenantID, req.TriggerID, true)
+		if err == nil && got != nil {
+			tr = *got
+		}
+		return err
+	})
+	return tr, created, err
+}
+
+// check refuses what can be refused before touching the database.
+func (s *Service) check(ctx context.Context, p auth.Principal, req *api.TriggerRequest) error {
+	if err := intake.CheckResourceID("triggerId", req.TriggerID, api.MaxTriggerIDBytes); err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(req.Plan)) == 0 || bytes.Equal(req.Plan, []byte("null")) {
+		return intake.Invalid("plan", "is required: the plan each event starts a run of")
+	}
+	id, version := intake.PlanRef(req.Plan)
+	input, err := json.Marshal(api.TriggeredRunInput{TriggerID: req.TriggerID, EventID: "check"})
+	if err != nil {
+		return fmt.Errorf("trigger: encode input: %w", err)
+	}
+	if err := s.intake.CheckStart(api.StartRunRequest{TenantID: req.TenantID, ProjectID: req.ProjectID,
+		EnvironmentID: req.EnvironmentID, PlanID: id, PlanVersion: version, Plan: req.Plan, Input: input}); err != nil {
+		return err
+	}
+	return s.authorize(ctx, p, auth.ActionRunStart, req.TenantID)
+}
+
+// sameDefinitionTx refuses with CodeAlreadyExists unless the stored
+// trigger has req's definition.
+func sameDefinitionTx(ctx context.Context, tx pgx.Tx, req api.TriggerRequest) error {
+	var same bool
+	err := tx.QueryRow(ctx, `SELECT project_id = $3 AND environment_id = $4 AND plan = $5::jsonb
+		FROM triggers WHERE tenant_id = $1 AND trigger_id = $2`,
+		req.TenantID, req.TriggerID, req.ProjectID, req.EnvironmentID, req.Plan).Scan(&same)
+	if err != nil {
+		return fmt.Errorf("trigger: compare: %w", err)
+	}
+	if !same {
+		return &intake.Error{Code: api.CodeAlreadyExists, Details: map[string]any{"triggerId": req.TriggerID},
+			Message: fmt.Sprintf("trigger %s exists with another definition: delete it first", req.TriggerID)}
+	}
+	return nil
+}
+
+// Get returns p's trigger id, or NotFound.
+func (s *Service) Get(ctx context.Context, p auth.Principal, id string) (api.Trigger, error) {
+	if err := s.authorize(ctx, p, auth.ActionRunRead, p.TenantID); err != nil {
+		return api.Trigger{}, err
+	}
+	tr, err := triggerGet(ctx, s.pool, p.TenantID, id, true)
+	if err != nil || tr == nil {
+		return api.Trigger{}, cmpErr(err, notFound(id))
+	}
+	return *tr, nil
+}
+
+// List returns a page of p's tenant's triggers in triggerId order,
+// without their plans (see page.Args for cursor and limit).
+func (s *Service) List(ctx context.Context, p auth.Principal, cursor string, limit int) (api.TriggerList, error) {
+	if err := s.authorize(ctx, p, auth.ActionRunRead, p.TenantID); err != nil {
+		return api.TriggerList{}, err
+	}
+	after, limit, err := page.Args(cursor, limit)
+	if err != nil {
+		return api.TriggerList{}, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+triggerColumns(false)+` FROM triggers
+		WHERE tenant_id = $1 AND trigger_id COLLATE "C" > $2 ORDER BY trigger_id COLLATE "C" LIMIT $3`,
+		p.TenantID, after, limit+1)
+	if err != nil {
+		return api.TriggerList{}, fmt.Errorf("trigger: list: %w", err)
+	}
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (api.Trigger, error) { return scanTrigger(r) })
+	if err != nil {
+		return api.TriggerList{}, fmt.Errorf("trigger: list: %w", err)
+	}
+	out := api.TriggerList{Triggers: list}
+	if len(list) > limit {
+		out.Triggers = list[:limit]
+		out.NextCursor = page.Cursor(list[limit-1].TriggerID)
+	}
+	if out.Triggers == nil {
+		out.Triggers = []api.Trigger{}
+	}
+	return out, nil
+}
+
+// Delete removes p's trigger id, or answers NotFound. Later events to it
+// are answered NotFound; the runs it started go on.
+func (s *Service) Delete(ctx context.Context, p auth.Principal, id string) error {
+	if err := s.authorize(ctx, p, auth.ActionRunStart, p.TenantID); err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, `DELETE FROM triggers WHERE tenant_id = $1 AND trigger_id = $2`, p.TenantID, id)
+	if err != nil {
+		return fmt.Errorf("trigger: delete: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return notFound(id)
+	}
+	return nil
+}
+
+// authorize asks authz whether p may do a in tenant.
+func (s *Service) authorize(ctx context.Context, p auth.Principal, a auth.Action, tenant string) error {
+	if d := s.authz.Authorize(ctx, p, a, auth.Resource{TenantID: tenant}); !d.Allowed {
+		return &intake.Error{Code: api.CodePermissionDenied, Message: d.Reason}
+	}
+	return nil
+}
+
+// notFound answers a trigger that does not exist or belongs to another
+// tenant; the two are indistinguishable.
+func notFound(id string) *intake.Error {
+	return &intake.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("trigger %s not found", id),
+		Details: map[string]any{"triggerId": id}}
+}
+
+func cmpErr(err error, fallback *intake.Error) error {
+	if err != nil {
+		return err
+	}
+	return fallback
+}
+
+// checkEventID refuses an event id that cannot be part of a run request
+// id.
+func checkEventID(id string) error {
+	if err := plan.CheckName(id, api.MaxEventIDBytes); err != nil {
+		return intake.Invalid("eventId", "%v", err)
+	}
+	return nil
+}

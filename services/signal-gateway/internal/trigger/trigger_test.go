@@ -1,0 +1,239 @@
+package trigger_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/internal/weftest"
+	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
+	"github.com/weftrun/weft/services/signal-gateway/internal/trigger"
+)
+
+func TestMain(m *testing.M) { weftest.Main(m) }
+
+var (
+	op     = auth.Principal{KeyID: "op", TenantID: "acme", Role: auth.RoleOperator}
+	viewer = auth.Principal{KeyID: "viewer", TenantID: "acme", Role: auth.RoleViewer}
+	other  = auth.Principal{KeyID: "other", TenantID: "globex", Role: auth.RoleAdmin}
+)
+
+const planDoc = `{"planId":"on-order","planVersion":"1","steps":[{"id":"a","activity":"echo"}]}`
+
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+type bundle struct {
+	db  *weftest.DB
+	clk *clock
+	in  *intake.Intake
+	svc *trigger.Service
+}
+
+func setup(t *testing.T, cfg trigger.Config, in intake.Config) *bundle {
+	t.Helper()
+	b := &bundle{db: weftest.NewDB(t), clk: &clock{now: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}}
+	in.Now, cfg.Now = b.clk.Now, b.clk.Now
+	var err error
+	b.in, err = intake.New(b.db.Pool, eventlog.New(b.db.Pool), auth.RoleAuthorizer{}, in)
+	require.NoError(t, err)
+	b.svc, err = trigger.New(b.db.Pool, b.in, auth.RoleAuthorizer{}, cfg)
+	require.NoError(t, err)
+	return b
+}
+
+func request(id string) api.TriggerRequest {
+	return api.TriggerRequest{TriggerID: id, TenantID: "acme", ProjectID: "p", EnvironmentID: "dev", Plan: json.RawMessage(planDoc)}
+}
+
+func refused(t *testing.T, err error, code, field string) {
+	t.Helper()
+	e, ok := errors.AsType[*intake.Error](err)
+	require.True(t, ok, "want a refusal, got %v", err)
+	require.Equal(t, code, e.Code, e.Message)
+	if field != "" {
+		require.Equal(t, field, e.Details["field"], e.Message)
+	}
+}
+
+func (b *bundle) rows(t *testing.T, table string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM `+table).Scan(&n))
+	return n
+}
+
+func ptr(s string) *string { return &s }
+
+func TestTriggerCRUD(t *testing.T) {
+	t.Parallel()
+	b := setup(t, trigger.Config{}, intake.Config{})
+	tr, created, err := b.svc.Create(t.Context(), op, request("orders"))
+	require.NoError(t, err)
+	require.True(t, created)
+	require.Equal(t, "on-order", tr.PlanID)
+	again, created, err := b.svc.Create(t.Context(), op, request("orders"))
+	require.NoError(t, err)
+	require.False(t, created, "the same definition again")
+	require.Equal(t, tr, again)
+	changed := request("orders")
+	changed.EnvironmentID = "prod"
+	_, _, err = b.svc.Create(t.Context(), op, changed)
+	refused(t, err, api.CodeAlreadyExists, "")
+
+	for _, bad := range []api.TriggerRequest{
+		{TriggerID: "a:b", TenantID: "acme", ProjectID: "p", EnvironmentID: "dev", Plan: json.RawMessage(planDoc)},
+		{TriggerID: strings.Repeat("t", 65), TenantID: "acme", ProjectID: "p", EnvironmentID: "dev", Plan: json.RawMessage(planDoc)},
+	} {
+		_, _, err = b.svc.Create(t.Context(), op, bad)
+		refused(t, err, api.CodeInvalidArgument, "triggerId")
+	}
+	noPlan := request("x")
+	noPlan.Plan = nil
+	_, _, err = b.svc.Create(t.Context(), op, noPlan)
+	refused(t, err, api.CodeInvalidArgument, "plan")
+	_, _, err = b.svc.Create(t.Context(), viewer, request("y"))
+	refused(t, err, api.CodePermissionDenied, "")
+	require.Equal(t, 1, b.rows(t, "triggers"), "nothing refused was stored")
+
+	gen, _, err := b.svc.Create(t.Context(), op, request(""))
+	require.NoError(t, err)
+	require.Len(t, gen.TriggerID, 36)
+	list, err := b.svc.List(t.Context(), viewer, "", 1)
+	require.NoError(t, err)
+	require.Len(t, list.Triggers, 1)
+	require.Nil(t, list.Triggers[0].Plan)
+	list, err = b.svc.List(t.Context(), viewer, list.NextCursor, 1)
+	require.NoError(t, err)
+	require.Len(t, list.Triggers, 1)
+	require.Empty(t, list.NextCursor)
+
+	_, err = b.svc.Get(t.Context(), other, "orders")
+	refused(t, err, api.CodeNotFound, "")
+	require.NoError(t, b.svc.Delete(t.Context(), op, "orders"))
+	refused(t, b.svc.Delete(t.Context(), op, "orders"), api.CodeNotFound, "")
+	_, _, err = b.svc.Send(t.Context(), op, "orders", trigger.Event{ID: ptr("e1")})
+	refused(t, err, api.CodeNotFound, "")
+}
+
+// TestEventDedupe: the run request id is {triggerId}:{eventId}; a
+// redelivery answers the first run with Duplicate and starts nothing; an
+// event without an id is given one, returned to the sender.
+func TestEventDedupe(t *testing.T) {
+	t.Parallel()
+	b := setup(t, trigger.Config{}, intake.Config{})
+	_, _, err := b.svc.Create(t.Context(), op, request("orders"))
+	require.NoError(t, err)
+	ev := trigger.Event{ID: ptr("evt_1"), Payload: json.RawMessage(`{"order":4711}`)}
+	first, created, err := b.svc.Send(t.Context(), op, "orders", ev)
+	require.NoError(t, err)
+	require.True(t, created)
+	require.Equal(t, "orders:evt_1", first.RunRequestID)
+	require.Equal(t, "evt_1", first.EventID)
+	require.False(t, first.Duplicate)
+	events := b.rows(t, "run_events")
+
+	again, created, err := b.svc.Send(t.Context(), op, "orders", ev)
+	require.NoError(t, err)
+	require.False(t, created)
+	require.True(t, again.Duplicate)
+	require.Equal(t, first.RunID, again.RunID)
+	require.Equal(t, events, b.rows(t, "run_events"), "a redelivery starts nothing")
+
+	var input api.TriggeredRunInput
+	var raw []byte
+	require.NoError(t, b.db.Pool.QueryRow(t.Context(), `SELECT event_data->'input' FROM run_events WHERE run_id = $1 AND run_seq = 1`,
+		first.RunID).Scan(&raw))
+	require.NoError(t, json.Unmarshal(raw, &input))
+	require.Equal(t, api.TriggeredRunInput{TriggerID: "orders", EventID: "evt_1", Payload: json.RawMessage(`{"order": 4711}`)}, input)
+
+	assigned, created, err := b.svc.Send(t.Context(), op, "orders", trigger.Event{})
+	require.NoError(t, err)
+	require.True(t, created)
+	require.Len(t, assigned.EventID, 36, "a UUIDv7 assigned at ingress")
+	require.Equal(t, "orders:"+assigned.EventID, assigned.RunRequestID)
+
+	_, _, err = b.svc.Send(t.Context(), other, "orders", ev)
+	refused(t, err, api.CodeNotFound, "")
+	_, _, err = b.svc.Send(t.Context(), viewer, "orders", trigger.Event{ID: ptr("evt_2")})
+	refused(t, err, api.CodePermissionDenied, "")
+}
+
+// TestEventLimits: eventId and payload, each at its edge.
+func TestEventLimits(t *testing.T) {
+	t.Parallel()
+	b := setup(t, trigger.Config{MaxPayloadBytes: 50}, intake.Config{})
+	_, _, err := b.svc.Create(t.Context(), op, request("orders"))
+	require.NoError(t, err)
+	payload := func(n int) json.RawMessage { return json.RawMessage(`"` + strings.Repeat("p", n-2) + `"`) }
+	before := b.rows(t, "run_requests")
+	for _, tc := range []struct {
+		ev          trigger.Event
+		code, field string
+	}{
+		{trigger.Event{ID: ptr("")}, api.CodeInvalidArgument, "eventId"},
+		{trigger.Event{ID: ptr("has space")}, api.CodeInvalidArgument, "eventId"},
+		{trigger.Event{ID: ptr(strings.Repeat("e", 64))}, api.CodeInvalidArgument, "eventId"},
+		{trigger.Event{ID: ptr("big"), Payload: payload(51)}, api.CodePayloadTooLarge, "payload"},
+	} {
+		_, _, err := b.svc.Send(t.Context(), op, "orders", tc.ev)
+		refused(t, err, tc.code, tc.field)
+	}
+	_, _, err = b.svc.Send(t.Context(), op, "bad.id", trigger.Event{})
+	refused(t, err, api.CodeInvalidArgument, "triggerId")
+	require.Equal(t, before, b.rows(t, "run_requests"), "nothing refused was written")
+
+	_, created, err := b.svc.Send(t.Context(), op, "orders", trigger.Event{ID: ptr(strings.Repeat("e", 63)), Payload: payload(50)})
+	require.NoError(t, err)
+	require.True(t, created, "both at their limits")
+}
+
+// TestEventDedupeLastsTheRetention: the dedupe is the run-request
+// record's, kept for the gateway's RunRequestRetention (here an hour), not
+// a fixed window.
+func TestEventDedupeLastsTheRetention(t *testing.T) {
+	t.Parallel()
+	b := setup(t, trigger.Config{}, intake.Config{RunRequestRetention: time.Hour})
+	_, _, err := b.svc.Create(t.Context(), op, request("orders"))
+	require.NoError(t, err)
+	ev := trigger.Event{ID: ptr("evt_1")}
+	first, _, err := b.svc.Send(t.Context(), op, "orders", ev)
+	require.NoError(t, err)
+
+	b.clk.Add(59 * time.Minute)
+	again, _, err := b.svc.Send(t.Context(), op, "orders", ev)
+	require.NoError(t, err)
+	require.True(t, again.Duplicate, "within the retention")
+	require.Equal(t, first.RunID, again.RunID)
+
+	b.clk.Add(2 * time.Minute)
+	n, err := b.in.ExpiredDelete(t.Context(), 100)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n, "the retention job removed the record")
+	late, created, err := b.svc.Send(t.Context(), op, "orders", ev)
+	require.NoError(t, err)
+	require.True(t, created, "after the retention the event is new")
+	require.NotEqual(t, first.RunID, late.RunID)
+}
