@@ -15,15 +15,17 @@ import (
 	"github.com/weftrun/weft/services/projector/internal/ui"
 )
 
-// Handler returns the read API (docs/read-api.md), the UI's signal
-// forwarding and the UI itself.
+// Handler returns the read API (docs/read-api.md), the UI's forwarding to
+// the gateway (its signals, the schedules list) and the UI itself.
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/runs", s.authed(s.handleRunsList))
 	mux.HandleFunc("GET /v1/runs/{runId}", s.authed(s.handleRunGet))
 	mux.HandleFunc("GET /v1/runs/{runId}/events", s.authed(s.handleRunEvents))
 	mux.HandleFunc("GET /v1/alerts", s.authed(s.handleAlerts))
-	mux.Handle("POST /gateway/v1/runs/{runId}/signals", s.gatewayProxy())
+	gateway := s.gatewayProxy()
+	mux.Handle("POST /gateway/v1/runs/{runId}/signals", gateway)
+	mux.Handle("GET /gateway/v1/schedules", gateway)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		httpserve.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -88,13 +90,14 @@ func (s *Service) writeFault(w http.ResponseWriter, r *http.Request, err error) 
 		Code: api.CodeInternal, Message: "internal error", Details: map[string]any{"correlationId": id}}})
 }
 
-// gatewayProxy forwards the UI's signals to the gateway, unchanged
-// (Authorization included): the gateway authenticates and decides.
+// gatewayProxy forwards the UI's gateway calls (signals, the schedules
+// list) to the gateway, unchanged (Authorization included): the gateway
+// authenticates and decides.
 func (s *Service) gatewayProxy() http.Handler {
 	if s.cfg.GatewayURL == "" {
 		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable,
-				"no gateway configured for the UI's signals (set WEFT_GATEWAY_URL)")
+				"no gateway configured for the UI's signals and schedules (set WEFT_GATEWAY_URL)")
 		})
 	}
 	target, _ := url.Parse(s.cfg.GatewayURL) // validated by Config.validate

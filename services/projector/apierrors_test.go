@@ -173,6 +173,10 @@ func TestGatewayProxy(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, r.status, "body: %s", r.body)
 	require.JSONEq(t, `{"accepted":true,"signalId":"s-1"}`, string(r.body))
 	require.Equal(t, request{http.MethodPost, "/v1/runs/" + runID + "/signals", authorization[1], body}, <-seen)
+	// The UI's schedules page reads the gateway's list the same way.
+	r = s.do(t, http.MethodGet, "/gateway/v1/schedules?limit=5", "", authorization...)
+	require.Equal(t, http.StatusAccepted, r.status, "body: %s", r.body)
+	require.Equal(t, request{http.MethodGet, "/v1/schedules", authorization[1], ""}, <-seen)
 	stop()
 
 	stop = s.serve(t, projector.Config{})

@@ -1,6 +1,7 @@
 package ui_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -17,8 +18,8 @@ import (
 // This file is a fake of the projector's read API (docs/read-api.md) and of
 // the gateway route it forwards, enough to drive the UI: the runs list with
 // its filters and cursor, the run with ETag, If-None-Match and the
-// waitForSeq long poll, the events with afterSeq, the alerts, and signals,
-// which it records.
+// waitForSeq long poll, the events with afterSeq, the alerts, signals,
+// which it records, and the gateway's schedules list with its keyset cursor.
 
 // summaryOf is the list row of v, as the projector computes it.
 func summaryOf(v api.RunView) api.RunSummary {
@@ -57,6 +58,9 @@ type fakeAPI struct {
 	runRequests []url.Values
 	signals     []signalCall
 	signalError *apiError
+	schedules   []api.Schedule // by scheduleId
+	schedQuery  []url.Values
+	schedError  *apiError
 	duplicate   bool
 	changed     chan struct{} // closed and replaced by every update
 	closed      chan struct{}
@@ -79,6 +83,7 @@ func (f *fakeAPI) register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/runs/{runId}/events", f.auth(f.eventsAfter))
 	mux.HandleFunc("GET /v1/alerts", f.auth(f.listAlerts))
 	mux.HandleFunc("POST /gateway/v1/runs/{runId}/signals", f.auth(f.signal))
+	mux.HandleFunc("GET /gateway/v1/schedules", f.auth(f.scheduleList))
 }
 
 // close ends every long poll; call it before closing the server.
@@ -96,6 +101,31 @@ func (f *fakeAPI) update(v api.RunView) {
 	}
 	close(f.changed)
 	f.changed = make(chan struct{})
+}
+
+// setSchedule replaces the schedule with s's id, or adds s, keeping the
+// list in scheduleId order.
+func (f *fakeAPI) setSchedule(s ...api.Schedule) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, sc := range s {
+		f.schedules = slices.DeleteFunc(f.schedules, func(o api.Schedule) bool { return o.ScheduleID == sc.ScheduleID })
+		f.schedules = append(f.schedules, sc)
+	}
+	slices.SortFunc(f.schedules, func(a, b api.Schedule) int { return strings.Compare(a.ScheduleID, b.ScheduleID) })
+}
+
+// setScheduleError makes the schedules list answer e; nil answers again.
+func (f *fakeAPI) setScheduleError(e *apiError) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.schedError = e
+}
+
+func (f *fakeAPI) scheduleCalls() []url.Values {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.schedQuery)
 }
 
 func (f *fakeAPI) setEvents(runID string, evs []events.Event) {
@@ -307,6 +337,51 @@ func (f *fakeAPI) signal(w http.ResponseWriter, r *http.Request) {
 		"acceptedAt": time.Now().UTC(), "signalStorageKey": "sig:" + r.PathValue("runId") + ":" + name + ":" + id + ":1",
 		"duplicate": duplicate,
 	})
+}
+
+// scheduleList answers an api.ScheduleList as the gateway does: the
+// schedules after the id the cursor names (base64url), in scheduleId order.
+func (f *fakeAPI) scheduleList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := 50
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 200 {
+			writeError(w, apiError{http.StatusBadRequest, "InvalidArgument", "limit: must be between 1 and 200"})
+			return
+		}
+		limit = n
+	}
+	after, err := base64.RawURLEncoding.DecodeString(q.Get("cursor"))
+	if err != nil {
+		writeError(w, apiError{http.StatusBadRequest, "InvalidArgument", "cursor: is not a cursor this API gave out"})
+		return
+	}
+	f.mu.Lock()
+	f.schedQuery = append(f.schedQuery, q)
+	fail := f.schedError
+	var page []api.Schedule
+	more := false
+	for _, s := range f.schedules {
+		if s.ScheduleID <= string(after) {
+			continue
+		}
+		if len(page) == limit {
+			more = true
+			break
+		}
+		page = append(page, s)
+	}
+	f.mu.Unlock()
+	if fail != nil {
+		writeError(w, *fail)
+		return
+	}
+	list := api.ScheduleList{Schedules: append([]api.Schedule{}, page...)}
+	if more {
+		list.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(page[len(page)-1].ScheduleID))
+	}
+	writeJSON(w, http.StatusOK, list)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

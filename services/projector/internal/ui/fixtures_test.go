@@ -195,3 +195,76 @@ func listFixture(now time.Time) []api.RunView {
 	}
 	return runs
 }
+
+// schedule is an active schedule of plan hello@v1, every day at 09:00 UTC,
+// with the default policies, that has never fired.
+func schedule(id string, now time.Time) api.Schedule {
+	return api.Schedule{
+		ScheduleID: id, TenantID: "default", ProjectID: "demo", EnvironmentID: "dev",
+		Cron: "0 9 * * *", Timezone: "UTC", PlanID: "hello", PlanVersion: "v1",
+		MisfirePolicy: api.MisfireSkip, MaxCatchup: api.DefaultMaxCatchup, OverlapPolicy: api.OverlapSkip,
+		NextFireAt:  ptr(now.Add(3 * time.Hour)),
+		RecentSkips: []api.SkippedFires{},
+		CreatedAt:   now.Add(-48 * time.Hour), UpdatedAt: now.Add(-48 * time.Hour),
+	}
+}
+
+// refusal is the message of the refused skip in scheduleFixture.
+const refusal = "environment prod is at its limit of 20 concurrent runs " + xss
+
+// scheduleFixture is one schedule of each kind the list shows, in
+// scheduleId order: active, buffered, with no fire time left, never fired,
+// paused, and skipped-heavy. Times are whole seconds in UTC, so they encode
+// as the API writes them, and half a unit off a round value, so the
+// relative times the test expects ("in 50m") hold for 30 s.
+func scheduleFixture(now time.Time) []api.Schedule {
+	now = now.UTC().Truncate(time.Second)
+
+	active := schedule("billing-daily", now)
+	active.Cron, active.Timezone = "0 9 * * 1-5", "Europe/Paris"
+	active.PlanID, active.PlanVersion = "billing-sync", "v3"
+	active.NextFireAt = ptr(now.Add(2*time.Hour + 30*time.Minute))
+	active.LastFireAt, active.LastRunID = ptr(now.Add(-21*time.Hour-30*time.Minute)), runID(101)
+
+	buffered := schedule("hourly-export", now)
+	buffered.Cron, buffered.OverlapPolicy = "0 * * * *", api.OverlapBufferOne
+	buffered.NextFireAt = ptr(now.Add(50*time.Minute + 30*time.Second))
+	buffered.LastFireAt, buffered.LastRunID = ptr(now.Add(-90*time.Minute)), runID(102)
+	buffered.BufferedFireAt = ptr(now.Add(-10 * time.Minute))
+
+	fresh := schedule("new-report", now)
+	fresh.PlanID, fresh.PlanVersion = "report", "v1"
+	fresh.MisfirePolicy, fresh.OverlapPolicy = api.MisfireCompress, api.OverlapAllow
+	fresh.NextFireAt = ptr(now.Add(45*time.Minute + 30*time.Second))
+
+	paused := schedule("nightly-ingest", now)
+	paused.Cron, paused.Paused = "30 2 * * *", true
+	paused.PlanID, paused.PlanVersion = "nightly-ingest", "v14"
+	paused.MisfirePolicy, paused.MaxCatchup = api.MisfireCatchup, 5
+	paused.OverlapPolicy = api.OverlapCancelPrevious
+	paused.NextFireAt = ptr(now.Add(-3*time.Hour - 5*time.Minute))
+	paused.LastFireAt, paused.LastRunID = ptr(now.Add(-27*time.Hour-5*time.Minute)), runID(103)
+
+	heavy := schedule("partner-sync", now)
+	heavy.Cron, heavy.Timezone = "*/5 * * * *", "America/New_York"
+	heavy.MisfirePolicy, heavy.MaxCatchup = api.MisfireCatchup, 3
+	heavy.NextFireAt = ptr(now.Add(4*time.Minute + 30*time.Second))
+	heavy.LastFireAt, heavy.LastRunID = ptr(now.Add(-time.Minute-30*time.Second)), runID(104)
+	heavy.Skipped = api.SkipCounts{Misfire: 12, Overlap: 7, CatchupLimit: 3, Refused: 2}
+	at := func(d time.Duration) time.Time { return now.Add(-d) }
+	heavy.RecentSkips = []api.SkippedFires{ // oldest first, as the API lists them
+		{Reason: api.SkipMisfire, From: at(5 * time.Hour), To: at(4*time.Hour + 5*time.Minute), Count: 12, RecordedAt: at(4 * time.Hour)},
+		{Reason: api.SkipCatchupLimit, From: at(3*time.Hour + 30*time.Minute), To: at(3*time.Hour + 20*time.Minute), Count: 3, RecordedAt: at(3 * time.Hour)},
+		{Reason: api.SkipOverlap, From: at(2 * time.Hour), To: at(2 * time.Hour), Count: 1, RecordedAt: at(2 * time.Hour)},
+		{Reason: api.SkipRefused, From: at(time.Hour), To: at(time.Hour), Count: 1, RecordedAt: at(time.Hour), Message: refusal},
+	}
+
+	ended := schedule("leap-day", now)
+	ended.Cron = "0 0 30 2 *"
+	ended.NextFireAt = nil
+
+	return []api.Schedule{active, buffered, ended, fresh, paused, heavy}
+}
+
+// apiTime is t as the API encodes it.
+func apiTime(t time.Time) string { return t.Format(time.RFC3339Nano) }

@@ -47,7 +47,7 @@ func assetPath(t *testing.T, h http.Handler, name string) string {
 func TestHandlerPages(t *testing.T) {
 	t.Parallel()
 	h := ui.Handler()
-	for _, path := range []string{"/", "/runs/0193a1f4-7c41-7a8e-9d1f-3b2c5e8f4a10", "/runs/anything", "/?status=FAILED&plan=x"} {
+	for _, path := range []string{"/", "/runs/0193a1f4-7c41-7a8e-9d1f-3b2c5e8f4a10", "/runs/anything", "/?status=FAILED&plan=x", "/schedules"} {
 		t.Run(path, func(t *testing.T) {
 			t.Parallel()
 			res := get(t, h, http.MethodGet, path, nil)
@@ -69,7 +69,7 @@ func TestHandlerNotFound(t *testing.T) {
 	t.Parallel()
 	h := ui.Handler()
 	version := strings.Split(assetPath(t, h, "app.js"), "/")[2]
-	for _, path := range []string{"/runs", "/runs/", "/runs/a/b", "/v1/runs", "/favicon.ico", "/ui/", "/ui/" + version + "/nope.js", "/ui/" + version + "/index.html", "/ui/app.js"} {
+	for _, path := range []string{"/runs", "/runs/", "/runs/a/b", "/v1/runs", "/schedules/", "/schedules/a", "/gateway/v1/schedules", "/favicon.ico", "/ui/", "/ui/" + version + "/nope.js", "/ui/" + version + "/index.html", "/ui/app.js"} {
 		require.Equal(t, http.StatusNotFound, get(t, h, http.MethodGet, path, nil).status, path)
 	}
 	require.Equal(t, http.StatusMethodNotAllowed, get(t, h, http.MethodPost, "/", nil).status)
@@ -79,10 +79,11 @@ func TestHandlerAssets(t *testing.T) {
 	t.Parallel()
 	h := ui.Handler()
 	types := map[string]string{
-		"app.js":      "text/javascript; charset=utf-8",
-		"api.js":      "text/javascript; charset=utf-8",
-		"app.css":     "text/css; charset=utf-8",
-		"favicon.svg": "image/svg+xml",
+		"app.js":       "text/javascript; charset=utf-8",
+		"api.js":       "text/javascript; charset=utf-8",
+		"schedules.js": "text/javascript; charset=utf-8",
+		"app.css":      "text/css; charset=utf-8",
+		"favicon.svg":  "image/svg+xml",
 	}
 	for name, contentType := range types {
 		path := assetPath(t, h, "app.js")

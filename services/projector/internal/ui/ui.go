@@ -1,6 +1,6 @@
-// Package ui is the projector's web UI: a runs list and a run page, written
-// as plain HTML, CSS and JavaScript modules with no build step, embedded in
-// the binary and served by Handler.
+// Package ui is the projector's web UI: a runs list, a run page and a
+// schedules list, written as plain HTML, CSS and JavaScript modules with no
+// build step, embedded in the binary and served by Handler.
 //
 // # Routes
 //
@@ -9,11 +9,14 @@
 //   - GET / is the runs list; its filters live in the query
 //     (/?status=FAILED&plan=hello).
 //   - GET /runs/{runId} is the run page.
+//   - GET /schedules is the schedules list. Schedules live in the gateway:
+//     the page reads GET /gateway/v1/schedules, which the projector forwards
+//     to the gateway like the UI's signals.
 //   - GET /ui/{version}/{file} are the assets. version is a hash of every
 //     embedded file, so an asset under the current version never changes and
 //     is cached for a year; any other version is served with no-cache.
 //
-// Both pages answer the same index.html, and the JavaScript router draws the
+// Every page answers the same index.html, and the JavaScript router draws the
 // page from location.pathname. Every other path answers 404, so the projector
 // can mount Handler as its fallback route beside /v1/... and /gateway/....
 //
@@ -75,10 +78,10 @@ type file struct {
 	contentType string
 }
 
-// Handler returns the UI's handler: index.html for / and /runs/{runId}, the
-// assets under /ui/, and 404 for any other path. Only GET and HEAD are
-// allowed. Every answer carries a Content-Type, a Cache-Control and
-// X-Content-Type-Options: nosniff; the pages also carry
+// Handler returns the UI's handler: index.html for /, /runs/{runId} and
+// /schedules, the assets under /ui/, and 404 for any other path. Only GET
+// and HEAD are allowed. Every answer carries a Content-Type, a
+// Cache-Control and X-Content-Type-Options: nosniff; the pages also carry
 // ContentSecurityPolicy. The handler is safe for concurrent use.
 func Handler() http.Handler {
 	files, version, err := load()
@@ -102,6 +105,7 @@ func Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", page)
 	mux.HandleFunc("GET /runs/{runId}", page)
+	mux.HandleFunc("GET /schedules", page)
 	mux.HandleFunc("GET /ui/{version}/{name}", func(w http.ResponseWriter, r *http.Request) {
 		f, ok := files[r.PathValue("name")]
 		if !ok || f.name == "index.html" {

@@ -27,8 +27,9 @@ const stepTimeout = 30 * time.Second
 
 // Environment variables that ask TestScreenshots for PNGs.
 const (
-	envScreenshot     = "WEFT_UI_SCREENSHOT"      // the run page of the rich fixture
-	envScreenshotList = "WEFT_UI_SCREENSHOT_LIST" // the runs list
+	envScreenshot          = "WEFT_UI_SCREENSHOT"           // the run page of the rich fixture
+	envScreenshotList      = "WEFT_UI_SCREENSHOT_LIST"      // the runs list
+	envScreenshotSchedules = "WEFT_UI_SCREENSHOT_SCHEDULES" // the schedules list, one schedule's skips open
 )
 
 // ---- Browser tests --------------------------------------------------------

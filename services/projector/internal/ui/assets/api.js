@@ -160,3 +160,10 @@ export async function sendSignal(runId, signalName, payload) {
 export function runPath(runId) {
   return `/v1/runs/${encodeURIComponent(runId)}`;
 }
+
+// schedulesPath returns the path of a page of schedules (query: limit,
+// cursor). The gateway holds schedules; the UI reads them through the
+// projector's gateway route, like signals, so it stays on one origin.
+export function schedulesPath(query) {
+  return `/gateway/v1/schedules?${new URLSearchParams(query)}`;
+}

@@ -1,8 +1,10 @@
 // Weft UI: entry point, router, sign-in, toasts and the confirm dialog.
 //
-// Routes (path routing; the server answers index.html for both):
+// Routes (path routing; the server answers index.html for each):
 //   /                 runs list; filters in the query: ?status=FAILED&plan=hello
 //   /runs/{runId}     run page
+//   /schedules        schedules list, read from the gateway through the
+//                     projector's /gateway/ route (GET /gateway/v1/schedules)
 // The API key comes from #token=KEY (or ?token=KEY) once, then from
 // localStorage "weft.token".
 //
@@ -17,7 +19,7 @@
 //   stale-pill              the STALE pill beside a stale run's status
 //   filter-status           the status filter <select> (values incl. STALE)
 //   filter-plan             the plan id filter <input>
-//   load-more               the "Load more" button (cursor pagination)
+//   load-more               the "Load more" button (cursor pagination) of the runs and schedules lists
 //   stale-banner            the run page's STALE alert (role=alert), present only while stale
 //   run-error               the root cause of a FAILED run
 //   btn-pause, btn-resume, btn-cancel   the run's action buttons
@@ -35,11 +37,34 @@
 //   events-table            the event timeline
 //   event-row               one event; data-seq is its runSeq
 //   event-toggle            shows or hides an event's eventData
+//   nav-runs, nav-schedules the top nav's links; the current page's has aria-current="page"
+//   schedules-table         the schedules table
+//   schedules-summary       the count of schedules shown ("3 schedules", "50+ schedules")
+//   schedules-empty         the empty state ("No schedules yet"), present only with no schedule
+//   schedules-error         the inline error of the last failed refresh, shown only while failing
+//   schedule-row            one schedule; data-schedule-id is its id
+//   schedule-plan           its plan: planId@planVersion
+//   schedule-cron           its cron expression and zone: "0 9 * * 1-5 · Europe/Paris"
+//   schedule-policies       its policies; one chip each, data-policy misfire|overlap
+//   schedule-state          its state pill; text is exactly ACTIVE or PAUSED
+//   schedule-next-fire      the next fire time: a <time datetime> (the API's string) and
+//                           schedule-next-relative ("in 2h", "due 3m ago", "… · paused"); "—" when none
+//   schedule-buffered       the fire time buffer-one holds (a <time datetime>), present only then
+//   schedule-last-fire      the last fire time: a <time datetime> and schedule-last-run, or "never"
+//   schedule-last-run       the link to the run the last fire started (/runs/{lastRunId})
+//   schedule-skipped        the skipped fires: schedule-skipped-total, and a
+//                           schedule-skipped-reason per non-zero reason; data-reason misfire|overlap|catchup_limit|refused
+//   schedule-skips-toggle   shows or hides a schedule's recent skips (aria-expanded); hidden when it has none
+//   schedule-skips          the row of recent skips under a schedule, hidden until toggled; data-schedule-id
+//   schedule-skip-row       one skip record, newest first; data-reason; cells schedule-skip-reason,
+//                           schedule-skip-range (one <time datetime>, or two for from–to),
+//                           schedule-skip-count, schedule-skip-message
 
 import { captureTokenFromURL, clearToken, getToken, setToken } from './api.js';
 import { h, icon, replace } from './dom.js';
 import { mountRun } from './run.js';
 import { mountRuns } from './runs.js';
+import { mountSchedules } from './schedules.js';
 
 const app = document.getElementById('app');
 const signout = document.getElementById('signout');
@@ -67,11 +92,15 @@ function render(notice) {
   }
   signout.hidden = false;
   const path = location.pathname;
+  markNav(path);
   const view = { navigate, setLive, toast, confirm: confirmDialog };
   let m;
   if (path === '/' || path === '') {
     document.title = 'Runs · Weft';
     current = mountRuns(app, view);
+  } else if (path === '/schedules') {
+    document.title = 'Schedules · Weft';
+    current = mountSchedules(app, view);
   } else if ((m = path.match(/^\/runs\/([^/]+)$/))) {
     let runId = m[1];
     try {
@@ -87,6 +116,16 @@ function render(notice) {
       h('h1', { text: 'Page not found' }),
       h('p', {}, 'Nothing lives at ', h('code', { text: path }), '. ',
         h('a', { href: '/', 'data-nav': true, text: 'Back to runs' }))));
+  }
+}
+
+// markNav marks the top nav's link of the page at path as the current one:
+// Runs for the runs list and a run's page, Schedules for the schedules list.
+function markNav(path) {
+  const section = path === '/schedules' ? '/schedules' : path === '/' || path.startsWith('/runs/') ? '/' : null;
+  for (const a of document.querySelectorAll('.topnav a')) {
+    if (a.getAttribute('href') === section) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
   }
 }
 

@@ -86,6 +86,7 @@ export function icon(name) {
     alert: 'M10 3l8 14H2zM10 8v4M10 14.5v.5',
     check: 'M4 10.5l4 4 8-9',
     x: 'M5 5l10 10M15 5L5 15',
+    chevron: 'M8 5l5 5-5 5',
     link: 'M8 12l4-4M7 9l-2 2a2.8 2.8 0 0 0 4 4l2-2M13 11l2-2a2.8 2.8 0 0 0-4-4L9 7',
   };
   return s('svg', { class: `icon icon-${name}`, viewBox: '0 0 20 20', 'aria-hidden': 'true' },

@@ -23,6 +23,23 @@ export function relativeTime(date, now = Date.now()) {
   return date.toLocaleDateString();
 }
 
+// fromNow renders how far date is from now: "in 45s", "in 5m", "in 2h",
+// "in 3d" for a time to come, and relativeTime's "3m ago" for a past one.
+export function fromNow(date, now = Date.now()) {
+  if (!date) return '—';
+  const seconds = Math.round((date.getTime() - now) / 1000);
+  if (seconds < 0) return relativeTime(date, now);
+  if (seconds < 10) return 'in a few seconds';
+  if (seconds < 60) return `in ${seconds}s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `in ${minutes}m`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 48) return `in ${hours}h`;
+  const days = Math.floor(hours / 24);
+  if (days < 60) return `in ${days}d`;
+  return `on ${date.toLocaleDateString()}`;
+}
+
 // duration renders milliseconds: "850 ms", "12.3 s", "4m 05s", "1h 02m", "3d 4h".
 export function duration(ms) {
   if (ms === null || ms === undefined || !Number.isFinite(ms)) return '—';
