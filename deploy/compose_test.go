@@ -71,7 +71,7 @@ func TestComposeTopology(t *testing.T) {
 	for name := range p.Services {
 		names = append(names, name)
 	}
-	require.ElementsMatch(t, []string{"postgres", "nats", "migrate", "relay", "engine", "gateway", "projector", "worker"}, names)
+	require.ElementsMatch(t, []string{"postgres", "nats", "migrate", "maintain", "relay", "engine", "gateway", "projector", "worker"}, names)
 
 	for _, name := range []string{"postgres", "nats"} {
 		svc := service(t, p, name)
@@ -126,9 +126,16 @@ func TestComposeTopology(t *testing.T) {
 	nats := service(t, p, "nats")
 	require.Len(t, nats.Ports, 1)
 	require.Equal(t, "4222", nats.Ports[0].Published)
-	for _, name := range []string{"relay", "engine", "worker", "migrate"} {
+	for _, name := range []string{"relay", "engine", "worker", "migrate", "maintain"} {
 		require.Empty(t, service(t, p, name).Ports, "%s: only the gateway, the projector and NATS are published", name)
 	}
+
+	maintain := service(t, p, "maintain")
+	require.Equal(t, types.ShellCommand{"maintain"}, maintain.Command)
+	require.Equal(t, migrate.Image, maintain.Image)
+	require.Equal(t, types.ServiceConditionCompletedSuccessfully, maintain.DependsOn["migrate"].Condition)
+	require.Equal(t, "unless-stopped", maintain.Restart, "it repeats its pass (WEFT_MAINTAIN_EVERY)")
+	require.NotEmpty(t, env(maintain, "WEFT_MAINTAIN_EVERY"))
 }
 
 // Every weft service is health-checked with `weft health` on the /readyz
@@ -161,7 +168,7 @@ func TestEveryServiceHasItsOwnCredentials(t *testing.T) {
 	pg, nats := service(t, p, "postgres"), service(t, p, "nats")
 	require.Equal(t, secretOf("WEFT_POSTGRES_PASSWORD"), env(pg, "POSTGRES_PASSWORD"))
 	for name, role := range map[string]string{
-		"migrate": "weft_migrator", "relay": "weft_relay", "engine": "weft_engine", "gateway": "weft_gateway", "projector": "weft_projector",
+		"migrate": "weft_migrator", "maintain": "weft_migrator", "relay": "weft_relay", "engine": "weft_engine", "gateway": "weft_gateway", "projector": "weft_projector",
 	} {
 		u, err := url.Parse(env(service(t, p, name), "WEFT_DATABASE_URL"))
 		require.NoError(t, err, name)

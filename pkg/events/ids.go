@@ -2,6 +2,7 @@ package events
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -10,6 +11,19 @@ import (
 // Its leading 48 bits are the creation time in Unix milliseconds, which is
 // what the event log partitions on (docs/event-log.md).
 func NewRunID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// RunIDFloor returns the smallest run id of a run created at t: t's Unix
+// milliseconds in the first 48 bits, zeros after. Every run created before
+// t has a smaller id, and every run created at or after t has an id at
+// least this one, so a range of run ids is a range of creation times.
+func RunIDFloor(t time.Time) string {
+	var u uuid.UUID
+	ms := uint64(max(0, t.UnixMilli()))
+	for i := range 6 {
+		u[i] = byte(ms >> (8 * (5 - i)))
+	}
+	return u.String()
+}
 
 // NewEventID returns a fresh event id for an event of runID: a version-7
 // UUID whose leading 48 bits are copied from the run id and whose other 74

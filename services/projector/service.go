@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
@@ -153,18 +152,7 @@ const minUnseenWindow = 10 * time.Second
 // ResyncLag + max(4·ResyncEvery, minUnseenWindow) and ResyncLag ago.
 func (s *Service) unseenWindow(now time.Time) (lo, hi string) {
 	end := now.Add(-s.cfg.ResyncLag)
-	return uuidFloor(end.Add(-max(4*s.cfg.ResyncEvery, minUnseenWindow))), uuidFloor(end)
-}
-
-// uuidFloor is the smallest UUIDv7 of millisecond t: its Unix milliseconds
-// in the first 48 bits, zeros after.
-func uuidFloor(t time.Time) string {
-	var u uuid.UUID
-	ms := uint64(max(0, t.UnixMilli()))
-	for i := range 6 {
-		u[i] = byte(ms >> (8 * (5 - i)))
-	}
-	return u.String()
+	return events.RunIDFloor(end.Add(-max(4*s.cfg.ResyncEvery, minUnseenWindow))), events.RunIDFloor(end)
 }
 
 // resyncOnce resyncs one round of candidates.

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftrun/weft/internal/weftest"
+	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/events"
+)
+
+// The retention itself is tested in internal/retention; this is the
+// command: its one pass, its report and its bad input.
+func TestMaintainOnePass(t *testing.T) {
+	t.Parallel()
+	db := weftest.NewDB(t)
+	runID := events.NewRunID()
+	for _, typ := range []events.Type{events.RunApproved, events.RunCompleted} {
+		ev, err := events.New(events.Spec{RunID: runID, Type: typ, PlanVersion: "v1"})
+		require.NoError(t, err)
+		_, err = eventlog.New(db.Pool).EventAppend(t.Context(), ev)
+		require.NoError(t, err)
+	}
+	env := map[string]string{"WEFT_DATABASE_URL": db.URL}
+
+	// The migration made this month and the next three; six ahead adds two.
+	r := weft(t, env, "maintain", "--partitions-ahead", "6")
+	require.NoError(t, r.err, r.errOut)
+	require.Equal(t, "deleted 0 ended runs; created 2 partitions\n", r.out, "the run ended just now")
+
+	// A retention shorter than the time since the run ended deletes it.
+	r = weft(t, env, "maintain", "--run-retention", "1ns")
+	require.NoError(t, r.err, r.errOut)
+	require.Equal(t, "deleted 1 ended runs; created 0 partitions\n", r.out)
+	head, err := eventlog.New(db.Pool).RunHead(t.Context(), runID)
+	require.NoError(t, err)
+	require.Zero(t, head, "the run's log is gone")
+}
+
+func TestMaintainRefusesBadFlags(t *testing.T) {
+	t.Parallel()
+	for args, want := range map[string]string{
+		"--run-retention=0":    "--run-retention must not be 0",
+		"--partitions-ahead=0": "--partitions-ahead must be at least 1",
+		"--every=soon":         `invalid value "soon" for flag -every`,
+	} {
+		r := weft(t, nil, "maintain", "--database-url", "postgres://127.0.0.1:1/x", args)
+		require.ErrorContains(t, r.err, want, args)
+	}
+}
