@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -118,6 +119,7 @@ func TestNATSConfLeastPrivilege(t *testing.T) { // not parallel: t.Setenv, nats.
 		{"relay", "$JS.API.STREAM.INFO.WEFT_TASKS", true, false},
 		{"relay", "_INBOX_relay.abc.1", false, true},
 		{"relay", "_INBOX_engine.abc", false, false},
+		{"relay", streams.ReconcileSubject, false, false},
 		// The engine: its two consumers and cancel notices.
 		{"engine", "$JS.API.CONSUMER.CREATE.WEFT_EVENTS.engine-events.weft.events.*", true, false},
 		{"engine", "$JS.API.CONSUMER.MSG.NEXT.WEFT_RESULTS.engine-results", true, false},
@@ -127,6 +129,9 @@ func TestNATSConfLeastPrivilege(t *testing.T) { // not parallel: t.Setenv, nats.
 		{"engine", "weft.cancel.r1", true, false},
 		{"engine", "weft.events.r1", false, false},
 		{"engine", "weft.tasks.default", false, false},
+		// and answers reconciliation lookups, in its queue group.
+		{"engine", streams.ReconcileSubject, false, true},
+		{"engine", "_INBOX_worker.abc.1", false, false},
 		// The worker: its queue's tasks, results, cancel notices.
 		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-default.weft.tasks.default", true, false},
 		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-other.weft.tasks.other", false, false},
@@ -135,6 +140,7 @@ func TestNATSConfLeastPrivilege(t *testing.T) { // not parallel: t.Setenv, nats.
 		{"worker", "weft.tasks.default", false, false},
 		{"worker", "weft.cancel.r1", false, true},
 		{"worker", "weft.events.r1", false, false},
+		{"worker", streams.ReconcileSubject, true, false},
 		// The projector: its consumer of events.
 		{"projector", "$JS.API.CONSUMER.CREATE.WEFT_EVENTS.projector.weft.events.*", true, false},
 		{"projector", "$JS.ACK.WEFT_EVENTS.projector.1.2", true, false},
@@ -143,14 +149,19 @@ func TestNATSConfLeastPrivilege(t *testing.T) { // not parallel: t.Setenv, nats.
 		// The gateway: its ingress, in its queue group; replies only.
 		{"gateway", "weft.runs.start", false, true},
 		{"gateway", "weft.signals.r1", false, true},
+		{"gateway", "weft.triggers.orders", false, true},
 		{"gateway", "weft.events.r1", false, false},
 		{"gateway", "_INBOX.x", false, false},
 		// A caller of the ingress.
 		{"client", "weft.runs.start", true, false},
 		{"client", "weft.signals.r1", true, false},
+		{"client", "weft.triggers.orders", true, false},
+		{"client", "weft.triggers.orders.x", false, false},
 		{"client", "weft.events.r1", false, false},
 		{"client", "_INBOX.abc.1", false, true},
 		{"client", "_INBOX_engine.abc.1", false, false},
+		{"client", streams.ReconcileSubject, false, false},
+		{"projector", streams.ReconcileSubject, false, false},
 	}
 	for _, r := range rules {
 		p := users[r.user].Permissions
@@ -158,8 +169,11 @@ func TestNATSConfLeastPrivilege(t *testing.T) { // not parallel: t.Setenv, nats.
 		require.Equal(t, r.sub, allowed(p.Subscribe, r.subject), "%s may subscribe to %s", r.user, r.subject)
 	}
 	require.NotNil(t, users["gateway"].Permissions.Response, "the gateway answers its requests")
+	require.NotNil(t, users["engine"].Permissions.Response, "the engine answers reconciliation lookups")
+	require.True(t, slices.Contains(users["engine"].Permissions.Subscribe.Allow,
+		streams.ReconcileSubject+" "+streams.ReconcileQueue), "the engine serves lookups in its queue group")
 	for _, name := range natsUsers {
-		if name != "gateway" {
+		if name != "gateway" && name != "engine" {
 			require.Nil(t, users[name].Permissions.Response, "%s publishes no other replies", name)
 		}
 	}

@@ -28,6 +28,7 @@ const cliStep = 2 * time.Minute
 
 // cliStack is a `weft dev` stack that CLI commands run against.
 type cliStack struct {
+	db     *weftest.DB
 	env    map[string]string
 	client *client.Client
 	logs   *weftest.Buffer // the dev stack's stderr: its JSON log lines
@@ -38,12 +39,14 @@ type cliStack struct {
 // test's own conditions.
 func startCLIStack(t *testing.T) *cliStack {
 	t.Helper()
-	dev := startDev(t, weftest.NewDB(t), "false")
+	db := weftest.NewDB(t)
+	dev := startDev(t, db, "false")
 	apiURL := bannerURL(t, dev.out.String(), "API:")
 	readURL := strings.TrimSuffix(bannerURL(t, dev.out.String(), "Read API:"), "/v1/runs")
 	c, err := client.New(apiURL, client.WithToken(cliTestToken), client.WithReadURL(readURL))
 	require.NoError(t, err)
 	return &cliStack{
+		db:     db,
 		env:    map[string]string{"WEFT_API_URL": apiURL, "WEFT_READ_URL": readURL, "WEFT_TOKEN": cliTestToken},
 		client: c,
 		logs:   dev.errOut,

@@ -44,9 +44,9 @@ func (f *flags) stringDefault(name, envKey, def, usage string) *string {
 	return p
 }
 
-func (f *flags) int(name, envKey string, def int, usage string) *int {
+func (f *flags) int(name, envKey, usage string) *int {
 	p := new(int)
-	f.intVar(p, name, envKey, def, usage)
+	f.intVar(p, name, envKey, 0, usage)
 	return p
 }
 

@@ -37,6 +37,7 @@ func documented() []struct {
 		{"projector", func(e *environment) *flags { f, _ := projectorFlags(e); return f }},
 		{"relay", func(e *environment) *flags { f, _ := relayFlags(e); return f }},
 		{"migrate", func(e *environment) *flags { f, _ := migrateFlags(e); return f }},
+		{"maintain", func(e *environment) *flags { f, _ := maintainFlags(e); return f }},
 		{"health", func(e *environment) *flags { f, _ := healthFlags(e); return f }},
 	}
 }
@@ -72,7 +73,7 @@ func configTable(t *testing.T) string {
 // the flag sets define it. WEFT_UPDATE_DOCS=1 rewrites it.
 func TestConfigurationDoc(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"dev", "gateway", "engine", "worker", "projector", "relay", "migrate"} {
+	for _, name := range []string{"dev", "gateway", "engine", "worker", "projector", "relay", "migrate", "maintain"} {
 		require.Contains(t, commands(), name)
 	}
 	want := configTable(t)

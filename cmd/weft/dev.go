@@ -16,6 +16,7 @@ import (
 
 	"github.com/weftrun/weft/internal/natsboot"
 	"github.com/weftrun/weft/internal/pgboot"
+	"github.com/weftrun/weft/internal/retention"
 	"github.com/weftrun/weft/internal/schema"
 	"github.com/weftrun/weft/pkg/streams"
 )
@@ -46,6 +47,12 @@ type devConfig struct {
 	uiAddr string
 	// opsAddr serves the stack's /healthz, /readyz and /metrics.
 	opsAddr string
+	// scheduler says whether the gateway fires schedules.
+	scheduler bool
+	// runRetention is how long ended runs are kept (weft maintain).
+	runRetention time.Duration
+	// checkpoints configures the engine's checkpoints.
+	checkpoints checkpointOptions
 }
 
 // devFlags defines the flags of `weft dev`; docs/configuration.md
@@ -62,6 +69,10 @@ func devFlags(env *environment) (*flags, *devConfig) {
 	f.stringVar(&cfg.gatewayAddr, "gateway-addr", "WEFT_DEV_GATEWAY_ADDR", "127.0.0.1:8080", "listen address of the gateway's HTTP API")
 	f.stringVar(&cfg.uiAddr, "ui-addr", "WEFT_DEV_UI_ADDR", "127.0.0.1:8081", "listen address of the UI and the read API")
 	f.stringVar(&cfg.opsAddr, "ops-addr", "WEFT_DEV_OPS_ADDR", devOpsAddr, "listen address of the stack's /healthz, /readyz and /metrics; "+opsOff+" turns them off")
+	f.boolVar(&cfg.scheduler, "scheduler", "WEFT_DEV_SCHEDULER", true, "fire due schedules (docs/schedules.md); false keeps the schedules API but fires nothing")
+	f.durationVar(&cfg.runRetention, "run-retention", "WEFT_RUN_RETENTION", retention.DefaultRunRetention,
+		"how long an ended run is kept after its last event (the stack runs weft maintain hourly); negative keeps runs forever")
+	cfg.checkpoints = checkpointFlags(f)
 	return f, cfg
 }
 

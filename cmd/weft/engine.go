@@ -14,6 +14,33 @@ type engineOptions struct {
 	ensure      *bool
 	ops         *string
 	concurrency *int
+	checkpoints checkpointOptions
+}
+
+// checkpointOptions are the engine's checkpoint flags, in `weft engine`
+// and `weft dev` (docs/checkpoints.md).
+type checkpointOptions struct {
+	ownership    *string
+	steps, bytes *int
+}
+
+// checkpointFlags defines the checkpoint flags on f.
+func checkpointFlags(f *flags) checkpointOptions {
+	return checkpointOptions{
+		ownership: f.stringDefault("checkpoint-ownership", "WEFT_ENGINE_CHECKPOINT_OWNERSHIP", string(engine.SingleOwner),
+			"single-owner (the deployment runs one engine owner per run) or cas-required (a round commits only if the run's head and checkpoint version are still what it read; needs a store with conditionalBatch); see docs/checkpoints.md"),
+		steps: f.int("checkpoint-steps", "WEFT_ENGINE_CHECKPOINT_STEPS",
+			"ended step attempts of a run between two of its checkpoints (0: default 50; negative: never by steps)"),
+		bytes: f.int("checkpoint-bytes", "WEFT_ENGINE_CHECKPOINT_BYTES",
+			"bytes of a run's event history between two of its checkpoints (0: default 1 MiB; negative: never by bytes)"),
+	}
+}
+
+// apply sets the checkpoint options on cfg and returns it.
+func (o checkpointOptions) apply(cfg engine.Config) engine.Config {
+	cfg.CheckpointOwnership = engine.CheckpointOwnership(*o.ownership)
+	cfg.CheckpointEverySteps, cfg.CheckpointEveryBytes = *o.steps, *o.bytes
+	return cfg
 }
 
 // engineFlags defines the flags of `weft engine`; docs/configuration.md
@@ -24,7 +51,8 @@ func engineFlags(env *environment) (*flags, engineOptions) {
 		urls:        backendFlags(f),
 		ensure:      ensureFlag(f),
 		ops:         opsFlag(f, "WEFT_ENGINE_OPS_ADDR", engineOpsAddr),
-		concurrency: f.int("concurrency", "WEFT_ENGINE_CONCURRENCY", 0, "rounds in flight per consumer (0: default)"),
+		concurrency: f.int("concurrency", "WEFT_ENGINE_CONCURRENCY", "rounds in flight per consumer (0: default)"),
+		checkpoints: checkpointFlags(f),
 	}
 }
 
@@ -49,7 +77,8 @@ func runEngine(ctx context.Context, env *environment, args []string) error {
 		if err := b.streams(ctx, *opt.ensure, env.logger, uses...); err != nil {
 			return err
 		}
-		eng, err := engine.New(b.pool, b.nc, engine.Config{Concurrency: *opt.concurrency, MeterProvider: o.meters, TracerProvider: o.tracer}, env.logger)
+		cfg := opt.checkpoints.apply(engine.Config{Concurrency: *opt.concurrency, MeterProvider: o.meters, TracerProvider: o.tracer})
+		eng, err := engine.New(b.pool, b.nc, cfg, env.logger)
 		if err != nil {
 			return err
 		}
@@ -75,7 +104,7 @@ func workerFlags(env *environment) (*flags, workerOptions) {
 		ensure:      ensureFlag(f),
 		ops:         opsFlag(f, "WEFT_WORKER_OPS_ADDR", workerOpsAddr),
 		queue:       f.string("queue", "WEFT_WORKER_QUEUE", "task queue to serve (empty: default)"),
-		concurrency: f.int("concurrency", "WEFT_WORKER_CONCURRENCY", 0, "activities run at once (0: default)"),
+		concurrency: f.int("concurrency", "WEFT_WORKER_CONCURRENCY", "activities run at once (0: default)"),
 	}
 }
 

@@ -17,11 +17,14 @@ import (
 
 // gatewayOptions are the flags of `weft gateway`.
 type gatewayOptions struct {
-	urls     backendURLs
-	ops      *string
-	addr     *string
-	loadKeys func() (*auth.Keys, error)
-	intake   gateway.IntakeConfig
+	urls      backendURLs
+	ops       *string
+	addr      *string
+	loadKeys  func() (*auth.Keys, error)
+	intake    gateway.IntakeConfig
+	schedules gateway.ScheduleConfig
+	triggers  gateway.TriggerConfig
+	scheduler *bool
 }
 
 // gatewayFlags defines the flags of `weft gateway`; docs/configuration.md
@@ -36,10 +39,23 @@ func gatewayFlags(env *environment) (*flags, *gatewayOptions) {
 	}
 	in := &opt.intake
 	f.durationVar(&in.SignalRetention, "signal-retention", "WEFT_SIGNAL_RETENTION", 0, "how long a signal's acceptance answers repeats (0: 24h)")
-	f.durationVar(&in.RunRequestRetention, "run-request-retention", "WEFT_RUN_REQUEST_RETENTION", 0, "how long a run request answers repeats (0: 168h)")
+	f.durationVar(&in.RunRequestRetention, "run-request-retention", "WEFT_RUN_REQUEST_RETENTION", 0, "how long a run request answers repeats, and so how long a trigger event's id is deduplicated (0: 168h)")
 	f.intVar(&in.MaxSignalPayloadBytes, "max-signal-payload-bytes", "WEFT_MAX_SIGNAL_PAYLOAD_BYTES", 0, "largest signal payload (0: 65536)")
 	f.intVar(&in.MaxSignalsPerRunMinute, "max-signals-per-run-minute", "WEFT_MAX_SIGNALS_PER_RUN_MINUTE", 0, "signals one run accepts per minute (0: 60)")
+	opt.scheduler = schedulerFlags(f, "WEFT_GATEWAY_SCHEDULER", &opt.schedules, &opt.triggers)
 	return f, opt
+}
+
+// schedulerFlags adds the flags of schedules and triggers to f: whether
+// this process fires schedules (read from enabledEnv), and their limits.
+func schedulerFlags(f *flags, enabledEnv string, sc *gateway.ScheduleConfig, tc *gateway.TriggerConfig) *bool {
+	on := f.bool("scheduler", enabledEnv, true, "fire due schedules in this process; any number of gateways may, a claim in Postgres keeps them apart")
+	f.durationVar(&sc.PollInterval, "scheduler-poll-interval", "WEFT_SCHEDULER_POLL_INTERVAL", 0, "how often the scheduler looks for due schedules (0: 1s)")
+	f.durationVar(&sc.MisfireGrace, "misfire-grace", "WEFT_MISFIRE_GRACE", 0, "how late a fire may be and still count as on time; older ones are misfires (0: 1m)")
+	f.intVar(&sc.MaxCatchupLimit, "max-catchup-limit", "WEFT_MAX_CATCHUP_LIMIT", 0, "the largest maxCatchup a schedule may set (0: 100)")
+	f.intVar(&sc.MaxInputBytes, "max-schedule-input-bytes", "WEFT_MAX_SCHEDULE_INPUT_BYTES", 0, "largest schedule input (0: 65536)")
+	f.intVar(&tc.MaxPayloadBytes, "max-trigger-payload-bytes", "WEFT_MAX_TRIGGER_PAYLOAD_BYTES", 0, "largest trigger event payload (0: 65536)")
+	return on
 }
 
 // runGateway is `weft gateway`: the signal gateway as a process of its own
@@ -66,6 +82,7 @@ func runGateway(ctx context.Context, env *environment, args []string) error {
 	return withOps(ctx, env, o, b.checks(), func(ctx context.Context) error {
 		gw, err := gateway.New(b.pool, b.nc, gateway.Config{
 			Addr: *opt.addr, Keys: keys, Intake: opt.intake, MeterProvider: o.meters, TracerProvider: o.tracer,
+			Schedules: opt.schedules, Triggers: opt.triggers, DisableScheduler: !*opt.scheduler,
 		}, env.logger)
 		if err != nil {
 			return err
@@ -126,7 +143,8 @@ func startDevGateway(ctx context.Context, logger *slog.Logger, pool *pgxpool.Poo
 	if err != nil {
 		return devGateway{}, err
 	}
-	gw, err := gateway.New(pool, nc, gateway.Config{Keys: keys, MeterProvider: o.meters, TracerProvider: o.tracer}, logger)
+	gw, err := gateway.New(pool, nc, gateway.Config{Keys: keys, MeterProvider: o.meters, TracerProvider: o.tracer,
+		DisableScheduler: !cfg.scheduler}, logger)
 	if err != nil {
 		return devGateway{}, err
 	}

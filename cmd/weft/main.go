@@ -41,12 +41,15 @@ func commands() map[string]command {
 		"gateway":   {"run the signal gateway (REST, JSON-RPC and NATS ingress)", runGateway},
 		"worker":    {"run an activity worker with the demo activities", runWorker},
 		"health":    {"probe a URL (a service's /readyz); exit 1 unless it answers 2xx", runHealth},
+		"maintain":  {"delete runs past the retention and create event-log partitions ahead", runMaintain},
 		"migrate":   {"apply the Postgres schema (with --nats-url, also create the streams)", runMigrate},
 		"projector": {"run the snapshot projector with the read API and the web UI", runProjector},
 		"relay":     {"run the outbox relay (Postgres outbox to JetStream)", runRelay},
 		"run":       {"start, show, watch a run, or list its events (docs/cli.md)", runRun},
 		"runs":      {"list runs (runs ls)", runRuns},
+		"schedule":  {"create, list, show, pause, resume or delete schedules (docs/schedules.md)", runSchedule},
 		"signal":    {"send a signal to a run: PAUSE, RESUME, CANCEL, RETRY_STEP or a step's", runSignal},
+		"trigger":   {"create, list or delete event triggers, or send one an event", runTrigger},
 		"version":   {"print the version", runVersion},
 	}
 }

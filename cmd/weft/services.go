@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/weftrun/weft/internal/retention"
 	"github.com/weftrun/weft/pkg/outbox"
 	activityworker "github.com/weftrun/weft/services/activity-worker"
 	"github.com/weftrun/weft/services/engine"
@@ -27,7 +29,7 @@ func startServices(ctx context.Context, env *environment, pool *pgxpool.Pool, nc
 		return stops, err
 	}
 	stops = append(stops, stopRelay)
-	eng, err := engine.New(pool, nc, engine.Config{MeterProvider: o.meters, TracerProvider: o.tracer}, env.logger)
+	eng, err := engine.New(pool, nc, cfg.checkpoints.apply(engine.Config{MeterProvider: o.meters, TracerProvider: o.tracer}), env.logger)
 	if err != nil {
 		return stops, err
 	}
@@ -37,6 +39,7 @@ func startServices(ctx context.Context, env *environment, pool *pgxpool.Pool, nc
 		return stops, err
 	}
 	stops = append(stops, background(ctx, w.Run))
+	stops = append(stops, background(ctx, maintainEvery(pool, env, cfg.runRetention, time.Hour)))
 	if !cfg.demo {
 		return stops, nil
 	}
@@ -62,6 +65,18 @@ func background(ctx context.Context, run func(context.Context) error) func(conte
 		case <-stopCtx.Done():
 			return fmt.Errorf("service did not stop in time: %w", stopCtx.Err())
 		}
+	}
+}
+
+// maintainEvery is `weft maintain --every every` as a service of the dev
+// stack: a stop is not an error.
+func maintainEvery(pool *pgxpool.Pool, env *environment, runRetention, every time.Duration) func(context.Context) error {
+	k := retention.New(pool, retention.Config{RunRetention: runRetention, Logger: env.logger})
+	return func(ctx context.Context) error {
+		if err := k.Run(ctx, every); !errors.Is(err, context.Canceled) {
+			return err
+		}
+		return nil
 	}
 }
 

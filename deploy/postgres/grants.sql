@@ -37,8 +37,21 @@ GRANT EXECUTE ON FUNCTION weft_outbox_barrier TO weft_relay;
 GRANT SELECT, INSERT ON engine_runs TO weft_gateway;
 GRANT SELECT, INSERT, UPDATE, DELETE ON engine_runs, engine_timers TO weft_engine;
 
+-- Activity reconciliation records: the engine writes them in its rounds and
+-- answers workers' lookups from them; retention deletes them with their
+-- run (ON DELETE CASCADE from run_heads, run as weft_run_delete's caller).
+GRANT SELECT, INSERT ON activity_reconciliations TO weft_engine;
+
+-- Run checkpoints: the engine reads and rewrites them in its rounds;
+-- retention deletes them with their run (ON DELETE CASCADE from run_heads).
+GRANT SELECT, INSERT, UPDATE ON run_checkpoints TO weft_engine;
+
 -- The gateway's idempotency records.
 GRANT SELECT, INSERT, UPDATE, DELETE ON run_requests, signal_acceptances TO weft_gateway;
+
+-- Schedules and event triggers: the gateway keeps them, and its scheduler
+-- claims, fires and updates schedules (docs/schedules.md).
+GRANT SELECT, INSERT, UPDATE, DELETE ON schedules, triggers TO weft_gateway;
 
 -- The projector's snapshots and alerts.
 GRANT SELECT, INSERT, UPDATE ON run_snapshots TO weft_projector;
