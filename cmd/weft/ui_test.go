@@ -74,6 +74,10 @@ func TestUIAgainstTheDevStack(t *testing.T) {
 	long := startRun(t, c, `{"planId":"long","planVersion":"1","steps":[
 		{"id":"wait","activity":"sleep","input":{"ms":600000}},
 		{"id":"after","activity":"echo","dependsOn":["wait"]}]}`)
+	// The list shows it once the projector has it; its page before that
+	// would answer 404 (which the page rides out, but the browser logs).
+	do(chromedp.Navigate(base + "/"))
+	waitFor(`!!document.querySelector('[data-testid="run-row"][data-run-id=` + quote(t, long) + `]')`)
 	do(chromedp.Navigate(base + "/runs/" + long))
 	waitFor(statusIs("RUNNING"))
 	do(chromedp.WaitEnabled(chromedp.CSS(`[data-testid="btn-pause"]`)), chromedp.Click(chromedp.CSS(`[data-testid="btn-pause"]`)))

@@ -11,6 +11,7 @@ import { between, dateTime, duration, relativeTime, shortId } from './format.js'
 const LONG_POLL = '25s';
 const CLIENT_TIMEOUT_MS = 40000;
 const BACKOFF_MS = 1000;
+const NOT_FOUND_RETRY_MS = 2000; // how often a run that answered 404 is asked for again
 
 // mountRun draws the page of runId into root and returns {unmount}.
 export function mountRun(root, view, runId) {
@@ -197,6 +198,7 @@ export function mountRun(root, view, runId) {
   // a 1 s pause and a plain GET again.
   async function live() {
     let plain = true;
+    let missing = false; // the run answered 404: the not-found view is up
     while (!ac.signal.aborted) {
       const started = Date.now();
       const path = plain || !snap
@@ -212,6 +214,10 @@ export function mountRun(root, view, runId) {
           if (!prev || !res.etag || res.etag !== etag) apply(res.data);
           etag = res.etag;
         }
+        if (missing) {
+          view.navigate(location.pathname + location.search + location.hash, { replace: true });
+          return;
+        }
         plain = false;
         view.setLive('live');
         // A server that answers at once without news must not make a hot loop.
@@ -219,9 +225,18 @@ export function mountRun(root, view, runId) {
       } catch (err) {
         if (ac.signal.aborted) return;
         if (err.status === 401) return; // The app shows the sign-in form.
-        if (err.status === 400 || err.status === 403 || err.status === 404) {
+        if (err.status === 400 || err.status === 403) {
           notFound(err);
           return;
+        }
+        if (err.status === 404) {
+          // The read side trails the gateway: a run started a moment ago
+          // may not be projected yet. Keep asking while the page is open,
+          // and draw the whole page once it is there.
+          if (!missing) notFound(err);
+          missing = true;
+          await pause(NOT_FOUND_RETRY_MS);
+          continue;
         }
         view.setLive('error');
         if (!snap) showProblem(err);
@@ -242,7 +257,7 @@ export function mountRun(root, view, runId) {
       h('nav', { class: 'crumbs' }, h('a', { href: '/', 'data-nav': true, text: 'Runs' })),
       h('div', { class: 'empty-page', testid: 'run-not-found' },
         h('h1', { text: 'Run not found' }),
-        h('p', { class: 'muted' }, 'No run ', h('code', { text: runId }), ' is visible to this API key.'),
+        h('p', { class: 'muted' }, 'No run ', h('code', { text: runId }), ' is visible to this API key. A run started a moment ago appears here by itself.'),
         h('p', { class: 'muted small', text: err.describe() })));
   }
 
