@@ -20,6 +20,23 @@ import (
 	"github.com/weftrun/weft/pkg/streams"
 )
 
+// A dead letter keeps its row's format version, so that moving it back
+// (docs/outbox.md) restores the row as it was written.
+func TestDeadLetterKeepsTheRowVersion(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := b.db.Pool.Exec(t.Context(), `INSERT INTO outbox (partition, order_key, subject, payload, dedupe_id, version)
+		VALUES ($1, 'v2', 'weft.nowhere.v2', 'x', 'v2/1', 2)`, outbox.PartitionOf("v2"))
+	require.NoError(t, err)
+	cfg := fastConfig()
+	cfg.MaxAttempts, cfg.InitialBackoff, cfg.MaxBackoff = 1, time.Millisecond, time.Millisecond
+	b.startRelay(t, b.db.Pool, cfg, slog.New(slog.DiscardHandler))
+	b.waitDrained(t, 0)
+	var version int
+	require.NoError(t, b.db.Pool.QueryRow(t.Context(), "SELECT version FROM outbox_dead WHERE dedupe_id = 'v2/1'").Scan(&version))
+	require.Equal(t, 2, version)
+}
+
 func TestRelayDeadLettersAfterMaxAttempts(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -102,17 +102,18 @@ WITH u AS (SELECT * FROM unnest($1::bigint[], $2::text[]) AS u(id, err)),
 moved AS (
 	DELETE FROM outbox AS o USING u WHERE o.id = u.id
 	RETURNING o.id, o.partition, o.order_key, o.subject, o.headers, o.payload, o.dedupe_id,
-	          o.attempts, o.next_attempt_at, o.created_at, u.err)
+	          o.attempts, o.next_attempt_at, o.created_at, o.version, u.err)
 INSERT INTO outbox_dead (id, partition, order_key, subject, headers, payload, dedupe_id,
-                         attempts, next_attempt_at, last_error, created_at)
+                         attempts, next_attempt_at, last_error, created_at, version)
 SELECT id, partition, order_key, subject, headers, payload, dedupe_id,
-       attempts + 1, next_attempt_at, err, created_at
+       attempts + 1, next_attempt_at, err, created_at, version
 FROM moved
 ON CONFLICT (id) DO UPDATE SET
 	partition = EXCLUDED.partition, order_key = EXCLUDED.order_key, subject = EXCLUDED.subject,
 	headers = EXCLUDED.headers, payload = EXCLUDED.payload, dedupe_id = EXCLUDED.dedupe_id,
 	attempts = EXCLUDED.attempts, next_attempt_at = EXCLUDED.next_attempt_at,
-	last_error = EXCLUDED.last_error, created_at = EXCLUDED.created_at, failed_at = clock_timestamp()`
+	last_error = EXCLUDED.last_error, created_at = EXCLUDED.created_at, version = EXCLUDED.version,
+	failed_at = clock_timestamp()`
 )
 
 // outboxSettle applies s in one transaction: published rows are deleted,
