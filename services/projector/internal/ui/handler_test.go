@@ -82,6 +82,7 @@ func TestHandlerAssets(t *testing.T) {
 		"app.js":       "text/javascript; charset=utf-8",
 		"api.js":       "text/javascript; charset=utf-8",
 		"schedules.js": "text/javascript; charset=utf-8",
+		"pagedlist.js": "text/javascript; charset=utf-8",
 		"app.css":      "text/css; charset=utf-8",
 		"favicon.svg":  "image/svg+xml",
 	}

@@ -49,6 +49,22 @@ export function replace(el, ...children) {
   return append(el, children);
 }
 
+// fillCells draws the cells of a table row, cell by cell. cells are
+// [sig, build] pairs, one per <td> in order: build makes the cell and sig
+// says what it shows. A cell whose sig did not change since the last draw is
+// left alone, so a focused link or button in it keeps its focus across
+// refreshes.
+export function fillCells(tr, cells) {
+  cells.forEach(([sig, build], i) => {
+    const old = tr.children[i];
+    if (old && old.dataset.sig === sig) return;
+    const td = build();
+    td.dataset.sig = sig;
+    if (old) old.replaceWith(td);
+    else tr.append(td);
+  });
+}
+
 // RUN_STATUSES are the run statuses of the read API, in lifecycle order.
 export const RUN_STATUSES = ['PENDING', 'APPROVED', 'RUNNING', 'PAUSED', 'COMPLETED', 'FAILED', 'CANCELLED'];
 

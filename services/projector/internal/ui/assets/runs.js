@@ -1,13 +1,13 @@
 // The runs list: GET /v1/runs with filters in the address, cursor
-// pagination and a refresh every 2 s while the tab is visible.
+// pagination and a refresh every 2 s while the tab is visible (the list
+// machinery is pagedlist.js), and the open alerts above it.
 
 import { get } from './api.js';
-import { RUN_STATUSES, h, icon, isTerminal, pill, replace, stalePill } from './dom.js';
+import { RUN_STATUSES, fillCells, h, isTerminal, pill, replace, stalePill } from './dom.js';
 import { between, dateTime, duration, parseTime, relativeTime, shortId } from './format.js';
+import { pagedList } from './pagedlist.js';
 
 const POLL_MS = 2000;
-const PAGE = 50;
-const MAX_PAGE = 200;
 const COLUMNS = 6;
 
 // mountRuns draws the runs list into root and returns {unmount}.
@@ -16,14 +16,7 @@ export function mountRuns(root, view) {
   const state = {
     status: params.get('status') || '',
     plan: params.get('plan') || '',
-    runs: [],
-    nextCursor: null,
-    loaded: false,
-    generation: 0,
   };
-  const rows = new Map(); // runId → <tr>
-  const ac = new AbortController();
-  let timer = null;
 
   // Toolbar.
   const statusSelect = h('select', { id: 'filter-status', class: 'select', testid: 'filter-status', 'aria-label': 'Status' },
@@ -70,105 +63,40 @@ export function mountRuns(root, view) {
     return q.toString();
   }
 
-  // refresh fetches the first page again, as many rows as are shown (up to
-  // 200). A complete answer (no nextCursor) replaces the list; otherwise the
-  // rows loaded beyond it with "Load more" stay behind it.
-  async function refresh() {
-    const generation = state.generation;
-    const limit = Math.min(Math.max(state.runs.length, PAGE), MAX_PAGE);
-    try {
-      const [res] = await Promise.all([
-        get(`/v1/runs?${query({ limit })}`, { signal: ac.signal }),
-        refreshAlerts(),
-      ]);
-      if (generation !== state.generation) return;
-      const fresh = res.data?.runs || [];
-      const cursor = res.data?.nextCursor || null;
-      const merged = cursor ? mergeHead(state.runs, fresh) : fresh;
-      if (merged.length > fresh.length) {
-        state.runs = merged; // Rows loaded beyond the first page stay, with their cursor.
-      } else {
-        state.runs = fresh;
-        state.nextCursor = cursor;
-      }
-      state.loaded = true;
-      showError(null);
-      view.setLive('live');
-      draw();
-    } catch (err) {
-      if (ac.signal.aborted || generation !== state.generation) return;
-      view.setLive('error');
-      showError(err);
-    }
-  }
+  const list = pagedList({
+    view, tbody, errorBox, loadMore,
+    path: (page) => `/v1/runs?${query(page)}`,
+    field: 'runs',
+    key: (run) => run.runId,
+    noun: 'runs',
+    pollMs: POLL_MS,
+    alongside: refreshAlerts,
+    createRow(run) {
+      const tr = h('tr', { class: 'run-row', testid: 'run-row', 'data-run-id': run.runId });
+      tr.addEventListener('click', (ev) => {
+        if (ev.target.closest('a, button') || String(window.getSelection())) return;
+        view.navigate(runHref(run.runId));
+      });
+      return { nodes: [tr] };
+    },
+    fillRow: (row, run, now) => fillRow(row.nodes[0], run, now),
+    emptyRow,
+    onDraw({ items, nextCursor, loaded }) {
+      const filtered = state.status || state.plan;
+      summary.textContent = loaded
+        ? `${items.length}${nextCursor ? '+' : ''} ${items.length === 1 ? 'run' : 'runs'}${filtered ? ' matching' : ''}`
+        : '';
+      clearFilters.hidden = !filtered;
+    },
+  });
 
-  async function refreshAlerts() {
+  async function refreshAlerts(signal) {
     try {
-      const res = await get('/v1/alerts', { signal: ac.signal });
+      const res = await get('/v1/alerts', { signal });
       drawAlerts(res.data?.alerts || []);
     } catch {
       // Alerts are a hint; the runs request reports errors.
     }
-  }
-
-  async function more() {
-    if (!state.nextCursor) return;
-    const generation = state.generation;
-    loadMore.disabled = true;
-    try {
-      const res = await get(`/v1/runs?${query({ limit: PAGE, cursor: state.nextCursor })}`, { signal: ac.signal });
-      if (generation !== state.generation) return;
-      const known = new Set(state.runs.map((r) => r.runId));
-      state.runs = state.runs.concat((res.data?.runs || []).filter((r) => !known.has(r.runId)));
-      state.nextCursor = res.data?.nextCursor || null;
-      showError(null);
-      draw();
-    } catch (err) {
-      if (!ac.signal.aborted) showError(err);
-    } finally {
-      loadMore.disabled = false;
-    }
-  }
-
-  function showError(err) {
-    errorBox.hidden = !err;
-    if (err) replace(errorBox, icon('alert'), `Could not load runs — ${err.describe ? err.describe() : err.message}. Retrying…`);
-  }
-
-  function draw() {
-    const now = Date.now();
-    const wanted = [];
-    for (const run of state.runs) {
-      let tr = rows.get(run.runId);
-      if (!tr) {
-        tr = h('tr', { class: 'run-row', testid: 'run-row', 'data-run-id': run.runId });
-        tr.addEventListener('click', (ev) => {
-          if (ev.target.closest('a, button') || String(window.getSelection())) return;
-          view.navigate(runHref(run.runId));
-        });
-        rows.set(run.runId, tr);
-      }
-      fillRow(tr, run, now);
-      wanted.push(tr);
-    }
-    const keep = new Set(wanted);
-    for (const [id, tr] of rows) {
-      if (!keep.has(tr)) {
-        tr.remove();
-        rows.delete(id);
-      }
-    }
-    tbody.querySelector('.empty-row')?.remove();
-    wanted.forEach((tr, i) => {
-      if (tbody.children[i] !== tr) tbody.insertBefore(tr, tbody.children[i] || null);
-    });
-    if (wanted.length === 0 && state.loaded) tbody.append(emptyRow());
-    loadMore.hidden = !state.nextCursor;
-    const filtered = state.status || state.plan;
-    summary.textContent = state.loaded
-      ? `${state.runs.length}${state.nextCursor ? '+' : ''} ${state.runs.length === 1 ? 'run' : 'runs'}${filtered ? ' matching' : ''}`
-      : '';
-    clearFilters.hidden = !filtered;
   }
 
   function emptyRow() {
@@ -179,9 +107,9 @@ export function mountRuns(root, view) {
         h('span', { class: 'muted', text: filtered ? 'Try another status or plan id.' : 'Runs appear here as soon as the gateway approves them.' }))));
   }
 
-  function drawAlerts(list) {
-    alerts.hidden = list.length === 0;
-    replace(alerts, list.map((a) => h('div', { class: `alert alert-${/^P[1-4]$/.test(a.severity) ? a.severity.toLowerCase() : 'other'}`, testid: 'alert' },
+  function drawAlerts(raised) {
+    alerts.hidden = raised.length === 0;
+    replace(alerts, raised.map((a) => h('div', { class: `alert alert-${/^P[1-4]$/.test(a.severity) ? a.severity.toLowerCase() : 'other'}`, testid: 'alert' },
       h('span', { class: 'alert-sev', text: a.severity || '' }),
       h('span', { class: 'mono small', text: a.code || '' }),
       h('span', { class: 'alert-msg', text: a.message || '' }),
@@ -195,14 +123,9 @@ export function mountRuns(root, view) {
     if (status === state.status && plan === state.plan) return;
     state.status = status;
     state.plan = plan;
-    state.generation++;
-    state.runs = [];
-    state.nextCursor = null;
-    state.loaded = false;
     const q = query({});
     history.replaceState(null, '', q ? `/?${q}` : '/');
-    draw();
-    restart();
+    list.reset();
   }
 
   let debounce = null;
@@ -222,37 +145,12 @@ export function mountRuns(root, view) {
     planInput.value = '';
     applyFilters();
   });
-  loadMore.addEventListener('click', more);
-
-  // The poll loop: refresh, wait 2 s, again; paused while the tab is hidden.
-  async function tick() {
-    timer = null;
-    if (document.hidden) {
-      view.setLive('paused');
-      return; // onVisibility restarts it.
-    }
-    await refresh();
-    if (!ac.signal.aborted && !timer && !document.hidden) timer = setTimeout(tick, POLL_MS);
-  }
-  function restart() {
-    clearTimeout(timer);
-    timer = null;
-    tick();
-  }
-  function onVisibility() {
-    if (!document.hidden) restart();
-    else view.setLive('paused');
-  }
-  document.addEventListener('visibilitychange', onVisibility);
-  draw();
-  tick();
+  list.start();
 
   return {
     unmount() {
-      ac.abort();
-      clearTimeout(timer);
+      list.stop();
       clearTimeout(debounce);
-      document.removeEventListener('visibilitychange', onVisibility);
     },
   };
 }
@@ -271,7 +169,7 @@ function fillRow(tr, run, now) {
     running = true;
   }
   const age = relativeTime(created, now);
-  const cells = [
+  fillCells(tr, [
     [`${run.runId}|${run.projectId}|${run.environmentId}`, () => h('td', { class: 'cell-run' },
       h('a', { href: runHref(run.runId), 'data-nav': true, class: 'mono run-link', title: run.runId, text: shortId(run.runId) }),
       h('div', { class: 'sub', text: [run.projectId, run.environmentId].filter(Boolean).join(' · ') }))],
@@ -286,15 +184,7 @@ function fillRow(tr, run, now) {
       failed > 0 ? h('span', { class: 'steps-failed', text: `${failed} failed` }) : null)],
     [`${age}|${run.createdAt}`, () => h('td', { class: 'cell-age', title: dateTime(created), text: age })],
     [`${ms}|${running}`, () => h('td', { class: `num cell-duration${running ? ' is-live' : ''}`, text: duration(ms) })],
-  ];
-  cells.forEach(([sig, build], i) => {
-    const old = tr.children[i];
-    if (old && old.dataset.sig === sig) return;
-    const td = build();
-    td.dataset.sig = sig;
-    if (old) old.replaceWith(td);
-    else tr.append(td);
-  });
+  ]);
 }
 
 // progress is a small bar of done (green) and failed (red) steps.
@@ -305,16 +195,6 @@ function progress(done, failed, total) {
   ok.style.width = total ? `${(100 * done) / total}%` : '0';
   bad.style.width = total ? `${(100 * failed) / total}%` : '0';
   return h('span', { class: 'progress', role: 'img', 'aria-label': `${done} of ${total} steps done` }, ok, bad);
-}
-
-// mergeHead puts fresh, a new first page, in front of the rows of old that
-// come after it.
-function mergeHead(old, fresh) {
-  if (fresh.length === 0) return old;
-  const ids = new Set(fresh.map((r) => r.runId));
-  const last = old.findIndex((r) => r.runId === fresh[fresh.length - 1].runId);
-  const tail = (last >= 0 ? old.slice(last + 1) : old.slice(fresh.length)).filter((r) => !ids.has(r.runId));
-  return fresh.concat(tail);
 }
 
 function runHref(runId) {

@@ -1,15 +1,15 @@
 // The schedules list: GET /v1/schedules of the gateway, read through the
 // projector's gateway route, ordered by schedule id, with cursor
-// pagination, a refresh every 5 s while the tab is visible, and each
-// schedule's recent skipped fires on demand.
+// pagination and a refresh every 5 s while the tab is visible (the list
+// machinery is pagedlist.js), and each schedule's recent skipped fires on
+// demand.
 
-import { get, schedulesPath } from './api.js';
-import { h, icon, pill, replace } from './dom.js';
+import { schedulesPath } from './api.js';
+import { fillCells, h, icon, pill, replace } from './dom.js';
 import { dateTime, fromNow, parseTime, relativeTime, shortId } from './format.js';
+import { pagedList } from './pagedlist.js';
 
 const POLL_MS = 5000;
-const PAGE = 50;
-const MAX_PAGE = 200;
 const COLUMNS = 8;
 // The gateway's defaults (api.DefaultMaxCatchup, api.DefaultTimezone, and
 // skip for both policies), for a schedule that does not spell them out.
@@ -29,11 +29,7 @@ const SKIP_REASONS = [
 
 // mountSchedules draws the schedules list into root and returns {unmount}.
 export function mountSchedules(root, view) {
-  const state = { schedules: [], nextCursor: null, loaded: false };
-  const rows = new Map(); // scheduleId → {tr, detail, toggle}
   const expanded = new Set(); // scheduleIds whose recent skips are shown
-  const ac = new AbortController();
-  let timer = null;
 
   const summary = h('span', { class: 'muted small', testid: 'schedules-summary' });
   const tbody = h('tbody');
@@ -53,72 +49,41 @@ export function mountSchedules(root, view) {
     h('div', { class: 'card table-card' }, h('div', { class: 'table-scroll' }, table)),
     h('div', { class: 'list-foot' }, loadMore));
 
-  // refresh fetches the first page again, as many rows as are shown (up to
-  // 200). A complete answer (no nextCursor) replaces the list; otherwise the
-  // rows loaded beyond it with "Load more" stay behind it.
-  async function refresh() {
-    const limit = Math.min(Math.max(state.schedules.length, PAGE), MAX_PAGE);
-    try {
-      const res = await get(schedulesPath({ limit }), { signal: ac.signal });
-      const fresh = res.data?.schedules || [];
-      const cursor = res.data?.nextCursor || null;
-      const merged = cursor ? mergeHead(state.schedules, fresh) : fresh;
-      if (merged.length > fresh.length) {
-        state.schedules = merged; // Rows loaded beyond the first page stay, with their cursor.
-      } else {
-        state.schedules = fresh;
-        state.nextCursor = cursor;
-      }
-      state.loaded = true;
-      showError(null);
-      view.setLive('live');
-      draw();
-    } catch (err) {
-      if (ac.signal.aborted) return; // Unmounted, or a 401 that shows the sign-in form.
-      view.setLive('error');
-      showError(err);
-    }
-  }
+  const list = pagedList({
+    view, tbody, errorBox, loadMore,
+    path: schedulesPath,
+    field: 'schedules',
+    key: (sc) => sc.scheduleId,
+    noun: 'schedules',
+    pollMs: POLL_MS,
+    createRow: (sc) => scheduleRows(sc.scheduleId),
+    fillRow: (r, sc, now) => {
+      fillRow(r, sc, now);
+      fillSkips(r.detail, sc, now);
+      showSkips(r, sc.scheduleId);
+    },
+    dropRow: (r, scheduleId) => expanded.delete(scheduleId),
+    emptyRow,
+    onDraw({ items, nextCursor, loaded }) {
+      const n = items.length;
+      summary.textContent = loaded ? `${n}${nextCursor ? '+' : ''} ${n === 1 ? 'schedule' : 'schedules'}` : '';
+    },
+  });
 
-  async function more() {
-    if (!state.nextCursor) return;
-    loadMore.disabled = true;
-    try {
-      const res = await get(schedulesPath({ limit: PAGE, cursor: state.nextCursor }), { signal: ac.signal });
-      const known = new Set(state.schedules.map((sc) => sc.scheduleId));
-      state.schedules = state.schedules.concat((res.data?.schedules || []).filter((sc) => !known.has(sc.scheduleId)));
-      state.nextCursor = res.data?.nextCursor || null;
-      showError(null);
-      draw();
-    } catch (err) {
-      if (!ac.signal.aborted) showError(err);
-    } finally {
-      loadMore.disabled = false;
-    }
-  }
-
-  function showError(err) {
-    errorBox.hidden = !err;
-    if (err) replace(errorBox, icon('alert'), `Could not load schedules — ${err.describe ? err.describe() : err.message}. Retrying…`);
-  }
-
-  // row returns the rows of scheduleId, made on first use: the schedule's
-  // row, and the hidden row of its recent skips that its toggle shows.
-  function row(scheduleId) {
-    let r = rows.get(scheduleId);
-    if (r) return r;
+  // scheduleRows makes the rows of scheduleId: the schedule's row, and the
+  // hidden row of its recent skips that its toggle shows.
+  function scheduleRows(scheduleId) {
     const detail = h('tr', { class: 'schedule-skips', testid: 'schedule-skips', 'data-schedule-id': scheduleId, hidden: true });
     const toggle = h('button', {
       type: 'button', class: 'btn btn-ghost btn-sm skips-toggle', testid: 'schedule-skips-toggle', 'aria-expanded': 'false',
     });
     const tr = h('tr', { class: 'schedule-row', testid: 'schedule-row', 'data-schedule-id': scheduleId });
+    const r = { tr, detail, toggle, nodes: [tr, detail] };
     toggle.addEventListener('click', () => {
       if (expanded.has(scheduleId)) expanded.delete(scheduleId);
       else expanded.add(scheduleId);
       showSkips(r, scheduleId);
     });
-    r = { tr, detail, toggle };
-    rows.set(scheduleId, r);
     return r;
   }
 
@@ -130,65 +95,11 @@ export function mountSchedules(root, view) {
     r.tr.classList.toggle('is-open', open);
   }
 
-  function draw() {
-    const now = Date.now();
-    const wanted = [];
-    for (const sc of state.schedules) {
-      const r = row(sc.scheduleId);
-      fillRow(r, sc, now);
-      fillSkips(r.detail, sc, now);
-      showSkips(r, sc.scheduleId);
-      wanted.push(r.tr, r.detail);
-    }
-    const keep = new Set(state.schedules.map((sc) => sc.scheduleId));
-    for (const [id, r] of rows) {
-      if (!keep.has(id)) {
-        r.tr.remove();
-        r.detail.remove();
-        rows.delete(id);
-        expanded.delete(id);
-      }
-    }
-    tbody.querySelector('.empty-row')?.remove();
-    wanted.forEach((tr, i) => {
-      if (tbody.children[i] !== tr) tbody.insertBefore(tr, tbody.children[i] || null);
-    });
-    if (wanted.length === 0 && state.loaded) tbody.append(emptyRow());
-    loadMore.hidden = !state.nextCursor;
-    const n = state.schedules.length;
-    summary.textContent = state.loaded ? `${n}${state.nextCursor ? '+' : ''} ${n === 1 ? 'schedule' : 'schedules'}` : '';
-  }
-
-  loadMore.addEventListener('click', more);
-
-  // The poll loop: refresh, wait 5 s, again; paused while the tab is hidden.
-  async function tick() {
-    timer = null;
-    if (document.hidden) {
-      view.setLive('paused');
-      return; // onVisibility restarts it.
-    }
-    await refresh();
-    if (!ac.signal.aborted && !timer && !document.hidden) timer = setTimeout(tick, POLL_MS);
-  }
-  function restart() {
-    clearTimeout(timer);
-    timer = null;
-    tick();
-  }
-  function onVisibility() {
-    if (!document.hidden) restart();
-    else view.setLive('paused');
-  }
-  document.addEventListener('visibilitychange', onVisibility);
-  draw();
-  tick();
+  list.start();
 
   return {
     unmount() {
-      ac.abort();
-      clearTimeout(timer);
-      document.removeEventListener('visibilitychange', onVisibility);
+      list.stop();
     },
   };
 }
@@ -206,7 +117,7 @@ function fillRow({ tr, toggle }, sc, now) {
   toggle.hidden = skips === 0;
   toggle.title = `The ${skips} latest skip records`;
   if (toggle.textContent !== `Recent (${skips})`) replace(toggle, icon('chevron'), `Recent (${skips})`);
-  const cells = [
+  fillCells(tr, [
     [`${sc.scheduleId}|${sc.projectId}|${sc.environmentId}`, () => h('td', { class: 'cell-schedule' },
       h('span', { class: 'mono schedule-id', title: sc.scheduleId, text: sc.scheduleId }),
       h('div', { class: 'sub', text: [sc.projectId, sc.environmentId].filter(Boolean).join(' · ') }))],
@@ -245,15 +156,7 @@ function fillRow({ tr, toggle }, sc, now) {
             : null)
         : h('span', { class: 'muted', text: 'never' }))],
     [`${JSON.stringify(sc.skipped ?? null)}`, () => h('td', { class: 'cell-skipped', testid: 'schedule-skipped' }, skipped(sc.skipped), toggle)],
-  ];
-  cells.forEach(([sig, build], i) => {
-    const old = tr.children[i];
-    if (old && old.dataset.sig === sig) return;
-    const td = build();
-    td.dataset.sig = sig;
-    if (old) old.replaceWith(td);
-    else tr.append(td);
-  });
+  ]);
 }
 
 // policies renders the misfire and overlap policies as two chips; catchup
@@ -318,16 +221,6 @@ function fillSkips(detail, sc, now) {
 // attribute is the API's string.
 function fireTime(value) {
   return h('time', { class: 'fire-time', datetime: value, text: dateTime(value) });
-}
-
-// mergeHead puts fresh, a new first page, in front of the rows of old that
-// come after it.
-function mergeHead(old, fresh) {
-  if (fresh.length === 0) return old;
-  const ids = new Set(fresh.map((sc) => sc.scheduleId));
-  const last = old.findIndex((sc) => sc.scheduleId === fresh[fresh.length - 1].scheduleId);
-  const tail = (last >= 0 ? old.slice(last + 1) : old.slice(fresh.length)).filter((sc) => !ids.has(sc.scheduleId));
-  return fresh.concat(tail);
 }
 
 function runHref(runId) {
