@@ -2,22 +2,26 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/weftrun/weft/pkg/client"
 )
 
-// The CLI's commands (run, runs, signal) talk to a Weft deployment through
-// pkg/client: the gateway to start runs and send signals, the read API to
-// read them. They never open the database. docs/cli.md is the reference.
+// The CLI's commands (run, runs, signal, schedule, trigger) talk to a Weft
+// deployment through pkg/client: the gateway to start runs, send signals
+// and manage schedules and triggers, the read API to read runs. They never
+// open the database. docs/cli.md is the reference. Each is an apiCommand.
 
 // Defaults of the CLI's connection flags: the addresses `weft dev` listens
 // on, and where it keeps its token.
@@ -112,18 +116,170 @@ func (c *connFlags) format() (outputFormat, error) {
 	}
 }
 
-// parse parses args with f, requires the positional arguments names
-// (none when empty), and returns them with the -o format.
-func (c *connFlags) parse(f *flags, synopsis string, args []string, names ...string) ([]string, outputFormat, error) {
-	pos, err := f.parseArgs(args)
+// apiCommand is a CLI command that calls the Weft API: its flag set, with
+// the connection and output flags, and the synopsis its usage shows.
+// newAPICommand makes one; the command adds its own flags to it, calls
+// parse, then calls the API with callAPI or withClient.
+type apiCommand struct {
+	*flags
+	conn     *connFlags
+	synopsis string
+	stdout   io.Writer
+	format   outputFormat // -o, set by parse
+}
+
+// newAPICommand returns `weft <name>` with the connection and output
+// flags; -h prints synopsis, the flags and footer.
+func newAPICommand(env *environment, name, synopsis, footer string) *apiCommand {
+	f := newFlags(name, env)
+	f.setUsage(synopsis, footer)
+	return &apiCommand{flags: f, conn: addConnFlags(f), synopsis: synopsis, stdout: env.stdout}
+}
+
+// parse parses args, flags and positional arguments in any order, and
+// checks -o. It returns the positional arguments, which must be names
+// (none when empty); a wrong count is an error that shows the synopsis.
+func (a *apiCommand) parse(args []string, names ...string) ([]string, error) {
+	pos, err := a.parseArgs(args)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	if err := wantArgs(synopsis, pos, names...); err != nil {
-		return nil, "", err
+	if err := wantArgs(a.synopsis, pos, names...); err != nil {
+		return nil, err
 	}
-	format, err := c.format()
-	return pos, format, err
+	a.format, err = a.conn.format()
+	return pos, err
+}
+
+// withClient builds the client the connection flags name, calls do with
+// it, and releases it.
+func (a *apiCommand) withClient(do func(*cliClient) error) error {
+	c, err := a.conn.client()
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	return do(c)
+}
+
+// callAPI calls do with the command's client (withClient) and prints what
+// it returns in the -o format (printAs), for people with text. An error of
+// do is returned as "<what>: <error>", with a hint when it reached no
+// server at all (cliClient.explain).
+func callAPI[T any](a *apiCommand, what string, do func(*cliClient) (T, error), text func(io.Writer, T) error) error {
+	return a.withClient(func(c *cliClient) error {
+		v, err := do(c)
+		if err != nil {
+			return c.explain(fmt.Errorf("%s: %w", what, err))
+		}
+		return printAs(a.stdout, a.format, v, text)
+	})
+}
+
+// removeCommand is `weft <noun> rm <NOUN>_ID`: it deletes what del names,
+// then says so in text whatever -o says.
+func removeCommand(noun string, del func(c *cliClient, ctx context.Context, id string) error) func(context.Context, *environment, []string) error {
+	return func(ctx context.Context, env *environment, args []string) error {
+		arg := strings.ToUpper(noun) + "_ID"
+		cmd := newAPICommand(env, noun+" rm", "weft "+noun+" rm "+arg, "")
+		pos, err := cmd.parse(args, arg)
+		if err != nil {
+			return err
+		}
+		return cmd.withClient(func(c *cliClient) error {
+			if err := del(c, ctx, pos[0]); err != nil {
+				return c.explain(fmt.Errorf("delete %s %s: %w", noun, pos[0], err))
+			}
+			_, err := fmt.Fprintf(env.stdout, "Deleted %s %s.\n", noun, pos[0])
+			return err
+		})
+	}
+}
+
+// listCommand is `weft <noun> ls`: it reads one page with list and prints
+// it with text, which is given the page size for the command of the next
+// page, or as JSON under -o json.
+func listCommand[L any](noun string, list func(c *cliClient, ctx context.Context, p client.Page) (*L, error),
+	text func(w io.Writer, list *L, limit int) error) func(context.Context, *environment, []string) error {
+	return func(ctx context.Context, env *environment, args []string) error {
+		cmd := newAPICommand(env, noun+" ls", "weft "+noun+" ls [--limit N] [--cursor C] [-o json]", "")
+		var p client.Page
+		addPageFlags(cmd.flags, noun+"s", 50, &p.Limit, &p.Cursor)
+		if _, err := cmd.parse(args); err != nil {
+			return err
+		}
+		return callAPI(cmd, "list "+noun+"s", func(c *cliClient) (*L, error) {
+			return list(c, ctx, p)
+		}, func(w io.Writer, l *L) error {
+			return text(w, l, p.Limit)
+		})
+	}
+}
+
+// addPlanFileFlag adds -f and its long form --file, the plan file a
+// command sends, stored in p.
+func addPlanFileFlag(f *flags, p *string) {
+	f.StringVar(p, "f", "", "the plan file, YAML or JSON (required)")
+	f.StringVar(p, "file", "", "the plan file (same as -f)")
+}
+
+// whereFlags are the tenant, project and environment of what a command
+// creates.
+type whereFlags struct{ tenant, project, environment *string }
+
+// addWhereFlags adds --tenant, --project and --environment; of ends each
+// flag's name in its usage (" of the run").
+func addWhereFlags(f *flags, of string) whereFlags {
+	return whereFlags{
+		tenant:      f.string("tenant", "WEFT_TENANT", "tenant"+of+" (default "+devTenant+")"),
+		project:     f.string("project", "WEFT_PROJECT", "project"+of+" (default "+defaultProject+")"),
+		environment: f.string("environment", "WEFT_ENVIRONMENT", "environment"+of+" (default "+defaultEnvironment+")"),
+	}
+}
+
+// ids are the flags' values, each defaulting to the dev stack's.
+func (w whereFlags) ids() (tenant, project, environment string) {
+	return cmp.Or(*w.tenant, devTenant), cmp.Or(*w.project, defaultProject), cmp.Or(*w.environment, defaultEnvironment)
+}
+
+// addPageFlags adds --limit, with default def, and --cursor, which choose
+// the page of a list of noun ("runs"), stored in limit and cursor.
+func addPageFlags(f *flags, noun string, def int, limit *int, cursor *string) {
+	f.IntVar(limit, "limit", def, noun+" per page, 1 to 200")
+	f.StringVar(cursor, "cursor", "", "the page after the one that printed this cursor")
+}
+
+// commandGroup is `weft <name> <subcommand>`: it runs the one of subs
+// that its arguments start with; help, or a name it does not know, lists
+// subs.
+func commandGroup(name string, subs map[string]command) func(context.Context, *environment, []string) error {
+	return func(ctx context.Context, env *environment, args []string) error {
+		if len(args) > 0 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
+			subUsage(env.stdout, name, subs)
+			return nil
+		}
+		if len(args) == 0 {
+			subUsage(env.stderr, name, subs)
+			return fmt.Errorf("%s: name a command", name)
+		}
+		sub, ok := subs[args[0]]
+		if !ok {
+			subUsage(env.stderr, name, subs)
+			return fmt.Errorf("%s: unknown command %q", name, args[0])
+		}
+		return sub.run(ctx, env, args[1:])
+	}
+}
+
+// subUsage lists the subcommands of `weft <name>`.
+func subUsage(w io.Writer, name string, subs map[string]command) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Usage: weft %s <command> [flags]\n\nCommands:\n", name)
+	for _, sub := range slices.Sorted(maps.Keys(subs)) {
+		fmt.Fprintf(&b, "  %-8s %s\n", sub, subs[sub].summary)
+	}
+	fmt.Fprintf(&b, "\nRun 'weft %s <command> -h' for a command's flags. docs/cli.md has more.\n", name)
+	_, _ = io.WriteString(w, b.String()) // usage is best effort, as main's is
 }
 
 // cliClient is a client of the deployment the flags name, and the HTTP

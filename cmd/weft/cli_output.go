@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -46,6 +47,18 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// printAs writes v in format: as JSON (writeJSON), or for people with
+// text.
+func printAs[T any](w io.Writer, format outputFormat, v T, text func(io.Writer, T) error) error {
+	if format == outputJSON {
+		return writeJSON(w, v)
+	}
+	return text(w, v)
+}
+
+// printRunNow is printRun at the present time.
+func printRunNow(w io.Writer, v *api.RunView) error { return printRun(w, v, time.Now()) }
 
 // printRun writes a run's view for people: its identity and status, then
 // one row per step of its plan.
@@ -173,7 +186,8 @@ func shorten(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// printRunList writes one line per run, and how to get the next page.
+// printRunList writes one line per run, and nextPage, the command that
+// lists the next page, if there is one.
 func printRunList(w io.Writer, list *api.RunList, nextPage string) error {
 	tw := newTable(w)
 	tw.row("RUN\tPLAN\tSTATUS\tSTEPS\tCREATED\tDURATION\n")
@@ -192,15 +206,29 @@ func printRunList(w io.Writer, list *api.RunList, nextPage string) error {
 	if err := tw.flush(); err != nil {
 		return err
 	}
-	if len(list.Runs) == 0 {
-		_, err := fmt.Fprintln(w, "(no runs)")
-		return err
+	return printListEnd(w, len(list.Runs), "(no runs)", nextPage)
+}
+
+// printListEnd ends a list of n items: with empty when n is 0 and empty is
+// not "", else with "More: " and nextPage when there is a next page.
+func printListEnd(w io.Writer, n int, empty, nextPage string) error {
+	var err error
+	switch {
+	case n == 0 && empty != "":
+		_, err = fmt.Fprintln(w, empty)
+	case nextPage != "":
+		_, err = fmt.Fprintf(w, "More: %s\n", nextPage)
 	}
-	if nextPage != "" {
-		_, err := fmt.Fprintf(w, "More: %s\n", nextPage)
-		return err
+	return err
+}
+
+// pageCommand is the command that lists the page after cursor: words,
+// then --limit and --cursor; "" when there is no next page (no cursor).
+func pageCommand(cursor string, limit int, words ...string) string {
+	if cursor == "" {
+		return ""
 	}
-	return nil
+	return quoteArgs(append(words, "--limit", strconv.Itoa(limit), "--cursor", cursor))
 }
 
 // quoteArgs is args as a shell would need them, for a suggested command.

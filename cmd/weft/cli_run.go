@@ -1,16 +1,12 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/weftrun/weft/pkg/api"
@@ -29,86 +25,44 @@ func runSubcommands() map[string]command {
 	}
 }
 
-// runRun is `weft run <subcommand>`.
-func runRun(ctx context.Context, env *environment, args []string) error {
-	return subcommand(ctx, env, "run", runSubcommands(), args)
-}
-
-// subcommand runs the subcommand of `weft <name>` that args start with.
-func subcommand(ctx context.Context, env *environment, name string, subs map[string]command, args []string) error {
-	if len(args) > 0 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
-		subUsage(env.stdout, name, subs)
-		return nil
-	}
-	if len(args) == 0 {
-		subUsage(env.stderr, name, subs)
-		return fmt.Errorf("%s: name a command", name)
-	}
-	sub, ok := subs[args[0]]
-	if !ok {
-		subUsage(env.stderr, name, subs)
-		return fmt.Errorf("%s: unknown command %q", name, args[0])
-	}
-	return sub.run(ctx, env, args[1:])
-}
-
-// subUsage lists the subcommands of `weft <name>`.
-func subUsage(w io.Writer, name string, subs map[string]command) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Usage: weft %s <command> [flags]\n\nCommands:\n", name)
-	for _, sub := range slices.Sorted(maps.Keys(subs)) {
-		fmt.Fprintf(&b, "  %-8s %s\n", sub, subs[sub].summary)
-	}
-	fmt.Fprintf(&b, "\nRun 'weft %s <command> -h' for a command's flags. docs/cli.md has more.\n", name)
-	_, _ = io.WriteString(w, b.String()) // usage is best effort, as main's is
-}
-
 const startSynopsis = "weft run start -f PLAN_FILE [--input JSON] [--wait [--timeout D]] [--run-request-id ID] [-o json]"
 
 // runStart is `weft run start`.
 func runStart(ctx context.Context, env *environment, args []string) error {
-	f := newFlags("run start", env)
-	conn := addConnFlags(f)
+	cmd := newAPICommand(env, "run start", startSynopsis, exitCodesHelp)
 	var sf startFlags
-	f.StringVar(&sf.file, "f", "", "the plan file, YAML or JSON (required)")
-	f.StringVar(&sf.file, "file", "", "the plan file (same as -f)")
-	f.StringVar(&sf.input, "input", "", "the run's input, a JSON document")
-	f.StringVar(&sf.runRequestID, "run-request-id", "", "your id for this start: repeating it starts no second run (default: a fresh id)")
-	wait := f.Bool("wait", false, "follow the run's progress until it ends, and exit with its outcome")
-	timeout := f.Duration("timeout", 0, "with --wait: stop waiting after this long and exit 4 (default: wait as long as the run takes)")
-	sf.tenant = f.string("tenant", "WEFT_TENANT", "tenant of the run (default "+devTenant+")")
-	sf.project = f.string("project", "WEFT_PROJECT", "project of the run (default "+defaultProject+")")
-	sf.environment = f.string("environment", "WEFT_ENVIRONMENT", "environment of the run (default "+defaultEnvironment+")")
-	f.setUsage(startSynopsis, exitCodesHelp)
-	_, format, err := conn.parse(f, startSynopsis, args)
-	if err != nil {
+	addPlanFileFlag(cmd.flags, &sf.file)
+	cmd.StringVar(&sf.input, "input", "", "the run's input, a JSON document")
+	cmd.StringVar(&sf.runRequestID, "run-request-id", "", "your id for this start: repeating it starts no second run (default: a fresh id)")
+	wait := cmd.Bool("wait", false, "follow the run's progress until it ends, and exit with its outcome")
+	timeout := cmd.Duration("timeout", 0, "with --wait: stop waiting after this long and exit 4 (default: wait as long as the run takes)")
+	sf.where = addWhereFlags(cmd.flags, " of the run")
+	if _, err := cmd.parse(args); err != nil {
 		return err
 	}
 	req, err := sf.request()
 	if err != nil {
 		return err
 	}
-	c, err := conn.client()
-	if err != nil {
-		return err
-	}
-	defer c.close()
-	res, err := c.StartRun(ctx, req)
-	if err != nil {
-		return c.explain(fmt.Errorf("start a run of %s: %w", sf.file, err))
-	}
-	if !*wait {
-		return printStarted(env.stdout, format, req, res, false)
-	}
-	if format == outputText { // under -o json, stdout carries the final view alone
-		if err := printStarted(env.stdout, format, req, res, true); err != nil {
-			return err
+	return cmd.withClient(func(c *cliClient) error {
+		res, err := c.StartRun(ctx, req)
+		if err != nil {
+			return c.explain(fmt.Errorf("start a run of %s: %w", sf.file, err))
 		}
-	}
-	return watchToEnd(ctx, env, c, res.RunID, nil, format, *timeout)
+		if !*wait {
+			return printStarted(env.stdout, cmd.format, req, res, false)
+		}
+		if cmd.format == outputText { // under -o json, stdout carries the final view alone
+			if err := printStarted(env.stdout, cmd.format, req, res, true); err != nil {
+				return err
+			}
+		}
+		return watchToEnd(ctx, env, c, res.RunID, nil, cmd.format, *timeout)
+	})
 }
 
-// Defaults of the run's identity in `weft run start`, the dev stack's.
+// Defaults of the identity of what `weft run start`, `schedule create` and
+// `trigger create` make: the dev stack's.
 const (
 	defaultProject     = "default"
 	defaultEnvironment = "dev"
@@ -116,8 +70,8 @@ const (
 
 // startFlags are the flags of `weft run start` that make its request.
 type startFlags struct {
-	file, input, runRequestID    string
-	tenant, project, environment *string
+	file, input, runRequestID string
+	where                     whereFlags
 }
 
 // request reads and checks the plan file and the input, and builds the
@@ -130,16 +84,12 @@ func (sf startFlags) request() (api.StartRunRequest, error) {
 	if err != nil {
 		return api.StartRunRequest{}, err
 	}
-	req := api.StartRunRequest{
-		TenantID: cmp.Or(*sf.tenant, devTenant), ProjectID: cmp.Or(*sf.project, defaultProject),
-		EnvironmentID: cmp.Or(*sf.environment, defaultEnvironment),
-		PlanID:        p.PlanID, PlanVersion: p.PlanVersion, RunRequestID: sf.runRequestID, Plan: doc,
+	input, err := jsonArg("--input", sf.input)
+	if err != nil {
+		return api.StartRunRequest{}, err
 	}
-	if sf.input != "" {
-		if req.Input, err = jsonArg("--input", sf.input); err != nil {
-			return api.StartRunRequest{}, err
-		}
-	}
+	req := api.StartRunRequest{PlanID: p.PlanID, PlanVersion: p.PlanVersion, RunRequestID: sf.runRequestID, Plan: doc, Input: input}
+	req.TenantID, req.ProjectID, req.EnvironmentID = sf.where.ids()
 	return req, nil
 }
 
@@ -174,8 +124,12 @@ func planError(file string, err error) error {
 	return errors.New(msg)
 }
 
-// jsonArg checks that the flag's value is one JSON document.
+// jsonArg checks that the flag's value is one JSON document; an empty
+// value, the flag not given, is none (nil).
 func jsonArg(flagName, value string) (json.RawMessage, error) {
+	if value == "" {
+		return nil, nil
+	}
 	var v any
 	if err := json.Unmarshal([]byte(value), &v); err != nil {
 		return nil, fmt.Errorf("%s is not JSON: %w (quote it for the shell: %s '{\"key\": \"value\"}')", flagName, err, flagName)
@@ -186,20 +140,19 @@ func jsonArg(flagName, value string) (json.RawMessage, error) {
 // printStarted reports a start; unless waiting, it says how to follow the
 // run.
 func printStarted(w io.Writer, format outputFormat, req api.StartRunRequest, res *api.StartRunResult, waiting bool) error {
-	if format == outputJSON {
-		return writeJSON(w, res)
-	}
-	var err error
-	if res.Duplicate {
-		_, err = fmt.Fprintf(w, "Run %s was already started for run request %s (status %s); nothing new was started.\n",
-			res.RunID, res.RunRequestID, res.Status)
-	} else {
-		_, err = fmt.Fprintf(w, "Started run %s of plan %s %s.\n", res.RunID, req.PlanID, req.PlanVersion)
-	}
-	if err == nil && !waiting {
-		_, err = fmt.Fprintf(w, "Follow it: weft run watch %s\n", res.RunID)
-	}
-	return err
+	return printAs(w, format, res, func(w io.Writer, res *api.StartRunResult) error {
+		var err error
+		if res.Duplicate {
+			_, err = fmt.Fprintf(w, "Run %s was already started for run request %s (status %s); nothing new was started.\n",
+				res.RunID, res.RunRequestID, res.Status)
+		} else {
+			_, err = fmt.Fprintf(w, "Started run %s of plan %s %s.\n", res.RunID, req.PlanID, req.PlanVersion)
+		}
+		if err == nil && !waiting {
+			_, err = fmt.Fprintf(w, "Follow it: weft run watch %s\n", res.RunID)
+		}
+		return err
+	})
 }
 
 const getSynopsis = "weft run get RUN_ID [-o json]"
@@ -211,10 +164,7 @@ func runGet(ctx context.Context, env *environment, args []string) error {
 		if err != nil {
 			return err
 		}
-		if format == outputJSON {
-			return writeJSON(env.stdout, v)
-		}
-		return printRun(env.stdout, v, time.Now())
+		return printAs(env.stdout, format, v, printRunNow)
 	})
 }
 
@@ -234,22 +184,15 @@ func getRun(ctx context.Context, c *cliClient, runID string) (*api.RunView, erro
 // client and calls do. extra adds the command's own flags.
 func withRun(env *environment, name, synopsis, footer string, args []string,
 	do func(c *cliClient, format outputFormat, runID string) error, extra ...func(*flags)) error {
-	f := newFlags(name, env)
-	conn := addConnFlags(f)
+	cmd := newAPICommand(env, name, synopsis, footer)
 	for _, add := range extra {
-		add(f)
+		add(cmd.flags)
 	}
-	f.setUsage(synopsis, footer)
-	pos, format, err := conn.parse(f, synopsis, args, "RUN_ID")
+	pos, err := cmd.parse(args, "RUN_ID")
 	if err != nil {
 		return err
 	}
-	c, err := conn.client()
-	if err != nil {
-		return err
-	}
-	defer c.close()
-	return do(c, format, pos[0])
+	return cmd.withClient(func(c *cliClient) error { return do(c, cmd.format, pos[0]) })
 }
 
 const watchSynopsis = "weft run watch RUN_ID [--timeout D] [-o json]"
@@ -304,13 +247,12 @@ func watchToEnd(ctx context.Context, env *environment, c *cliClient, runID strin
 
 // printFinal prints the run's view once the wait is over.
 func printFinal(w io.Writer, format outputFormat, v *api.RunView) error {
-	if format == outputJSON {
-		return writeJSON(w, v)
-	}
-	if _, err := fmt.Fprintln(w); err != nil {
-		return err
-	}
-	return printRun(w, v, time.Now())
+	return printAs(w, format, v, func(w io.Writer, v *api.RunView) error {
+		if _, err := fmt.Fprintln(w); err != nil {
+			return err
+		}
+		return printRunNow(w, v)
+	})
 }
 
 // outcome is nil for a COMPLETED run and the *codeError of its exit code
@@ -343,10 +285,9 @@ func runEvents(ctx context.Context, env *environment, args []string) error {
 		if err != nil {
 			return err
 		}
-		if format == outputJSON {
-			return writeJSON(env.stdout, page)
-		}
-		return printEvents(env.stdout, page.Events)
+		return printAs(env.stdout, format, page, func(w io.Writer, page *api.EventPage) error {
+			return printEvents(w, page.Events)
+		})
 	}, func(f *flags) {
 		f.Int64Var(&after, "after-seq", 0, "list the events after this runSeq")
 	})

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
+	"io"
 	"strings"
 
 	"github.com/weftrun/weft/pkg/api"
@@ -15,11 +15,6 @@ func runsSubcommands() map[string]command {
 	return map[string]command{
 		"ls": {"list runs, newest first", runsList},
 	}
-}
-
-// runRuns is `weft runs <subcommand>`.
-func runRuns(ctx context.Context, env *environment, args []string) error {
-	return subcommand(ctx, env, "runs", runsSubcommands(), args)
 }
 
 const lsSynopsis = "weft runs ls [--status S[,S…]] [--plan PLAN_ID] [--limit N] [--cursor C] [-o json]"
@@ -41,44 +36,30 @@ func (s *statusList) Set(v string) error {
 
 // runsList is `weft runs ls`: one page of runs.
 func runsList(ctx context.Context, env *environment, args []string) error {
-	f := newFlags("runs ls", env)
-	conn := addConnFlags(f)
+	cmd := newAPICommand(env, "runs ls", lsSynopsis, "")
 	var filter client.RunFilter
 	var statuses statusList
-	f.Var(&statuses, "status", "keep runs of these statuses: PENDING APPROVED RUNNING PAUSED COMPLETED FAILED CANCELLED, or STALE; repeatable or comma-separated")
-	f.StringVar(&filter.PlanID, "plan", "", "keep runs of this plan id")
-	f.IntVar(&filter.Limit, "limit", 20, "runs per page, 1 to 200")
-	f.StringVar(&filter.Cursor, "cursor", "", "the page after the one that printed this cursor")
-	f.setUsage(lsSynopsis, "")
-	_, format, err := conn.parse(f, lsSynopsis, args)
-	if err != nil {
+	cmd.Var(&statuses, "status", "keep runs of these statuses: PENDING APPROVED RUNNING PAUSED COMPLETED FAILED CANCELLED, or STALE; repeatable or comma-separated")
+	cmd.StringVar(&filter.PlanID, "plan", "", "keep runs of this plan id")
+	addPageFlags(cmd.flags, "runs", 20, &filter.Limit, &filter.Cursor)
+	if _, err := cmd.parse(args); err != nil {
 		return err
 	}
 	filter.Status = statuses
-	c, err := conn.client()
-	if err != nil {
-		return err
-	}
-	defer c.close()
-	list, err := c.ListRuns(ctx, filter)
-	if err != nil {
-		return c.explain(fmt.Errorf("list runs: %w", err))
-	}
-	if format == outputJSON {
-		if list.Runs == nil {
-			list.Runs = []api.RunSummary{}
+	return callAPI(cmd, "list runs", func(c *cliClient) (*api.RunList, error) {
+		list, err := c.ListRuns(ctx, filter)
+		if list != nil && list.Runs == nil {
+			list.Runs = []api.RunSummary{} // -o json lists no runs as [], not null
 		}
-		return writeJSON(env.stdout, list)
-	}
-	return printRunList(env.stdout, list, nextPageCommand(filter, list.NextCursor))
+		return list, err
+	}, func(w io.Writer, list *api.RunList) error {
+		return printRunList(w, list, nextPageCommand(filter, list.NextCursor))
+	})
 }
 
 // nextPageCommand is the command that lists the page after this one, with
 // the same filter; "" on the last page.
 func nextPageCommand(f client.RunFilter, cursor string) string {
-	if cursor == "" {
-		return ""
-	}
 	next := []string{"weft", "runs", "ls"}
 	if len(f.Status) > 0 {
 		next = append(next, "--status", strings.Join(f.Status, ","))
@@ -86,7 +67,7 @@ func nextPageCommand(f client.RunFilter, cursor string) string {
 	if f.PlanID != "" {
 		next = append(next, "--plan", f.PlanID)
 	}
-	return quoteArgs(append(next, "--limit", strconv.Itoa(f.Limit), "--cursor", cursor))
+	return pageCommand(cursor, f.Limit, next...)
 }
 
 const signalSynopsis = "weft signal RUN_ID NAME [--payload JSON] [--signal-id ID] [-o json]"
@@ -100,38 +81,30 @@ waits: check with 'weft run get RUN_ID' that it is RUNNING first.
 
 // runSignal is `weft signal`: send a signal to a run through the gateway.
 func runSignal(ctx context.Context, env *environment, args []string) error {
-	f := newFlags("signal", env)
-	conn := addConnFlags(f)
+	cmd := newAPICommand(env, "signal", signalSynopsis, signalHelp)
 	var req api.SignalRequest
-	payload := f.String("payload", "", "the signal's payload, a JSON document")
-	f.StringVar(&req.SignalID, "signal-id", "", "your id for this signal: repeating it sends it once (default: a fresh id)")
-	f.setUsage(signalSynopsis, signalHelp)
-	pos, format, err := conn.parse(f, signalSynopsis, args, "RUN_ID", "NAME")
+	payload := cmd.String("payload", "", "the signal's payload, a JSON document")
+	cmd.StringVar(&req.SignalID, "signal-id", "", "your id for this signal: repeating it sends it once (default: a fresh id)")
+	pos, err := cmd.parse(args, "RUN_ID", "NAME")
 	if err != nil {
 		return err
 	}
 	runID := pos[0]
 	req.SignalName = pos[1]
-	if *payload != "" {
-		if req.Payload, err = jsonArg("--payload", *payload); err != nil {
-			return err
-		}
-	}
-	c, err := conn.client()
-	if err != nil {
+	if req.Payload, err = jsonArg("--payload", *payload); err != nil {
 		return err
 	}
-	defer c.close()
-	res, err := c.Signal(ctx, runID, req)
-	if client.IsCode(err, api.CodeNotFound) {
-		return fmt.Errorf("no run %s: the gateway at %s does not know it", runID, c.apiURL)
-	}
-	if err != nil {
-		return c.explain(fmt.Errorf("signal %s to run %s: %w", req.SignalName, runID, err))
-	}
-	if format == outputJSON {
-		return writeJSON(env.stdout, res)
-	}
-	_, err = fmt.Fprintf(env.stdout, "Signal %s accepted for run %s (signal id %s).\n", res.SignalName, res.WorkflowID, res.SignalID)
-	return err
+	return cmd.withClient(func(c *cliClient) error {
+		res, err := c.Signal(ctx, runID, req)
+		if client.IsCode(err, api.CodeNotFound) {
+			return fmt.Errorf("no run %s: the gateway at %s does not know it", runID, c.apiURL)
+		}
+		if err != nil {
+			return c.explain(fmt.Errorf("signal %s to run %s: %w", req.SignalName, runID, err))
+		}
+		return printAs(env.stdout, cmd.format, res, func(w io.Writer, res *api.AcceptedSignalResult) error {
+			_, err := fmt.Fprintf(w, "Signal %s accepted for run %s (signal id %s).\n", res.SignalName, res.WorkflowID, res.SignalID)
+			return err
+		})
+	})
 }

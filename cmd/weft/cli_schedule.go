@@ -5,32 +5,21 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
 	"time"
 
 	"github.com/weftrun/weft/pkg/api"
-	"github.com/weftrun/weft/pkg/client"
 )
 
 // scheduleSubcommands are the subcommands of `weft schedule`.
 func scheduleSubcommands() map[string]command {
 	return map[string]command{
 		"create": {"create a schedule: a plan file started at the fire times of a cron expression", scheduleCreate},
-		"ls":     {"list schedules", scheduleList},
-		"get":    {"show a schedule: its next fire, last run and what it skipped", scheduleGet},
-		"pause": {"stop a schedule from firing", func(ctx context.Context, env *environment, args []string) error {
-			return schedulePauseResume(ctx, env, args, true)
-		}},
-		"resume": {"let a paused schedule fire again", func(ctx context.Context, env *environment, args []string) error {
-			return schedulePauseResume(ctx, env, args, false)
-		}},
-		"rm": {"delete a schedule (its runs go on)", scheduleRemove},
+		"ls":     {"list schedules", listCommand("schedule", (*cliClient).ListSchedules, printScheduleList)},
+		"get":    {"show a schedule: its next fire, last run and what it skipped", scheduleCommand("get", (*cliClient).GetSchedule, printSchedule)},
+		"pause":  {"stop a schedule from firing", scheduleCommand("pause", (*cliClient).PauseSchedule, printScheduleState)},
+		"resume": {"let a paused schedule fire again", scheduleCommand("resume", (*cliClient).ResumeSchedule, printScheduleState)},
+		"rm":     {"delete a schedule (its runs go on)", removeCommand("schedule", (*cliClient).DeleteSchedule)},
 	}
-}
-
-// runSchedule is `weft schedule <subcommand>`.
-func runSchedule(ctx context.Context, env *environment, args []string) error {
-	return subcommand(ctx, env, "schedule", scheduleSubcommands(), args)
 }
 
 const scheduleCreateSynopsis = "weft schedule create -f PLAN_FILE --cron EXPR [--timezone TZ] [--id ID] [--input JSON] " +
@@ -50,23 +39,20 @@ anyway, cancel-previous sends that run CANCEL first. docs/schedules.md.
 
 // scheduleCreate is `weft schedule create`.
 func scheduleCreate(ctx context.Context, env *environment, args []string) error {
-	f := newFlags("schedule create", env)
-	conn := addConnFlags(f)
+	cmd := newAPICommand(env, "schedule create", scheduleCreateSynopsis, scheduleHelp)
 	var req api.ScheduleRequest
 	var file, input string
-	paused := f.Bool("paused", false, "create it paused")
-	f.StringVar(&file, "f", "", "the plan file, YAML or JSON (required)")
-	f.StringVar(&file, "file", "", "the plan file (same as -f)")
-	f.StringVar(&req.Cron, "cron", "", "the cron expression, five fields (required)")
-	f.StringVar(&req.Timezone, "timezone", "", "the IANA timezone of the expression (default UTC)")
-	f.StringVar(&req.ScheduleID, "id", "", "the schedule's id: repeating the command creates it once (default: a fresh id)")
-	f.StringVar(&input, "input", "", "the input of every run, a JSON document")
-	f.StringVar(&req.MisfirePolicy, "misfire", "", "misfire policy: skip, catchup or compress (default skip)")
-	f.IntVar(&req.MaxCatchup, "max-catchup", 0, "with --misfire catchup: the most missed fire times replayed (default 10)")
-	f.StringVar(&req.OverlapPolicy, "overlap", "", "overlap policy: skip, buffer-one, allow or cancel-previous (default skip)")
-	where := addWhereFlags(f)
-	f.setUsage(scheduleCreateSynopsis, scheduleHelp)
-	_, format, err := conn.parse(f, scheduleCreateSynopsis, args)
+	paused := cmd.Bool("paused", false, "create it paused")
+	addPlanFileFlag(cmd.flags, &file)
+	cmd.StringVar(&req.Cron, "cron", "", "the cron expression, five fields (required)")
+	cmd.StringVar(&req.Timezone, "timezone", "", "the IANA timezone of the expression (default UTC)")
+	cmd.StringVar(&req.ScheduleID, "id", "", "the schedule's id: repeating the command creates it once (default: a fresh id)")
+	cmd.StringVar(&input, "input", "", "the input of every run, a JSON document")
+	cmd.StringVar(&req.MisfirePolicy, "misfire", "", "misfire policy: skip, catchup or compress (default skip)")
+	cmd.IntVar(&req.MaxCatchup, "max-catchup", 0, "with --misfire catchup: the most missed fire times replayed (default 10)")
+	cmd.StringVar(&req.OverlapPolicy, "overlap", "", "overlap policy: skip, buffer-one, allow or cancel-previous (default skip)")
+	where := addWhereFlags(cmd.flags, "")
+	_, err := cmd.parse(args)
 	if err != nil {
 		return err
 	}
@@ -76,79 +62,24 @@ func scheduleCreate(ctx context.Context, env *environment, args []string) error 
 	if _, req.Plan, err = readPlanFile(file); err != nil {
 		return err
 	}
-	if input != "" {
-		if req.Input, err = jsonArg("--input", input); err != nil {
-			return err
-		}
+	if req.Input, err = jsonArg("--input", input); err != nil {
+		return err
 	}
 	req.TenantID, req.ProjectID, req.EnvironmentID = where.ids()
 	if *paused {
 		req.Paused = paused
 	}
-	c, err := conn.client()
-	if err != nil {
+	return callAPI(cmd, "create a schedule of "+file, func(c *cliClient) (*api.Schedule, error) {
+		return c.CreateSchedule(ctx, req)
+	}, func(w io.Writer, s *api.Schedule) error {
+		_, err := fmt.Fprintf(w, "Schedule %s: %q in %s starts plan %s %s; next fire %s.\n",
+			s.ScheduleID, s.Cron, s.Timezone, s.PlanID, s.PlanVersion, fireTime(s.NextFireAt))
 		return err
-	}
-	defer c.close()
-	s, err := c.CreateSchedule(ctx, req)
-	if err != nil {
-		return c.explain(fmt.Errorf("create a schedule of %s: %w", file, err))
-	}
-	if format == outputJSON {
-		return writeJSON(env.stdout, s)
-	}
-	_, err = fmt.Fprintf(env.stdout, "Schedule %s: %q in %s starts plan %s %s; next fire %s.\n",
-		s.ScheduleID, s.Cron, s.Timezone, s.PlanID, s.PlanVersion, fireTime(s.NextFireAt))
-	return err
+	})
 }
 
-// whereFlags are the tenant, project and environment of what a command
-// creates.
-type whereFlags struct{ tenant, project, environment *string }
-
-func addWhereFlags(f *flags) whereFlags {
-	return whereFlags{
-		tenant:      f.string("tenant", "WEFT_TENANT", "tenant (default "+devTenant+")"),
-		project:     f.string("project", "WEFT_PROJECT", "project (default "+defaultProject+")"),
-		environment: f.string("environment", "WEFT_ENVIRONMENT", "environment (default "+defaultEnvironment+")"),
-	}
-}
-
-func (w whereFlags) ids() (tenant, project, environment string) {
-	return cmp.Or(*w.tenant, devTenant), cmp.Or(*w.project, defaultProject), cmp.Or(*w.environment, defaultEnvironment)
-}
-
-const scheduleListSynopsis = "weft schedule ls [--limit N] [--cursor C] [-o json]"
-
-// scheduleList is `weft schedule ls`.
-func scheduleList(ctx context.Context, env *environment, args []string) error {
-	f := newFlags("schedule ls", env)
-	conn := addConnFlags(f)
-	var p client.Page
-	f.IntVar(&p.Limit, "limit", 50, "schedules per page, 1 to 200")
-	f.StringVar(&p.Cursor, "cursor", "", "the page after the one that printed this cursor")
-	f.setUsage(scheduleListSynopsis, "")
-	_, format, err := conn.parse(f, scheduleListSynopsis, args)
-	if err != nil {
-		return err
-	}
-	c, err := conn.client()
-	if err != nil {
-		return err
-	}
-	defer c.close()
-	list, err := c.ListSchedules(ctx, p)
-	if err != nil {
-		return c.explain(fmt.Errorf("list schedules: %w", err))
-	}
-	if format == outputJSON {
-		return writeJSON(env.stdout, list)
-	}
-	return printScheduleList(env.stdout, list, p.Limit)
-}
-
-// printScheduleList writes one line per schedule, and how to get the next
-// page.
+// printScheduleList writes one line per schedule, and the command that lists
+// the next page of limit schedules, if there is one.
 func printScheduleList(w io.Writer, list *api.ScheduleList, limit int) error {
 	tw := newTable(w)
 	tw.row("SCHEDULE\tCRON\tTIMEZONE\tPLAN\tSTATE\tNEXT FIRE\tLAST RUN\tSKIPPED\n")
@@ -159,89 +90,30 @@ func printScheduleList(w io.Writer, list *api.ScheduleList, limit int) error {
 	if err := tw.flush(); err != nil {
 		return err
 	}
-	if len(list.Schedules) == 0 {
-		_, err := fmt.Fprintln(w, "(no schedules)")
-		return err
-	}
-	if list.NextCursor != "" {
-		_, err := fmt.Fprintf(w, "More: %s\n",
-			quoteArgs([]string{"weft", "schedule", "ls", "--limit", strconv.Itoa(limit), "--cursor", list.NextCursor}))
-		return err
-	}
-	return nil
+	return printListEnd(w, len(list.Schedules), "(no schedules)", pageCommand(list.NextCursor, limit, "weft", "schedule", "ls"))
 }
 
-const scheduleGetSynopsis = "weft schedule get SCHEDULE_ID [-o json]"
-
-// scheduleGet is `weft schedule get`.
-func scheduleGet(ctx context.Context, env *environment, args []string) error {
-	return withSchedule(env, "schedule get", scheduleGetSynopsis, args, func(c *cliClient, id string) (*api.Schedule, error) {
-		return c.GetSchedule(ctx, id)
-	}, printSchedule)
+// scheduleCommand is `weft schedule <name> SCHEDULE_ID`: it calls do on
+// the schedule and prints the schedule do returns with text, or as JSON
+// under -o json.
+func scheduleCommand(name string, do func(c *cliClient, ctx context.Context, id string) (*api.Schedule, error),
+	text func(io.Writer, *api.Schedule) error) func(context.Context, *environment, []string) error {
+	return func(ctx context.Context, env *environment, args []string) error {
+		cmd := newAPICommand(env, "schedule "+name, "weft schedule "+name+" SCHEDULE_ID [-o json]", "")
+		pos, err := cmd.parse(args, "SCHEDULE_ID")
+		if err != nil {
+			return err
+		}
+		return callAPI(cmd, "schedule "+name+" "+pos[0], func(c *cliClient) (*api.Schedule, error) {
+			return do(c, ctx, pos[0])
+		}, text)
+	}
 }
 
-// schedulePauseResume is `weft schedule pause` and `weft schedule resume`.
-func schedulePauseResume(ctx context.Context, env *environment, args []string, pause bool) error {
-	name, do := "resume", (*cliClient).ResumeSchedule
-	if pause {
-		name, do = "pause", (*cliClient).PauseSchedule
-	}
-	synopsis := "weft schedule " + name + " SCHEDULE_ID [-o json]"
-	return withSchedule(env, "schedule "+name, synopsis, args, func(c *cliClient, id string) (*api.Schedule, error) {
-		return do(c, ctx, id)
-	}, func(w io.Writer, s *api.Schedule) error {
-		_, err := fmt.Fprintf(w, "Schedule %s is %s; next fire %s.\n", s.ScheduleID, scheduleState(*s), fireTime(s.NextFireAt))
-		return err
-	})
-}
-
-const scheduleRemoveSynopsis = "weft schedule rm SCHEDULE_ID"
-
-// scheduleRemove is `weft schedule rm`.
-func scheduleRemove(ctx context.Context, env *environment, args []string) error {
-	f := newFlags("schedule rm", env)
-	conn := addConnFlags(f)
-	f.setUsage(scheduleRemoveSynopsis, "")
-	pos, _, err := conn.parse(f, scheduleRemoveSynopsis, args, "SCHEDULE_ID")
-	if err != nil {
-		return err
-	}
-	c, err := conn.client()
-	if err != nil {
-		return err
-	}
-	defer c.close()
-	if err := c.DeleteSchedule(ctx, pos[0]); err != nil {
-		return c.explain(fmt.Errorf("delete schedule %s: %w", pos[0], err))
-	}
-	_, err = fmt.Fprintf(env.stdout, "Deleted schedule %s.\n", pos[0])
+// printScheduleState says whether a schedule is paused, and its next fire.
+func printScheduleState(w io.Writer, s *api.Schedule) error {
+	_, err := fmt.Fprintf(w, "Schedule %s is %s; next fire %s.\n", s.ScheduleID, scheduleState(*s), fireTime(s.NextFireAt))
 	return err
-}
-
-// withSchedule parses a command that takes a schedule id, calls do and
-// prints its schedule with print (or as JSON under -o json).
-func withSchedule(env *environment, name, synopsis string, args []string,
-	do func(*cliClient, string) (*api.Schedule, error), print func(io.Writer, *api.Schedule) error) error {
-	f := newFlags(name, env)
-	conn := addConnFlags(f)
-	f.setUsage(synopsis, "")
-	pos, format, err := conn.parse(f, synopsis, args, "SCHEDULE_ID")
-	if err != nil {
-		return err
-	}
-	c, err := conn.client()
-	if err != nil {
-		return err
-	}
-	defer c.close()
-	s, err := do(c, pos[0])
-	if err != nil {
-		return c.explain(fmt.Errorf("%s %s: %w", name, pos[0], err))
-	}
-	if format == outputJSON {
-		return writeJSON(env.stdout, s)
-	}
-	return print(env.stdout, s)
 }
 
 // printSchedule writes a schedule for people, with what it skipped.

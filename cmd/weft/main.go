@@ -45,11 +45,11 @@ func commands() map[string]command {
 		"migrate":   {"apply the Postgres schema (with --nats-url, also create the streams)", runMigrate},
 		"projector": {"run the snapshot projector with the read API and the web UI", runProjector},
 		"relay":     {"run the outbox relay (Postgres outbox to JetStream)", runRelay},
-		"run":       {"start, show, watch a run, or list its events (docs/cli.md)", runRun},
-		"runs":      {"list runs (runs ls)", runRuns},
-		"schedule":  {"create, list, show, pause, resume or delete schedules (docs/schedules.md)", runSchedule},
+		"run":       {"start, show, watch a run, or list its events (docs/cli.md)", commandGroup("run", runSubcommands())},
+		"runs":      {"list runs (runs ls)", commandGroup("runs", runsSubcommands())},
+		"schedule":  {"create, list, show, pause, resume or delete schedules (docs/schedules.md)", commandGroup("schedule", scheduleSubcommands())},
 		"signal":    {"send a signal to a run: PAUSE, RESUME, CANCEL, RETRY_STEP or a step's", runSignal},
-		"trigger":   {"create, list or delete event triggers, or send one an event", runTrigger},
+		"trigger":   {"create, list or delete event triggers, or send one an event", commandGroup("trigger", triggerSubcommands())},
 		"version":   {"print the version", runVersion},
 	}
 }

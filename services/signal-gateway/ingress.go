@@ -93,17 +93,8 @@ func (s *Service) natsRunStart(ctx context.Context, m *nats.Msg) (any, int, erro
 }
 
 func (s *Service) natsSignalSend(ctx context.Context, m *nats.Msg) (any, int, error) {
-	runID, ok := strings.CutPrefix(m.Subject, streams.SignalSubjectPrefix+".")
-	if !ok || strings.Contains(runID, ".") {
-		return nil, 0, &intake.Error{Code: api.CodeInvalidArgument,
-			Message: fmt.Sprintf("subject %q is not %s.<runId>: the run id is one token", m.Subject, streams.SignalSubjectPrefix)}
-	}
-	p, err := s.natsAdmit(m)
+	runID, p, b, err := natsAdmitTo[signalBody](s, m, streams.SignalSubjectPrefix, "run")
 	if err != nil {
-		return nil, 0, err
-	}
-	var b signalBody
-	if err := decode(m.Data, &b, s.cfg.MaxDepth, "message"); err != nil {
 		return nil, 0, err
 	}
 	sig, err := signal(runID, b.SignalName, b.SignalID, b.Payload)
@@ -115,6 +106,22 @@ func (s *Service) natsSignalSend(ctx context.Context, m *nats.Msg) (any, int, er
 		return nil, 0, err
 	}
 	return duplicateTagged{res.AcceptedSignalResult, res.Duplicate}, http.StatusAccepted, nil
+}
+
+// natsAdmitTo admits a publish to <prefix>.<id> and decodes its body
+// strictly into a B, in that order: the subject must hold one id token,
+// then the message must pass natsAdmit. noun says what the id names
+// ("run" for a <runId>) in the refusal of a subject that is not one.
+func natsAdmitTo[B any](s *Service, m *nats.Msg, prefix, noun string) (id string, p auth.Principal, b B, err error) {
+	id, ok := strings.CutPrefix(m.Subject, prefix+".")
+	if !ok || strings.Contains(id, ".") {
+		return "", p, b, &intake.Error{Code: api.CodeInvalidArgument,
+			Message: fmt.Sprintf("subject %q is not %s.<%sId>: the %s id is one token", m.Subject, prefix, noun, noun)}
+	}
+	if p, err = s.natsAdmit(m); err != nil {
+		return "", p, b, err
+	}
+	return id, p, b, decode(m.Data, &b, s.cfg.MaxDepth, "message")
 }
 
 // reply answers a request-reply publish: the result, or the error in the
@@ -148,7 +155,8 @@ func (s *Service) reply(ctx context.Context, m *nats.Msg, res any, status int, e
 	}
 }
 
-// duplicateTagged carries a signal result with its duplicate flag to reply.
+// duplicateTagged carries a result with its duplicate flag, which reply
+// (NATS) and writeReply (REST) send as HeaderDuplicate.
 type duplicateTagged struct {
 	result    any
 	duplicate bool

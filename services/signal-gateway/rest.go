@@ -14,6 +14,7 @@ import (
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
+	"github.com/weftrun/weft/services/signal-gateway/internal/page"
 )
 
 // route is one endpoint of the HTTP API.
@@ -25,20 +26,20 @@ type route struct {
 // routes are the gateway's endpoints (docs/api.md, openapi.json).
 func (s *Service) routes() []route {
 	return []route{
-		{http.MethodPost, "/v1/runs", s.handleRunStart},
-		{http.MethodPost, "/v1/runs/{runId}/signals", s.handleSignalSend},
-		{http.MethodPost, "/v1/schedules", s.handleScheduleCreate},
-		{http.MethodGet, "/v1/schedules", s.handleScheduleList},
-		{http.MethodGet, "/v1/schedules/{scheduleId}", s.handleScheduleGet},
-		{http.MethodPut, "/v1/schedules/{scheduleId}", s.handleScheduleUpdate},
-		{http.MethodDelete, "/v1/schedules/{scheduleId}", s.handleScheduleDelete},
-		{http.MethodPost, "/v1/schedules/{scheduleId}/pause", s.handleSchedulePause},
-		{http.MethodPost, "/v1/schedules/{scheduleId}/resume", s.handleScheduleResume},
-		{http.MethodPost, "/v1/triggers", s.handleTriggerCreate},
-		{http.MethodGet, "/v1/triggers", s.handleTriggerList},
-		{http.MethodGet, "/v1/triggers/{triggerId}", s.handleTriggerGet},
-		{http.MethodDelete, "/v1/triggers/{triggerId}", s.handleTriggerDelete},
-		{http.MethodPost, "/v1/triggers/{triggerId}/events", s.handleTriggerEvent},
+		{http.MethodPost, "/v1/runs", s.rest(jsonBody, s.restRunStart)},
+		{http.MethodPost, "/v1/runs/{runId}/signals", s.rest(jsonBody, s.restSignalSend)},
+		{http.MethodPost, "/v1/schedules", s.rest(jsonBody, s.restScheduleCreate)},
+		{http.MethodGet, "/v1/schedules", s.rest(noBody, s.restScheduleList)},
+		{http.MethodGet, "/v1/schedules/{scheduleId}", s.rest(noBody, s.restScheduleGet)},
+		{http.MethodPut, "/v1/schedules/{scheduleId}", s.rest(jsonBody, s.restScheduleUpdate)},
+		{http.MethodDelete, "/v1/schedules/{scheduleId}", s.rest(noBody, s.restScheduleDelete)},
+		{http.MethodPost, "/v1/schedules/{scheduleId}/pause", s.rest(emptyBody, s.restSchedulePause)},
+		{http.MethodPost, "/v1/schedules/{scheduleId}/resume", s.rest(emptyBody, s.restScheduleResume)},
+		{http.MethodPost, "/v1/triggers", s.rest(jsonBody, s.restTriggerCreate)},
+		{http.MethodGet, "/v1/triggers", s.rest(noBody, s.restTriggerList)},
+		{http.MethodGet, "/v1/triggers/{triggerId}", s.rest(noBody, s.restTriggerGet)},
+		{http.MethodDelete, "/v1/triggers/{triggerId}", s.rest(noBody, s.restTriggerDelete)},
+		{http.MethodPost, "/v1/triggers/{triggerId}/events", s.rest(jsonBody, s.restTriggerEvent)},
 		{http.MethodPost, "/rpc", s.handleRPC},
 		{http.MethodGet, "/openapi.json", serveOpenAPI},
 		{http.MethodGet, "/healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }},
@@ -78,74 +79,184 @@ func (s *Service) methodNotAllowed(allow string) http.HandlerFunc {
 	}
 }
 
-func (s *Service) handleRunStart(w http.ResponseWriter, r *http.Request) {
-	p, body, err := s.admit(r)
+// The REST endpoints of runs and signals (docs/api.md), served through
+// rest.
+
+func (s *Service) restRunStart(r *http.Request, p auth.Principal) (any, error) {
+	body, err := s.readBody(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	req, err := decodeStart(body, s.cfg.MaxDepth, "request body")
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	res, err := s.intake.RunStart(r.Context(), p, req)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	status := http.StatusOK
-	if res.Created {
-		status = http.StatusCreated
-	}
-	w.Header().Set("Weft-Duplicate", strconv.FormatBool(res.Duplicate))
-	httpserve.WriteJSON(w, status, res.StartRunResult)
+	return reply{createdStatus(res.Created), duplicateTagged{res.StartRunResult, res.Duplicate}}, nil
 }
 
-func (s *Service) handleSignalSend(w http.ResponseWriter, r *http.Request) {
-	p, body, err := s.admit(r)
+func (s *Service) restSignalSend(r *http.Request, p auth.Principal) (any, error) {
+	b, err := bodyOf[signalBody](s, r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var b signalBody
-	if err := decode(body, &b, s.cfg.MaxDepth, "request body"); err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	runID := r.PathValue("runId")
 	if _, err := events.ParseRunID(runID); err != nil { // named as the path names it, not workflowId
-		s.writeError(w, r, &intake.Error{Code: api.CodeInvalidArgument, Details: map[string]any{"field": "runId"},
-			Message: fmt.Sprintf("runId must be a run id (a UUID in canonical, lowercase form), not %q", runID)})
-		return
+		return nil, &intake.Error{Code: api.CodeInvalidArgument, Details: map[string]any{"field": "runId"},
+			Message: fmt.Sprintf("runId must be a run id (a UUID in canonical, lowercase form), not %q", runID)}
 	}
 	sig, err := signal(runID, b.SignalName, b.SignalID, b.Payload)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	res, err := s.signalSend(r.Context(), transportHTTP, p, sig)
 	if err != nil {
-		s.writeError(w, r, err)
+		return nil, err
+	}
+	return reply{http.StatusAccepted, duplicateTagged{res.AcceptedSignalResult, res.Duplicate}}, nil
+}
+
+// admission is what a REST endpoint requires of a request before its
+// handler runs. Each first authenticates the caller, so an
+// unauthenticated request is refused before its body is read.
+type admission int
+
+const (
+	// noBody authenticates the caller; the body is not read.
+	noBody admission = iota
+	// jsonBody authenticates the caller and checks the content type; the
+	// handler reads the body, within the limit, with readBody or bodyOf.
+	jsonBody
+	// emptyBody admits an action that takes no parameters: its body must
+	// be empty or the empty JSON object.
+	emptyBody
+)
+
+// reply is a REST answer other than 200 with a JSON body: status, and
+// body as JSON (none when nil). A duplicateTagged body also sets the
+// Weft-Duplicate header.
+type reply struct {
+	status int
+	body   any
+}
+
+// rest makes the http.HandlerFunc of a REST endpoint from do, the part
+// that is the endpoint's own: the request is admitted as adm says, then
+// do runs for the caller p. What do returns is answered as JSON with
+// 200, or as its reply says; a refusal or fault, of the admission or of
+// do, is answered in the REST error shape (writeError).
+func (s *Service) rest(adm admission, do func(r *http.Request, p auth.Principal) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, err := s.admitAs(adm, r)
+		var res any
+		if err == nil {
+			res, err = do(r, p)
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeReply(w, res)
+	}
+}
+
+// writeReply writes res as rest answers it.
+func writeReply(w http.ResponseWriter, res any) {
+	rep, ok := res.(reply)
+	if !ok {
+		rep = reply{http.StatusOK, res}
+	}
+	if dt, ok := rep.body.(duplicateTagged); ok {
+		w.Header().Set(HeaderDuplicate, strconv.FormatBool(dt.duplicate))
+		rep.body = dt.result
+	}
+	if rep.body == nil {
+		w.WriteHeader(rep.status)
 		return
 	}
-	w.Header().Set("Weft-Duplicate", strconv.FormatBool(res.Duplicate))
-	httpserve.WriteJSON(w, http.StatusAccepted, res.AcceptedSignalResult)
+	httpserve.WriteJSON(w, rep.status, rep.body)
+}
+
+// admitAs authenticates r and checks as much of it as adm asks.
+func (s *Service) admitAs(adm admission, r *http.Request) (auth.Principal, error) {
+	p, err := s.cfg.Keys.Authenticate(r.Header.Get("Authorization"))
+	if err != nil {
+		return auth.Principal{}, &intake.Error{Code: api.CodeUnauthenticated, Message: err.Error()}
+	}
+	switch adm {
+	case jsonBody:
+		return p, checkContentType(r.Header.Get("Content-Type"))
+	case emptyBody:
+		return p, s.checkEmptyBody(r)
+	default:
+		return p, nil
+	}
 }
 
 // admit authenticates r, checks its content type and reads its body
 // within the limit, in that order: an unauthenticated request is refused
 // before its body is read.
 func (s *Service) admit(r *http.Request) (auth.Principal, []byte, error) {
-	p, err := s.cfg.Keys.Authenticate(r.Header.Get("Authorization"))
+	p, err := s.admitAs(jsonBody, r)
 	if err != nil {
-		return auth.Principal{}, nil, &intake.Error{Code: api.CodeUnauthenticated, Message: err.Error()}
-	}
-	if err := checkContentType(r.Header.Get("Content-Type")); err != nil {
 		return p, nil, err
 	}
 	body, err := s.readBody(r)
 	return p, body, err
+}
+
+// checkEmptyBody requires r's body to be empty or the empty JSON object.
+func (s *Service) checkEmptyBody(r *http.Request) error {
+	body, err := s.readBody(r)
+	if err != nil || len(body) == 0 {
+		return err
+	}
+	if err := checkContentType(r.Header.Get("Content-Type")); err != nil {
+		return err
+	}
+	var none struct{}
+	return decode(body, &none, s.cfg.MaxDepth, "request body")
+}
+
+// bodyOf reads the body of a request admitted with jsonBody, within the
+// limit, and decodes it strictly into a B.
+func bodyOf[B any](s *Service, r *http.Request) (B, error) {
+	var b B
+	body, err := s.readBody(r)
+	if err != nil {
+		return b, err
+	}
+	return b, decode(body, &b, s.cfg.MaxDepth, "request body")
+}
+
+// pageQuery reads a list's ?limit= and ?cursor=.
+func pageQuery(r *http.Request) (string, int, error) {
+	q := r.URL.Query()
+	for name := range q {
+		if name != "limit" && name != "cursor" {
+			return "", 0, intake.Invalid(name, "is not a query parameter of this list (limit, cursor)")
+		}
+	}
+	limit := 0
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > page.MaxLimit {
+			return "", 0, intake.Invalid("limit", "must be a whole number from 1 to %d, not %q", page.MaxLimit, v)
+		}
+		limit = n
+	}
+	return q.Get("cursor"), limit, nil
+}
+
+// createdStatus is 201 for a new resource, 200 for a create that found it.
+func createdStatus(created bool) int {
+	if created {
+		return http.StatusCreated
+	}
+	return http.StatusOK
 }
 
 // readBody reads r's body, refusing one over MaxBodyBytes whether or not

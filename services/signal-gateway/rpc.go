@@ -45,6 +45,59 @@ func (s *Service) handleRPC(w http.ResponseWriter, r *http.Request) {
 	httpserve.WriteRaw(w, http.StatusOK, resp)
 }
 
+// rpcMethods are the gateway's JSON-RPC methods (docs/api.md).
+func (s *Service) rpcMethods() map[string]jsonrpc.Method {
+	return map[string]jsonrpc.Method{
+		"run.start":       s.rpcRunStart,
+		"signal.send":     rpcCall(s, s.rpcSignalSend),
+		"schedule.create": rpcCall(s, s.rpcScheduleCreate),
+		"schedule.update": rpcCall(s, s.rpcScheduleUpdate),
+		"schedule.get": rpcCall(s, func(ctx context.Context, p auth.Principal, x idParams) (any, error) {
+			return s.schedules.Get(ctx, p, x.ScheduleID)
+		}),
+		"schedule.list": rpcCall(s, func(ctx context.Context, p auth.Principal, x listParams) (any, error) {
+			return s.schedules.List(ctx, p, x.Cursor, x.Limit)
+		}),
+		"schedule.pause": rpcCall(s, func(ctx context.Context, p auth.Principal, x idParams) (any, error) {
+			return s.schedules.Pause(ctx, p, x.ScheduleID)
+		}),
+		"schedule.resume": rpcCall(s, func(ctx context.Context, p auth.Principal, x idParams) (any, error) {
+			return s.schedules.Resume(ctx, p, x.ScheduleID)
+		}),
+		"schedule.delete": rpcCall(s, s.rpcScheduleDelete),
+		"trigger.create":  rpcCall(s, s.rpcTriggerCreate),
+		"trigger.get": rpcCall(s, func(ctx context.Context, p auth.Principal, x triggerIDParams) (any, error) {
+			return s.triggers.Get(ctx, p, x.TriggerID)
+		}),
+		"trigger.list": rpcCall(s, func(ctx context.Context, p auth.Principal, x listParams) (any, error) {
+			return s.triggers.List(ctx, p, x.Cursor, x.Limit)
+		}),
+		"trigger.delete": rpcCall(s, s.rpcTriggerDelete),
+		"trigger.send":   rpcCall(s, s.rpcTriggerSend),
+	}
+}
+
+// rpcCall makes a JSON-RPC method of do: it decodes the params strictly
+// into a P, requires the ids a P names, and renders refusals as JSON-RPC
+// errors.
+func rpcCall[P any](s *Service, do func(context.Context, auth.Principal, P) (any, error)) jsonrpc.Method {
+	return func(ctx context.Context, params json.RawMessage) (any, error) {
+		p, _ := auth.PrincipalFrom(ctx)
+		var x P
+		if err := decode(params, &x, s.cfg.MaxDepth, "params"); err != nil {
+			return nil, s.rpcFault(ctx, err)
+		}
+		if err := requireIDs(x); err != nil {
+			return nil, s.rpcFault(ctx, err)
+		}
+		res, err := do(ctx, p, x)
+		if err != nil {
+			return nil, s.rpcFault(ctx, err)
+		}
+		return res, nil
+	}
+}
+
 func (s *Service) rpcRunStart(ctx context.Context, params json.RawMessage) (any, error) {
 	p, _ := auth.PrincipalFrom(ctx)
 	req, err := decodeStart(params, s.cfg.MaxDepth, "params")
@@ -58,19 +111,14 @@ func (s *Service) rpcRunStart(ctx context.Context, params json.RawMessage) (any,
 	return res.StartRunResult, nil
 }
 
-func (s *Service) rpcSignalSend(ctx context.Context, params json.RawMessage) (any, error) {
-	p, _ := auth.PrincipalFrom(ctx)
-	var sp signalParams
-	if err := decode(params, &sp, s.cfg.MaxDepth, "params"); err != nil {
-		return nil, s.rpcFault(ctx, err)
-	}
+func (s *Service) rpcSignalSend(ctx context.Context, p auth.Principal, sp signalParams) (any, error) {
 	sig, err := signal(sp.WorkflowID, sp.SignalName, sp.SignalID, sp.Payload)
 	if err != nil {
-		return nil, s.rpcFault(ctx, err)
+		return nil, err
 	}
 	res, err := s.signalSend(ctx, transportJSONRPC, p, sig)
 	if err != nil {
-		return nil, s.rpcFault(ctx, err)
+		return nil, err
 	}
 	return res.AcceptedSignalResult, nil
 }

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/services/signal-gateway/internal/intaketest"
 	"github.com/weftrun/weft/services/signal-gateway/internal/jsonrpc"
 
 	gateway "github.com/weftrun/weft/services/signal-gateway"
@@ -203,34 +203,16 @@ func TestScheduleJSONRPC(t *testing.T) {
 	require.Equal(t, jsonrpc.CodeNotFound, r.Error.Code)
 }
 
-// utcClock is a settable clock for the gateway's scheduler.
-type utcClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *utcClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *utcClock) set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
-
 // TestGatewayRunsTheScheduler: the gateway's own scheduler loop fires a
 // due schedule through the same start path as POST /v1/runs.
 func TestGatewayRunsTheScheduler(t *testing.T) {
 	t.Parallel()
-	clk := &utcClock{now: time.Date(2026, 3, 2, 8, 59, 30, 0, time.UTC)}
+	clk := intaketest.NewClock(time.Date(2026, 3, 2, 8, 59, 30, 0, time.UTC))
 	s := setup(t, gateway.Config{Intake: gateway.IntakeConfig{Now: clk.Now},
 		Schedules: gateway.ScheduleConfig{PollInterval: 10 * time.Millisecond}})
 	a := s.post(t, "/v1/schedules", scheduleBody("minutely", "cron", "* * * * *", "timezone", nil))
 	require.Equal(t, http.StatusCreated, a.status, "%s", a.body)
-	clk.set(time.Date(2026, 3, 2, 9, 0, 5, 0, time.UTC))
+	clk.Set(time.Date(2026, 3, 2, 9, 0, 5, 0, time.UTC))
 	require.Eventually(t, func() bool {
 		var n int
 		err := s.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM run_requests

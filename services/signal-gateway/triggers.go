@@ -4,15 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/weftrun/weft/internal/auth"
-	"github.com/weftrun/weft/internal/httpserve"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
@@ -48,112 +44,66 @@ func event(rawID, payload json.RawMessage) (trigger.Event, error) {
 	return ev, intake.Invalid("eventId", "must be a string, not %s", kindOf(rawID))
 }
 
-func (s *Service) handleTriggerCreate(w http.ResponseWriter, r *http.Request) {
-	p, body, err := s.admit(r)
+// The REST endpoints of event triggers (docs/schedules.md), served through
+// rest: a trigger of another tenant is NotFound.
+
+func (s *Service) restTriggerCreate(r *http.Request, p auth.Principal) (any, error) {
+	req, err := bodyOf[api.TriggerRequest](s, r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var req api.TriggerRequest
-	if err := decode(body, &req, s.cfg.MaxDepth, "request body"); err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	tr, created, err := s.triggers.Create(r.Context(), p, req)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	httpserve.WriteJSON(w, createdStatus(created), tr)
+	return reply{createdStatus(created), tr}, err
 }
 
-func (s *Service) handleTriggerGet(w http.ResponseWriter, r *http.Request) {
-	p, err := s.authenticate(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	tr, err := s.triggers.Get(r.Context(), p, r.PathValue("triggerId"))
-	s.answer(w, r, tr, err)
+func (s *Service) restTriggerGet(r *http.Request, p auth.Principal) (any, error) {
+	return s.triggers.Get(r.Context(), p, r.PathValue("triggerId"))
 }
 
-func (s *Service) handleTriggerList(w http.ResponseWriter, r *http.Request) {
-	p, err := s.authenticate(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+func (s *Service) restTriggerList(r *http.Request, p auth.Principal) (any, error) {
 	cursor, limit, err := pageQuery(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	list, err := s.triggers.List(r.Context(), p, cursor, limit)
-	s.answer(w, r, list, err)
+	return s.triggers.List(r.Context(), p, cursor, limit)
 }
 
-func (s *Service) handleTriggerDelete(w http.ResponseWriter, r *http.Request) {
-	p, err := s.authenticate(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if err := s.triggers.Delete(r.Context(), p, r.PathValue("triggerId")); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+func (s *Service) restTriggerDelete(r *http.Request, p auth.Principal) (any, error) {
+	return reply{status: http.StatusNoContent}, s.triggers.Delete(r.Context(), p, r.PathValue("triggerId"))
 }
 
-func (s *Service) handleTriggerEvent(w http.ResponseWriter, r *http.Request) {
-	p, body, err := s.admit(r)
+func (s *Service) restTriggerEvent(r *http.Request, p auth.Principal) (any, error) {
+	b, err := bodyOf[eventBody](s, r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	var b eventBody
-	if err := decode(body, &b, s.cfg.MaxDepth, "request body"); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	ev, err := event(b.EventID, b.Payload)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	res, created, err := s.triggerSend(r.Context(), transportHTTP, p, r.PathValue("triggerId"), ev)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	w.Header().Set("Weft-Duplicate", strconv.FormatBool(res.Duplicate))
-	httpserve.WriteJSON(w, createdStatus(created), res)
+	return s.triggerEvent(r.Context(), transportHTTP, p, r.PathValue("triggerId"), b.EventID, b.Payload)
 }
 
 // natsTriggerEvent takes in a publish to weft.triggers.<triggerId>.
 func (s *Service) natsTriggerEvent(ctx context.Context, m *nats.Msg) (any, int, error) {
-	id, ok := strings.CutPrefix(m.Subject, streams.TriggerSubjectPrefix+".")
-	if !ok || strings.Contains(id, ".") {
-		return nil, 0, &intake.Error{Code: api.CodeInvalidArgument,
-			Message: fmt.Sprintf("subject %q is not %s.<triggerId>: the trigger id is one token", m.Subject, streams.TriggerSubjectPrefix)}
-	}
-	p, err := s.natsAdmit(m)
+	id, p, b, err := natsAdmitTo[eventBody](s, m, streams.TriggerSubjectPrefix, "trigger")
 	if err != nil {
 		return nil, 0, err
 	}
-	var b eventBody
-	if err := decode(m.Data, &b, s.cfg.MaxDepth, "message"); err != nil {
-		return nil, 0, err
-	}
-	ev, err := event(b.EventID, b.Payload)
+	res, err := s.triggerEvent(ctx, transportNATS, p, id, b.EventID, b.Payload)
 	if err != nil {
 		return nil, 0, err
 	}
-	res, created, err := s.triggerSend(ctx, transportNATS, p, id, ev)
+	return res.body, res.status, nil
+}
+
+// triggerEvent checks an event sent over transport to trigger id and
+// hands it to triggerSend. The reply is 201 for an event that started a
+// run, 200 for a repeated one, tagged with whether it was a duplicate.
+func (s *Service) triggerEvent(ctx context.Context, transport string, p auth.Principal, id string,
+	rawID, payload json.RawMessage) (reply, error) {
+	ev, err := event(rawID, payload)
 	if err != nil {
-		return nil, 0, err
+		return reply{}, err
 	}
-	return duplicateTagged{res, res.Duplicate}, createdStatus(created), nil
+	res, created, err := s.triggerSend(ctx, transport, p, id, ev)
+	return reply{createdStatus(created), duplicateTagged{res, res.Duplicate}}, err
 }
 
 // triggerSend hands an event to the triggers and counts its outcome

@@ -3,61 +3,43 @@ package intake_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/auth"
 	"github.com/weftrun/weft/internal/weftest"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
+	"github.com/weftrun/weft/services/signal-gateway/internal/intaketest"
 )
 
 func TestMain(m *testing.M) { weftest.Main(m) }
 
-var (
-	operator = auth.Principal{KeyID: "op", TenantID: "acme", Role: auth.RoleOperator}
-	viewer   = auth.Principal{KeyID: "view", TenantID: "acme", Role: auth.RoleViewer}
-	stranger = auth.Principal{KeyID: "other", TenantID: "globex", Role: auth.RoleAdmin}
-)
+// operator is an operator of tenant acme; viewer may only read; stranger
+// is of another tenant.
+var operator, viewer, stranger = intaketest.Operator, intaketest.Viewer, intaketest.Stranger
 
 const planDoc = `{"planId":"hello","planVersion":"1","steps":[{"id":"a","activity":"echo"},{"id":"w","kind":"waitSignal","signal":"go","dependsOn":["a"]}]}`
 
-// clock is a test clock that only moves when told.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
+// bundle is an Intake over a fresh database, with the clock it reads.
 type bundle struct {
 	db    *weftest.DB
 	log   *eventlog.Store
 	in    *intake.Intake
-	clock *clock
+	clock *intaketest.Clock
 	cfg   intake.Config
 }
 
+// setup starts at 10:00 on 23 November 2026, UTC.
 func setup(t *testing.T, cfg intake.Config) *bundle {
 	t.Helper()
-	db := weftest.NewDB(t)
-	c := &clock{now: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}
-	cfg.Now = c.Now
-	log := eventlog.New(db.Pool)
-	in, err := intake.New(db.Pool, log, auth.RoleAuthorizer{}, cfg)
-	require.NoError(t, err)
-	return &bundle{db: db, log: log, in: in, clock: c, cfg: cfg}
+	b := &bundle{db: weftest.NewDB(t), clock: intaketest.NewClock(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))}
+	cfg.Now = b.clock.Now
+	b.in, b.log, b.cfg = intaketest.New(t, b.db, cfg), eventlog.New(b.db.Pool), cfg
+	return b
 }
 
 // startReq is a valid start of planDoc in acme.
@@ -104,14 +86,4 @@ func (b *bundle) accepted(t *testing.T, runID string) (evs, outbox int) {
 	evs = b.count(t, `SELECT count(*) FROM run_events WHERE run_id = $1 AND event_type = 'SignalAccepted'`, runID)
 	outbox = b.count(t, `SELECT count(*) FROM outbox WHERE subject = 'weft.events.' || $1 AND headers->>'Weft-Event-Type' = 'SignalAccepted'`, runID)
 	return evs, outbox
-}
-
-// requireCode requires err to be a refusal with code and returns it (as a
-// value: a returned error would have to be checked).
-func requireCode(t *testing.T, err error, code string) intake.Error {
-	t.Helper()
-	ierr, ok := errors.AsType[*intake.Error](err)
-	require.True(t, ok, "want *intake.Error %s, got %v", code, err)
-	require.Equal(t, code, ierr.Code, ierr.Message)
-	return *ierr
 }

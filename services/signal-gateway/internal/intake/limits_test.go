@@ -12,6 +12,7 @@ import (
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
+	"github.com/weftrun/weft/services/signal-gateway/internal/intaketest"
 )
 
 func TestSignalRateLimitAtItsEdge(t *testing.T) {
@@ -24,7 +25,7 @@ func TestSignalRateLimitAtItsEdge(t *testing.T) {
 		b.clock.Add(time.Second)
 	}
 	_, err := b.signal(t, runID, "go", ptr("sixth"))
-	ierr := requireCode(t, err, api.CodeRateLimited)
+	ierr := intaketest.RequireRefused(t, err, api.CodeRateLimited, "")
 	require.Equal(t, 55*time.Second, ierr.RetryAfter, "the oldest leaves the window 60s after it came")
 	require.Equal(t, 55, ierr.Details["retryAfter"])
 
@@ -52,7 +53,7 @@ func TestSignalPayloadLimitAtItsEdge(t *testing.T) {
 	_, err := b.in.SignalSend(context.Background(), operator, intake.Signal{RunID: runID, Name: "go", ID: ptr("fits"), Payload: payload(100)})
 	require.NoError(t, err)
 	_, err = b.in.SignalSend(context.Background(), operator, intake.Signal{RunID: runID, Name: "go", ID: ptr("over"), Payload: payload(101)})
-	requireCode(t, err, api.CodePayloadTooLarge)
+	intaketest.RequireRefused(t, err, api.CodePayloadTooLarge, "")
 	evs, _ := b.accepted(t, runID)
 	require.Equal(t, 1, evs)
 }
@@ -86,7 +87,7 @@ func TestSignalValidation(t *testing.T) {
 			require.NoError(t, err, c.name)
 			continue
 		}
-		requireCode(t, err, c.code)
+		intaketest.RequireRefused(t, err, c.code, "")
 	}
 	evs, _ := b.accepted(t, runID)
 	require.Equal(t, 1, evs, "only the valid signal was persisted")
@@ -103,10 +104,10 @@ func TestSignalAcrossTenantsIsNotFound(t *testing.T) {
 	runID := b.run(t)
 	before := len(b.eventsOf(t, runID))
 	_, err := b.in.SignalSend(context.Background(), stranger, intake.Signal{RunID: runID, Name: "go", ID: ptr("x")})
-	ierr := requireCode(t, err, api.CodeNotFound)
+	ierr := intaketest.RequireRefused(t, err, api.CodeNotFound, "")
 	missing, err2 := b.in.SignalSend(context.Background(), stranger, intake.Signal{RunID: events.NewRunID(), Name: "go"})
 	require.Equal(t, intake.SignalResult{}, missing)
-	other := requireCode(t, err2, api.CodeNotFound)
+	other := intaketest.RequireRefused(t, err2, api.CodeNotFound, "")
 	require.Equal(t, ierr.Message[:4], other.Message[:4], "a foreign run reads like a missing one")
 	require.Len(t, b.eventsOf(t, runID), before, "nothing recorded")
 }
@@ -117,7 +118,7 @@ func TestSignalDeniedIsRecordedAsRejected(t *testing.T) {
 	runID := b.run(t)
 	for range 2 { // a retried denial is recorded once
 		_, err := b.in.SignalSend(context.Background(), viewer, intake.Signal{RunID: runID, Name: "PAUSE", ID: ptr("v-1")})
-		ierr := requireCode(t, err, api.CodePermissionDenied)
+		ierr := intaketest.RequireRefused(t, err, api.CodePermissionDenied, "")
 		require.Contains(t, ierr.Message, "viewer")
 	}
 	evs := b.eventsOf(t, runID)

@@ -13,6 +13,7 @@ import (
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
+	"github.com/weftrun/weft/services/signal-gateway/internal/intaketest"
 )
 
 func TestRunStartIsIdempotentOnItsTuple(t *testing.T) {
@@ -123,7 +124,7 @@ func TestRunStartRejectedUnderBackpressure(t *testing.T) {
 	require.NoError(t, err)
 
 	_, err = b.in.RunStart(ctx, operator, startReq("b"))
-	ierr := requireCode(t, err, api.CodeOverloaded)
+	ierr := intaketest.RequireRefused(t, err, api.CodeOverloaded, "")
 	require.Equal(t, 7*time.Second, ierr.RetryAfter)
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM run_requests`), "the refused request left no record")
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM run_events WHERE event_type = 'RunApproved'`))
@@ -161,10 +162,10 @@ func TestRunStartValidation(t *testing.T) {
 		req := startReq("v")
 		c.change(&req)
 		_, err := b.in.RunStart(context.Background(), operator, req)
-		requireCode(t, err, c.code)
+		intaketest.RequireRefused(t, err, c.code, "")
 	}
 	_, err := b.in.RunStart(context.Background(), viewer, startReq("v"))
-	requireCode(t, err, api.CodePermissionDenied)
+	intaketest.RequireRefused(t, err, api.CodePermissionDenied, "")
 	require.Zero(t, b.count(t, `SELECT count(*) FROM run_requests`))
 	require.Zero(t, b.count(t, `SELECT count(*) FROM run_events`))
 

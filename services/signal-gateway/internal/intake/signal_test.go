@@ -16,6 +16,7 @@ import (
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
+	"github.com/weftrun/weft/services/signal-gateway/internal/intaketest"
 )
 
 func TestSignalAcceptedOnceAndReplayed(t *testing.T) {
@@ -178,7 +179,7 @@ func TestSignalPayloadWithoutRecordIsIndeterminate(t *testing.T) {
 	before := len(b.eventsOf(t, runID))
 
 	_, err = b.signal(t, runID, "go", ptr("orphan"))
-	ierr := requireCode(t, err, api.CodeSignalAcceptanceIndeterminate)
+	ierr := intaketest.RequireRefused(t, err, api.CodeSignalAcceptanceIndeterminate, "")
 	require.Equal(t, runID, ierr.Details["workflowId"])
 	require.Equal(t, "go", ierr.Details["signalName"])
 	require.Equal(t, "orphan", ierr.Details["signalId"])

@@ -3,7 +3,6 @@ package schedule_test
 import (
 	"encoding/json"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,44 +11,23 @@ import (
 	"github.com/weftrun/weft/internal/auth"
 	"github.com/weftrun/weft/internal/weftest"
 	"github.com/weftrun/weft/pkg/api"
-	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
+	"github.com/weftrun/weft/services/signal-gateway/internal/intaketest"
 	"github.com/weftrun/weft/services/signal-gateway/internal/schedule"
 )
 
 func TestMain(m *testing.M) { weftest.Main(m) }
 
-// op is an operator of tenant acme; viewer may only read.
-var (
-	op     = auth.Principal{KeyID: "op", TenantID: "acme", Role: auth.RoleOperator}
-	viewer = auth.Principal{KeyID: "viewer", TenantID: "acme", Role: auth.RoleViewer}
-	other  = auth.Principal{KeyID: "other", TenantID: "globex", Role: auth.RoleAdmin}
-)
+// op is an operator of tenant acme; viewer may only read; other is of
+// another tenant.
+var op, viewer, other = intaketest.Operator, intaketest.Viewer, intaketest.Stranger
 
 const planDoc = `{"planId":"nightly","planVersion":"1","steps":[{"id":"a","activity":"echo"}]}`
-
-// clock is the tests' injected clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
 
 // bundle is a Service over a fresh database, with the clock it reads.
 type bundle struct {
 	db    *weftest.DB
-	clk   *clock
+	clk   *intaketest.Clock
 	svc   *schedule.Service
 	in    *intake.Intake
 	inCfg intake.Config
@@ -64,7 +42,7 @@ func setup(t *testing.T, cfg schedule.Config) *bundle {
 // setupIntake is setup with the gateway's intake configured by inCfg.
 func setupIntake(t *testing.T, cfg schedule.Config, inCfg intake.Config) *bundle {
 	t.Helper()
-	b := &bundle{db: weftest.NewDB(t), clk: &clock{now: at(8, 59)}, inCfg: inCfg}
+	b := &bundle{db: weftest.NewDB(t), clk: intaketest.NewClock(at(8, 59)), inCfg: inCfg}
 	b.svc, b.in = b.scheduler(t, cfg)
 	return b
 }
@@ -75,8 +53,7 @@ func (b *bundle) scheduler(t *testing.T, cfg schedule.Config) (*schedule.Service
 	t.Helper()
 	inCfg := b.inCfg
 	inCfg.Now = b.clk.Now
-	in, err := intake.New(b.db.Pool, eventlog.New(b.db.Pool), auth.RoleAuthorizer{}, inCfg)
-	require.NoError(t, err)
+	in := intaketest.New(t, b.db, inCfg)
 	cfg.Now = b.clk.Now
 	svc, err := schedule.New(b.db.Pool, in, auth.RoleAuthorizer{}, cfg, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)

@@ -2,7 +2,6 @@ package schedule_test
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -10,21 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/pkg/api"
-	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
+	"github.com/weftrun/weft/services/signal-gateway/internal/intaketest"
 	"github.com/weftrun/weft/services/signal-gateway/internal/schedule"
 )
-
-// requireRefused requires err to be a refusal with code and, when field is
-// set, details.field.
-func requireRefused(t *testing.T, err error, code, field string) {
-	t.Helper()
-	e, ok := errors.AsType[*intake.Error](err)
-	require.True(t, ok, "want a refusal, got %v", err)
-	require.Equal(t, code, e.Code, e.Message)
-	if field != "" {
-		require.Equal(t, field, e.Details["field"], e.Message)
-	}
-}
 
 func (b *bundle) count(t *testing.T) int {
 	t.Helper()
@@ -77,10 +64,10 @@ func TestCreateRefusesBadInput(t *testing.T) {
 		{"another tenant", edit(func(r *api.ScheduleRequest) { r.TenantID = "globex" }), api.CodePermissionDenied, ""},
 	} {
 		_, _, err := b.svc.Create(t.Context(), op, tc.req)
-		requireRefused(t, err, tc.code, tc.field)
+		intaketest.RequireRefused(t, err, tc.code, tc.field)
 	}
 	_, _, err := b.svc.Create(t.Context(), viewer, request("ok", "0 9 * * *"))
-	requireRefused(t, err, api.CodePermissionDenied, "")
+	intaketest.RequireRefused(t, err, api.CodePermissionDenied, "")
 	require.Zero(t, b.count(t), "nothing refused was stored")
 
 	// At the edges, accepted.
@@ -118,7 +105,7 @@ func TestCreateIsIdempotent(t *testing.T) {
 
 	req.Cron = "0 10 * * *"
 	_, _, err = b.svc.Create(t.Context(), op, req)
-	requireRefused(t, err, api.CodeAlreadyExists, "")
+	intaketest.RequireRefused(t, err, api.CodeAlreadyExists, "")
 
 	gen := request("", "0 9 * * *")
 	s := b.create(t, gen)
@@ -147,11 +134,11 @@ func TestUpdatePauseResumeDelete(t *testing.T) {
 
 	req.ScheduleID = "other"
 	_, err = b.svc.Update(t.Context(), op, "s", req)
-	requireRefused(t, err, api.CodeInvalidArgument, "scheduleId")
+	intaketest.RequireRefused(t, err, api.CodeInvalidArgument, "scheduleId")
 	_, err = b.svc.Update(t.Context(), op, "missing", request("", "0 9 * * *"))
-	requireRefused(t, err, api.CodeNotFound, "")
+	intaketest.RequireRefused(t, err, api.CodeNotFound, "")
 	_, err = b.svc.Update(t.Context(), op, "s", request("", "bad"))
-	requireRefused(t, err, api.CodeInvalidArgument, "cron")
+	intaketest.RequireRefused(t, err, api.CodeInvalidArgument, "cron")
 
 	s, err = b.svc.Pause(t.Context(), op, "s")
 	require.NoError(t, err)
@@ -163,15 +150,15 @@ func TestUpdatePauseResumeDelete(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, s.Paused)
 	_, err = b.svc.Pause(t.Context(), viewer, "s")
-	requireRefused(t, err, api.CodePermissionDenied, "")
+	intaketest.RequireRefused(t, err, api.CodePermissionDenied, "")
 
 	_, err = b.svc.Get(t.Context(), other, "s")
-	requireRefused(t, err, api.CodeNotFound, "")
-	requireRefused(t, b.svc.Delete(t.Context(), other, "s"), api.CodeNotFound, "")
+	intaketest.RequireRefused(t, err, api.CodeNotFound, "")
+	intaketest.RequireRefused(t, b.svc.Delete(t.Context(), other, "s"), api.CodeNotFound, "")
 	require.NoError(t, b.svc.Delete(t.Context(), op, "s"))
-	requireRefused(t, b.svc.Delete(t.Context(), op, "s"), api.CodeNotFound, "")
+	intaketest.RequireRefused(t, b.svc.Delete(t.Context(), op, "s"), api.CodeNotFound, "")
 	_, err = b.svc.Get(t.Context(), op, "s")
-	requireRefused(t, err, api.CodeNotFound, "")
+	intaketest.RequireRefused(t, err, api.CodeNotFound, "")
 }
 
 func TestList(t *testing.T) {
@@ -199,9 +186,9 @@ func TestList(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, page.Schedules, "another tenant's schedules are not listed")
 	_, err = b.svc.List(t.Context(), op, "", 201)
-	requireRefused(t, err, api.CodeInvalidArgument, "limit")
+	intaketest.RequireRefused(t, err, api.CodeInvalidArgument, "limit")
 	_, err = b.svc.List(t.Context(), op, "!!", 0)
-	requireRefused(t, err, api.CodeInvalidArgument, "cursor")
+	intaketest.RequireRefused(t, err, api.CodeInvalidArgument, "cursor")
 }
 
 // TestRefusedStartIsRecorded: a fire the gateway refuses for good (the

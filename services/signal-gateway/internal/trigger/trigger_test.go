@@ -2,9 +2,7 @@ package trigger_test
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,52 +11,35 @@ import (
 	"github.com/weftrun/weft/internal/auth"
 	"github.com/weftrun/weft/internal/weftest"
 	"github.com/weftrun/weft/pkg/api"
-	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
+	"github.com/weftrun/weft/services/signal-gateway/internal/intaketest"
 	"github.com/weftrun/weft/services/signal-gateway/internal/trigger"
 )
 
 func TestMain(m *testing.M) { weftest.Main(m) }
 
-var (
-	op     = auth.Principal{KeyID: "op", TenantID: "acme", Role: auth.RoleOperator}
-	viewer = auth.Principal{KeyID: "viewer", TenantID: "acme", Role: auth.RoleViewer}
-	other  = auth.Principal{KeyID: "other", TenantID: "globex", Role: auth.RoleAdmin}
-)
+// op is an operator of tenant acme; viewer may only read; other is of
+// another tenant.
+var op, viewer, other = intaketest.Operator, intaketest.Viewer, intaketest.Stranger
 
 const planDoc = `{"planId":"on-order","planVersion":"1","steps":[{"id":"a","activity":"echo"}]}`
 
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
+// bundle is a Service over a fresh database, with the clock it and its
+// intake read.
 type bundle struct {
 	db  *weftest.DB
-	clk *clock
+	clk *intaketest.Clock
 	in  *intake.Intake
 	svc *trigger.Service
 }
 
+// setup starts at 09:00 on 2 March 2026, UTC.
 func setup(t *testing.T, cfg trigger.Config, in intake.Config) *bundle {
 	t.Helper()
-	b := &bundle{db: weftest.NewDB(t), clk: &clock{now: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}}
+	b := &bundle{db: weftest.NewDB(t), clk: intaketest.NewClock(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))}
 	in.Now, cfg.Now = b.clk.Now, b.clk.Now
+	b.in = intaketest.New(t, b.db, in)
 	var err error
-	b.in, err = intake.New(b.db.Pool, eventlog.New(b.db.Pool), auth.RoleAuthorizer{}, in)
-	require.NoError(t, err)
 	b.svc, err = trigger.New(b.db.Pool, b.in, auth.RoleAuthorizer{}, cfg)
 	require.NoError(t, err)
 	return b
@@ -66,16 +47,6 @@ func setup(t *testing.T, cfg trigger.Config, in intake.Config) *bundle {
 
 func request(id string) api.TriggerRequest {
 	return api.TriggerRequest{TriggerID: id, TenantID: "acme", ProjectID: "p", EnvironmentID: "dev", Plan: json.RawMessage(planDoc)}
-}
-
-func refused(t *testing.T, err error, code, field string) {
-	t.Helper()
-	e, ok := errors.AsType[*intake.Error](err)
-	require.True(t, ok, "want a refusal, got %v", err)
-	require.Equal(t, code, e.Code, e.Message)
-	if field != "" {
-		require.Equal(t, field, e.Details["field"], e.Message)
-	}
 }
 
 func (b *bundle) rows(t *testing.T, table string) int {
@@ -101,21 +72,21 @@ func TestTriggerCRUD(t *testing.T) {
 	changed := request("orders")
 	changed.EnvironmentID = "prod"
 	_, _, err = b.svc.Create(t.Context(), op, changed)
-	refused(t, err, api.CodeAlreadyExists, "")
+	intaketest.RequireRefused(t, err, api.CodeAlreadyExists, "")
 
 	for _, bad := range []api.TriggerRequest{
 		{TriggerID: "a:b", TenantID: "acme", ProjectID: "p", EnvironmentID: "dev", Plan: json.RawMessage(planDoc)},
 		{TriggerID: strings.Repeat("t", 65), TenantID: "acme", ProjectID: "p", EnvironmentID: "dev", Plan: json.RawMessage(planDoc)},
 	} {
 		_, _, err = b.svc.Create(t.Context(), op, bad)
-		refused(t, err, api.CodeInvalidArgument, "triggerId")
+		intaketest.RequireRefused(t, err, api.CodeInvalidArgument, "triggerId")
 	}
 	noPlan := request("x")
 	noPlan.Plan = nil
 	_, _, err = b.svc.Create(t.Context(), op, noPlan)
-	refused(t, err, api.CodeInvalidArgument, "plan")
+	intaketest.RequireRefused(t, err, api.CodeInvalidArgument, "plan")
 	_, _, err = b.svc.Create(t.Context(), viewer, request("y"))
-	refused(t, err, api.CodePermissionDenied, "")
+	intaketest.RequireRefused(t, err, api.CodePermissionDenied, "")
 	require.Equal(t, 1, b.rows(t, "triggers"), "nothing refused was stored")
 
 	gen, _, err := b.svc.Create(t.Context(), op, request(""))
@@ -131,11 +102,11 @@ func TestTriggerCRUD(t *testing.T) {
 	require.Empty(t, list.NextCursor)
 
 	_, err = b.svc.Get(t.Context(), other, "orders")
-	refused(t, err, api.CodeNotFound, "")
+	intaketest.RequireRefused(t, err, api.CodeNotFound, "")
 	require.NoError(t, b.svc.Delete(t.Context(), op, "orders"))
-	refused(t, b.svc.Delete(t.Context(), op, "orders"), api.CodeNotFound, "")
+	intaketest.RequireRefused(t, b.svc.Delete(t.Context(), op, "orders"), api.CodeNotFound, "")
 	_, _, err = b.svc.Send(t.Context(), op, "orders", trigger.Event{ID: ptr("e1")})
-	refused(t, err, api.CodeNotFound, "")
+	intaketest.RequireRefused(t, err, api.CodeNotFound, "")
 }
 
 // TestEventDedupe: the run request id is {triggerId}:{eventId}; a
@@ -176,9 +147,9 @@ func TestEventDedupe(t *testing.T) {
 	require.Equal(t, "orders:"+assigned.EventID, assigned.RunRequestID)
 
 	_, _, err = b.svc.Send(t.Context(), other, "orders", ev)
-	refused(t, err, api.CodeNotFound, "")
+	intaketest.RequireRefused(t, err, api.CodeNotFound, "")
 	_, _, err = b.svc.Send(t.Context(), viewer, "orders", trigger.Event{ID: ptr("evt_2")})
-	refused(t, err, api.CodePermissionDenied, "")
+	intaketest.RequireRefused(t, err, api.CodePermissionDenied, "")
 }
 
 // TestEventLimits: eventId and payload, each at its edge.
@@ -199,10 +170,10 @@ func TestEventLimits(t *testing.T) {
 		{trigger.Event{ID: ptr("big"), Payload: payload(51)}, api.CodePayloadTooLarge, "payload"},
 	} {
 		_, _, err := b.svc.Send(t.Context(), op, "orders", tc.ev)
-		refused(t, err, tc.code, tc.field)
+		intaketest.RequireRefused(t, err, tc.code, tc.field)
 	}
 	_, _, err = b.svc.Send(t.Context(), op, "bad.id", trigger.Event{})
-	refused(t, err, api.CodeInvalidArgument, "triggerId")
+	intaketest.RequireRefused(t, err, api.CodeInvalidArgument, "triggerId")
 	require.Equal(t, before, b.rows(t, "run_requests"), "nothing refused was written")
 
 	_, created, err := b.svc.Send(t.Context(), op, "orders", trigger.Event{ID: ptr(strings.Repeat("e", 63)), Payload: payload(50)})
