@@ -75,6 +75,17 @@ func TestReconciliationStore(t *testing.T) {
 	other := get("pay#2", "order-43")
 	require.Nil(t, other.Record)
 	require.Nil(t, other.Prior)
+	// So are another activity and another run (the contract's key scope:
+	// workflowId, activityName, operationId, idempotencyKey).
+	for _, req := range []task.ReconcileRequest{
+		{SchemaVersion: 1, RunID: runID, ActivityName: "refund", OperationID: "pay#2", IdempotencyKey: "order-42"},
+		{SchemaVersion: 1, RunID: events.NewRunID(), ActivityName: "charge", OperationID: "pay#2", IdempotencyKey: "order-42"},
+	} {
+		reply, err := round.ReconciliationGet(t.Context(), s.db.Pool, req)
+		require.NoError(t, err)
+		require.Nil(t, reply.Record, "%+v", req)
+		require.Nil(t, reply.Prior, "%+v", req)
+	}
 
 	for _, bad := range []task.ReconcileRequest{
 		{RunID: "not-a-uuid", ActivityName: "charge", OperationID: "pay#1", IdempotencyKey: "k"},
