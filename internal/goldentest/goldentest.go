@@ -7,6 +7,7 @@ package goldentest
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -44,4 +45,54 @@ func WithUnknownField(t testing.TB, data []byte) []byte {
 	b, err := json.Marshal(m)
 	require.NoError(t, err)
 	return b
+}
+
+// Record is one persisted record under golden test: Name is its file in the
+// golden directory (without ".json"), Write returns the bytes today's
+// writer produces, and Check requires that data decodes, with today's
+// reader, to the fields spelled out in the test.
+type Record struct {
+	Name  string
+	Write func(t testing.TB) []byte
+	Check func(t testing.TB, data []byte)
+}
+
+// JSON returns the Record of a value of T: written with json.Marshal from
+// what write builds, and read with read (json.Unmarshal when nil) into a
+// T that must equal want.
+func JSON[T any](name string, write func(t testing.TB) T, want T, read func(data []byte, v any) error) Record {
+	if read == nil {
+		read = json.Unmarshal
+	}
+	return Record{
+		Name: name,
+		Write: func(t testing.TB) []byte {
+			t.Helper()
+			b, err := json.Marshal(write(t))
+			require.NoError(t, err)
+			return b
+		},
+		Check: func(t testing.TB, data []byte) {
+			t.Helper()
+			var got T
+			require.NoError(t, read(data, &got))
+			require.Equal(t, want, got)
+		},
+	}
+}
+
+// CheckAll runs both checks of every record in dir, each in a parallel
+// subtest: today's writer still writes the golden file byte for byte and
+// today's reader decodes it (Compare), and the same file with a field only
+// a newer writer knows decodes to the same fields (WithUnknownField).
+func CheckAll(t *testing.T, dir string, records []Record) {
+	t.Helper()
+	for _, r := range records {
+		t.Run(r.Name, func(t *testing.T) {
+			t.Parallel()
+			golden := Compare(t, filepath.Join(dir, r.Name+".json"), r.Write(t))
+			r.Check(t, golden)
+			r.Check(t, WithUnknownField(t, golden))
+		})
+	}
 }
