@@ -112,6 +112,79 @@ func (j *Journal) AppendManyTracedTx(ctx context.Context, tx pgx.Tx, parts []eve
 	return results, nil
 }
 
+// Pending is an append queued on a batch by AppendBatch. Its results are
+// known once the batch's results have been read; its bus copies are then
+// queued with OutboxBatch on a later batch of the same transaction.
+type Pending struct {
+	evs   []events.Event
+	res   []eventlog.AppendResult
+	trace trace.SpanContext
+}
+
+// AppendBatch queues on b the append of evs, all of one run, with the
+// optional compare-and-swap on the run's head, as AppendTx appends them,
+// for a caller that sends them in one round trip with other statements
+// of its transaction (eventlog.Store.EventsAppendBatch). The outbox rows
+// depend on what the append returns (runSeq, persistedAt), so they are
+// not queued here: once b's results have been read, OutboxBatch queues
+// them on a later batch of the same transaction, before its COMMIT, with
+// the trace context of ctx. Events are validated before anything is
+// queued; an invalid one fails the call and leaves b as it was.
+func (j *Journal) AppendBatch(ctx context.Context, b *pgx.Batch, expectedHead *int64, evs ...events.Event) (*Pending, error) {
+	p := &Pending{trace: trace.SpanContextFromContext(ctx)}
+	if len(evs) == 0 {
+		return p, nil
+	}
+	if _, err := streams.EventSubject(evs[0].RunID); err != nil {
+		return nil, err
+	}
+	res, err := j.log.EventsAppendBatch(b, expectedHead, evs...)
+	if err != nil {
+		return nil, err
+	}
+	p.evs, p.res = evs, res
+	return p, nil
+}
+
+// Results returns the append's results, one per event, as AppendTx
+// returns them. They are set once the batch's results have been read
+// without error.
+func (p *Pending) Results() []eventlog.AppendResult { return p.res }
+
+// OutboxBatch queues on b, in one statement, the outbox message of every
+// event that pending persisted (none for a duplicate idempotency key),
+// each carrying the trace context of the ctx its append was queued with
+// (none if that had none: appends of several requests may share the
+// statement), and counts the appends in the journal's metrics. Call it
+// once, after the appends' batch results were read without error. With
+// nothing persisted it queues nothing.
+func (j *Journal) OutboxBatch(ctx context.Context, b *pgx.Batch, pending ...*Pending) error {
+	var msgs []outbox.Message
+	parts := make([]eventlog.RunAppend, len(pending))
+	results := make([][]eventlog.AppendResult, len(pending))
+	for k, p := range pending {
+		parts[k], results[k] = eventlog.RunAppend{Events: p.evs}, p.res
+		for i, res := range p.res {
+			if !res.Persisted {
+				continue
+			}
+			msg, err := eventMessage(p.evs[i], res)
+			if err != nil {
+				return err
+			}
+			if p.trace.IsValid() {
+				msg.Headers = tracing.InjectHeaders(trace.ContextWithSpanContext(ctx, p.trace), msg.Headers)
+			}
+			msgs = append(msgs, msg)
+		}
+	}
+	if err := outbox.EnqueueBatch(trace.ContextWithSpanContext(ctx, trace.SpanContext{}), b, msgs...); err != nil {
+		return err
+	}
+	j.metrics.count(ctx, parts, results)
+	return nil
+}
+
 // eventMessage is the bus copy of a persisted event.
 func eventMessage(ev events.Event, res eventlog.AppendResult) (outbox.Message, error) {
 	ev.RunSeq, ev.PersistedAt = res.RunSeq, res.PersistedAt

@@ -125,6 +125,44 @@ func (s *Store) EventsAppendManyTx(ctx context.Context, tx pgx.Tx, parts []RunAp
 	return out, nil
 }
 
+// EventsAppendBatch queues on b the append of evs, all of one run, as
+// EventsAppendTx appends them, for a caller that sends them in one round
+// trip with other statements of its transaction (a BEGIN before them,
+// its own writes after them). The returned slice holds one result per
+// event once b's results have been read; a failed append's error, mapped
+// as EventsAppendTx maps it (ErrConflict, ErrDuplicateEventID), is what
+// b's BatchResults.Close returns, and the transaction is then aborted.
+// Events are validated before anything is queued: an invalid one fails
+// the call and leaves b as it was. No events queues nothing.
+func (s *Store) EventsAppendBatch(b *pgx.Batch, expectedHead *int64, evs ...events.Event) ([]AppendResult, error) {
+	args := make([][]any, len(evs))
+	for i := range evs {
+		if evs[i].RunID != evs[0].RunID {
+			return nil, fmt.Errorf("%w: one batch holds runs %q and %q", ErrInvalidEvent, evs[0].RunID, evs[i].RunID)
+		}
+		head := expectedHead
+		if i > 0 {
+			head = nil
+		}
+		var err error
+		if args[i], err = s.appendArgs(&evs[i], head); err != nil {
+			return nil, fmt.Errorf("%w (event %d)", err, i)
+		}
+	}
+	out := make([]AppendResult, len(evs))
+	for i := range evs {
+		b.Queue(appendSQL, args[i]...).QueryRow(func(row pgx.Row) error {
+			res, err := scanResult(row)
+			if err != nil {
+				return appendError(&evs[i], expectedHead, err)
+			}
+			out[i] = res
+			return nil
+		})
+	}
+	return out, nil
+}
+
 // appendArgs validates ev and returns weft_event_append's arguments.
 func (s *Store) appendArgs(ev *events.Event, expectedHead *int64) ([]any, error) {
 	version, err := validate(ev, s.maxEventData)

@@ -144,20 +144,58 @@ func EnqueueTx(ctx context.Context, tx pgx.Tx, msgs ...Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
+	args, err := enqueueArgs(ctx, msgs)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, enqueueSQL, args...); err != nil {
+		return fmt.Errorf("outbox: enqueue %d messages: %w", len(msgs), err)
+	}
+	return nil
+}
+
+// EnqueueBatch queues on b the insert of msgs, as EnqueueTx inserts them,
+// for a caller that sends it in one round trip with other statements of
+// its transaction (its COMMIT, say): the messages are published if and
+// only if that transaction commits. An error of the insert is what b's
+// BatchResults.Close returns. Messages are validated, and traced from
+// ctx, as EnqueueTx does, before anything is queued: an invalid one fails
+// the call and leaves b as it was. No messages queues nothing.
+func EnqueueBatch(ctx context.Context, b *pgx.Batch, msgs ...Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	args, err := enqueueArgs(ctx, msgs)
+	if err != nil {
+		return err
+	}
+	b.Queue(enqueueSQL, args...).QueryRow(func(row pgx.Row) error {
+		if err := row.Scan(nil); err != nil { // weft_outbox_wake returns void
+			return fmt.Errorf("outbox: enqueue %d messages: %w", len(msgs), err)
+		}
+		return nil
+	})
+	return nil
+}
+
+// enqueueArgs validates msgs and returns enqueueSQL's arguments: the
+// rows' columns as arrays, in the order of msgs. A message without a
+// traceparent header gets the trace context of ctx, when it has one.
+func enqueueArgs(ctx context.Context, msgs []Message) ([]any, error) {
 	n := len(msgs)
 	traced := trace.SpanContextFromContext(ctx).IsValid()
 	parts, keys, subjects := make([]int32, n), make([]string, n), make([]string, n)
 	headers, payloads, dedupe := make([]string, n), make([][]byte, n), make([]string, n)
 	for i, m := range msgs {
 		if err := m.Validate(); err != nil {
-			return fmt.Errorf("message %d of %d: %w", i+1, n, err)
+			return nil, fmt.Errorf("message %d of %d: %w", i+1, n, err)
 		}
 		if traced && m.Headers[tracing.HeaderTraceparent] == "" {
 			m.Headers = tracing.InjectHeaders(ctx, maps.Clone(m.Headers))
 		}
 		h, err := encodeHeaders(m.Headers)
 		if err != nil {
-			return fmt.Errorf("outbox: message %d of %d: %w", i+1, n, err)
+			return nil, fmt.Errorf("outbox: message %d of %d: %w", i+1, n, err)
 		}
 		keys[i] = m.orderKey()
 		parts[i] = int32(PartitionOf(keys[i]))
@@ -167,10 +205,7 @@ func EnqueueTx(ctx context.Context, tx pgx.Tx, msgs ...Message) error {
 			payloads[i] = []byte{}
 		}
 	}
-	if _, err := tx.Exec(ctx, enqueueSQL, parts, keys, subjects, headers, payloads, dedupe); err != nil {
-		return fmt.Errorf("outbox: enqueue %d messages: %w", n, err)
-	}
-	return nil
+	return []any{parts, keys, subjects, headers, payloads, dedupe}, nil
 }
 
 func encodeHeaders(h map[string]string) (string, error) {

@@ -81,6 +81,7 @@ type Intake struct {
 	authz    auth.Authorizer
 	approver runstart.Approver
 	cfg      Config
+	groups   grouper
 }
 
 // New returns an Intake writing to the event log log (through its journal,
@@ -95,10 +96,12 @@ func New(pool *pgxpool.Pool, log *eventlog.Store, authz auth.Authorizer, cfg Con
 		return nil, errors.New("intake: limits must not be negative")
 	}
 	j := journal.New(log, opts...)
-	return &Intake{
+	in := &Intake{
 		pool: pool, log: log, journal: j, authz: authz, cfg: cfg,
 		approver: runstart.Approver{Journal: j, Plans: cfg.Plans, Admission: cfg.Admission},
-	}, nil
+	}
+	in.groups.decide = in.decideGroup
+	return in, nil
 }
 
 // Config returns the configuration in force, defaults applied.

@@ -3,11 +3,10 @@ package intake
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftrun/weft/internal/auth"
 	"github.com/weftrun/weft/pkg/api"
@@ -46,23 +45,18 @@ type SignalResult struct {
 // CodeSignalAcceptanceIndeterminate and writes nothing (tier0 contract,
 // crash-window table). A signal p may not send is recorded as
 // SignalRejected and refused with CodePermissionDenied.
+//
+// Signals sent at the same time to different runs may share that
+// transaction (grouper), each decided under its own run's lock as if
+// alone; it answers none of them before it has committed. SignalSend
+// returns when sig is answered. Safe for concurrent use.
 func (in *Intake) SignalSend(ctx context.Context, p auth.Principal, sig Signal) (SignalResult, error) {
 	if err := in.checkSignal(sig); err != nil {
 		return SignalResult{}, err
 	}
-	now := in.now()
-	tx, err := in.pool.Begin(ctx)
-	if err != nil {
-		return SignalResult{}, fmt.Errorf("intake: begin: %w", err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // after Commit it is a no-op
-	res, commit, err := in.signalTx(ctx, tx, p, sig, now)
-	if commit {
-		if cerr := tx.Commit(ctx); cerr != nil {
-			return SignalResult{}, fmt.Errorf("intake: commit: %w", cerr)
-		}
-	}
-	return res, err
+	c := newCall(ctx, p, sig, in.now())
+	in.groups.send(c)
+	return c.res, c.err
 }
 
 // checkSignal refuses what can be refused before touching the database.
@@ -94,58 +88,131 @@ func (in *Intake) checkSignal(sig Signal) error {
 	return nil
 }
 
-// signalTx does SignalSend's work in tx. commit says whether tx holds
-// writes to commit: the acceptance, or a SignalRejected with its refusal.
-func (in *Intake) signalTx(ctx context.Context, tx pgx.Tx, p auth.Principal, sig Signal, now time.Time) (SignalResult, bool, error) {
-	run, err := lockRun(ctx, tx, sig.RunID)
-	if err != nil || run.tenant != p.TenantID {
-		return SignalResult{}, false, cmpErr(err, notFound(sig.RunID))
-	}
-	var id string
-	if sig.ID != nil {
-		id = *sig.ID
-	} else {
-		id = events.NewRunID() // a fresh UUIDv7
-	}
-	d := in.authz.Authorize(ctx, p, auth.ActionSignalSend, auth.Resource{TenantID: run.tenant, RunID: sig.RunID, SignalName: sig.Name})
-	if !d.Allowed {
-		return SignalResult{}, true, in.rejectTx(ctx, tx, run, sig, id, d.Reason, now)
-	}
-	st, err := in.readSignalState(ctx, tx, sig.RunID, sig.Name, id, now)
-	if err != nil {
-		return SignalResult{}, false, err
-	}
-	if st.existing != nil {
-		return SignalResult{AcceptedSignalResult: *st.existing, Duplicate: true}, false, nil
-	}
-	if st.recent >= in.cfg.MaxSignalsPerRunMinute {
-		return SignalResult{}, false, in.rateLimited(sig.RunID, st.oldest.Add(RateWindow).Sub(now))
-	}
-	gen := 1
-	if st.lastKey != "" {
-		expires := st.lastExpires
-		if expires.IsZero() { // accepted before payloads carried their expiry
-			expires = st.lastAt.Add(in.cfg.SignalRetention)
-		}
-		if expires.After(now) {
-			return SignalResult{}, false, indeterminate(sig, id)
-		}
-		gen = keyGeneration(st.lastKey) + 1
-	}
-	res := api.AcceptedSignalResult{Accepted: true, WorkflowID: sig.RunID, SignalName: sig.Name, SignalID: id,
-		AcceptedAt: now, SignalStorageKey: signalStorageKey(sig.RunID, sig.Name, id, gen)}
-	if err := in.acceptTx(ctx, tx, run, sig, res); err != nil {
-		return SignalResult{}, false, err
-	}
-	return SignalResult{AcceptedSignalResult: res}, true, nil
+// call is one signal on its way through acceptance: the request, what
+// was read of its run under the run's lock, and the answer.
+type call struct {
+	ctx context.Context
+	p   auth.Principal
+	sig Signal
+	id  string // sig.ID, or the id generated for it
+	now time.Time
+	// trace is the request's trace context, for the bus copy of its event.
+	trace trace.SpanContext
+
+	run runInfo
+	st  signalState
+	// ev is the event the decision appends: SignalAccepted, or
+	// SignalRejected, whose refusal is then err.
+	ev *events.Event
+	// The answer: res, or err, a refusal (*Error) or a fault.
+	res SignalResult
+	err error
+
+	wake chan bool // grouper: true to lead a group, false once answered
 }
 
-// cmpErr returns err when it is set and fallback otherwise.
-func cmpErr(err error, fallback *Error) error {
-	if err != nil {
-		return err
+func newCall(ctx context.Context, p auth.Principal, sig Signal, now time.Time) *call {
+	c := &call{ctx: ctx, p: p, sig: sig, now: now, trace: trace.SpanContextFromContext(ctx)}
+	if sig.ID != nil {
+		c.id = *sig.ID
+	} else {
+		c.id = events.NewRunID() // a fresh UUIDv7
 	}
-	return fallback
+	return c
+}
+
+// reset forgets what was read and decided, for a new transaction.
+func (c *call) reset() {
+	c.run, c.st, c.ev, c.res, c.err = runInfo{}, signalState{}, nil, SignalResult{}, nil
+}
+
+// fail answers c with err, a fault, when there is one.
+func (c *call) fail(err error) {
+	if err != nil {
+		c.res, c.err, c.ev = SignalResult{}, err, nil
+	}
+}
+
+// decide answers c from its run and signal state, read under the run's
+// lock, checking in the documented order (docs/api.md): the run is the
+// principal's tenant's, the principal may send the signal, the signal is
+// not a repeat, the run is within its rate limit, and no payload of the
+// signal is in the log without its record. It sets c.res or c.err, and
+// c.ev when there is an event to append. An error is a fault.
+func (in *Intake) decide(c *call) error {
+	run, st := c.run, c.st
+	if !run.locked || run.tenant != c.p.TenantID {
+		c.err = notFound(c.sig.RunID)
+		return nil
+	}
+	d := in.authz.Authorize(c.ctx, c.p, auth.ActionSignalSend, auth.Resource{TenantID: run.tenant, RunID: c.sig.RunID, SignalName: c.sig.Name})
+	switch {
+	case !d.Allowed:
+		return in.reject(c, d.Reason)
+	case st.existing != nil:
+		c.res = SignalResult{AcceptedSignalResult: *st.existing, Duplicate: true}
+		return nil
+	case st.recent >= in.cfg.MaxSignalsPerRunMinute:
+		c.err = in.rateLimited(c.sig.RunID, st.oldest.Add(RateWindow).Sub(c.now))
+		return nil
+	}
+	gen, ok := in.generation(st, c.now)
+	if !ok {
+		c.err = indeterminate(c.sig, c.id)
+		return nil
+	}
+	return in.accept(c, gen)
+}
+
+// accept decides to accept c as the gen-th acceptance of its signal.
+func (in *Intake) accept(c *call, gen int) error {
+	res := api.AcceptedSignalResult{Accepted: true, WorkflowID: c.sig.RunID, SignalName: c.sig.Name, SignalID: c.id,
+		AcceptedAt: c.now, SignalStorageKey: signalStorageKey(c.sig.RunID, c.sig.Name, c.id, gen)}
+	ev, err := events.New(events.Spec{RunID: c.sig.RunID, Type: events.SignalAccepted, LogicalAttemptID: res.SignalStorageKey,
+		PlanVersion: c.run.planVersion, EmittedAt: res.AcceptedAt,
+		Data: events.SignalAcceptedData{SignalName: c.sig.Name, SignalID: c.id, Payload: c.sig.Payload, ExpiresAt: in.expiry(res.AcceptedAt)}})
+	if err != nil {
+		return fmt.Errorf("intake: SignalAccepted: %w", err)
+	}
+	c.res, c.ev = SignalResult{AcceptedSignalResult: res}, &ev
+	return nil
+}
+
+// reject decides to record c as SignalRejected with reason and to refuse
+// it. The event's key is derived from the signal, so a retried denial is
+// recorded once.
+func (in *Intake) reject(c *call, reason string) error {
+	ev, err := events.New(events.Spec{RunID: c.sig.RunID, Type: events.SignalRejected,
+		LogicalAttemptID: "rejected:" + signalKeyPrefix(c.sig.RunID, c.sig.Name, c.id), PlanVersion: c.run.planVersion,
+		EmittedAt: c.now, Data: events.SignalRejectedData{SignalName: c.sig.Name, SignalID: c.id, Reason: reason}})
+	if err != nil {
+		return fmt.Errorf("intake: SignalRejected: %w", err)
+	}
+	c.ev = &ev
+	c.err = &Error{Code: api.CodePermissionDenied, Message: reason,
+		Details: map[string]any{"workflowId": c.sig.RunID, "signalName": c.sig.Name, "signalId": c.id}}
+	return nil
+}
+
+// expiry is when an acceptance at t stops answering repeats.
+func (in *Intake) expiry(t time.Time) time.Time { return t.Add(in.cfg.SignalRetention) }
+
+// generation returns the generation of a new acceptance of the signal
+// whose state is st: 1, or one more than its last payload's once that
+// has expired. It returns false for an unexpired payload, which is one
+// without its acceptance record (the record would have answered).
+func (in *Intake) generation(st signalState, now time.Time) (int, bool) {
+	if st.lastKey == "" {
+		return 1, true
+	}
+	expires := st.lastExpires
+	if expires.IsZero() { // accepted before payloads carried their expiry
+		expires = st.lastAt.Add(in.cfg.SignalRetention)
+	}
+	if expires.After(now) {
+		return 0, false
+	}
+	return keyGeneration(st.lastKey) + 1, true
 }
 
 func (in *Intake) rateLimited(runID string, wait time.Duration) *Error {
@@ -163,54 +230,4 @@ func indeterminate(sig Signal, id string) *Error {
 		Message: "the signal's payload is in the run's log without its acceptance record, so whether this request repeats an accepted one cannot be told; retry only after an operator has inspected it or its retention has passed",
 		Details: map[string]any{"workflowId": sig.RunID, "signalName": sig.Name, "signalId": id,
 			"correlationId": events.NewRunID()}}
-}
-
-// acceptTx appends the SignalAccepted event and records the acceptance.
-func (in *Intake) acceptTx(ctx context.Context, tx pgx.Tx, run runInfo, sig Signal, res api.AcceptedSignalResult) error {
-	ev, err := events.New(events.Spec{RunID: sig.RunID, Type: events.SignalAccepted, LogicalAttemptID: res.SignalStorageKey,
-		PlanVersion: run.planVersion, EmittedAt: res.AcceptedAt,
-		Data: events.SignalAcceptedData{SignalName: sig.Name, SignalID: res.SignalID, Payload: sig.Payload,
-			ExpiresAt: res.AcceptedAt.Add(in.cfg.SignalRetention)}})
-	if err != nil {
-		return fmt.Errorf("intake: SignalAccepted: %w", err)
-	}
-	appended, err := in.journal.AppendTx(ctx, tx, &run.head, ev)
-	if err != nil {
-		return fmt.Errorf("intake: append SignalAccepted: %w", err)
-	}
-	if !appended[0].Persisted { // the key was checked under the run lock
-		return errors.New("intake: SignalAccepted already in the log under a fresh storage key")
-	}
-	response, err := json.Marshal(res)
-	if err != nil {
-		return fmt.Errorf("intake: encode result: %w", err)
-	}
-	_, err = tx.Exec(ctx, `
-		INSERT INTO signal_acceptances (run_id, signal_name, signal_id, version, storage_key, response, accepted_at, expires_at)
-		VALUES ($1, $2, $3, 1, $4, $5, $6, $7)
-		ON CONFLICT (run_id, signal_name, signal_id) DO UPDATE
-		SET version = 1, storage_key = EXCLUDED.storage_key, response = EXCLUDED.response,
-		    accepted_at = EXCLUDED.accepted_at, expires_at = EXCLUDED.expires_at`,
-		sig.RunID, sig.Name, res.SignalID, res.SignalStorageKey, response, res.AcceptedAt, res.AcceptedAt.Add(in.cfg.SignalRetention))
-	if err != nil {
-		return fmt.Errorf("intake: record acceptance: %w", err)
-	}
-	return nil
-}
-
-// rejectTx records a denied signal as SignalRejected with reason and
-// returns the refusal. The event's key is derived from the signal, so a
-// retried denial is recorded once.
-func (in *Intake) rejectTx(ctx context.Context, tx pgx.Tx, run runInfo, sig Signal, id, reason string, now time.Time) error {
-	ev, err := events.New(events.Spec{RunID: sig.RunID, Type: events.SignalRejected,
-		LogicalAttemptID: "rejected:" + signalKeyPrefix(sig.RunID, sig.Name, id), PlanVersion: run.planVersion,
-		EmittedAt: now, Data: events.SignalRejectedData{SignalName: sig.Name, SignalID: id, Reason: reason}})
-	if err != nil {
-		return fmt.Errorf("intake: SignalRejected: %w", err)
-	}
-	if _, err := in.journal.AppendTx(ctx, tx, &run.head, ev); err != nil {
-		return fmt.Errorf("intake: append SignalRejected: %w", err)
-	}
-	return &Error{Code: api.CodePermissionDenied, Message: reason,
-		Details: map[string]any{"workflowId": sig.RunID, "signalName": sig.Name, "signalId": id}}
 }

@@ -1,9 +1,7 @@
 package intake
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -14,40 +12,33 @@ import (
 )
 
 // runInfo is what intake needs of a run: its head, locked, and the owner
-// and plan version its RunApproved names.
+// and plan version its RunApproved names. A run that does not exist has
+// no head and no owner.
 type runInfo struct {
 	head        int64
+	locked      bool // the head row exists, and head is its head_seq
 	tenant      string
 	planVersion string
 }
 
-// lockRun locks runID's head row until tx ends, so every acceptance of
-// the run is decided in turn (engine rounds append under the same lock),
-// and reads its owner. A missing run reads as a runInfo with no tenant,
-// which matches no principal.
-func lockRun(ctx context.Context, tx pgx.Tx, runID string) (runInfo, error) {
-	var r runInfo
-	var tenant, version *string
-	err := tx.QueryRow(ctx, `
-		SELECT h.head_seq, e.event_data->>'tenantId', e.event_data->>'planVersion'
-		FROM run_heads h
-		JOIN run_events e ON e.run_id = h.run_id AND e.run_seq = 1 AND e.event_type = 'RunApproved'
-		WHERE h.run_id = $1
-		FOR UPDATE OF h`, runID).Scan(&r.head, &tenant, &version)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return runInfo{}, nil
-	}
-	if err != nil {
-		return runInfo{}, fmt.Errorf("intake: lock run: %w", err)
-	}
-	if tenant == nil {
-		return runInfo{}, nil // RunApproved of a run started outside the gateway without a tenant
-	}
-	r.tenant = *tenant
-	if version != nil {
-		r.planVersion = *version
-	}
-	return r, nil
+// queueLockRuns queues on b the statement that locks the head rows of the
+// runs ids, in run id order, until the transaction ends, so every
+// acceptance of a run is decided in turn (engine rounds append under the
+// same locks). Once b's results are read, the returned map holds the head
+// of each run whose head row exists.
+func queueLockRuns(b *pgx.Batch, ids []string) map[string]int64 {
+	heads := make(map[string]int64, len(ids))
+	b.Queue(`SELECT run_id::text, head_seq FROM run_heads WHERE run_id = ANY($1::uuid[]) ORDER BY run_id FOR UPDATE`,
+		ids).Query(func(rows pgx.Rows) error {
+		var id string
+		var head int64
+		_, err := pgx.ForEachRow(rows, []any{&id, &head}, func() error {
+			heads[id] = head
+			return nil
+		})
+		return err
+	})
+	return heads
 }
 
 // signalState is what the run's records say about one signal.
@@ -62,34 +53,57 @@ type signalState struct {
 	lastExpires time.Time
 }
 
-// readSignalState reads a signal's state in one round trip. It must run
-// after lockRun, so it sees every acceptance committed before this one.
-func (in *Intake) readSignalState(ctx context.Context, tx pgx.Tx, runID, name, id string, now time.Time) (signalState, error) {
-	prefix := signalKeyPrefix(runID, name, id)
-	upper := prefix[:len(prefix)-1] + ";" // ':' + 1: the end of the prefix's range
-	var st signalState
-	var response []byte
-	var oldest, lastAt, lastExpires *time.Time
-	var lastKey *string
-	err := tx.QueryRow(ctx, `
-		SELECT r.response, c.n, c.oldest, p.logical_attempt_id, p.emitted_at, p.expires_at
+// signalStateSQL reads the run's owner and plan version (its RunApproved)
+// and a signal's state, in one statement: one plan for the two lookups of
+// the partitioned run_events, which Postgres plans at every execution.
+const signalStateSQL = `
+		SELECT a.event_data->>'tenantId', a.event_data->>'planVersion',
+		       r.response, c.n, c.oldest, p.logical_attempt_id, p.emitted_at, p.expires_at
 		FROM (SELECT count(*) AS n, min(accepted_at) AS oldest FROM signal_acceptances
 		      WHERE run_id = $1 AND accepted_at > $5) c
+		LEFT JOIN LATERAL (SELECT event_data FROM run_events
+		      WHERE run_id = $1 AND run_seq = 1 AND event_type = 'RunApproved') a ON true
 		LEFT JOIN LATERAL (SELECT response FROM signal_acceptances
 		      WHERE run_id = $1 AND signal_name = $2 AND signal_id = $3 AND expires_at > $4) r ON true
-		LEFT JOIN LATERAL (SELECT logical_attempt_id, emitted_at,
+		LEFT JOIN LATERAL (SELECT * FROM (SELECT run_seq, logical_attempt_id, emitted_at,
 		                          (event_data->>'expiresAt')::timestamptz AS expires_at FROM run_events
 		      WHERE run_id = $1 AND event_type = 'SignalAccepted'
 		        AND logical_attempt_id COLLATE "C" >= $6 AND logical_attempt_id COLLATE "C" < $7
-		      ORDER BY run_seq DESC LIMIT 1) p ON true`,
-		runID, name, id, now, now.Add(-RateWindow), prefix, upper).Scan(&response, &st.recent, &oldest, &lastKey, &lastAt, &lastExpires)
-	if err != nil {
-		return signalState{}, fmt.Errorf("intake: read signal state: %w", err)
+		      OFFSET 0) k ORDER BY run_seq DESC LIMIT 1) p ON true`
+
+// queueSignalState queues on b the statement that reads the run's owner
+// into run and a signal's state into st. It must be queued after
+// queueLockRun's: a statement of its own takes its snapshot once the lock
+// is held, so it sees every acceptance committed before this one.
+func queueSignalState(b *pgx.Batch, runID, name, id string, now time.Time, run *runInfo, st *signalState) {
+	prefix := signalKeyPrefix(runID, name, id)
+	upper := prefix[:len(prefix)-1] + ";" // ':' + 1: the end of the prefix's range
+	b.Queue(signalStateSQL, runID, name, id, now, now.Add(-RateWindow), prefix, upper).QueryRow(func(row pgx.Row) error {
+		return scanSignalState(row, run, st)
+	})
+}
+
+// scanSignalState reads queueSignalState's row. A run without a tenant in
+// its RunApproved (one started outside the gateway), or without one,
+// keeps an empty tenant, which matches no principal.
+func scanSignalState(row pgx.Row, run *runInfo, st *signalState) error {
+	var tenant, version *string
+	var response []byte
+	var oldest, lastAt, lastExpires *time.Time
+	var lastKey *string
+	if err := row.Scan(&tenant, &version, &response, &st.recent, &oldest, &lastKey, &lastAt, &lastExpires); err != nil {
+		return fmt.Errorf("read signal state: %w", err)
+	}
+	if tenant != nil {
+		run.tenant = *tenant
+	}
+	if version != nil {
+		run.planVersion = *version
 	}
 	if response != nil {
 		st.existing = new(api.AcceptedSignalResult)
 		if err := json.Unmarshal(response, st.existing); err != nil {
-			return signalState{}, fmt.Errorf("intake: decode acceptance record: %w", err)
+			return fmt.Errorf("decode acceptance record: %w", err)
 		}
 	}
 	if oldest != nil {
@@ -101,7 +115,7 @@ func (in *Intake) readSignalState(ctx context.Context, tx pgx.Tx, runID, name, i
 	if lastExpires != nil {
 		st.lastExpires = *lastExpires
 	}
-	return st, nil
+	return nil
 }
 
 // now is the clock, in UTC and at Postgres's microsecond precision, so a

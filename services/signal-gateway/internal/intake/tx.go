@@ -61,17 +61,15 @@ func (in *Intake) SignalSendTx(ctx context.Context, tx pgx.Tx, p auth.Principal,
 	if err != nil {
 		return SignalResult{}, fmt.Errorf("intake: savepoint: %w", err)
 	}
-	res, commit, err := in.signalTx(ctx, sp, p, sig, in.now())
-	if !commit {
+	stx := &savepointTx{sp: sp}
+	c := newCall(ctx, p, sig, in.now())
+	c.fail(in.decideTx(ctx, stx, []*call{c}))
+	if !stx.committed {
 		if rerr := sp.Rollback(ctx); rerr != nil {
-			return SignalResult{}, errors.Join(err, fmt.Errorf("intake: roll back savepoint: %w", rerr))
+			return SignalResult{}, errors.Join(c.err, fmt.Errorf("intake: roll back savepoint: %w", rerr))
 		}
-		return res, err
 	}
-	if cerr := sp.Commit(ctx); cerr != nil {
-		return SignalResult{}, fmt.Errorf("intake: release savepoint: %w", cerr)
-	}
-	return res, err
+	return c.res, c.err
 }
 
 // PlanRef reads a plan document's planId and planVersion, for callers

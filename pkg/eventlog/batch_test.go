@@ -1,0 +1,69 @@
+package eventlog_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftrun/weft/internal/weftest"
+	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/events"
+)
+
+func batchEvent(t *testing.T, runID, step string) events.Event {
+	t.Helper()
+	ev, err := events.New(events.Spec{RunID: runID, StepID: step, LogicalAttemptID: "1", Type: events.StepStarted,
+		PlanVersion: "1", Data: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+	return ev
+}
+
+// EventsAppendBatch appends as EventsAppendTx does, once its batch is
+// sent: runSeqs after the head, the compare-and-swap, duplicate keys.
+func TestEventsAppendBatchAppendsAsEventsAppendTx(t *testing.T) {
+	t.Parallel()
+	db := weftest.NewDB(t)
+	s := eventlog.New(db.Pool)
+	ctx := t.Context()
+	runID := events.NewRunID()
+	a, c := batchEvent(t, runID, "a"), batchEvent(t, runID, "c")
+
+	b := &pgx.Batch{}
+	zero := int64(0)
+	res, err := s.EventsAppendBatch(b, &zero, a, batchEvent(t, runID, "b"))
+	require.NoError(t, err)
+	require.NoError(t, db.Pool.SendBatch(ctx, b).Close())
+	require.Equal(t, []int64{1, 2}, []int64{res[0].RunSeq, res[1].RunSeq})
+	require.True(t, res[0].Persisted)
+
+	b = &pgx.Batch{}
+	res, err = s.EventsAppendBatch(b, nil, c, batchEvent(t, runID, "a"))
+	require.NoError(t, err)
+	require.NoError(t, db.Pool.SendBatch(ctx, b).Close())
+	require.Equal(t, eventlog.AppendResult{RunSeq: 3, Persisted: true, PersistedAt: res[0].PersistedAt}, res[0])
+	require.True(t, res[1].Idempotent, "a's key is in the run")
+	require.Equal(t, int64(1), res[1].RunSeq)
+
+	b = &pgx.Batch{}
+	_, err = s.EventsAppendBatch(b, &zero, batchEvent(t, runID, "d"))
+	require.NoError(t, err)
+	require.ErrorIs(t, db.Pool.SendBatch(ctx, b).Close(), eventlog.ErrConflict)
+	head, err := s.RunHead(ctx, runID)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), head)
+}
+
+func TestEventsAppendBatchRefusesBeforeQueuing(t *testing.T) {
+	t.Parallel()
+	s := eventlog.New(nil)
+	b := &pgx.Batch{}
+	_, err := s.EventsAppendBatch(b, nil, batchEvent(t, events.NewRunID(), "a"), batchEvent(t, events.NewRunID(), "b"))
+	require.ErrorIs(t, err, eventlog.ErrInvalidEvent)
+	bad := batchEvent(t, events.NewRunID(), "a")
+	bad.EventType = ""
+	_, err = s.EventsAppendBatch(b, nil, bad)
+	require.ErrorIs(t, err, eventlog.ErrInvalidEvent)
+	require.Zero(t, b.Len())
+}

@@ -1,0 +1,189 @@
+package intake
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/weftrun/weft/internal/journal"
+)
+
+// commitError is a fault of the batch that commits: whether the
+// transaction committed is not known.
+type commitError struct{ error }
+
+func (e *commitError) Unwrap() error { return e.error }
+
+// decideTx decides the signals of calls, each of a run of its own, in tx,
+// and writes what they ask for. One batch locks their runs' heads and
+// reads their states (readTx); the events and acceptance records are
+// written in a second (appendTx), and the outbox rows in a third, which
+// commits tx. With nothing to write, tx is left uncommitted. An error is a
+// fault of the whole transaction, and the answers set in calls are void.
+func (in *Intake) decideTx(ctx context.Context, tx batchTx, calls []*call) error {
+	if err := in.readTx(ctx, tx, calls); err != nil {
+		return err
+	}
+	for _, c := range calls {
+		if err := in.decide(c); err != nil {
+			return err
+		}
+	}
+	pending, err := in.appendTx(ctx, tx, calls)
+	if err != nil || len(pending) == 0 {
+		return err
+	}
+	b := tx.batch()
+	if err := in.journal.OutboxBatch(ctx, b, pending...); err != nil {
+		return fmt.Errorf("intake: enqueue signals' events: %w", err)
+	}
+	if err := tx.send(ctx, b, true); err != nil {
+		return &commitError{fmt.Errorf("intake: enqueue signals' events and commit: %w", err)}
+	}
+	return nil
+}
+
+// readTx locks the heads of the calls' runs, in run id order as every
+// writer that locks several runs does, and then, in statements that take
+// their snapshots once the locks are held, reads each call's run and
+// signal state, all in one batch. A run whose head is not there is not
+// locked, and reads as not found.
+func (in *Intake) readTx(ctx context.Context, tx batchTx, calls []*call) error {
+	b := tx.batch()
+	ids := make([]string, len(calls))
+	for i, c := range calls {
+		ids[i] = c.sig.RunID
+	}
+	heads := queueLockRuns(b, ids)
+	for _, c := range calls {
+		queueSignalState(b, c.sig.RunID, c.sig.Name, c.id, c.now, &c.run, &c.st)
+	}
+	if err := tx.send(ctx, b, false); err != nil {
+		return fmt.Errorf("intake: lock runs and read signal states: %w", err)
+	}
+	for _, c := range calls {
+		c.run.head, c.run.locked = heads[c.sig.RunID]
+	}
+	return nil
+}
+
+// acceptanceSQL records an acceptance. A row of the same signal can only
+// be an expired one, which the new acceptance replaces.
+const acceptanceSQL = `
+	INSERT INTO signal_acceptances (run_id, signal_name, signal_id, version, storage_key, response, accepted_at, expires_at)
+	VALUES ($1, $2, $3, 1, $4, $5, $6, $7)
+	ON CONFLICT (run_id, signal_name, signal_id) DO UPDATE
+	SET version = 1, storage_key = EXCLUDED.storage_key, response = EXCLUDED.response,
+	    accepted_at = EXCLUDED.accepted_at, expires_at = EXCLUDED.expires_at`
+
+// appendTx appends, in one batch, the event each call's decision asks for,
+// with a compare-and-swap on the head it read, and records each
+// acceptance. It returns the appends, whose outbox rows are still to be
+// enqueued.
+func (in *Intake) appendTx(ctx context.Context, tx batchTx, calls []*call) ([]*journal.Pending, error) {
+	b := tx.batch()
+	var pending, accepted []*journal.Pending
+	for _, c := range calls {
+		if c.ev == nil {
+			continue
+		}
+		p, err := in.journal.AppendBatch(trace.ContextWithSpanContext(ctx, c.trace), b, &c.run.head, *c.ev)
+		if err != nil {
+			return nil, fmt.Errorf("intake: append %s: %w", c.ev.EventType, err)
+		}
+		pending = append(pending, p)
+		if c.err != nil { // a rejection
+			continue
+		}
+		res := c.res.AcceptedSignalResult
+		response, err := json.Marshal(res)
+		if err != nil {
+			return nil, fmt.Errorf("intake: encode result: %w", err)
+		}
+		b.Queue(acceptanceSQL, res.WorkflowID, res.SignalName, res.SignalID, res.SignalStorageKey, response, res.AcceptedAt, in.expiry(res.AcceptedAt))
+		accepted = append(accepted, p)
+	}
+	if len(pending) == 0 {
+		return nil, nil
+	}
+	if err := tx.send(ctx, b, false); err != nil {
+		return nil, fmt.Errorf("intake: append signals' events and record acceptances: %w", err)
+	}
+	for _, p := range accepted {
+		if !p.Results()[0].Persisted { // the key was checked under the run lock
+			return nil, errors.New("intake: SignalAccepted already in the log under a fresh storage key")
+		}
+	}
+	return pending, nil
+}
+
+// ownTx decides calls in a transaction of their own.
+func (in *Intake) ownTx(ctx context.Context, calls []*call) error {
+	conn, err := in.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("intake: acquire a connection: %w", err)
+	}
+	defer conn.Release()
+	tx := &connTx{conn: conn.Conn()}
+	defer tx.end(ctx)
+	return in.decideTx(ctx, tx, calls)
+}
+
+// decideGroup decides a group of calls in one transaction and sets their
+// answers. The transaction runs on a context that ends only once every
+// call's has, so one caller leaving does not fail the others. After a
+// fault before the commit (one call's bad payload, a deadlock with
+// another writer) it decides each call again in a transaction of its own,
+// on its own context. After a fault of the commit, whether it committed
+// is not known: each call that wrote is answered with the fault, each
+// that only read keeps its answer.
+func (in *Intake) decideGroup(group []*call) {
+	if len(group) == 1 {
+		group[0].fail(in.ownTx(group[0].ctx, group))
+		return
+	}
+	ctx, stop := groupContext(group)
+	err := in.ownTx(ctx, group)
+	stop()
+	if _, unknown := errors.AsType[*commitError](err); err == nil || unknown {
+		for _, c := range group {
+			if c.ev != nil {
+				c.fail(err)
+			}
+		}
+		return
+	}
+	for _, c := range group {
+		c.reset()
+		c.fail(in.ownTx(c.ctx, []*call{c}))
+	}
+}
+
+// groupContext returns a context with the values of the first call's that
+// is canceled once every call's context has ended, and a function that
+// releases it.
+func groupContext(group []*call) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(group[0].ctx))
+	var mu sync.Mutex
+	left := len(group)
+	stops := make([]func() bool, len(group))
+	for i, c := range group {
+		stops[i] = context.AfterFunc(c.ctx, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if left--; left == 0 {
+				cancel()
+			}
+		})
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
+}
