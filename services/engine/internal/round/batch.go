@@ -25,6 +25,14 @@ type Result struct {
 	Err error
 }
 
+// genericPlans makes a round's transaction run its prepared statements, and
+// those of the functions it calls (weft_event_append), on generic plans.
+// Postgres otherwise plans anew at every execution each statement that
+// reads the partitioned run_events, because a plan for the one partition a
+// run id selects always looks cheaper than the generic plan, which prunes
+// the others when it starts; that planning costs more than the reads.
+const genericPlans = "set local plan_cache_mode = force_generic_plan"
+
 // RunBatch executes rounds, in order, in one transaction: one load of all
 // their runs, one round trip for all their appends (each under its run's
 // compare-and-swap), one enqueue of all their tasks, one commit, so many
@@ -37,6 +45,9 @@ type Result struct {
 func (x *Runner) RunBatch(ctx context.Context, rounds []Round) ([]Result, error) {
 	var results []Result
 	err := pgx.BeginFunc(ctx, x.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, genericPlans); err != nil {
+			return err
+		}
 		var err error
 		results, err = x.batch(ctx, tx, rounds)
 		if err == nil && x.cfg.BeforeCommit != nil && anyDecided(results) {

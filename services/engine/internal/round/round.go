@@ -127,6 +127,9 @@ func (x *Runner) Run(ctx context.Context, r Round) (Outcome, error) {
 	var out Outcome
 	for {
 		err := pgx.BeginFunc(ctx, x.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, genericPlans); err != nil {
+				return err
+			}
 			var err error
 			out, err = x.attempt(ctx, tx, r, out.Conflicts)
 			return err
