@@ -77,15 +77,27 @@ type RunAppend struct {
 	Events       []events.Event
 }
 
+// GenericPlansSQL makes the rest of a transaction run its prepared
+// statements, and those of the functions it calls (weft_event_append), on
+// generic plans. Postgres otherwise plans anew, at every execution, each
+// statement that reads or writes the partitioned run_events: a plan for
+// the one partition a run id selects always looks cheaper than the
+// generic plan, which prunes the others when it starts, and that planning
+// costs more than the statement. EventsAppendManyTx sends it ahead of its
+// appends, in the same round trip.
+const GenericPlansSQL = "set local plan_cache_mode = force_generic_plan"
+
 // EventsAppendManyTx appends every part in order inside tx, all in one
 // round trip, and returns the results part by part, as EventsAppendTx
 // would for each. Parts may be of different runs, or several of one run
 // (each part's ExpectedHead then counts the parts before it). A failed
 // compare-and-swap of any part fails the call with ErrConflict; like every
 // database error it aborts tx, which must be rolled back, and nothing is
-// written. Events are validated before anything is sent.
+// written. Events are validated before anything is sent. It leaves tx on
+// generic plans (GenericPlansSQL) for the rest of the transaction.
 func (s *Store) EventsAppendManyTx(ctx context.Context, tx pgx.Tx, parts []RunAppend) ([][]AppendResult, error) {
 	batch := &pgx.Batch{}
+	batch.Queue(GenericPlansSQL)
 	for p, part := range parts {
 		for i := range part.Events {
 			ev := &part.Events[i]
@@ -103,10 +115,14 @@ func (s *Store) EventsAppendManyTx(ctx context.Context, tx pgx.Tx, parts []RunAp
 			batch.Queue(appendSQL, args...)
 		}
 	}
-	if batch.Len() == 0 {
+	if batch.Len() == 1 {
 		return make([][]AppendResult, len(parts)), nil
 	}
 	br := tx.SendBatch(ctx, batch)
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
+		return nil, fmt.Errorf("eventlog: append %d parts: %w", len(parts), err)
+	}
 	out := make([][]AppendResult, len(parts))
 	for p, part := range parts {
 		out[p] = make([]AppendResult, len(part.Events))

@@ -25,13 +25,9 @@ type Result struct {
 	Err error
 }
 
-// genericPlans makes a round's transaction run its prepared statements, and
-// those of the functions it calls (weft_event_append), on generic plans.
-// Postgres otherwise plans anew at every execution each statement that
-// reads the partitioned run_events, because a plan for the one partition a
-// run id selects always looks cheaper than the generic plan, which prunes
-// the others when it starts; that planning costs more than the reads.
-const genericPlans = "set local plan_cache_mode = force_generic_plan"
+// genericPlans puts a round's transaction on generic plans from its first
+// statement, the checkpoint load (eventlog.GenericPlansSQL says why).
+const genericPlans = eventlog.GenericPlansSQL
 
 // RunBatch executes rounds, in order, in one transaction: one load of all
 // their runs, one round trip for all their appends (each under its run's

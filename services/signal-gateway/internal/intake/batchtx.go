@@ -6,6 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/weftrun/weft/pkg/eventlog"
 )
 
 // batchTx is a transaction whose statements are sent in batches, each
@@ -38,7 +40,7 @@ type connTx struct {
 
 // genericPlans makes the rest of the transaction run its prepared
 // statements, and those of the functions it calls, on generic plans.
-const genericPlans = "set local plan_cache_mode = force_generic_plan"
+const genericPlans = eventlog.GenericPlansSQL
 
 func (t *connTx) batch() *pgx.Batch {
 	b := &pgx.Batch{}
