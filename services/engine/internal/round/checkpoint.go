@@ -168,7 +168,7 @@ func (x *Runner) loadRuns(ctx context.Context, tx pgx.Tx, ids []string) (map[str
 	runs := make(map[string]*runView, len(ids))
 	var replay []string
 	for _, id := range ids {
-		if runs[id], err = restoreRun(id, cps[id], byRun[id]); errors.Is(err, decide.ErrCheckpoint) {
+		if runs[id], err = x.restoreRun(id, cps[id], byRun[id]); errors.Is(err, decide.ErrCheckpoint) {
 			replay = append(replay, id)
 		} else if err != nil {
 			return nil, err
@@ -192,7 +192,7 @@ func (x *Runner) replayRuns(ctx context.Context, tx pgx.Tx, ids []string, cps ma
 	}
 	for _, id := range ids {
 		cps[id].covered, cps[id].data = 0, nil
-		if runs[id], err = restoreRun(id, cps[id], byRun[id]); err != nil {
+		if runs[id], err = x.restoreRun(id, cps[id], byRun[id]); err != nil {
 			return err
 		}
 	}
@@ -203,10 +203,10 @@ func (x *Runner) replayRuns(ctx context.Context, tx pgx.Tx, ids []string, cps ma
 // event and the events after the checkpoint (all of them without one). It
 // fails with decide.ErrCheckpoint when the checkpoint does not restore; a
 // run that cannot load at all (ErrUnknownRun) has it as the view's err.
-func restoreRun(id string, cp *checkpointView, evs []events.Event) (*runView, error) {
+func (x *Runner) restoreRun(id string, cp *checkpointView, evs []events.Event) (*runView, error) {
 	run := &runView{cp: cp}
 	var approved events.RunApprovedData
-	run.plan, approved, run.err = planOf(id, evs)
+	run.plan, approved, run.err = x.plans.planOf(id, evs)
 	run.environment = approved.EnvironmentID
 	if run.err != nil {
 		return run, nil //nolint:nilerr // a run that cannot load carries its error in run.err

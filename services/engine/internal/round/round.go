@@ -15,7 +15,6 @@ package round
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -26,7 +25,6 @@ import (
 	"github.com/weftrun/weft/internal/admission"
 	"github.com/weftrun/weft/internal/journal"
 	"github.com/weftrun/weft/pkg/eventlog"
-	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/services/engine/internal/decide"
 )
@@ -79,6 +77,7 @@ type Runner struct {
 	log     *eventlog.Store
 	journal *journal.Journal
 	cfg     Config
+	plans   planCache
 }
 
 // New returns a Runner over pool, whose database has the Weft schema.
@@ -165,23 +164,4 @@ func (x *Runner) attempt(ctx context.Context, tx pgx.Tx, r Round, conflicts int)
 		x.cfg.BeforeCommit()
 	}
 	return out, nil
-}
-
-// planOf decodes the plan and the approval carried by the run's
-// RunApproved, its first event. The plan was validated when the run was approved; it is decoded
-// leniently here so a plan written by a newer version still loads.
-func planOf(runID string, evs []events.Event) (*plan.Plan, events.RunApprovedData, error) {
-	var d events.RunApprovedData
-	if len(evs) == 0 || evs[0].EventType != events.RunApproved {
-		return nil, d, fmt.Errorf("%w: %s has no RunApproved", ErrUnknownRun, runID)
-	}
-	if err := evs[0].Data(&d); err != nil {
-		return nil, d, fmt.Errorf("%w: %s: %w", ErrUnknownRun, runID, err)
-	}
-	var p plan.Plan
-	if err := json.Unmarshal(d.Plan, &p); err != nil {
-		return nil, d, fmt.Errorf("%w: %s: RunApproved carries no readable plan: %w", ErrUnknownRun, runID, err)
-	}
-	p.ApplyDefaults()
-	return &p, d, nil
 }
