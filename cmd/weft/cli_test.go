@@ -249,14 +249,16 @@ func testFailingPlan(t *testing.T, s *cliStack) {
 planVersion: "1"
 steps:
   - id: first
-    activity: echo
-    input: {x: 1}
+    activity: sleep
+    input: {ms: 1500}
   - id: doomed
     activity: fail-n-times
     dependsOn: [first]
     input: {times: 5}
     retry: {maxAttempts: 1}
 `), 0o600))
+	// first sleeps so that the CLI sees the run running before it fails,
+	// however fast the stack: at least two states, two lines.
 	r := s.weft(t, "run", "start", "-f", file, "--wait")
 	require.Equal(t, exitFailed, r.code, "err: %v\nstdout: %s", r.err, r.out)
 	require.ErrorContains(t, r.err, "FAILED")

@@ -63,7 +63,7 @@ func runEngine(ctx context.Context, env *environment, args []string) error {
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	o, err := newOps(ctx, env, "weft-engine", *opt.ops, "--ops-addr or WEFT_ENGINE_OPS_ADDR")
+	o, err := newOps(ctx, env, "weft-engine", *opt.ops, opsHint(f))
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func runWorker(ctx context.Context, env *environment, args []string) error {
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	o, err := newOps(ctx, env, "weft-worker", *opt.ops, "--ops-addr or WEFT_WORKER_OPS_ADDR")
+	o, err := newOps(ctx, env, "weft-worker", *opt.ops, opsHint(f))
 	if err != nil {
 		return err
 	}

@@ -69,7 +69,7 @@ func runGateway(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	o, err := newOps(ctx, env, "weft-gateway", *opt.ops, "--ops-addr or WEFT_GATEWAY_OPS_ADDR")
+	o, err := newOps(ctx, env, "weft-gateway", *opt.ops, opsHint(f))
 	if err != nil {
 		return err
 	}

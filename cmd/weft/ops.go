@@ -36,6 +36,10 @@ func opsFlag(f *flags, envKey, def string) *string {
 		"listen address of /healthz, /readyz and /metrics; "+opsOff+" turns them off")
 }
 
+// opsHint names --ops-addr and the variable opsFlag read it from, for the
+// error when its address is taken: "--ops-addr or WEFT_ENGINE_OPS_ADDR".
+func opsHint(f *flags) string { return "--ops-addr or " + f.envKeys["ops-addr"] }
+
 // ops is a command's telemetry and operations listener: /healthz, /readyz
 // (its dependencies' checks) and /metrics (the Prometheus form of meters),
 // and the tracer provider its services share.
@@ -109,8 +113,8 @@ func (o *ops) serve(ctx context.Context, logger *slog.Logger, checks []health.Ch
 }
 
 // withOps serves the ops listener with checks while run runs, then stops
-// it and flushes the traces within shutdownTimeout. A run ended by ctx's cancellation is a clean
-// stop.
+// it and flushes the traces within shutdownTimeout. A run ended by ctx's
+// cancellation is a clean stop.
 func withOps(ctx context.Context, env *environment, o *ops, checks []health.Check, run func(context.Context) error) error {
 	_, stop, err := o.serve(ctx, env.logger, checks)
 	if err != nil {

@@ -50,7 +50,7 @@ func runProjector(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	o, err := newOps(ctx, env, "weft-projector", *opt.ops, "--ops-addr or WEFT_PROJECTOR_OPS_ADDR")
+	o, err := newOps(ctx, env, "weft-projector", *opt.ops, opsHint(f))
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,7 @@ func runRelay(ctx context.Context, env *environment, args []string) error {
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	o, err := newOps(ctx, env, "weft-relay", *opt.ops, "--ops-addr or WEFT_RELAY_OPS_ADDR")
+	o, err := newOps(ctx, env, "weft-relay", *opt.ops, opsHint(f))
 	if err != nil {
 		return err
 	}

@@ -20,8 +20,8 @@ import (
 // startServices starts, on the dev stack's Postgres pool and NATS
 // connection (Weft's streams must exist), the outbox relay, the engine and
 // an activity worker with the demo activities, then the demo run when
-// cfg.demo is set. Their metrics and spans go to o's providers. It returns the stop functions of what it
-// started, in start order, also on error.
+// cfg.demo is set. Their metrics and spans go to o's providers. It returns
+// the stop functions of what it started, in start order, also on error.
 func startServices(ctx context.Context, env *environment, pool *pgxpool.Pool, nc *nats.Conn, cfg devConfig, o *ops) ([]func(context.Context) error, error) {
 	var stops []func(context.Context) error
 	stopRelay, err := startRelay(ctx, env.logger, pool, nc, outbox.RelayConfig{MeterProvider: o.meters, TracerProvider: o.tracer})

@@ -91,18 +91,12 @@ func (j *Journal) AppendManyTracedTx(ctx context.Context, tx pgx.Tx, parts []eve
 	}
 	var msgs []outbox.Message
 	for p, part := range parts {
-		for i, res := range results[p] {
-			if !res.Persisted {
-				continue
-			}
-			msg, err := eventMessage(part.Events[i], res)
-			if err != nil {
-				return nil, err
-			}
-			if traces != nil && traces[p].IsValid() {
-				msg.Headers = tracing.InjectHeaders(trace.ContextWithSpanContext(ctx, traces[p]), msg.Headers)
-			}
-			msgs = append(msgs, msg)
+		var sc trace.SpanContext
+		if traces != nil {
+			sc = traces[p]
+		}
+		if msgs, err = appendMessages(ctx, msgs, part.Events, results[p], sc); err != nil {
+			return nil, err
 		}
 	}
 	if err := outbox.EnqueueTx(ctx, tx, msgs...); err != nil {
@@ -164,18 +158,9 @@ func (j *Journal) OutboxBatch(ctx context.Context, b *pgx.Batch, pending ...*Pen
 	results := make([][]eventlog.AppendResult, len(pending))
 	for k, p := range pending {
 		parts[k], results[k] = eventlog.RunAppend{Events: p.evs}, p.res
-		for i, res := range p.res {
-			if !res.Persisted {
-				continue
-			}
-			msg, err := eventMessage(p.evs[i], res)
-			if err != nil {
-				return err
-			}
-			if p.trace.IsValid() {
-				msg.Headers = tracing.InjectHeaders(trace.ContextWithSpanContext(ctx, p.trace), msg.Headers)
-			}
-			msgs = append(msgs, msg)
+		var err error
+		if msgs, err = appendMessages(ctx, msgs, p.evs, p.res, p.trace); err != nil {
+			return err
 		}
 	}
 	if err := outbox.EnqueueBatch(trace.ContextWithSpanContext(ctx, trace.SpanContext{}), b, msgs...); err != nil {
@@ -183,6 +168,25 @@ func (j *Journal) OutboxBatch(ctx context.Context, b *pgx.Batch, pending ...*Pen
 	}
 	j.metrics.count(ctx, parts, results)
 	return nil
+}
+
+// appendMessages appends to msgs the bus copy of each event of evs that res
+// says was persisted, carrying sc when it is valid.
+func appendMessages(ctx context.Context, msgs []outbox.Message, evs []events.Event, res []eventlog.AppendResult, sc trace.SpanContext) ([]outbox.Message, error) {
+	for i, r := range res {
+		if !r.Persisted {
+			continue
+		}
+		msg, err := eventMessage(evs[i], r)
+		if err != nil {
+			return nil, err
+		}
+		if sc.IsValid() {
+			msg.Headers = tracing.InjectHeaders(trace.ContextWithSpanContext(ctx, sc), msg.Headers)
+		}
+		msgs = append(msgs, msg)
+	}
+	return msgs, nil
 }
 
 // eventMessage is the bus copy of a persisted event.

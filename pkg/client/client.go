@@ -1,13 +1,11 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/google/uuid"
@@ -85,7 +83,7 @@ func (c *Client) StartRun(ctx context.Context, req api.StartRunRequest) (*api.St
 		req.RunRequestID = id
 	}
 	var res api.StartRunResult
-	if err := c.post(ctx, "/v1/runs", req, &res); err != nil {
+	if err := c.call(ctx, http.MethodPost, "/v1/runs", req, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -121,7 +119,7 @@ func (c *Client) Signal(ctx context.Context, runID string, req api.SignalRequest
 		req.SignalID = id
 	}
 	var res api.AcceptedSignalResult
-	if err := c.post(ctx, "/v1/runs/"+url.PathEscape(runID)+"/signals", req, &res); err != nil {
+	if err := c.call(ctx, http.MethodPost, runPath(runID)+"/signals", req, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -134,28 +132,6 @@ func newID() (string, error) {
 		return "", fmt.Errorf("client: generate id: %w", err)
 	}
 	return id.String(), nil
-}
-
-// post sends in as JSON to path (already escaped), with retries, and
-// decodes a 2xx answer into out.
-func (c *Client) post(ctx context.Context, path string, in, out any) error {
-	body, err := json.Marshal(in)
-	if err != nil {
-		return fmt.Errorf("client: encode request: %w", err)
-	}
-	return c.withRetries(ctx, func(ctx context.Context) error {
-		return c.send(ctx, path, body, out)
-	})
-}
-
-// send makes one attempt.
-func (c *Client) send(ctx context.Context, path string, body []byte, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+path, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("client: build request: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	return c.do(req, out)
 }
 
 // do sends req with the client's headers and decodes a 2xx answer into

@@ -90,8 +90,8 @@ func (w *Worker) runActivity(ctx, actx context.Context, run *attemptRun) (task.R
 		run.log.ErrorContext(ctx, "worker: activity panicked", "panic", run.secrets.redact(fmt.Sprint(p.value)), "stack", string(p.stack))
 	}
 	if err != nil {
-		r := w.failed(t, attempt, failure(actx, err, run.limit, run.secrets))
-		return withStatus(r, run.scope, failureStatus(actx, err)), true
+		e, status := failure(actx, err, run.limit, run.secrets)
+		return withStatus(w.failed(t, attempt, e), run.scope, status), true
 	}
 	if bad := checkOutput(&out, w.cfg.MaxOutputBytes, run.secrets); bad != nil {
 		// The activity returned: its side effect is done, its result refused.
@@ -119,12 +119,16 @@ func (w *Worker) failed(t task.Task, attempt string, e events.StepError) task.Re
 	return r
 }
 
-// failure maps an activity's error to the StepError it reports. When the
-// activity's context ended, its cause (a cancel notice, the deadline) wins
-// over what the activity returned. The message is redacted and truncated.
-func failure(actx context.Context, err error, limit time.Duration, secrets *secretSet) events.StepError {
+// failure maps an activity's error to the StepError it reports and to the
+// reconciliation record status of a keyed attempt. When the activity's
+// context ended, its cause (a cancel notice, the deadline) wins over what
+// the activity returned. A panic may have come after the side effect, as
+// may an *Error with AfterSideEffect: both are indeterminate. The message
+// is redacted and truncated.
+func failure(actx context.Context, err error, limit time.Duration, secrets *secretSet) (events.StepError, task.ReconcileStatus) {
 	var (
 		e      events.StepError
+		status = task.StatusFailed
 		p      *panicError
 		notice *cancelNoticeError
 		typed  *Error
@@ -133,20 +137,26 @@ func failure(actx context.Context, err error, limit time.Duration, secrets *secr
 	switch {
 	case errors.As(err, &p):
 		e = events.StepError{Code: CodePanic, Message: p.Error(), Retryable: true, Category: CategoryActivity}
+		status = task.StatusIndeterminate
 	case actx.Err() != nil && errors.As(cause, &notice):
 		e = events.StepError{Code: CodeCancelled, Message: notice.Error(), Category: CategoryCancelled}
+		status = task.StatusCancelled
 	case actx.Err() != nil && errors.Is(cause, errTimeout):
 		e = events.StepError{Code: CodeTimeout, Retryable: true, Category: CategoryTimeout,
 			Message: fmt.Sprintf("the activity did not finish within %v", limit)}
+		status = task.StatusTimedOut
 	case errors.As(err, &typed):
 		e = events.StepError{Code: typed.Code, Message: typed.Message, Retryable: typed.Retryable, Category: typed.Category}
 		e.Code = cmp.Or(e.Code, CodeActivityError)
 		e.Category = cmp.Or(e.Category, CategoryActivity)
+		if typed.AfterSideEffect {
+			status = task.StatusIndeterminate
+		}
 	default:
 		e = events.StepError{Code: CodeActivityError, Message: err.Error(), Retryable: true, Category: CategoryActivity}
 	}
 	e.Message = truncate(secrets.redact(e.Message))
-	return e
+	return e, status
 }
 
 // checkOutput compacts out.JSON in place and returns the StepError of an

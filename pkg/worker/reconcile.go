@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -63,32 +62,6 @@ func withStatus(r task.Result, scope *task.ResultReconcile, status task.Reconcil
 	rep.Status = status
 	r.Reconcile = &rep
 	return r
-}
-
-// failureStatus is the record status of an activity's failure, with the
-// precedence failure gives its error: a panic may have come after the side
-// effect (indeterminate), a cancel notice is cancelled, the deadline
-// timed-out, an *Error with AfterSideEffect indeterminate, any other error
-// failed.
-func failureStatus(actx context.Context, err error) task.ReconcileStatus {
-	var (
-		p      *panicError
-		notice *cancelNoticeError
-		typed  *Error
-	)
-	cause := context.Cause(actx)
-	switch {
-	case errors.As(err, &p):
-		return task.StatusIndeterminate
-	case actx.Err() != nil && errors.As(cause, &notice):
-		return task.StatusCancelled
-	case actx.Err() != nil && errors.Is(cause, errTimeout):
-		return task.StatusTimedOut
-	case errors.As(err, &typed) && typed.AfterSideEffect:
-		return task.StatusIndeterminate
-	default:
-		return task.StatusFailed
-	}
 }
 
 // reconcile settles a keyed attempt that may have run before without

@@ -164,7 +164,8 @@ func contradiction(v Verification, prior *task.ReconcileRecord) string {
 func (w *Worker) verifyFailed(actx context.Context, run *attemptRun, err error) task.Result {
 	var notice *cancelNoticeError
 	if actx.Err() != nil && errors.As(context.Cause(actx), &notice) {
-		return withStatus(w.failed(run.t, run.attempt, failure(actx, err, run.limit, run.secrets)), run.scope, task.StatusCancelled)
+		e, _ := failure(actx, err, run.limit, run.secrets)
+		return withStatus(w.failed(run.t, run.attempt, e), run.scope, task.StatusCancelled)
 	}
 	return w.reconcileFailed(run, task.StatusIndeterminate, events.StepError{Code: CodeReconciliationIndeterminate, Retryable: true,
 		Message: "the verifier is unavailable, so whether the side effect completed is unknown: " + err.Error()},

@@ -87,8 +87,10 @@ func rpcCall[P any](s *Service, do func(context.Context, auth.Principal, P) (any
 		if err := decode(params, &x, s.cfg.MaxDepth, "params"); err != nil {
 			return nil, s.rpcFault(ctx, err)
 		}
-		if err := requireIDs(x); err != nil {
-			return nil, s.rpcFault(ctx, err)
+		if r, ok := any(x).(idsRequired); ok {
+			if err := r.requireIDs(); err != nil {
+				return nil, s.rpcFault(ctx, err)
+			}
 		}
 		res, err := do(ctx, p, x)
 		if err != nil {

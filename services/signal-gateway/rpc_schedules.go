@@ -31,22 +31,18 @@ type deleted struct {
 	Deleted    bool   `json:"deleted"`
 }
 
-// requireIDs refuses params that must name a schedule or trigger and do
-// not.
-func requireIDs(x any) error {
-	switch v := x.(type) {
-	case idParams:
-		if v.ScheduleID == "" {
-			return intake.Invalid("scheduleId", "is required")
-		}
-	case triggerIDParams:
-		if v.TriggerID == "" {
-			return intake.Invalid("triggerId", "is required")
-		}
-	case eventParams:
-		if v.TriggerID == "" {
-			return intake.Invalid("triggerId", "is required")
-		}
+// idsRequired is implemented by params that must name a schedule or
+// trigger: requireIDs refuses them when they do not.
+type idsRequired interface{ requireIDs() error }
+
+func (x idParams) requireIDs() error        { return requireID("scheduleId", x.ScheduleID) }
+func (x triggerIDParams) requireIDs() error { return requireID("triggerId", x.TriggerID) }
+func (x eventParams) requireIDs() error     { return requireID("triggerId", x.TriggerID) }
+
+// requireID refuses an empty id of field.
+func requireID(field, id string) error {
+	if id == "" {
+		return intake.Invalid(field, "is required")
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -32,16 +31,8 @@ type eventParams struct {
 
 // event turns the decoded fields into a trigger.Event.
 func event(rawID, payload json.RawMessage) (trigger.Event, error) {
-	ev := trigger.Event{Payload: payload}
-	if rawID == nil {
-		return ev, nil
-	}
-	var id string
-	if bytes.HasPrefix(rawID, []byte(`"`)) && json.Unmarshal(rawID, &id) == nil {
-		ev.ID = &id
-		return ev, nil
-	}
-	return ev, intake.Invalid("eventId", "must be a string, not %s", kindOf(rawID))
+	id, err := optionalID("eventId", rawID)
+	return trigger.Event{ID: id, Payload: payload}, err
 }
 
 // The REST endpoints of event triggers (docs/schedules.md), served through

@@ -78,17 +78,21 @@ func decodeStart(data []byte, maxDepth int, what string) (api.StartRunRequest, e
 // signal turns the decoded fields into an intake.Signal, refusing a
 // signalId that is present but not a string.
 func signal(runID, name string, rawID, payload json.RawMessage) (intake.Signal, error) {
-	sig := intake.Signal{RunID: runID, Name: name, Payload: payload}
-	if rawID == nil {
-		return sig, nil
+	id, err := optionalID("signalId", rawID)
+	return intake.Signal{RunID: runID, Name: name, ID: id, Payload: payload}, err
+}
+
+// optionalID reads the optional string id kept raw in field: nil when
+// absent, an InvalidArgument naming field when present but not a string.
+func optionalID(field string, raw json.RawMessage) (*string, error) {
+	if raw == nil {
+		return nil, nil
 	}
 	var id string
-	if bytes.HasPrefix(rawID, []byte(`"`)) && json.Unmarshal(rawID, &id) == nil {
-		sig.ID = &id
-		return sig, nil
+	if bytes.HasPrefix(raw, []byte(`"`)) && json.Unmarshal(raw, &id) == nil {
+		return &id, nil
 	}
-	return sig, &intake.Error{Code: api.CodeInvalidArgument, Message: fmt.Sprintf("signalId must be a string, not %s", kindOf(rawID)),
-		Details: map[string]any{"field": "signalId"}}
+	return nil, intake.Invalid(field, "must be a string, not %s", kindOf(raw))
 }
 
 // kindOf names the kind of a JSON value for messages.

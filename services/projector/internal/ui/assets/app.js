@@ -190,23 +190,37 @@ function toast({ kind, text }) {
   toastTimer = setTimeout(() => el.remove(), kind === 'success' ? 8000 : 15000);
 }
 
+// settleConfirm answers the showing of the confirm dialog whose close
+// event has not been handled yet, or is null.
+let settleConfirm = null;
+
+// The dialog's close event is dispatched as a queued task, and Blink runs
+// input ahead of it, so a new showing can begin before the close event of
+// the one before has fired: that late event finds the dialog open again
+// and is ignored, the earlier showing having been answered as the next
+// one began.
+document.getElementById('confirm').addEventListener('close', (ev) => {
+  const dialog = ev.currentTarget;
+  if (dialog.open || !settleConfirm) return;
+  const settle = settleConfirm;
+  settleConfirm = null;
+  settle(dialog.returnValue === 'yes');
+});
+
 // confirmDialog asks a yes/no question in a modal and resolves to true for yes.
 function confirmDialog({ title, text, ok, dismiss }) {
   const dialog = document.getElementById('confirm');
+  if (settleConfirm) { // closed, its close event not yet handled
+    settleConfirm(dialog.returnValue === 'yes');
+    settleConfirm = null;
+  }
   document.getElementById('confirm-title').textContent = title;
   document.getElementById('confirm-text').textContent = text;
   document.getElementById('confirm-ok').textContent = ok;
   document.getElementById('confirm-dismiss').textContent = dismiss;
   dialog.returnValue = '';
   return new Promise((resolve) => {
-    // close is dispatched as a queued task, so the close event of an earlier
-    // showing can arrive after this one has begun; it finds the dialog open.
-    const onClose = () => {
-      if (dialog.open) return;
-      dialog.removeEventListener('close', onClose);
-      resolve(dialog.returnValue === 'yes');
-    };
-    dialog.addEventListener('close', onClose);
+    settleConfirm = resolve;
     dialog.showModal();
     document.getElementById('confirm-dismiss').focus();
   });

@@ -65,6 +65,11 @@ export function fillCells(tr, cells) {
   });
 }
 
+// runHref is the address of runId's page in the UI.
+export function runHref(runId) {
+  return `/runs/${encodeURIComponent(runId)}`;
+}
+
 // RUN_STATUSES are the run statuses of the read API, in lifecycle order.
 export const RUN_STATUSES = ['PENDING', 'APPROVED', 'RUNNING', 'PAUSED', 'COMPLETED', 'FAILED', 'CANCELLED'];
 

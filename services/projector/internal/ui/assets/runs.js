@@ -3,7 +3,7 @@
 // machinery is pagedlist.js), and the open alerts above it.
 
 import { get } from './api.js';
-import { RUN_STATUSES, fillCells, h, isTerminal, pill, replace, stalePill } from './dom.js';
+import { RUN_STATUSES, fillCells, h, isTerminal, pill, replace, runHref, stalePill } from './dom.js';
 import { between, dateTime, duration, parseTime, relativeTime, shortId } from './format.js';
 import { pagedList } from './pagedlist.js';
 
@@ -195,10 +195,6 @@ function progress(done, failed, total) {
   ok.style.width = total ? `${(100 * done) / total}%` : '0';
   bad.style.width = total ? `${(100 * failed) / total}%` : '0';
   return h('span', { class: 'progress', role: 'img', 'aria-label': `${done} of ${total} steps done` }, ok, bad);
-}
-
-function runHref(runId) {
-  return `/runs/${encodeURIComponent(runId)}`;
 }
 
 function titleCase(s) {

@@ -5,7 +5,7 @@
 // demand.
 
 import { schedulesPath } from './api.js';
-import { fillCells, h, icon, pill, replace } from './dom.js';
+import { fillCells, h, icon, pill, replace, runHref } from './dom.js';
 import { dateTime, fromNow, parseTime, relativeTime, shortId } from './format.js';
 import { pagedList } from './pagedlist.js';
 
@@ -221,10 +221,6 @@ function fillSkips(detail, sc, now) {
 // attribute is the API's string.
 function fireTime(value) {
   return h('time', { class: 'fire-time', datetime: value, text: dateTime(value) });
-}
-
-function runHref(runId) {
-  return `/runs/${encodeURIComponent(runId)}`;
 }
 
 function emptyRow() {
