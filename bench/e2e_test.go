@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/weftrun/weft/internal/journal"
 	"github.com/weftrun/weft/internal/runstart"
 	"github.com/weftrun/weft/internal/weftest"
@@ -112,10 +110,8 @@ func runE2ELoad(b *testing.B, p *plan.Plan, backlog bool, tel telemetry, alongsi
 	b.StartTimer()
 	start := time.Now()
 	parallel(b, 8, e2eRuns, func(_, _ int) error {
-		return pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
-			_, err := approver.ApproveTx(ctx, tx, runstart.Request{Plan: p})
-			return err
-		})
+		_, err := approver.Approve(ctx, db.Pool, runstart.Request{Plan: p})
+		return err
 	})
 	submitted := time.Since(start)
 	if backlog {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -39,12 +38,8 @@ func demoRun(ctx context.Context, env *environment, pool *pgxpool.Pool, js jetst
 	if err != nil {
 		return fmt.Errorf("demo plan: %w", err)
 	}
-	var runID string
-	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		runID, err = runstart.Approver{Journal: journal.New(eventlog.New(pool))}.ApproveTx(ctx, tx, runstart.Request{
-			TenantID: devTenant, ProjectID: "demo", EnvironmentID: "dev", RunRequestID: "demo-" + time.Now().UTC().Format(time.RFC3339Nano), Plan: p,
-		})
-		return err
+	runID, err := runstart.Approver{Journal: journal.New(eventlog.New(pool))}.Approve(ctx, pool, runstart.Request{
+		TenantID: devTenant, ProjectID: "demo", EnvironmentID: "dev", RunRequestID: "demo-" + time.Now().UTC().Format(time.RFC3339Nano), Plan: p,
 	})
 	if err != nil {
 		return fmt.Errorf("demo: start run: %w", err)

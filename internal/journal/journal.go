@@ -75,34 +75,26 @@ func (j *Journal) AppendManyTx(ctx context.Context, tx pgx.Tx, parts []eventlog.
 // traces[p] when it is valid, and the span context of ctx otherwise.
 // traces is nil or as long as parts.
 func (j *Journal) AppendManyTracedTx(ctx context.Context, tx pgx.Tx, parts []eventlog.RunAppend, traces []trace.SpanContext) ([][]eventlog.AppendResult, error) {
-	if traces != nil && len(traces) != len(parts) {
-		return nil, fmt.Errorf("journal: %d trace contexts for %d parts", len(traces), len(parts))
-	}
-	for _, part := range parts {
-		if len(part.Events) > 0 {
-			if _, err := streams.EventSubject(part.Events[0].RunID); err != nil {
-				return nil, err
-			}
-		}
-	}
-	results, err := j.log.EventsAppendManyTx(ctx, tx, parts)
+	b := &pgx.Batch{}
+	b.Queue(eventlog.GenericPlansSQL)
+	pending, err := j.AppendManyBatch(ctx, b, parts, traces)
 	if err != nil {
 		return nil, err
 	}
-	var msgs []outbox.Message
-	for p, part := range parts {
-		var sc trace.SpanContext
-		if traces != nil {
-			sc = traces[p]
-		}
-		if msgs, err = appendMessages(ctx, msgs, part.Events, results[p], sc); err != nil {
-			return nil, err
-		}
-	}
-	if err := outbox.EnqueueTx(ctx, tx, msgs...); err != nil {
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, err
 	}
-	j.metrics.count(ctx, parts, results)
+	b = &pgx.Batch{}
+	if err := j.OutboxBatch(ctx, b, pending...); err != nil {
+		return nil, err
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, err
+	}
+	results := make([][]eventlog.AppendResult, len(pending))
+	for p, pe := range pending {
+		results[p] = pe.res
+	}
 	return results, nil
 }
 
@@ -125,19 +117,43 @@ type Pending struct {
 // the trace context of ctx. Events are validated before anything is
 // queued; an invalid one fails the call and leaves b as it was.
 func (j *Journal) AppendBatch(ctx context.Context, b *pgx.Batch, expectedHead *int64, evs ...events.Event) (*Pending, error) {
-	p := &Pending{trace: trace.SpanContextFromContext(ctx)}
 	if len(evs) == 0 {
-		return p, nil
+		return &Pending{trace: trace.SpanContextFromContext(ctx)}, nil
 	}
-	if _, err := streams.EventSubject(evs[0].RunID); err != nil {
-		return nil, err
-	}
-	res, err := j.log.EventsAppendBatch(b, expectedHead, evs...)
+	ps, err := j.AppendManyBatch(ctx, b, []eventlog.RunAppend{{ExpectedHead: expectedHead, Events: evs}}, nil)
 	if err != nil {
 		return nil, err
 	}
-	p.evs, p.res = evs, res
-	return p, nil
+	return ps[0], nil
+}
+
+// AppendManyBatch is AppendBatch for many parts, queued as one statement
+// (eventlog.Store.EventsAppendManyBatch): one Pending per part. The bus
+// copies of parts[p]'s events carry traces[p] when it is valid, and the
+// span context of ctx otherwise; traces is nil or as long as parts.
+func (j *Journal) AppendManyBatch(ctx context.Context, b *pgx.Batch, parts []eventlog.RunAppend, traces []trace.SpanContext) ([]*Pending, error) {
+	if traces != nil && len(traces) != len(parts) {
+		return nil, fmt.Errorf("journal: %d trace contexts for %d parts", len(traces), len(parts))
+	}
+	for _, part := range parts {
+		if len(part.Events) > 0 {
+			if _, err := streams.EventSubject(part.Events[0].RunID); err != nil {
+				return nil, err
+			}
+		}
+	}
+	res, err := j.log.EventsAppendManyBatch(b, parts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Pending, len(parts))
+	for p, part := range parts {
+		out[p] = &Pending{evs: part.Events, res: res[p], trace: trace.SpanContextFromContext(ctx)}
+		if traces != nil && traces[p].IsValid() {
+			out[p].trace = traces[p]
+		}
+	}
+	return out, nil
 }
 
 // Results returns the append's results, one per event, as AppendTx

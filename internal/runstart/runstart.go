@@ -12,9 +12,12 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weftrun/weft/internal/admission"
 	"github.com/weftrun/weft/internal/journal"
+	"github.com/weftrun/weft/internal/pipetx"
+	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/plan"
 )
@@ -43,24 +46,36 @@ type Approver struct {
 	Admission admission.Limits
 }
 
-// ApproveTx gives the run its id, appends its RunApproved and registers
-// it in engine_runs, all in tx, and returns the run id. Nothing is written
-// for an invalid plan (a *plan.ValidationError) or, under the REJECT
-// policy, for an environment at its limit (an *admission.RejectedError).
-func (a Approver) ApproveTx(ctx context.Context, tx pgx.Tx, req Request) (string, error) {
+// Approval is an approval whose writes are queued on a batch
+// (ApproveBatch).
+type Approval struct {
+	RunID string
+	// Pending is the append of the run's RunApproved. Once the batch has
+	// been sent, Journal.OutboxBatch queues its outbox row on a later
+	// batch of the same transaction.
+	Pending *journal.Pending
+}
+
+// ApproveBatch gives the run its id and queues on b the append of its
+// RunApproved and its row in engine_runs, for a caller that sends them in
+// one round trip with other statements of tx. Nothing is queued for an
+// invalid plan (a *plan.ValidationError) or, under the REJECT policy, for
+// an environment at its limit (an *admission.RejectedError); only that
+// check reads, in tx, at once.
+func (a Approver) ApproveBatch(ctx context.Context, tx pgx.Tx, b *pgx.Batch, req Request) (Approval, error) {
 	if req.Plan == nil {
-		return "", fmt.Errorf("runstart: no plan")
+		return Approval{}, fmt.Errorf("runstart: no plan")
 	}
 	req.Plan.ApplyDefaults()
 	if err := req.Plan.Validate(a.Plans); err != nil {
-		return "", err
+		return Approval{}, err
 	}
 	if err := admission.CheckRejectTx(ctx, tx, req.EnvironmentID, a.Admission.For(req.EnvironmentID)); err != nil {
-		return "", err
+		return Approval{}, err
 	}
 	planJSON, err := json.Marshal(req.Plan)
 	if err != nil {
-		return "", fmt.Errorf("runstart: encode plan: %w", err)
+		return Approval{}, fmt.Errorf("runstart: encode plan: %w", err)
 	}
 	runID := cmp.Or(req.RunID, events.NewRunID())
 	ev, err := events.New(events.Spec{
@@ -72,16 +87,55 @@ func (a Approver) ApproveTx(ctx context.Context, tx pgx.Tx, req Request) (string
 		},
 	})
 	if err != nil {
-		return "", err
+		return Approval{}, err
 	}
 	head := int64(0)
-	if _, err := a.Journal.AppendTx(ctx, tx, &head, ev); err != nil {
-		return "", fmt.Errorf("runstart: append RunApproved: %w", err)
+	pending, err := a.Journal.AppendBatch(ctx, b, &head, ev)
+	if err != nil {
+		return Approval{}, fmt.Errorf("runstart: append RunApproved: %w", err)
 	}
 	// The engine's sweep finds the run here even if the bus loses the
 	// RunApproved message.
-	if _, err := tx.Exec(ctx, `INSERT INTO engine_runs (run_id, environment_id) VALUES ($1, $2)`, runID, req.EnvironmentID); err != nil {
-		return "", fmt.Errorf("runstart: register run with the engine: %w", err)
+	b.Queue(`INSERT INTO engine_runs (run_id, environment_id) VALUES ($1, $2)`, runID, req.EnvironmentID)
+	return Approval{RunID: runID, Pending: pending}, nil
+}
+
+// ApproveTx approves the run in tx, in two round trips (ApproveBatch,
+// then its outbox row), and returns its id. Nothing is written for an
+// invalid plan or a rejected start (see ApproveBatch).
+func (a Approver) ApproveTx(ctx context.Context, tx pgx.Tx, req Request) (string, error) {
+	return a.approve(ctx, tx, req, func(b *pgx.Batch) error { return tx.SendBatch(ctx, b).Close() })
+}
+
+// Approve approves the run in a transaction of its own on pool, in two
+// round trips: BEGIN goes out with the append, COMMIT with the outbox row
+// (pipetx).
+func (a Approver) Approve(ctx context.Context, pool *pgxpool.Pool, req Request) (string, error) {
+	var runID string
+	err := pipetx.BeginFunc(ctx, pool, []string{eventlog.GenericPlansSQL}, func(tx *pipetx.Tx) error {
+		var err error
+		runID, err = a.approve(ctx, tx, req, func(b *pgx.Batch) error { return tx.CommitBatch(ctx, b) })
+		return err
+	})
+	return runID, err
+}
+
+// approve approves the run in tx and sends its outbox row with last.
+func (a Approver) approve(ctx context.Context, tx pgx.Tx, req Request, last func(*pgx.Batch) error) (string, error) {
+	b := &pgx.Batch{}
+	ap, err := a.ApproveBatch(ctx, tx, b, req)
+	if err != nil {
+		return "", err
 	}
-	return runID, nil
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return "", fmt.Errorf("runstart: approve run %s: %w", ap.RunID, err)
+	}
+	b = &pgx.Batch{}
+	if err := a.Journal.OutboxBatch(ctx, b, ap.Pending); err != nil {
+		return "", err
+	}
+	if err := last(b); err != nil {
+		return "", fmt.Errorf("runstart: enqueue RunApproved of run %s: %w", ap.RunID, err)
+	}
+	return ap.RunID, nil
 }

@@ -17,15 +17,33 @@ import (
 
 func TestMain(m *testing.M) { weftest.Main(m) }
 
-func approve(t *testing.T, db *weftest.DB, a runstart.Approver, req runstart.Request) (string, error) {
-	t.Helper()
-	var runID string
-	err := pgx.BeginFunc(t.Context(), db.Pool, func(tx pgx.Tx) error {
-		var err error
-		runID, err = a.ApproveTx(t.Context(), tx, req)
-		return err
-	})
-	return runID, err
+// approveFunc approves a run one way: in the caller's transaction
+// (ApproveTx) or in one of its own (Approve).
+type approveFunc func(t *testing.T, db *weftest.DB, a runstart.Approver, req runstart.Request) (string, error)
+
+var ways = map[string]approveFunc{
+	"ApproveTx": func(t *testing.T, db *weftest.DB, a runstart.Approver, req runstart.Request) (string, error) {
+		var runID string
+		err := pgx.BeginFunc(t.Context(), db.Pool, func(tx pgx.Tx) error {
+			var err error
+			runID, err = a.ApproveTx(t.Context(), tx, req)
+			return err
+		})
+		return runID, err
+	},
+	"Approve": func(t *testing.T, db *weftest.DB, a runstart.Approver, req runstart.Request) (string, error) {
+		return a.Approve(t.Context(), db.Pool, req)
+	},
+}
+
+// eachWay runs test once per approveFunc.
+func eachWay(t *testing.T, test func(t *testing.T, approve approveFunc)) {
+	for name, approve := range ways {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			test(t, approve)
+		})
+	}
 }
 
 func counts(t *testing.T, db *weftest.DB) (evs, outbox, runs int) {
@@ -41,7 +59,10 @@ func onePlan() *plan.Plan {
 }
 
 func TestApproveWritesRunApprovedWithPlan(t *testing.T) {
-	t.Parallel()
+	eachWay(t, testApproveWritesRunApprovedWithPlan)
+}
+
+func testApproveWritesRunApprovedWithPlan(t *testing.T, approve approveFunc) {
 	db := weftest.NewDB(t)
 	log := eventlog.New(db.Pool)
 	a := runstart.Approver{Journal: journal.New(log)}
@@ -64,7 +85,10 @@ func TestApproveWritesRunApprovedWithPlan(t *testing.T) {
 }
 
 func TestApproveRefusesBeforeWriting(t *testing.T) {
-	t.Parallel()
+	eachWay(t, testApproveRefusesBeforeWriting)
+}
+
+func testApproveRefusesBeforeWriting(t *testing.T, approve approveFunc) {
 	db := weftest.NewDB(t)
 	a := runstart.Approver{
 		Journal:   journal.New(eventlog.New(db.Pool)),
@@ -85,4 +109,19 @@ func TestApproveRefusesBeforeWriting(t *testing.T) {
 
 	evs, outbox, runs := counts(t, db)
 	require.Equal(t, [3]int{1, 1, 1}, [3]int{evs, outbox, runs}, "only the first run was written")
+}
+
+// A run id already in the log fails the approval's compare-and-swap on
+// the head (0): the approval writes nothing, and the run is untouched.
+func TestApproveOfAnExistingRunWritesNothing(t *testing.T) {
+	eachWay(t, func(t *testing.T, approve approveFunc) {
+		db := weftest.NewDB(t)
+		a := runstart.Approver{Journal: journal.New(eventlog.New(db.Pool))}
+		runID, err := approve(t, db, a, runstart.Request{Plan: onePlan()})
+		require.NoError(t, err)
+		_, err = approve(t, db, a, runstart.Request{Plan: onePlan(), RunID: runID})
+		require.ErrorIs(t, err, eventlog.ErrConflict)
+		evs, outbox, runs := counts(t, db)
+		require.Equal(t, [3]int{1, 1, 1}, [3]int{evs, outbox, runs}, "only the first approval was written")
+	})
 }

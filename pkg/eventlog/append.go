@@ -96,9 +96,31 @@ const GenericPlansSQL = "set local plan_cache_mode = force_generic_plan"
 // written. Events are validated before anything is sent. It leaves tx on
 // generic plans (GenericPlansSQL) for the rest of the transaction.
 func (s *Store) EventsAppendManyTx(ctx context.Context, tx pgx.Tx, parts []RunAppend) ([][]AppendResult, error) {
-	batch := &pgx.Batch{}
-	batch.Queue(GenericPlansSQL)
+	b := &pgx.Batch{}
+	b.Queue(GenericPlansSQL)
+	out, err := s.EventsAppendManyBatch(b, parts)
+	if err != nil || b.Len() == 1 {
+		return out, err
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("eventlog: append %d parts: %w", len(parts), err)
+	}
+	return out, nil
+}
+
+// EventsAppendManyBatch queues on b the appends EventsAppendManyTx makes,
+// for a caller that sends them in one round trip with other statements of
+// its transaction (a BEGIN before them, its own writes after them). The
+// returned results, part by part, are set once b's results have been
+// read; a failed append's error, mapped as EventsAppendManyTx maps it
+// (ErrConflict, ErrDuplicateEventID), is what b's BatchResults.Close
+// returns, and the transaction is then aborted. Events are validated
+// before anything is queued: an invalid one fails the call and leaves b as
+// it was. No events queues nothing.
+func (s *Store) EventsAppendManyBatch(b *pgx.Batch, parts []RunAppend) ([][]AppendResult, error) {
+	args := make([][][]any, len(parts))
 	for p, part := range parts {
+		args[p] = make([][]any, len(part.Events))
 		for i := range part.Events {
 			ev := &part.Events[i]
 			if ev.RunID != part.Events[0].RunID {
@@ -108,75 +130,37 @@ func (s *Store) EventsAppendManyTx(ctx context.Context, tx pgx.Tx, parts []RunAp
 			if i > 0 {
 				head = nil
 			}
-			args, err := s.appendArgs(ev, head)
-			if err != nil {
+			var err error
+			if args[p][i], err = s.appendArgs(ev, head); err != nil {
 				return nil, fmt.Errorf("%w (part %d, event %d)", err, p, i)
 			}
-			batch.Queue(appendSQL, args...)
 		}
-	}
-	if batch.Len() == 1 {
-		return make([][]AppendResult, len(parts)), nil
-	}
-	br := tx.SendBatch(ctx, batch)
-	if _, err := br.Exec(); err != nil {
-		_ = br.Close()
-		return nil, fmt.Errorf("eventlog: append %d parts: %w", len(parts), err)
 	}
 	out := make([][]AppendResult, len(parts))
 	for p, part := range parts {
 		out[p] = make([]AppendResult, len(part.Events))
 		for i := range part.Events {
-			res, err := scanResult(br.QueryRow())
-			if err != nil {
-				_ = br.Close()
-				return nil, appendError(&part.Events[i], part.ExpectedHead, err)
-			}
-			out[p][i] = res
+			b.Queue(appendSQL, args[p][i]...).QueryRow(func(row pgx.Row) error {
+				res, err := scanResult(row)
+				if err != nil {
+					return appendError(&part.Events[i], part.ExpectedHead, err)
+				}
+				out[p][i] = res
+				return nil
+			})
 		}
-	}
-	if err := br.Close(); err != nil {
-		return nil, fmt.Errorf("eventlog: append %d parts: %w", len(parts), err)
 	}
 	return out, nil
 }
 
 // EventsAppendBatch queues on b the append of evs, all of one run, as
-// EventsAppendTx appends them, for a caller that sends them in one round
-// trip with other statements of its transaction (a BEGIN before them,
-// its own writes after them). The returned slice holds one result per
-// event once b's results have been read; a failed append's error, mapped
-// as EventsAppendTx maps it (ErrConflict, ErrDuplicateEventID), is what
-// b's BatchResults.Close returns, and the transaction is then aborted.
-// Events are validated before anything is queued: an invalid one fails
-// the call and leaves b as it was. No events queues nothing.
+// EventsAppendTx appends them: EventsAppendManyBatch of one part.
 func (s *Store) EventsAppendBatch(b *pgx.Batch, expectedHead *int64, evs ...events.Event) ([]AppendResult, error) {
-	args := make([][]any, len(evs))
-	for i := range evs {
-		if evs[i].RunID != evs[0].RunID {
-			return nil, fmt.Errorf("%w: one batch holds runs %q and %q", ErrInvalidEvent, evs[0].RunID, evs[i].RunID)
-		}
-		head := expectedHead
-		if i > 0 {
-			head = nil
-		}
-		var err error
-		if args[i], err = s.appendArgs(&evs[i], head); err != nil {
-			return nil, fmt.Errorf("%w (event %d)", err, i)
-		}
+	out, err := s.EventsAppendManyBatch(b, []RunAppend{{ExpectedHead: expectedHead, Events: evs}})
+	if err != nil {
+		return nil, err
 	}
-	out := make([]AppendResult, len(evs))
-	for i := range evs {
-		b.Queue(appendSQL, args[i]...).QueryRow(func(row pgx.Row) error {
-			res, err := scanResult(row)
-			if err != nil {
-				return appendError(&evs[i], expectedHead, err)
-			}
-			out[i] = res
-			return nil
-		})
-	}
-	return out, nil
+	return out[0], nil
 }
 
 // appendArgs validates ev and returns weft_event_append's arguments.

@@ -36,25 +36,54 @@ ORDER BY run_id, run_seq`
 // reads the whole run, as EventsFetchRunsTx does. Each run id may appear
 // once.
 func (s *Store) EventsFetchTailsTx(ctx context.Context, q Querier, tails []RunTail) (map[string][]events.Event, error) {
-	ids := make([]string, len(tails))
-	after := make([]int64, len(tails))
-	for i, t := range tails {
-		if err := checkRunID(t.RunID); err != nil {
-			return nil, err
-		}
-		ids[i], after[i] = t.RunID, max(t.AfterSeq, 0)
+	ids, after, err := tailArgs(tails)
+	if err != nil {
+		return nil, err
 	}
 	rows, err := q.Query(ctx, fetchTailsSQL, ids, after)
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: fetch %d run tails: %w", len(tails), err)
 	}
-	evs, err := pgx.CollectRows(rows, scanEvent)
+	out := make(map[string][]events.Event, len(tails))
+	return out, collectTails(rows, out)
+}
+
+// EventsFetchTailsBatch queues on b the read EventsFetchTailsTx makes, for
+// a caller that sends it in one round trip with other statements. The
+// returned map is empty until b's results have been read; it then holds
+// what EventsFetchTailsTx returns. A failed read is the error b's
+// BatchResults.Close returns. An invalid run id fails the call and queues
+// nothing.
+func (s *Store) EventsFetchTailsBatch(b *pgx.Batch, tails []RunTail) (map[string][]events.Event, error) {
+	ids, after, err := tailArgs(tails)
 	if err != nil {
-		return nil, fmt.Errorf("eventlog: fetch %d run tails: %w", len(tails), err)
+		return nil, err
 	}
 	out := make(map[string][]events.Event, len(tails))
+	b.Queue(fetchTailsSQL, ids, after).Query(func(rows pgx.Rows) error { return collectTails(rows, out) })
+	return out, nil
+}
+
+// tailArgs checks tails and returns fetchTailsSQL's arguments.
+func tailArgs(tails []RunTail) (ids []string, after []int64, err error) {
+	ids, after = make([]string, len(tails)), make([]int64, len(tails))
+	for i, t := range tails {
+		if err := checkRunID(t.RunID); err != nil {
+			return nil, nil, err
+		}
+		ids[i], after[i] = t.RunID, max(t.AfterSeq, 0)
+	}
+	return ids, after, nil
+}
+
+// collectTails reads fetchTailsSQL's rows into out, by run.
+func collectTails(rows pgx.Rows, out map[string][]events.Event) error {
+	evs, err := pgx.CollectRows(rows, scanEvent)
+	if err != nil {
+		return fmt.Errorf("eventlog: fetch run tails: %w", err)
+	}
 	for _, ev := range evs {
 		out[ev.RunID] = append(out[ev.RunID], ev)
 	}
-	return out, nil
+	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftrun/weft/internal/admission"
+	"github.com/weftrun/weft/internal/journal"
+	"github.com/weftrun/weft/internal/pipetx"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/plan"
@@ -26,30 +28,32 @@ type Result struct {
 }
 
 // genericPlans puts a round's transaction on generic plans from its first
-// statement, the checkpoint load (eventlog.GenericPlansSQL says why).
+// statement, the load of its runs (eventlog.GenericPlansSQL says why).
 const genericPlans = eventlog.GenericPlansSQL
 
-// RunBatch executes rounds, in order, in one transaction: one load of all
-// their runs, one round trip for all their appends (each under its run's
-// compare-and-swap), one enqueue of all their tasks, one commit, so many
-// rounds share one WAL flush. Rounds of one run see each other's events.
-// Rounds with a Claim are not batched (use Run). When the batch fails (a
-// conflict with another engine, or one round that cannot be written), it
-// is rolled back and each round runs on its own with Run, so one bad round
-// does not hold the others back; each Result then carries its own Err
-// (ErrUnknownRun, or the round's failure). RunBatch's own error is ctx's.
+// RunBatch executes rounds, in order, in one transaction of three round
+// trips: BEGIN with the load of all their runs; all their writes but one
+// (the appends, each under its run's compare-and-swap, their tasks,
+// timers and engine_runs rows); and the outbox rows of the new events,
+// which need what the appends returned, with COMMIT. Many rounds so share
+// one WAL flush. Rounds of one run see each other's events. Rounds with a
+// Claim are not batched (use Run). When the batch fails (a conflict with
+// another engine, or one round that cannot be written), it is rolled back
+// and each round runs on its own with Run, so one bad round does not hold
+// the others back; each Result then carries its own Err (ErrUnknownRun, or
+// the round's failure). RunBatch's own error is ctx's.
 func (x *Runner) RunBatch(ctx context.Context, rounds []Round) ([]Result, error) {
 	var results []Result
-	err := pgx.BeginFunc(ctx, x.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, genericPlans); err != nil {
+	err := x.inTx(ctx, func(tx *pipetx.Tx) error {
+		var commit *pgx.Batch
+		var err error
+		if results, commit, err = x.batch(ctx, tx, rounds); err != nil {
 			return err
 		}
-		var err error
-		results, err = x.batch(ctx, tx, rounds)
-		if err == nil && x.cfg.BeforeCommit != nil && anyDecided(results) {
+		if x.cfg.BeforeCommit != nil && anyDecided(results) {
 			x.cfg.BeforeCommit()
 		}
-		return err
+		return tx.CommitBatch(ctx, commit)
 	})
 	if err == nil {
 		return results, nil
@@ -77,11 +81,40 @@ type runView struct {
 	cp          *checkpointView
 }
 
-func (x *Runner) batch(ctx context.Context, tx pgx.Tx, rounds []Round) ([]Result, error) {
+// writes is the batch of a transaction's writes that depend on nothing
+// the database returns, sent in one round trip once every round is
+// decided, or earlier when a round must read what the rounds before it
+// wrote (flush).
+type writes struct {
+	tx *pipetx.Tx
+	b  *pgx.Batch
+}
+
+// flush sends what is queued, if anything.
+func (w *writes) flush(ctx context.Context) error {
+	if len(w.b.QueuedQueries) == 0 {
+		return nil
+	}
+	b := w.b
+	w.b = &pgx.Batch{}
+	return w.tx.SendBatch(ctx, b).Close()
+}
+
+// appended is one round's append, queued on the writes batch.
+type appended struct {
+	round   int
+	events  []events.Event
+	pending *journal.Pending
+}
+
+// batch loads the rounds' runs, decides every round and sends their
+// writes. It returns the results and the batch to commit with: the outbox
+// rows of the appended events.
+func (x *Runner) batch(ctx context.Context, tx *pipetx.Tx, rounds []Round) ([]Result, *pgx.Batch, error) {
 	ids := make([]string, 0, len(rounds))
 	for _, r := range rounds {
 		if r.Claim != nil {
-			return nil, fmt.Errorf("round: RunBatch cannot run a round with a Claim (run %s)", r.RunID)
+			return nil, nil, fmt.Errorf("round: RunBatch cannot run a round with a Claim (run %s)", r.RunID)
 		}
 		if !slices.Contains(ids, r.RunID) {
 			ids = append(ids, r.RunID)
@@ -89,43 +122,73 @@ func (x *Runner) batch(ctx context.Context, tx pgx.Tx, rounds []Round) ([]Result
 	}
 	runs, err := x.loadRuns(ctx, tx, ids)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if x.cfg.AfterLoad != nil {
 		x.cfg.AfterLoad()
 	}
+	results, apps, err := x.decideAll(ctx, &writes{tx: tx, b: &pgx.Batch{}}, rounds, runs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := x.checkpointTx(ctx, tx, rounds, results, runs); err != nil {
+		return nil, nil, err
+	}
+	commit := &pgx.Batch{}
+	pending := make([]*journal.Pending, len(apps))
+	for i, a := range apps {
+		pending[i] = a.pending
+	}
+	if err := x.journal.OutboxBatch(ctx, commit, pending...); err != nil {
+		return nil, nil, err
+	}
+	return results, commit, nil
+}
+
+// decideAll decides every round on its loaded run and sends the writes
+// of all of them; the appends of every round go in one statement.
+func (x *Runner) decideAll(ctx context.Context, w *writes, rounds []Round, runs map[string]*runView) ([]Result, []appended, error) {
 	results := make([]Result, len(rounds))
+	var apps []appended
 	var parts []eventlog.RunAppend
 	var tasks []decide.Task
-	var timers []decide.Timer
 	var partTraces, taskTraces []trace.SpanContext
 	for i, r := range rounds {
-		if run := runs[r.RunID]; run.err != nil {
+		run := runs[r.RunID]
+		if run.err != nil {
 			results[i].Err = run.err
 			continue
 		}
+		var err error
 		var part eventlog.RunAppend
-		if results[i].Outcome, part, err = x.step(ctx, tx, r, runs[r.RunID]); err != nil {
-			return nil, err
+		if results[i].Outcome, part, err = x.step(ctx, w, r, run); err != nil {
+			return nil, nil, err
 		}
 		if len(part.Events) > 0 {
 			parts, partTraces = append(parts, part), append(partTraces, r.Trace)
+			apps = append(apps, appended{round: i, events: part.Events})
 		}
-		tasks, timers = append(tasks, results[i].Decision.Tasks...), append(timers, results[i].Decision.Timers...)
-		for range results[i].Decision.Tasks {
+		d := results[i].Decision
+		tasks = append(tasks, d.Tasks...)
+		for range d.Tasks {
 			taskTraces = append(taskTraces, r.Trace)
 		}
+		queueTimers(w.b, d.Timers)
 	}
-	if err := x.appendAll(ctx, tx, parts, partTraces, results); err != nil {
-		return nil, err
+	pending, err := x.journal.AppendManyBatch(ctx, w.b, parts, partTraces)
+	if err != nil {
+		return nil, nil, err
 	}
-	if err := x.checkpointTx(ctx, tx, rounds, results, runs); err != nil {
-		return nil, err
+	for i := range apps {
+		apps[i].pending = pending[i]
 	}
-	if err := writeFollowUps(ctx, tx, tasks, taskTraces, timers); err != nil {
-		return nil, err
+	if err := queueTasks(ctx, w.b, tasks, taskTraces); err != nil {
+		return nil, nil, err
 	}
-	return results, nil
+	if err := w.flush(ctx); err != nil {
+		return nil, nil, err
+	}
+	return results, apps, checkAppended(apps, results)
 }
 
 // errMispredicted reports that the log already held an event a round
@@ -133,43 +196,29 @@ func (x *Runner) batch(ctx context.Context, tx pgx.Tx, rounds []Round) ([]Result
 // wrong. The batch is rolled back and its rounds run one at a time.
 var errMispredicted = fmt.Errorf("round: a decided event was already in the log: %w", eventlog.ErrConflict)
 
-// appendAll appends every round's events in one round trip (with the
-// outbox rows of all of them in another), each part under its run's
-// compare-and-swap, and records how many each round wrote. The outbox rows
-// of parts[p] carry traces[p].
-func (x *Runner) appendAll(ctx context.Context, tx pgx.Tx, parts []eventlog.RunAppend, traces []trace.SpanContext, results []Result) error {
-	if len(parts) == 0 {
-		return nil
-	}
-	res, err := x.journal.AppendManyTracedTx(ctx, tx, parts, traces)
-	if err != nil {
-		return err
-	}
-	for p, part := range parts {
-		for i, r := range res[p] {
-			if !r.Persisted || r.RunSeq != part.Events[i].RunSeq {
+// checkAppended checks that every decided event was written at the runSeq
+// the batch folded it with, and records how many each round wrote.
+func checkAppended(apps []appended, results []Result) error {
+	for _, a := range apps {
+		for i, r := range a.pending.Results() {
+			if !r.Persisted || r.RunSeq != a.events[i].RunSeq {
 				return errMispredicted
 			}
 		}
-	}
-	p := 0
-	for i := range results {
-		if len(results[i].Decision.Events) > 0 {
-			results[i].Appended = len(parts[p].Events)
-			p++
-		}
+		results[a.round].Appended = len(a.events)
 	}
 	return nil
 }
 
-// step is one round on a loaded run, inside tx: admission, the decision,
-// and the run's place in engine_runs. It returns the decision's events as
-// the part to append, numbered from the run's head with the gap-free
-// runSeqs the append authority will give them, and folds them into run's
-// state, so a later round of the run in the same batch decides from them.
-// appendAll checks the numbering. Tasks and timers are the caller's.
-func (x *Runner) step(ctx context.Context, tx pgx.Tx, r Round, run *runView) (Outcome, eventlog.RunAppend, error) {
-	in, err := x.admit(ctx, tx, r.Input, run)
+// step is one round on a loaded run: admission, the decision, and the
+// run's place in engine_runs, queued on w. It returns the decision's
+// events as the part to append, numbered from the run's head with the
+// gap-free runSeqs the append authority will give them, and folds them
+// into run's state, so a later round of the run in the same batch decides
+// from them. checkAppended checks the numbering. Tasks and timers are the
+// caller's.
+func (x *Runner) step(ctx context.Context, w *writes, r Round, run *runView) (Outcome, eventlog.RunAppend, error) {
+	in, err := x.admit(ctx, w, r.Input, run)
 	if err != nil {
 		return Outcome{}, eventlog.RunAppend{}, err
 	}
@@ -190,7 +239,7 @@ func (x *Runner) step(ctx context.Context, tx pgx.Tx, r Round, run *runView) (Ou
 		return out, eventlog.RunAppend{}, err
 	}
 	run.cp.tally(evs)
-	return out, eventlog.RunAppend{ExpectedHead: &head, Events: evs}, trackRunTx(ctx, tx, r.RunID, run.environment, d)
+	return out, eventlog.RunAppend{ExpectedHead: &head, Events: evs}, queueTrackRun(w.b, r.RunID, run.environment, d)
 }
 
 // admit applies the environment's backpressure policy to a start: when
@@ -199,17 +248,17 @@ func (x *Runner) step(ctx context.Context, tx pgx.Tx, r Round, run *runView) (Ou
 // waits). It checks only rounds that could start an approved run, and then
 // holds the environment's admission lock until tx ends, so the check and
 // the start commit together.
-func (x *Runner) admit(ctx context.Context, tx pgx.Tx, in decide.Input, run *runView) (decide.Input, error) {
+func (x *Runner) admit(ctx context.Context, w *writes, in decide.Input, run *runView) (decide.Input, error) {
 	if run.state.Status != events.RunStatusApproved {
 		return in, nil
 	}
 	switch v := in.(type) {
 	case decide.RunApproved:
-		full, until, err := x.room(ctx, tx, run, v.Now)
+		full, until, err := x.room(ctx, w, run, v.Now)
 		v.Full, v.DelayUntil = full, until
 		return v, err
 	case decide.Resync:
-		full, until, err := x.room(ctx, tx, run, v.Now)
+		full, until, err := x.room(ctx, w, run, v.Now)
 		v.Full, v.DelayUntil = full, until
 		return v, err
 	}
@@ -218,10 +267,16 @@ func (x *Runner) admit(ctx context.Context, tx pgx.Tx, in decide.Input, run *run
 
 // room checks the run's environment and returns what its policy makes of
 // a start now: queue it (full), delay its dispatch until a time, or
-// neither.
-func (x *Runner) room(ctx context.Context, tx pgx.Tx, run *runView, now time.Time) (full bool, delayUntil time.Time, err error) {
+// neither. With a limit to check, it first sends the writes queued so far,
+// so that it counts the runs the batch's earlier rounds started.
+func (x *Runner) room(ctx context.Context, w *writes, run *runView, now time.Time) (full bool, delayUntil time.Time, err error) {
 	lim := x.cfg.Admission.For(run.environment)
-	ok, err := admission.HasRoomTx(ctx, tx, run.environment, lim, run.state.RunID)
+	if lim.MaxConcurrentRuns > 0 {
+		if err := w.flush(ctx); err != nil {
+			return false, time.Time{}, err
+		}
+	}
+	ok, err := admission.HasRoomTx(ctx, w.tx, run.environment, lim, run.state.RunID)
 	switch {
 	case err != nil || ok:
 		return false, time.Time{}, err

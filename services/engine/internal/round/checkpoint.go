@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -116,53 +117,68 @@ func (v *checkpointView) tally(evs []events.Event) {
 	}
 }
 
-// checkpointsGetTx reads the checkpoint rows of ids. A row is usable when
+// checkpointsSQL reads the checkpoint rows of runs. A row is usable when
 // its format is one this build reads and it covers no more than the run's
 // head; the record is read only then.
-func checkpointsGetTx(ctx context.Context, tx pgx.Tx, ids []string) (map[string]*checkpointView, error) {
-	rows, err := tx.Query(ctx, `
-		SELECT c.run_id::text, c.checkpoint_version, c.covered_seq, c.format_version > $2,
-		       CASE WHEN c.format_version <= $2 AND c.covered_seq <= h.head_seq THEN c.state END
-		FROM run_checkpoints c JOIN run_heads h ON h.run_id = c.run_id
-		WHERE c.run_id = ANY($1::uuid[])`, ids, decide.CheckpointFormat)
-	if err != nil {
-		return nil, fmt.Errorf("round: read checkpoints: %w", err)
-	}
+const checkpointsSQL = `
+SELECT c.run_id::text, c.checkpoint_version, c.covered_seq, c.format_version > $2,
+       CASE WHEN c.format_version <= $2 AND c.covered_seq <= h.head_seq THEN c.state END
+FROM run_checkpoints c JOIN run_heads h ON h.run_id = c.run_id
+WHERE c.run_id = ANY($1::uuid[])`
+
+// queueCheckpoints queues on b the read of the checkpoint rows of ids and
+// returns a view per id, filled in when b's results are read (a run
+// without a row keeps the zero view).
+func queueCheckpoints(b *pgx.Batch, ids []string) map[string]*checkpointView {
 	out := make(map[string]*checkpointView, len(ids))
 	for _, id := range ids {
 		out[id] = &checkpointView{}
 	}
-	var id string
-	var v checkpointView
-	_, err = pgx.ForEachRow(rows, []any{&id, &v.version, &v.covered, &v.readOnly, &v.data}, func() error {
-		if v.data == nil {
-			v.covered = 0
+	b.Queue(checkpointsSQL, ids, decide.CheckpointFormat).Query(func(rows pgx.Rows) error {
+		var id string
+		var v checkpointView
+		_, err := pgx.ForEachRow(rows, []any{&id, &v.version, &v.covered, &v.readOnly, &v.data}, func() error {
+			if v.data == nil {
+				v.covered = 0
+			}
+			out[id] = &checkpointView{version: v.version, covered: v.covered, readOnly: v.readOnly, data: bytes.Clone(v.data)}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("round: read checkpoints: %w", err)
 		}
-		out[id] = &checkpointView{version: v.version, covered: v.covered, readOnly: v.readOnly, data: bytes.Clone(v.data)}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("round: read checkpoints: %w", err)
-	}
-	return out, nil
+	return out
 }
 
-// loadRuns reads the runs in one batch of queries and restores each: the
-// latest checkpoint, then only the events after it (and the RunApproved,
-// for the plan). A run without a usable checkpoint, or whose checkpoint
+// loadRuns reads the runs and restores each from its latest checkpoint
+// and the events after it (and the RunApproved, for the plan). It reads
+// the checkpoints and the events in one round trip, so it cannot wait for
+// a checkpoint to say where its events start: it reads each run's events
+// after the checkpoint this Runner last saw of the run (x.covered; from
+// runSeq 1 for a run it has not seen), and drops those the checkpoint
+// covers. Only a run whose checkpoint covers less than that (it was
+// rewritten by a newer build, or the commit of the last one failed) costs
+// a second read. A run without a usable checkpoint, or whose checkpoint
 // does not restore (decide.ErrCheckpoint), is folded from runSeq 1, as
 // before checkpoints existed.
 func (x *Runner) loadRuns(ctx context.Context, tx pgx.Tx, ids []string) (map[string]*runView, error) {
-	cps, err := checkpointsGetTx(ctx, tx, ids)
+	b := &pgx.Batch{}
+	cps := queueCheckpoints(b, ids)
+	tails := make([]eventlog.RunTail, len(ids))
+	for i, id := range ids {
+		tails[i].RunID = id
+		tails[i].AfterSeq, _ = x.covered.get(id)
+	}
+	byRun, err := x.log.EventsFetchTailsBatch(b, tails)
 	if err != nil {
 		return nil, err
 	}
-	tails := make([]eventlog.RunTail, len(ids))
-	for i, id := range ids {
-		tails[i] = eventlog.RunTail{RunID: id, AfterSeq: cps[id].covered}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("round: load %d runs: %w", len(ids), err)
 	}
-	byRun, err := x.log.EventsFetchTailsTx(ctx, tx, tails)
-	if err != nil {
+	if err := x.fetchShort(ctx, tx, tails, cps, byRun); err != nil {
 		return nil, err
 	}
 	runs := make(map[string]*runView, len(ids))
@@ -178,6 +194,36 @@ func (x *Runner) loadRuns(ctx context.Context, tx pgx.Tx, ids []string) (map[str
 		return nil, err
 	}
 	return runs, nil
+}
+
+// fetchShort fixes up what loadRuns read: it drops the events each
+// checkpoint covers and reads again, in one query, the runs whose
+// checkpoint covers less than the events read start after. It records
+// each run's checkpoint in x.covered.
+func (x *Runner) fetchShort(ctx context.Context, tx pgx.Tx, tails []eventlog.RunTail, cps map[string]*checkpointView, byRun map[string][]events.Event) error {
+	var short []eventlog.RunTail
+	for _, t := range tails {
+		covered := cps[t.RunID].covered
+		x.covered.put(t.RunID, covered)
+		if covered < t.AfterSeq {
+			short = append(short, eventlog.RunTail{RunID: t.RunID, AfterSeq: covered})
+			continue
+		}
+		byRun[t.RunID] = slices.DeleteFunc(byRun[t.RunID], func(e events.Event) bool {
+			return e.RunSeq != 1 && e.RunSeq <= covered
+		})
+	}
+	if len(short) == 0 {
+		return nil
+	}
+	again, err := x.log.EventsFetchTailsTx(ctx, tx, short)
+	if err != nil {
+		return err
+	}
+	for _, t := range short {
+		byRun[t.RunID] = again[t.RunID]
+	}
+	return nil
 }
 
 // replayRuns folds the runs of ids from runSeq 1, ignoring their
@@ -369,5 +415,6 @@ func (x *Runner) rotateTx(ctx context.Context, tx pgx.Tx, id string, run *runVie
 	case err != nil:
 		return fmt.Errorf("round: write checkpoint of run %s: %w", id, err)
 	}
+	x.covered.put(id, run.state.Head)
 	return nil
 }

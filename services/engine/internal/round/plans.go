@@ -3,15 +3,10 @@ package round
 import (
 	"encoding/json"
 	"fmt"
-	"sync"
 
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/plan"
 )
-
-// planCacheSize bounds the decoded plans a Runner keeps; when full it
-// starts over, which costs one decode per run that comes back.
-const planCacheSize = 4096
 
 // approval is what a run's RunApproved carries that every round needs.
 type approval struct {
@@ -24,10 +19,7 @@ type approval struct {
 // stands for every later round of its run; decoding a large plan in every
 // round cost more than the round's own work. The plans are shared and
 // read only. Safe for concurrent use.
-type planCache struct {
-	mu sync.Mutex
-	m  map[string]approval
-}
+type planCache struct{ memo[approval] }
 
 // planOf returns the plan and the approval carried by the run's
 // RunApproved, its first event in evs, from the cache or decoded. The plan
@@ -38,9 +30,7 @@ func (c *planCache) planOf(runID string, evs []events.Event) (*plan.Plan, events
 		return nil, events.RunApprovedData{}, fmt.Errorf("%w: %s has no RunApproved", ErrUnknownRun, runID)
 	}
 	key := evs[0].EventID
-	c.mu.Lock()
-	a, ok := c.m[key]
-	c.mu.Unlock()
+	a, ok := c.get(key)
 	if ok {
 		return a.plan, a.data, nil
 	}
@@ -53,11 +43,6 @@ func (c *planCache) planOf(runID string, evs []events.Event) (*plan.Plan, events
 	}
 	p.ApplyDefaults()
 	a.plan = &p
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= planCacheSize {
-		c.m = make(map[string]approval, planCacheSize)
-	}
-	c.m[key] = a
-	c.mu.Unlock()
+	c.put(key, a)
 	return a.plan, a.data, nil
 }

@@ -19,46 +19,58 @@ import (
 // the terminal events that explain them, and the engine's lookup serves
 // them to workers.
 
-// ReconciliationInsertTx writes records in tx, in the transaction of the
-// round whose events they belong to. A record is never changed once
-// written: a second record for the same (run, activity, operation, key)
-// is dropped, as the event log keeps an attempt's first outcome.
+// ReconciliationInsertTx writes records in tx, in one round trip, in the
+// transaction of the round whose events they belong to. A record is never
+// changed once written: a second record for the same (run, activity,
+// operation, key) is dropped, as the event log keeps an attempt's first
+// outcome.
 func ReconciliationInsertTx(ctx context.Context, tx pgx.Tx, records []task.ReconcileRecord) error {
+	b := &pgx.Batch{}
+	if err := queueReconciliations(b, records); err != nil {
+		return err
+	}
+	return tx.SendBatch(ctx, b).Close()
+}
+
+// queueReconciliations queues on b the inserts ReconciliationInsertTx
+// makes. An error of an insert is b's.
+func queueReconciliations(b *pgx.Batch, records []task.ReconcileRecord) error {
 	for _, r := range records {
-		if err := reconciliationInsert(ctx, tx, r); err != nil {
+		args, err := reconciliationArgs(r)
+		if err != nil {
 			return fmt.Errorf("round: run %s: reconciliation record of %s: %w", r.RunID, r.OperationID, err)
 		}
+		b.Queue(`
+			INSERT INTO activity_reconciliations (run_id, activity_name, operation_id, idempotency_key, version,
+				step_id, logical_attempt, status, result, error, reconciled_by, diagnostics, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+			ON CONFLICT (run_id, activity_name, operation_id, idempotency_key) DO NOTHING`, args...)
 	}
 	return nil
 }
 
-func reconciliationInsert(ctx context.Context, tx pgx.Tx, r task.ReconcileRecord) error {
+// reconciliationArgs returns the insert's arguments for r.
+func reconciliationArgs(r task.ReconcileRecord) ([]any, error) {
 	attempt, err := strconv.Atoi(r.LogicalAttemptID)
 	if err != nil {
-		return fmt.Errorf("logical attempt %q: %w", r.LogicalAttemptID, err)
+		return nil, fmt.Errorf("logical attempt %q: %w", r.LogicalAttemptID, err)
 	}
 	result, err := reconcileJSON(r.Result)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	stepErr, err := reconcileJSON(r.Error)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var diagnostics []byte
 	if len(r.Diagnostics) > 0 {
 		if diagnostics, err = json.Marshal(r.Diagnostics); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	_, err = tx.Exec(ctx, `
-		INSERT INTO activity_reconciliations (run_id, activity_name, operation_id, idempotency_key, version,
-			step_id, logical_attempt, status, result, error, reconciled_by, diagnostics, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-		ON CONFLICT (run_id, activity_name, operation_id, idempotency_key) DO NOTHING`,
-		r.RunID, r.ActivityName, r.OperationID, r.IdempotencyKey, r.Version, r.StepID, attempt,
-		string(r.Status), result, stepErr, r.ReconciledBy, diagnostics, r.CreatedAt, r.UpdatedAt)
-	return err
+	return []any{r.RunID, r.ActivityName, r.OperationID, r.IdempotencyKey, r.Version, r.StepID, attempt,
+		string(r.Status), result, stepErr, r.ReconciledBy, diagnostics, r.CreatedAt, r.UpdatedAt}, nil
 }
 
 // reconcileJSON encodes v, or returns nil (SQL NULL) for a nil pointer.

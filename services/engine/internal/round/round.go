@@ -24,6 +24,7 @@ import (
 
 	"github.com/weftrun/weft/internal/admission"
 	"github.com/weftrun/weft/internal/journal"
+	"github.com/weftrun/weft/internal/pipetx"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/services/engine/internal/decide"
@@ -78,6 +79,9 @@ type Runner struct {
 	journal *journal.Journal
 	cfg     Config
 	plans   planCache
+	// covered is the runSeq each run's checkpoint covered when this
+	// Runner last loaded or wrote it (loadRuns).
+	covered memo[int64]
 }
 
 // New returns a Runner over pool, whose database has the Weft schema.
@@ -125,10 +129,7 @@ type Outcome struct {
 func (x *Runner) Run(ctx context.Context, r Round) (Outcome, error) {
 	var out Outcome
 	for {
-		err := pgx.BeginFunc(ctx, x.pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, genericPlans); err != nil {
-				return err
-			}
+		err := x.inTx(ctx, func(tx *pipetx.Tx) error {
 			var err error
 			out, err = x.attempt(ctx, tx, r, out.Conflicts)
 			return err
@@ -143,7 +144,14 @@ func (x *Runner) Run(ctx context.Context, r Round) (Outcome, error) {
 	}
 }
 
-func (x *Runner) attempt(ctx context.Context, tx pgx.Tx, r Round, conflicts int) (Outcome, error) {
+// inTx runs fn in a pipelined transaction (pipetx) on generic plans
+// (genericPlans): its BEGIN goes out with the load of the runs and its
+// COMMIT with the last writes.
+func (x *Runner) inTx(ctx context.Context, fn func(*pipetx.Tx) error) error {
+	return pipetx.BeginFunc(ctx, x.pool, []string{genericPlans}, fn)
+}
+
+func (x *Runner) attempt(ctx context.Context, tx *pipetx.Tx, r Round, conflicts int) (Outcome, error) {
 	out := Outcome{Conflicts: conflicts}
 	if r.Claim != nil {
 		if ok, err := r.Claim(ctx, tx); err != nil || !ok {
@@ -151,7 +159,7 @@ func (x *Runner) attempt(ctx context.Context, tx pgx.Tx, r Round, conflicts int)
 		}
 	}
 	r.Claim = nil
-	results, err := x.batch(ctx, tx, []Round{r})
+	results, commit, err := x.batch(ctx, tx, []Round{r})
 	if err != nil {
 		return out, err
 	}
@@ -163,5 +171,5 @@ func (x *Runner) attempt(ctx context.Context, tx pgx.Tx, r Round, conflicts int)
 	if x.cfg.BeforeCommit != nil && !out.Decision.Empty() {
 		x.cfg.BeforeCommit()
 	}
-	return out, nil
+	return out, tx.CommitBatch(ctx, commit)
 }

@@ -18,52 +18,37 @@ import (
 	"github.com/weftrun/weft/services/engine/internal/decide"
 )
 
-// writeFollowUps writes what decisions ask for besides events: the tasks
-// (outbox), each carrying the trace context of its round (traces[i]), and
-// the timers.
-func writeFollowUps(ctx context.Context, tx pgx.Tx, tasks []decide.Task, traces []trace.SpanContext, timers []decide.Timer) error {
-	if err := enqueueTasks(ctx, tx, tasks, traces); err != nil {
+// queueTrackRun queues on b what keeps the run's row in engine_runs in
+// step with d: started (it holds a place in its environment), queued (the
+// run queue's), ended (gone: nothing more to sweep, its place freed), or
+// reopened by RETRY_STEP (back, started). It also queues d's
+// reconciliation records.
+func queueTrackRun(b *pgx.Batch, runID, environment string, d decide.Decision) error {
+	if err := queueReconciliations(b, d.Reconciliations); err != nil {
 		return err
 	}
-	return TimersSetTx(ctx, tx, timers)
-}
-
-// trackRunTx keeps the run's row in engine_runs in step with d: started
-// (it holds a place in its environment), queued (the run queue's), ended
-// (gone: nothing more to sweep, its place freed), or reopened by RETRY_STEP
-// (back, started). It also writes d's reconciliation records.
-func trackRunTx(ctx context.Context, tx pgx.Tx, runID, environment string, d decide.Decision) error {
-	if err := ReconciliationInsertTx(ctx, tx, d.Reconciliations); err != nil {
-		return err
-	}
-	var sql string
 	for _, e := range d.Events {
-		args := []any{runID}
 		switch e.Type {
 		case events.RunResumed:
-			sql = `INSERT INTO engine_runs (run_id, environment_id, started_at) VALUES ($1, $2, now())
-				ON CONFLICT (run_id) DO NOTHING`
-			args = append(args, environment)
+			b.Queue(`INSERT INTO engine_runs (run_id, environment_id, started_at) VALUES ($1, $2, now())
+				ON CONFLICT (run_id) DO NOTHING`, runID, environment)
 		case events.RunStarted:
-			sql = `UPDATE engine_runs SET started_at = now() WHERE run_id = $1`
+			b.Queue(`UPDATE engine_runs SET started_at = now() WHERE run_id = $1`, runID)
 		case events.RunQueued:
-			sql = `UPDATE engine_runs SET queued_at = now() WHERE run_id = $1`
+			b.Queue(`UPDATE engine_runs SET queued_at = now() WHERE run_id = $1`, runID)
 		case events.RunCompleted, events.RunFailed, events.RunCancelled:
-			sql = `DELETE FROM engine_runs WHERE run_id = $1`
-		default:
-			continue
-		}
-		if _, err := tx.Exec(ctx, sql, args...); err != nil {
-			return fmt.Errorf("round: run %s: track %s: %w", runID, e.Type, err)
+			b.Queue(`DELETE FROM engine_runs WHERE run_id = $1`, runID)
+		default: // no change to the run's place
 		}
 	}
 	return nil
 }
 
-// enqueueTasks writes one outbox message per task, on weft.tasks.<queue>,
-// deduplicated per logical attempt, with traces[i] as the trace context of
-// tasks[i] when it is valid (else that of ctx, see outbox.EnqueueTx).
-func enqueueTasks(ctx context.Context, tx pgx.Tx, tasks []decide.Task, traces []trace.SpanContext) error {
+// queueTasks queues on b, in one statement, one outbox message per task,
+// on weft.tasks.<queue>, deduplicated per logical attempt, with traces[i]
+// as the trace context of tasks[i] when it is valid (else that of ctx,
+// see outbox.EnqueueBatch).
+func queueTasks(ctx context.Context, b *pgx.Batch, tasks []decide.Task, traces []trace.SpanContext) error {
 	if len(tasks) == 0 {
 		return nil
 	}
@@ -90,7 +75,7 @@ func enqueueTasks(ctx context.Context, tx pgx.Tx, tasks []decide.Task, traces []
 			msgs[i].Headers = tracing.InjectHeaders(trace.ContextWithSpanContext(ctx, traces[i]), nil)
 		}
 	}
-	return outbox.EnqueueTx(ctx, tx, msgs...)
+	return outbox.EnqueueBatch(ctx, b, msgs...)
 }
 
 // activityKeyType is the event-type component of the idempotency key a task
@@ -123,18 +108,14 @@ func wireTask(t decide.Task, now time.Time) task.Task {
 	return wt
 }
 
-// TimersSetTx writes timers in tx; setting a timer that exists moves its
-// due time.
-func TimersSetTx(ctx context.Context, tx pgx.Tx, timers []decide.Timer) error {
+// queueTimers queues on b the writes of timers; setting a timer that
+// exists moves its due time.
+func queueTimers(b *pgx.Batch, timers []decide.Timer) {
 	for _, t := range timers {
-		_, err := tx.Exec(ctx, `
+		b.Queue(`
 			INSERT INTO engine_timers (run_id, step_id, logical_attempt, kind, due_at)
 			VALUES ($1, $2, $3, $4, $5)
 			ON CONFLICT (run_id, step_id, logical_attempt, kind) DO UPDATE SET due_at = EXCLUDED.due_at`,
 			t.RunID, t.StepID, t.LogicalAttempt, string(t.Kind), t.DueAt)
-		if err != nil {
-			return fmt.Errorf("round: set %s timer of run %s step %s: %w", t.Kind, t.RunID, t.StepID, err)
-		}
 	}
-	return nil
 }

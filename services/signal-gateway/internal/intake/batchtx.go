@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/weftrun/weft/internal/pipetx"
 	"github.com/weftrun/weft/pkg/eventlog"
 )
 
@@ -23,55 +23,23 @@ type batchTx interface {
 	send(ctx context.Context, b *pgx.Batch, commit bool) error
 }
 
-// connTx is a transaction of its own on one connection. Its BEGIN goes
-// out with its first batch and its COMMIT with its last, so neither costs
-// a round trip. A statement that fails aborts it; end rolls back whatever
-// was not committed. Not safe for concurrent use.
-//
-// Its statements run on generic plans (genericPlans). Postgres would
-// otherwise plan anew, at every execution, each one that reads the
-// partitioned run_events: a plan for the one partition a run id selects
-// always looks cheaper than the generic plan, which prunes the others
-// when it starts. That planning costs more than the reads themselves.
-type connTx struct {
-	conn  *pgx.Conn
-	begun bool
-}
+// pipeTx is a transaction of its own (pipetx): its BEGIN goes out with
+// its first batch and its COMMIT with its last, so neither costs a round
+// trip, and its statements run on generic plans (genericPlans).
+type pipeTx struct{ tx *pipetx.Tx }
 
 // genericPlans makes the rest of the transaction run its prepared
-// statements, and those of the functions it calls, on generic plans.
+// statements, and those of the functions it calls, on generic plans
+// (eventlog.GenericPlansSQL says why).
 const genericPlans = eventlog.GenericPlansSQL
 
-func (t *connTx) batch() *pgx.Batch {
-	b := &pgx.Batch{}
-	if !t.begun {
-		b.Queue("begin")
-		b.Queue(genericPlans)
-		t.begun = true
-	}
-	return b
-}
+func (t pipeTx) batch() *pgx.Batch { return &pgx.Batch{} }
 
-func (t *connTx) send(ctx context.Context, b *pgx.Batch, commit bool) error {
+func (t pipeTx) send(ctx context.Context, b *pgx.Batch, commit bool) error {
 	if commit {
-		b.Queue("commit").Exec(func(tag pgconn.CommandTag) error {
-			if tag.String() != "COMMIT" { // Postgres answers a COMMIT of an aborted transaction with ROLLBACK
-				return pgx.ErrTxCommitRollback
-			}
-			return nil
-		})
+		return t.tx.CommitBatch(ctx, b)
 	}
-	return t.conn.SendBatch(ctx, b).Close()
-}
-
-// end rolls the transaction back unless it committed or never began.
-// Should the rollback fail, the connection stays in the transaction and
-// the pool discards it on release.
-func (t *connTx) end(ctx context.Context) {
-	if t.conn.IsClosed() || t.conn.PgConn().TxStatus() == 'I' {
-		return
-	}
-	_, _ = t.conn.Exec(ctx, "rollback")
+	return t.tx.SendBatch(ctx, b).Close()
 }
 
 // savepointTx is a savepoint in a caller's transaction: its batches go

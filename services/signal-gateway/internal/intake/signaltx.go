@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftrun/weft/internal/journal"
+	"github.com/weftrun/weft/internal/pipetx"
 )
 
 // commitError is a fault of the batch that commits: whether the
@@ -123,14 +124,9 @@ func (in *Intake) appendTx(ctx context.Context, tx batchTx, calls []*call) ([]*j
 
 // ownTx decides calls in a transaction of their own.
 func (in *Intake) ownTx(ctx context.Context, calls []*call) error {
-	conn, err := in.pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("intake: acquire a connection: %w", err)
-	}
-	defer conn.Release()
-	tx := &connTx{conn: conn.Conn()}
-	defer tx.end(ctx)
-	return in.decideTx(ctx, tx, calls)
+	return pipetx.BeginFunc(ctx, in.pool, []string{genericPlans}, func(tx *pipetx.Tx) error {
+		return in.decideTx(ctx, pipeTx{tx}, calls)
+	})
 }
 
 // decideGroup decides a group of calls in one transaction and sets their
