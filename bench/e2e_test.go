@@ -168,7 +168,7 @@ func startE2ERelay(b *testing.B, db *weftest.DB, nats *weftest.NATS, tel telemet
 // startE2EEngine starts an engine and a worker, stopped when b ends.
 func startE2EEngine(b *testing.B, db *weftest.DB, nats *weftest.NATS, tel telemetry) {
 	ctx := context.Background()
-	eng, err := engine.New(db.Pool, nats.Conn(b), engine.Config{Concurrency: 16, MeterProvider: tel.meters, TracerProvider: tel.tracer}, nil)
+	eng, err := engine.New(db.Pool, nats.Conn(b), engine.Config{MeterProvider: tel.meters, TracerProvider: tel.tracer}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -37,8 +37,14 @@ import (
 )
 
 // Defaults applied to a zero Config field.
+//
+// DefaultConcurrency is low on purpose: a lane runs the messages waiting
+// for it as one transaction, so fewer lanes make bigger batches and fewer
+// round trips per round. On two cores the live end-to-end bench ran about
+// 205 three-step runs/s with 2 or 4 lanes, 190 with 8 and 150 with 16
+// (BENCHMARKS.md); a Postgres with many cores may want more.
 const (
-	DefaultConcurrency       = 8
+	DefaultConcurrency       = 4
 	DefaultMaxBatch          = 32
 	DefaultAckWait           = 30 * time.Second
 	DefaultRetryDelay        = time.Second
