@@ -66,18 +66,9 @@ func (j *Journal) AppendTx(ctx context.Context, tx pgx.Tx, expectedHead *int64, 
 // one round trip for all the appends and one for all the outbox rows. The
 // bus copies carry the trace context of ctx (outbox.EnqueueTx).
 func (j *Journal) AppendManyTx(ctx context.Context, tx pgx.Tx, parts []eventlog.RunAppend) ([][]eventlog.AppendResult, error) {
-	return j.AppendManyTracedTx(ctx, tx, parts, nil)
-}
-
-// AppendManyTracedTx is AppendManyTx with a trace context per part, for a
-// caller that writes the work of several traces in one transaction (the
-// engine's batched rounds): the bus copies of parts[p]'s events carry
-// traces[p] when it is valid, and the span context of ctx otherwise.
-// traces is nil or as long as parts.
-func (j *Journal) AppendManyTracedTx(ctx context.Context, tx pgx.Tx, parts []eventlog.RunAppend, traces []trace.SpanContext) ([][]eventlog.AppendResult, error) {
 	b := &pgx.Batch{}
 	b.Queue(eventlog.GenericPlansSQL)
-	pending, err := j.AppendManyBatch(ctx, b, parts, traces)
+	pending, err := j.AppendManyBatch(ctx, b, parts, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -117,9 +108,6 @@ type Pending struct {
 // the trace context of ctx. Events are validated before anything is
 // queued; an invalid one fails the call and leaves b as it was.
 func (j *Journal) AppendBatch(ctx context.Context, b *pgx.Batch, expectedHead *int64, evs ...events.Event) (*Pending, error) {
-	if len(evs) == 0 {
-		return &Pending{trace: trace.SpanContextFromContext(ctx)}, nil
-	}
 	ps, err := j.AppendManyBatch(ctx, b, []eventlog.RunAppend{{ExpectedHead: expectedHead, Events: evs}}, nil)
 	if err != nil {
 		return nil, err

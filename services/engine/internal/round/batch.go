@@ -50,10 +50,7 @@ func (x *Runner) RunBatch(ctx context.Context, rounds []Round) ([]Result, error)
 		if results, commit, err = x.batch(ctx, tx, rounds); err != nil {
 			return err
 		}
-		if x.cfg.BeforeCommit != nil && anyDecided(results) {
-			x.cfg.BeforeCommit()
-		}
-		return tx.CommitBatch(ctx, commit)
+		return x.commit(ctx, tx, results, commit)
 	})
 	if err == nil {
 		return results, nil
@@ -69,6 +66,15 @@ func (x *Runner) RunBatch(ctx context.Context, rounds []Round) ([]Result, error)
 		results[i].Outcome, results[i].Err = x.Run(ctx, r)
 	}
 	return results, ctx.Err()
+}
+
+// commit sends commit, the batch's last writes, with COMMIT, after the
+// BeforeCommit knob when a round decided something.
+func (x *Runner) commit(ctx context.Context, tx *pipetx.Tx, results []Result, commit *pgx.Batch) error {
+	if x.cfg.BeforeCommit != nil && anyDecided(results) {
+		x.cfg.BeforeCommit()
+	}
+	return tx.CommitBatch(ctx, commit)
 }
 
 // runView is one run as a transaction sees it: its plan, environment and
@@ -100,13 +106,6 @@ func (w *writes) flush(ctx context.Context) error {
 	return w.tx.SendBatch(ctx, b).Close()
 }
 
-// appended is one round's append, queued on the writes batch.
-type appended struct {
-	round   int
-	events  []events.Event
-	pending *journal.Pending
-}
-
 // batch loads the rounds' runs, decides every round and sends their
 // writes. It returns the results and the batch to commit with: the outbox
 // rows of the appended events.
@@ -127,7 +126,7 @@ func (x *Runner) batch(ctx context.Context, tx *pipetx.Tx, rounds []Round) ([]Re
 	if x.cfg.AfterLoad != nil {
 		x.cfg.AfterLoad()
 	}
-	results, apps, err := x.decideAll(ctx, &writes{tx: tx, b: &pgx.Batch{}}, rounds, runs)
+	results, pending, err := x.decideAll(ctx, &writes{tx: tx, b: &pgx.Batch{}}, rounds, runs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -135,10 +134,6 @@ func (x *Runner) batch(ctx context.Context, tx *pipetx.Tx, rounds []Round) ([]Re
 		return nil, nil, err
 	}
 	commit := &pgx.Batch{}
-	pending := make([]*journal.Pending, len(apps))
-	for i, a := range apps {
-		pending[i] = a.pending
-	}
 	if err := x.journal.OutboxBatch(ctx, commit, pending...); err != nil {
 		return nil, nil, err
 	}
@@ -146,11 +141,12 @@ func (x *Runner) batch(ctx context.Context, tx *pipetx.Tx, rounds []Round) ([]Re
 }
 
 // decideAll decides every round on its loaded run and sends the writes
-// of all of them; the appends of every round go in one statement.
-func (x *Runner) decideAll(ctx context.Context, w *writes, rounds []Round, runs map[string]*runView) ([]Result, []appended, error) {
+// of all of them; the appends of every round go in one batch. It returns
+// the appends, one per round that decided events.
+func (x *Runner) decideAll(ctx context.Context, w *writes, rounds []Round, runs map[string]*runView) ([]Result, []*journal.Pending, error) {
 	results := make([]Result, len(rounds))
-	var apps []appended
 	var parts []eventlog.RunAppend
+	var partRounds []int
 	var tasks []decide.Task
 	var partTraces, taskTraces []trace.SpanContext
 	for i, r := range rounds {
@@ -165,8 +161,7 @@ func (x *Runner) decideAll(ctx context.Context, w *writes, rounds []Round, runs 
 			return nil, nil, err
 		}
 		if len(part.Events) > 0 {
-			parts, partTraces = append(parts, part), append(partTraces, r.Trace)
-			apps = append(apps, appended{round: i, events: part.Events})
+			parts, partTraces, partRounds = append(parts, part), append(partTraces, r.Trace), append(partRounds, i)
 		}
 		d := results[i].Decision
 		tasks = append(tasks, d.Tasks...)
@@ -179,16 +174,19 @@ func (x *Runner) decideAll(ctx context.Context, w *writes, rounds []Round, runs 
 	if err != nil {
 		return nil, nil, err
 	}
-	for i := range apps {
-		apps[i].pending = pending[i]
-	}
 	if err := queueTasks(ctx, w.b, tasks, taskTraces); err != nil {
 		return nil, nil, err
 	}
 	if err := w.flush(ctx); err != nil {
 		return nil, nil, err
 	}
-	return results, apps, checkAppended(apps, results)
+	for p, part := range parts {
+		if err := checkAppended(part, pending[p].Results()); err != nil {
+			return nil, nil, err
+		}
+		results[partRounds[p]].Appended = len(part.Events)
+	}
+	return results, pending, nil
 }
 
 // errMispredicted reports that the log already held an event a round
@@ -196,16 +194,13 @@ func (x *Runner) decideAll(ctx context.Context, w *writes, rounds []Round, runs 
 // wrong. The batch is rolled back and its rounds run one at a time.
 var errMispredicted = fmt.Errorf("round: a decided event was already in the log: %w", eventlog.ErrConflict)
 
-// checkAppended checks that every decided event was written at the runSeq
-// the batch folded it with, and records how many each round wrote.
-func checkAppended(apps []appended, results []Result) error {
-	for _, a := range apps {
-		for i, r := range a.pending.Results() {
-			if !r.Persisted || r.RunSeq != a.events[i].RunSeq {
-				return errMispredicted
-			}
+// checkAppended checks that every event of part was written, at the
+// runSeq the batch folded it with.
+func checkAppended(part eventlog.RunAppend, res []eventlog.AppendResult) error {
+	for i, r := range res {
+		if !r.Persisted || r.RunSeq != part.Events[i].RunSeq {
+			return errMispredicted
 		}
-		results[a.round].Appended = len(a.events)
 	}
 	return nil
 }

@@ -168,8 +168,5 @@ func (x *Runner) attempt(ctx context.Context, tx *pipetx.Tx, r Round, conflicts 
 	if results[0].Err != nil {
 		return out, results[0].Err
 	}
-	if x.cfg.BeforeCommit != nil && !out.Decision.Empty() {
-		x.cfg.BeforeCommit()
-	}
-	return out, tx.CommitBatch(ctx, commit)
+	return out, x.commit(ctx, tx, results, commit)
 }

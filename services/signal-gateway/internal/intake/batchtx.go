@@ -14,8 +14,6 @@ import (
 // batch in one round trip: a signal is decided on what one batch reads
 // and written by the next ones (signalTx).
 type batchTx interface {
-	// batch returns an empty batch for the transaction's next statements.
-	batch() *pgx.Batch
 	// send sends b in the transaction and reads all its results, running
 	// their callbacks, and returns the first error. With commit the
 	// transaction commits after b's statements, if they all succeed, and
@@ -33,8 +31,6 @@ type pipeTx struct{ tx *pipetx.Tx }
 // (eventlog.GenericPlansSQL says why).
 const genericPlans = eventlog.GenericPlansSQL
 
-func (t pipeTx) batch() *pgx.Batch { return &pgx.Batch{} }
-
 func (t pipeTx) send(ctx context.Context, b *pgx.Batch, commit bool) error {
 	if commit {
 		return t.tx.CommitBatch(ctx, b)
@@ -49,8 +45,6 @@ type savepointTx struct {
 	sp        pgx.Tx
 	committed bool
 }
-
-func (t *savepointTx) batch() *pgx.Batch { return &pgx.Batch{} }
 
 func (t *savepointTx) send(ctx context.Context, b *pgx.Batch, commit bool) error {
 	if err := t.sp.SendBatch(ctx, b).Close(); err != nil || !commit {

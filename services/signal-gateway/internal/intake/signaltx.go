@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftrun/weft/internal/journal"
@@ -38,7 +39,7 @@ func (in *Intake) decideTx(ctx context.Context, tx batchTx, calls []*call) error
 	if err != nil || len(pending) == 0 {
 		return err
 	}
-	b := tx.batch()
+	b := &pgx.Batch{}
 	if err := in.journal.OutboxBatch(ctx, b, pending...); err != nil {
 		return fmt.Errorf("intake: enqueue signals' events: %w", err)
 	}
@@ -54,7 +55,7 @@ func (in *Intake) decideTx(ctx context.Context, tx batchTx, calls []*call) error
 // signal state, all in one batch. A run whose head is not there is not
 // locked, and reads as not found.
 func (in *Intake) readTx(ctx context.Context, tx batchTx, calls []*call) error {
-	b := tx.batch()
+	b := &pgx.Batch{}
 	ids := make([]string, len(calls))
 	for i, c := range calls {
 		ids[i] = c.sig.RunID
@@ -86,7 +87,7 @@ const acceptanceSQL = `
 // acceptance. It returns the appends, whose outbox rows are still to be
 // enqueued.
 func (in *Intake) appendTx(ctx context.Context, tx batchTx, calls []*call) ([]*journal.Pending, error) {
-	b := tx.batch()
+	b := &pgx.Batch{}
 	var pending, accepted []*journal.Pending
 	for _, c := range calls {
 		if c.ev == nil {
