@@ -19,6 +19,7 @@ GRANT SELECT, INSERT ON run_events TO weft_gateway, weft_engine;
 GRANT SELECT, INSERT, UPDATE ON run_heads TO weft_gateway, weft_engine;
 GRANT SELECT ON run_events, run_heads TO weft_projector;
 GRANT EXECUTE ON FUNCTION weft_event_append TO weft_gateway, weft_engine;
+GRANT EXECUTE ON FUNCTION weft_events_append_new TO weft_engine;
 
 -- The outbox: writers insert (the partition comes back through RETURNING)
 -- and wake the relay; the relay claims, publishes, retries, deletes and

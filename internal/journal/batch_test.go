@@ -14,6 +14,7 @@ import (
 	"github.com/weftrun/weft/internal/weftest"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/outbox"
 )
 
 func traced(ctx context.Context, b byte) context.Context {
@@ -94,4 +95,46 @@ func TestAppendBatchRefusesInvalidEventsBeforeQueuing(t *testing.T) {
 	_, err := j.AppendBatch(t.Context(), b, nil, ev)
 	require.Error(t, err)
 	require.Zero(t, b.Len())
+}
+
+// AppendNewBatch's events reach the outbox as AppendBatch's do, after the
+// caller's own messages when OutboxBatchWith is given some.
+func TestAppendNewBatchAndOutboxBatchWith(t *testing.T) {
+	t.Parallel()
+	db := weftest.NewDB(t)
+	j := journal.New(eventlog.New(db.Pool))
+	ctx := t.Context()
+	runID := events.NewRunID()
+	_, err := j.Append(ctx, db.Pool, nil, newEvent(t, runID, "", events.RunStarted))
+	require.NoError(t, err)
+	head := int64(1)
+	ev := newEvent(t, runID, "a", events.StepScheduled)
+	ev.RunSeq = 2
+	own := outbox.Message{Subject: "weft.tasks.default", Payload: []byte(`{}`), DedupeID: "task-a"}
+
+	err = pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		pending, err := j.AppendNewBatch(traced(ctx, 1), b, []eventlog.RunAppend{{ExpectedHead: &head, Events: []events.Event{ev}}}, nil)
+		if err != nil {
+			return err
+		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		b = &pgx.Batch{}
+		if err := j.OutboxBatchWith(ctx, b, []outbox.Message{own}, pending...); err != nil {
+			return err
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+	require.NoError(t, err)
+
+	rows := outboxRows(t, db.Pool)
+	require.Len(t, rows, 3, "RunStarted's row, then the caller's message, then StepScheduled's")
+	require.Equal(t, "task-a", rows[1].DedupeID)
+	var sent events.Event
+	require.NoError(t, json.Unmarshal(rows[2].Payload, &sent))
+	require.Equal(t, int64(2), sent.RunSeq)
+	require.False(t, sent.PersistedAt.IsZero())
+	require.Equal(t, tracing.InjectHeaders(traced(ctx, 1), nil)[tracing.HeaderTraceparent], rows[2].Headers[tracing.HeaderTraceparent])
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
@@ -120,20 +121,50 @@ func (j *Journal) AppendBatch(ctx context.Context, b *pgx.Batch, expectedHead *i
 // copies of parts[p]'s events carry traces[p] when it is valid, and the
 // span context of ctx otherwise; traces is nil or as long as parts.
 func (j *Journal) AppendManyBatch(ctx context.Context, b *pgx.Batch, parts []eventlog.RunAppend, traces []trace.SpanContext) ([]*Pending, error) {
-	if traces != nil && len(traces) != len(parts) {
-		return nil, fmt.Errorf("journal: %d trace contexts for %d parts", len(traces), len(parts))
-	}
-	for _, part := range parts {
-		if len(part.Events) > 0 {
-			if _, err := streams.EventSubject(part.Events[0].RunID); err != nil {
-				return nil, err
-			}
-		}
+	if err := checkParts(parts, traces); err != nil {
+		return nil, err
 	}
 	res, err := j.log.EventsAppendManyBatch(b, parts)
 	if err != nil {
 		return nil, err
 	}
+	return pendingOf(ctx, parts, res, traces), nil
+}
+
+// AppendNewBatch is AppendManyBatch for parts whose events the caller
+// knows to be new and numbered (eventlog.Store.EventsAppendNewBatch): one
+// statement for all of them, which writes every event or, if the log is
+// not what the caller predicted, none.
+func (j *Journal) AppendNewBatch(ctx context.Context, b *pgx.Batch, parts []eventlog.RunAppend, traces []trace.SpanContext) ([]*Pending, error) {
+	if err := checkParts(parts, traces); err != nil {
+		return nil, err
+	}
+	res, err := j.log.EventsAppendNewBatch(b, parts)
+	if err != nil {
+		return nil, err
+	}
+	return pendingOf(ctx, parts, res, traces), nil
+}
+
+// checkParts checks what the log does not: that each part's run has an
+// event subject, and that traces, if any, match parts.
+func checkParts(parts []eventlog.RunAppend, traces []trace.SpanContext) error {
+	if traces != nil && len(traces) != len(parts) {
+		return fmt.Errorf("journal: %d trace contexts for %d parts", len(traces), len(parts))
+	}
+	for _, part := range parts {
+		if len(part.Events) > 0 {
+			if _, err := streams.EventSubject(part.Events[0].RunID); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// pendingOf is one Pending per part, with the part's results, carrying
+// traces[p] when it is valid and the span context of ctx otherwise.
+func pendingOf(ctx context.Context, parts []eventlog.RunAppend, res [][]eventlog.AppendResult, traces []trace.SpanContext) []*Pending {
 	out := make([]*Pending, len(parts))
 	for p, part := range parts {
 		out[p] = &Pending{evs: part.Events, res: res[p], trace: trace.SpanContextFromContext(ctx)}
@@ -141,7 +172,7 @@ func (j *Journal) AppendManyBatch(ctx context.Context, b *pgx.Batch, parts []eve
 			out[p].trace = traces[p]
 		}
 	}
-	return out, nil
+	return out
 }
 
 // Results returns the append's results, one per event, as AppendTx
@@ -157,7 +188,14 @@ func (p *Pending) Results() []eventlog.AppendResult { return p.res }
 // once, after the appends' batch results were read without error. With
 // nothing persisted it queues nothing.
 func (j *Journal) OutboxBatch(ctx context.Context, b *pgx.Batch, pending ...*Pending) error {
-	var msgs []outbox.Message
+	return j.OutboxBatchWith(ctx, b, nil, pending...)
+}
+
+// OutboxBatchWith is OutboxBatch with msgs, the caller's own messages
+// (with their own trace headers, if any), enqueued ahead of the events'
+// in the same statement.
+func (j *Journal) OutboxBatchWith(ctx context.Context, b *pgx.Batch, msgs []outbox.Message, pending ...*Pending) error {
+	msgs = slices.Clip(msgs)
 	parts := make([]eventlog.RunAppend, len(pending))
 	results := make([][]eventlog.AppendResult, len(pending))
 	for k, p := range pending {

@@ -15,6 +15,7 @@ import (
 	"github.com/weftrun/weft/internal/pipetx"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/outbox"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/services/engine/internal/decide"
 )
@@ -33,9 +34,10 @@ const genericPlans = eventlog.GenericPlansSQL
 
 // RunBatch executes rounds, in order, in one transaction of three round
 // trips: BEGIN with the load of all their runs; all their writes but one
-// (the appends, each under its run's compare-and-swap, their tasks,
-// timers and engine_runs rows); and the outbox rows of the new events,
-// which need what the appends returned, with COMMIT. Many rounds so share
+// (the appends of every run, in one statement under each run's
+// compare-and-swap, their timers and engine_runs rows); and the outbox
+// rows of their tasks and new events, which need what the appends
+// returned, with COMMIT. Many rounds so share
 // one WAL flush. Rounds of one run see each other's events. Rounds with a
 // Claim are not batched (use Run). When the batch fails (a conflict with
 // another engine, or one round that cannot be written), it is rolled back
@@ -108,7 +110,7 @@ func (w *writes) flush(ctx context.Context) error {
 
 // batch loads the rounds' runs, decides every round and sends their
 // writes. It returns the results and the batch to commit with: the outbox
-// rows of the appended events.
+// rows of the tasks and of the appended events.
 func (x *Runner) batch(ctx context.Context, tx *pipetx.Tx, rounds []Round) ([]Result, *pgx.Batch, error) {
 	ids := make([]string, 0, len(rounds))
 	for _, r := range rounds {
@@ -126,7 +128,7 @@ func (x *Runner) batch(ctx context.Context, tx *pipetx.Tx, rounds []Round) ([]Re
 	if x.cfg.AfterLoad != nil {
 		x.cfg.AfterLoad()
 	}
-	results, pending, err := x.decideAll(ctx, &writes{tx: tx, b: &pgx.Batch{}}, rounds, runs)
+	results, out, err := x.decideAll(ctx, &writes{tx: tx, b: &pgx.Batch{}}, rounds, runs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -134,16 +136,24 @@ func (x *Runner) batch(ctx context.Context, tx *pipetx.Tx, rounds []Round) ([]Re
 		return nil, nil, err
 	}
 	commit := &pgx.Batch{}
-	if err := x.journal.OutboxBatch(ctx, commit, pending...); err != nil {
+	if err := x.journal.OutboxBatchWith(ctx, commit, out.tasks, out.appends...); err != nil {
 		return nil, nil, err
 	}
 	return results, commit, nil
 }
 
+// outgoing is what a batch sends to the bus: its tasks, and its appends'
+// events, enqueued together once the appends are done.
+type outgoing struct {
+	tasks   []outbox.Message
+	appends []*journal.Pending
+}
+
 // decideAll decides every round on its loaded run and sends the writes
-// of all of them; the appends of every round go in one batch. It returns
-// the appends, one per round that decided events.
-func (x *Runner) decideAll(ctx context.Context, w *writes, rounds []Round, runs map[string]*runView) ([]Result, []*journal.Pending, error) {
+// of all of them; the appends of every round go in one statement. It
+// returns what goes to the bus: the appends, one per round that decided
+// events, and the tasks.
+func (x *Runner) decideAll(ctx context.Context, w *writes, rounds []Round, runs map[string]*runView) ([]Result, outgoing, error) {
 	results := make([]Result, len(rounds))
 	var parts []eventlog.RunAppend
 	var partRounds []int
@@ -158,7 +168,7 @@ func (x *Runner) decideAll(ctx context.Context, w *writes, rounds []Round, runs 
 		var err error
 		var part eventlog.RunAppend
 		if results[i].Outcome, part, err = x.step(ctx, w, r, run); err != nil {
-			return nil, nil, err
+			return nil, outgoing{}, err
 		}
 		if len(part.Events) > 0 {
 			parts, partTraces, partRounds = append(parts, part), append(partTraces, r.Trace), append(partRounds, i)
@@ -170,47 +180,29 @@ func (x *Runner) decideAll(ctx context.Context, w *writes, rounds []Round, runs 
 		}
 		queueTimers(w.b, d.Timers)
 	}
-	pending, err := x.journal.AppendManyBatch(ctx, w.b, parts, partTraces)
-	if err != nil {
-		return nil, nil, err
+	var out outgoing
+	var err error
+	if out.appends, err = x.journal.AppendNewBatch(ctx, w.b, parts, partTraces); err != nil {
+		return nil, outgoing{}, err
 	}
-	if err := queueTasks(ctx, w.b, tasks, taskTraces); err != nil {
-		return nil, nil, err
+	if out.tasks, err = taskMessages(ctx, tasks, taskTraces); err != nil {
+		return nil, outgoing{}, err
 	}
 	if err := w.flush(ctx); err != nil {
-		return nil, nil, err
+		return nil, outgoing{}, err
 	}
 	for p, part := range parts {
-		if err := checkAppended(part, pending[p].Results()); err != nil {
-			return nil, nil, err
-		}
 		results[partRounds[p]].Appended = len(part.Events)
 	}
-	return results, pending, nil
-}
-
-// errMispredicted reports that the log already held an event a round
-// decided, so the runSeqs the batch folded its later rounds with are
-// wrong. The batch is rolled back and its rounds run one at a time.
-var errMispredicted = fmt.Errorf("round: a decided event was already in the log: %w", eventlog.ErrConflict)
-
-// checkAppended checks that every event of part was written, at the
-// runSeq the batch folded it with.
-func checkAppended(part eventlog.RunAppend, res []eventlog.AppendResult) error {
-	for i, r := range res {
-		if !r.Persisted || r.RunSeq != part.Events[i].RunSeq {
-			return errMispredicted
-		}
-	}
-	return nil
+	return results, out, nil
 }
 
 // step is one round on a loaded run: admission, the decision, and the
 // run's place in engine_runs, queued on w. It returns the decision's
 // events as the part to append, numbered from the run's head with the
-// gap-free runSeqs the append authority will give them, and folds them
-// into run's state, so a later round of the run in the same batch decides
-// from them. checkAppended checks the numbering. Tasks and timers are the
+// gap-free runSeqs the append authority will give them (the append
+// refuses any other), and folds them into run's state, so a later round
+// of the run in the same batch decides from them. Tasks and timers are the
 // caller's.
 func (x *Runner) step(ctx context.Context, w *writes, r Round, run *runView) (Outcome, eventlog.RunAppend, error) {
 	in, err := x.admit(ctx, w, r.Input, run)

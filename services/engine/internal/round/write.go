@@ -44,24 +44,20 @@ func queueTrackRun(b *pgx.Batch, runID, environment string, d decide.Decision) e
 	return nil
 }
 
-// queueTasks queues on b, in one statement, one outbox message per task,
-// on weft.tasks.<queue>, deduplicated per logical attempt, with traces[i]
-// as the trace context of tasks[i] when it is valid (else that of ctx,
-// see outbox.EnqueueBatch).
-func queueTasks(ctx context.Context, b *pgx.Batch, tasks []decide.Task, traces []trace.SpanContext) error {
-	if len(tasks) == 0 {
-		return nil
-	}
+// taskMessages returns the outbox message of each task, on
+// weft.tasks.<queue>, deduplicated per logical attempt, carrying the trace
+// context traces[i] when it is valid, else that of ctx, if any.
+func taskMessages(ctx context.Context, tasks []decide.Task, traces []trace.SpanContext) ([]outbox.Message, error) {
 	msgs := make([]outbox.Message, len(tasks))
 	now := time.Now().UTC()
 	for i, t := range tasks {
 		subject, err := streams.TaskSubject(t.Queue)
 		if err != nil {
-			return fmt.Errorf("round: task of step %s: %w", t.StepID, err)
+			return nil, fmt.Errorf("round: task of step %s: %w", t.StepID, err)
 		}
 		payload, err := json.Marshal(wireTask(t, now))
 		if err != nil {
-			return fmt.Errorf("round: encode task of step %s: %w", t.StepID, err)
+			return nil, fmt.Errorf("round: encode task of step %s: %w", t.StepID, err)
 		}
 		attempt := strconv.Itoa(t.LogicalAttempt)
 		dedupe := task.DedupeID(t.RunID, t.StepID, attempt)
@@ -71,11 +67,15 @@ func queueTasks(ctx context.Context, b *pgx.Batch, tasks []decide.Task, traces [
 			dedupe += "/resend-" + strconv.FormatInt(now.UnixNano(), 10)
 		}
 		msgs[i] = outbox.Message{Subject: subject, Payload: payload, DedupeID: dedupe}
+		sc := trace.SpanContextFromContext(ctx)
 		if i < len(traces) && traces[i].IsValid() {
-			msgs[i].Headers = tracing.InjectHeaders(trace.ContextWithSpanContext(ctx, traces[i]), nil)
+			sc = traces[i]
+		}
+		if sc.IsValid() {
+			msgs[i].Headers = tracing.InjectHeaders(trace.ContextWithSpanContext(ctx, sc), nil)
 		}
 	}
-	return outbox.EnqueueBatch(ctx, b, msgs...)
+	return msgs, nil
 }
 
 // activityKeyType is the event-type component of the idempotency key a task
