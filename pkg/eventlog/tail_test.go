@@ -10,9 +10,9 @@ import (
 	"github.com/weftrun/weft/pkg/events"
 )
 
-// EventsFetchTailsTx returns each run's first event and its events after
-// AfterSeq, the whole run for AfterSeq 0, and nothing for a run with no
-// events; and the Postgres store reports every capability.
+// EventsFetchTailsTx returns each run's first event (unless NoFirst) and
+// its events after AfterSeq, the whole run for AfterSeq 0, and nothing for
+// a run with no events; and the Postgres store reports every capability.
 func TestEventsFetchTails(t *testing.T) {
 	t.Parallel()
 	db := weftest.NewDB(t)
@@ -27,9 +27,9 @@ func TestEventsFetchTails(t *testing.T) {
 		}
 		return runID
 	}
-	a, b, none := appendN(5), appendN(2), events.NewRunID()
+	a, b, c, none := appendN(5), appendN(2), appendN(3), events.NewRunID()
 	got, err := log.EventsFetchTailsTx(t.Context(), db.Pool, []eventlog.RunTail{
-		{RunID: a, AfterSeq: 3}, {RunID: b}, {RunID: none, AfterSeq: 9}})
+		{RunID: a, AfterSeq: 3}, {RunID: b}, {RunID: c, AfterSeq: 1, NoFirst: true}, {RunID: none, AfterSeq: 9}})
 	require.NoError(t, err)
 	seqs := func(evs []events.Event) []int64 {
 		var out []int64
@@ -40,6 +40,7 @@ func TestEventsFetchTails(t *testing.T) {
 	}
 	require.Equal(t, []int64{1, 4, 5}, seqs(got[a]))
 	require.Equal(t, []int64{1, 2}, seqs(got[b]))
+	require.Equal(t, []int64{2, 3}, seqs(got[c]))
 	require.NotContains(t, got, none)
 	_, err = log.EventsFetchTailsTx(t.Context(), db.Pool, []eventlog.RunTail{{RunID: "not-a-uuid"}})
 	require.ErrorIs(t, err, eventlog.ErrInvalidRunID)

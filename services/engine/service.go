@@ -123,6 +123,11 @@ type Config struct {
 	// (round.HistoryBytes) have been appended, since the last one. Defaults
 	// 50 and 1 MiB; a negative value turns that trigger off.
 	CheckpointEverySteps, CheckpointEveryBytes int
+	// WarmRuns is how many runs the engine keeps warm: their states as its
+	// last round of each left them, so that the next round reads and folds
+	// only the events appended since (docs/engine.md, "Warm runs").
+	// Default 4096; a negative value keeps none.
+	WarmRuns int
 	// StoreCapabilities, if set, reports the store's capabilities in place
 	// of the event log's own; New checks CheckpointOwnership against them.
 	StoreCapabilities CapabilityReporter
@@ -158,6 +163,7 @@ func (c Config) withDefaults() Config {
 	c.CheckpointOwnership = cmp.Or(c.CheckpointOwnership, SingleOwner)
 	c.Round.CheckpointSteps, c.Round.CheckpointBytes = c.CheckpointEverySteps, c.CheckpointEveryBytes
 	c.Round.CASRequired = c.CheckpointOwnership == CASRequired
+	c.Round.WarmRuns = c.WarmRuns
 	return c
 }
 

@@ -46,16 +46,21 @@ const genericPlans = eventlog.GenericPlansSQL
 // the round's failure). RunBatch's own error is ctx's.
 func (x *Runner) RunBatch(ctx context.Context, rounds []Round) ([]Result, error) {
 	var results []Result
+	var runs map[string]*runView
 	err := x.inTx(ctx, func(tx *pipetx.Tx) error {
 		var commit *pgx.Batch
 		var err error
-		if results, commit, err = x.batch(ctx, tx, rounds); err != nil {
+		if results, runs, commit, err = x.batch(ctx, tx, rounds); err != nil {
 			return err
 		}
 		return x.commit(ctx, tx, results, commit)
 	})
 	if err == nil {
+		x.keepWarm(runs)
 		return results, nil
+	}
+	for _, r := range rounds {
+		x.forget(r.RunID)
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -109,13 +114,14 @@ func (w *writes) flush(ctx context.Context) error {
 }
 
 // batch loads the rounds' runs, decides every round and sends their
-// writes. It returns the results and the batch to commit with: the outbox
-// rows of the tasks and of the appended events.
-func (x *Runner) batch(ctx context.Context, tx *pipetx.Tx, rounds []Round) ([]Result, *pgx.Batch, error) {
+// writes. It returns the results, the runs as the batch leaves them, and
+// the batch to commit with: the outbox rows of the tasks and of the
+// appended events.
+func (x *Runner) batch(ctx context.Context, tx *pipetx.Tx, rounds []Round) ([]Result, map[string]*runView, *pgx.Batch, error) {
 	ids := make([]string, 0, len(rounds))
 	for _, r := range rounds {
 		if r.Claim != nil {
-			return nil, nil, fmt.Errorf("round: RunBatch cannot run a round with a Claim (run %s)", r.RunID)
+			return nil, nil, nil, fmt.Errorf("round: RunBatch cannot run a round with a Claim (run %s)", r.RunID)
 		}
 		if !slices.Contains(ids, r.RunID) {
 			ids = append(ids, r.RunID)
@@ -123,23 +129,23 @@ func (x *Runner) batch(ctx context.Context, tx *pipetx.Tx, rounds []Round) ([]Re
 	}
 	runs, err := x.loadRuns(ctx, tx, ids)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if x.cfg.AfterLoad != nil {
 		x.cfg.AfterLoad()
 	}
 	results, out, err := x.decideAll(ctx, &writes{tx: tx, b: &pgx.Batch{}}, rounds, runs)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := x.checkpointTx(ctx, tx, rounds, results, runs); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	commit := &pgx.Batch{}
 	if err := x.journal.OutboxBatchWith(ctx, commit, out.tasks, out.appends...); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return results, commit, nil
+	return results, runs, commit, nil
 }
 
 // outgoing is what a batch sends to the bus: its tasks, and its appends'

@@ -58,6 +58,10 @@ type CheckpointUse struct {
 	// Written is the checkpoint version the round's transaction wrote, 0
 	// when it wrote none. Rounds of one run in one batch share it.
 	Written int64
+	// Warm reports that the round's state was this Runner's own, from its
+	// last commit of the run (warm.go), and nothing was restored: Restored
+	// is then the runSeq of the checkpoint its history is counted from.
+	Warm bool
 }
 
 // CheckpointConflictError is the deterministic conflict of a round under
@@ -96,11 +100,12 @@ type checkpointView struct {
 	steps    int    // ended attempts folded after covered (this batch's included)
 	bytes    int    // HistoryBytes folded after covered (RunApproved excluded)
 	written  int64  // the version this batch wrote
+	warm     bool   // the state came from warm.go's cache
 }
 
 // use reports the view as a CheckpointUse.
 func (v *checkpointView) use() CheckpointUse {
-	return CheckpointUse{Version: v.version, Restored: v.covered, Written: v.written}
+	return CheckpointUse{Version: v.version, Restored: v.covered, Written: v.written, Warm: v.warm}
 }
 
 // tally counts evs into the history since the checkpoint. RunApproved
@@ -162,14 +167,21 @@ func queueCheckpoints(b *pgx.Batch, ids []string) map[string]*checkpointView {
 // rewritten by a newer build, or the commit of the last one failed) costs
 // a second read. A run without a usable checkpoint, or whose checkpoint
 // does not restore (decide.ErrCheckpoint), is folded from runSeq 1, as
-// before checkpoints existed.
+// before checkpoints existed. A warm run (warm.go) is restored from this
+// Runner's last commit of it and the events after that, without its
+// RunApproved.
 func (x *Runner) loadRuns(ctx context.Context, tx pgx.Tx, ids []string) (map[string]*runView, error) {
 	b := &pgx.Batch{}
 	cps := queueCheckpoints(b, ids)
+	warm := x.warmOf(ids)
 	tails := make([]eventlog.RunTail, len(ids))
 	for i, id := range ids {
 		tails[i].RunID = id
-		tails[i].AfterSeq, _ = x.covered.get(id)
+		if w, ok := warm[id]; ok {
+			tails[i].AfterSeq, tails[i].NoFirst = w.state.Head, true
+		} else {
+			tails[i].AfterSeq, _ = x.covered.get(id)
+		}
 	}
 	byRun, err := x.log.EventsFetchTailsBatch(b, tails)
 	if err != nil {
@@ -178,12 +190,19 @@ func (x *Runner) loadRuns(ctx context.Context, tx pgx.Tx, ids []string) (map[str
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("round: load %d runs: %w", len(ids), err)
 	}
-	if err := x.fetchShort(ctx, tx, tails, cps, byRun); err != nil {
+	coolMoved(warm, cps)
+	if err := x.fetchShort(ctx, tx, tails, cps, byRun, warm); err != nil {
 		return nil, err
 	}
 	runs := make(map[string]*runView, len(ids))
 	var replay []string
 	for _, id := range ids {
+		if w, ok := warm[id]; ok {
+			if runs[id], ok = w.restore(cps[id], byRun[id]); !ok {
+				replay = append(replay, id)
+			}
+			continue
+		}
 		if runs[id], err = x.restoreRun(id, cps[id], byRun[id]); errors.Is(err, decide.ErrCheckpoint) {
 			replay = append(replay, id)
 		} else if err != nil {
@@ -196,16 +215,20 @@ func (x *Runner) loadRuns(ctx context.Context, tx pgx.Tx, ids []string) (map[str
 	return runs, nil
 }
 
-// fetchShort fixes up what loadRuns read: it drops the events each
-// checkpoint covers and reads again, in one query, the runs whose
-// checkpoint covers less than the events read start after. It records
+// fetchShort fixes up what loadRuns read of the runs that are not warm:
+// it drops the events each checkpoint covers and reads again, in one
+// query, the runs whose checkpoint covers less than the events read start
+// after, or that were read as warm and are not (coolMoved). It records
 // each run's checkpoint in x.covered.
-func (x *Runner) fetchShort(ctx context.Context, tx pgx.Tx, tails []eventlog.RunTail, cps map[string]*checkpointView, byRun map[string][]events.Event) error {
+func (x *Runner) fetchShort(ctx context.Context, tx pgx.Tx, tails []eventlog.RunTail, cps map[string]*checkpointView, byRun map[string][]events.Event, warm map[string]warmRun) error {
 	var short []eventlog.RunTail
 	for _, t := range tails {
 		covered := cps[t.RunID].covered
 		x.covered.put(t.RunID, covered)
-		if covered < t.AfterSeq {
+		if _, ok := warm[t.RunID]; ok {
+			continue
+		}
+		if covered < t.AfterSeq || t.NoFirst {
 			short = append(short, eventlog.RunTail{RunID: t.RunID, AfterSeq: covered})
 			continue
 		}

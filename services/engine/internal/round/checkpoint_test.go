@@ -167,7 +167,7 @@ func (b *bench) taskCounts() map[string]int {
 func TestCheckpointRotatesBySteps(t *testing.T) {
 	t.Parallel()
 	b := newBench(t, 23)
-	x := round.New(b.db.Pool, round.Config{CheckpointSteps: 5, CheckpointBytes: -1})
+	x := round.New(b.db.Pool, round.Config{CheckpointSteps: 5, CheckpointBytes: -1, WarmRuns: -1})
 	b.start(x)
 	var lastCovered int64
 	for i := range b.steps {
@@ -195,7 +195,7 @@ func TestCheckpointRotatesBySteps(t *testing.T) {
 func TestCheckpointRotatesByBytes(t *testing.T) {
 	t.Parallel()
 	b := newBench(t, 12)
-	x := round.New(b.db.Pool, round.Config{CheckpointSteps: -1, CheckpointBytes: 3000})
+	x := round.New(b.db.Pool, round.Config{CheckpointSteps: -1, CheckpointBytes: 3000, WarmRuns: -1})
 	b.start(x)
 	for i := range b.steps {
 		b.complete(x, i)
@@ -227,7 +227,7 @@ func TestNoCheckpointRowMeansFullReplay(t *testing.T) {
 	_, ok := b.checkpoint()
 	require.False(t, ok, "the old writer wrote no checkpoint")
 
-	x := round.New(b.db.Pool, round.Config{CheckpointSteps: 3, CheckpointBytes: -1})
+	x := round.New(b.db.Pool, round.Config{CheckpointSteps: 3, CheckpointBytes: -1, WarmRuns: -1})
 	out := b.run(x, started(b.stepID(6)))
 	require.Equal(t, []string{"StepStarted"}, specTypes(out.Decision.Events), "the full replay decides as usual")
 	require.Equal(t, round.CheckpointUse{Version: 0, Restored: 0, Written: 1}, out.Checkpoint,
@@ -276,6 +276,8 @@ func testUnreadableCheckpoint(t *testing.T, cas bool, state string, format int, 
 		b.runID, format, state)
 	require.NoError(t, err)
 	before, _ := b.checkpoint()
+	// A Runner that has the run warm would not read the record (warm.go).
+	x = round.New(b.db.Pool, round.Config{CheckpointSteps: 2, CheckpointBytes: -1, CASRequired: cas})
 
 	out := b.run(x, started(b.stepID(3)))
 	require.Zero(t, out.Checkpoint.Restored, "the unreadable checkpoint is not restored")

@@ -1,16 +1,21 @@
 package round
 
-import "sync"
+import (
+	"cmp"
+	"sync"
+)
 
 // memoSize bounds each of a Runner's memos; a full memo starts over, which
 // costs each run that comes back one lookup the memo would have saved.
 const memoSize = 4096
 
 // memo is a bounded map from run-scoped keys to what a Runner learned of
-// them in earlier rounds. Safe for concurrent use.
+// them in earlier rounds: up to size entries (memoSize if zero). Safe for
+// concurrent use.
 type memo[V any] struct {
-	mu sync.Mutex
-	m  map[string]V
+	size int
+	mu   sync.Mutex
+	m    map[string]V
 }
 
 func (c *memo[V]) get(key string) (V, bool) {
@@ -23,8 +28,15 @@ func (c *memo[V]) get(key string) (V, bool) {
 func (c *memo[V]) put(key string, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= memoSize {
-		c.m = make(map[string]V, memoSize)
+	size := cmp.Or(c.size, memoSize)
+	if c.m == nil || len(c.m) >= size {
+		c.m = make(map[string]V, size)
 	}
 	c.m[key] = v
+}
+
+func (c *memo[V]) del(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, key)
 }

@@ -69,7 +69,17 @@ type Config struct {
 	// were loaded and before anything is decided. Race tests hold two
 	// owners there.
 	AfterLoad func()
+	// WarmRuns is how many runs the Runner keeps warm (warm.go): their
+	// states as its last commit left them, so that their next rounds read
+	// and fold only the events after. Zero means DefaultWarmRuns; a
+	// negative value keeps none, and every round loads its run from the
+	// checkpoint and the log.
+	WarmRuns int
 }
+
+// DefaultWarmRuns is Config.WarmRuns's default: a state is a few hundred
+// bytes per step, so this is some megabytes for plans of tens of steps.
+const DefaultWarmRuns = 4096
 
 // Runner executes rounds. It is safe for concurrent use; rounds of one run
 // may race, and the head compare-and-swap serialises them.
@@ -82,6 +92,8 @@ type Runner struct {
 	// covered is the runSeq each run's checkpoint covered when this
 	// Runner last loaded or wrote it (loadRuns).
 	covered memo[int64]
+	// warm holds the runs as this Runner last committed them (warm.go).
+	warm memo[warmRun]
 }
 
 // New returns a Runner over pool, whose database has the Weft schema.
@@ -90,7 +102,10 @@ func New(pool *pgxpool.Pool, cfg Config) *Runner {
 	cfg.MaxConflicts = cmp.Or(cfg.MaxConflicts, DefaultMaxConflicts)
 	cfg.CheckpointSteps = cmp.Or(cfg.CheckpointSteps, DefaultCheckpointSteps)
 	cfg.CheckpointBytes = cmp.Or(cfg.CheckpointBytes, DefaultCheckpointBytes)
-	return &Runner{pool: pool, log: log, journal: journal.New(log, journal.WithMetrics(cfg.Appended)), cfg: cfg}
+	cfg.WarmRuns = cmp.Or(cfg.WarmRuns, DefaultWarmRuns)
+	x := &Runner{pool: pool, log: log, journal: journal.New(log, journal.WithMetrics(cfg.Appended)), cfg: cfg}
+	x.warm.size = max(cfg.WarmRuns, 1)
+	return x
 }
 
 // Round is one input for one run.
@@ -129,11 +144,17 @@ type Outcome struct {
 func (x *Runner) Run(ctx context.Context, r Round) (Outcome, error) {
 	var out Outcome
 	for {
+		var runs map[string]*runView
 		err := x.inTx(ctx, func(tx *pipetx.Tx) error {
 			var err error
-			out, err = x.attempt(ctx, tx, r, out.Conflicts)
+			out, runs, err = x.attempt(ctx, tx, r, out.Conflicts)
 			return err
 		})
+		if err == nil {
+			x.keepWarm(runs)
+		} else {
+			x.forget(r.RunID)
+		}
 		if !errors.Is(err, eventlog.ErrConflict) {
 			return out, err
 		}
@@ -151,22 +172,24 @@ func (x *Runner) inTx(ctx context.Context, fn func(*pipetx.Tx) error) error {
 	return pipetx.BeginFunc(ctx, x.pool, []string{genericPlans}, fn)
 }
 
-func (x *Runner) attempt(ctx context.Context, tx *pipetx.Tx, r Round, conflicts int) (Outcome, error) {
+// attempt is one try of r in tx. It returns the round's outcome and the
+// run as the round leaves it (none when a Claim declined the round).
+func (x *Runner) attempt(ctx context.Context, tx *pipetx.Tx, r Round, conflicts int) (Outcome, map[string]*runView, error) {
 	out := Outcome{Conflicts: conflicts}
 	if r.Claim != nil {
 		if ok, err := r.Claim(ctx, tx); err != nil || !ok {
-			return out, err
+			return out, nil, err
 		}
 	}
 	r.Claim = nil
-	results, commit, err := x.batch(ctx, tx, []Round{r})
+	results, runs, commit, err := x.batch(ctx, tx, []Round{r})
 	if err != nil {
-		return out, err
+		return out, nil, err
 	}
 	out = results[0].Outcome
 	out.Conflicts = conflicts
 	if results[0].Err != nil {
-		return out, results[0].Err
+		return out, nil, results[0].Err
 	}
-	return out, x.commit(ctx, tx, results, commit)
+	return out, runs, x.commit(ctx, tx, results, commit)
 }
