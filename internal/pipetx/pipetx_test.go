@@ -1,9 +1,7 @@
 package pipetx_test
 
 import (
-	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -16,42 +14,15 @@ import (
 
 func TestMain(m *testing.M) { weftest.Main(m) }
 
-// calls counts what a connection sends: each query outside a batch and
-// each batch is one round trip.
-type calls struct{ n atomic.Int64 }
-
-func (c *calls) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	c.n.Add(1)
-	return ctx
-}
-func (c *calls) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (c *calls) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	c.n.Add(1)
-	return ctx
-}
-func (c *calls) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (c *calls) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
-
 // setup returns a pool whose connections count their calls, over a fresh
 // database with a table t(k int primary key).
-func setup(t *testing.T) (*pgxpool.Pool, *calls) {
+func setup(t *testing.T) (*pgxpool.Pool, *weftest.Calls) {
 	t.Helper()
 	db := weftest.NewDB(t)
 	if _, err := db.Pool.Exec(t.Context(), `CREATE TABLE t (k int PRIMARY KEY)`); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := pgxpool.ParseConfig(db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &calls{}
-	cfg.ConnConfig.Tracer = c
-	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool, c
+	return db.CountedPool(t)
 }
 
 func count(t *testing.T, pool *pgxpool.Pool) int {
@@ -69,7 +40,7 @@ func count(t *testing.T, pool *pgxpool.Pool) int {
 // sender's.
 func TestReadThenWriteIsTwoCalls(t *testing.T) {
 	pool, c := setup(t)
-	before := c.n.Load()
+	before := c.N()
 	err := pipetx.BeginFunc(t.Context(), pool, []string{"set local application_name = 'pipetx'"}, func(tx *pipetx.Tx) error {
 		b := &pgx.Batch{}
 		var name string
@@ -87,7 +58,7 @@ func TestReadThenWriteIsTwoCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.n.Load() - before; got != 2 {
+	if got := c.N() - before; got != 2 {
 		t.Errorf("calls = %d, want 2", got)
 	}
 	if n := count(t, pool); n != 2 {
@@ -153,7 +124,7 @@ func TestFailedCommitBatchWritesNothing(t *testing.T) {
 func TestExecThenRollback(t *testing.T) {
 	pool, c := setup(t)
 	boom := errors.New("boom")
-	before := c.n.Load()
+	before := c.N()
 	err := pipetx.BeginFunc(t.Context(), pool, []string{"set local statement_timeout = '5s'"}, func(tx *pipetx.Tx) error {
 		if _, err := tx.Exec(t.Context(), `INSERT INTO t VALUES (1)`); err != nil {
 			return err
@@ -171,7 +142,7 @@ func TestExecThenRollback(t *testing.T) {
 		t.Fatalf("err = %v, want boom", err)
 	}
 	// begin+prelude, insert, show, rollback
-	if got := c.n.Load() - before; got != 4 {
+	if got := c.N() - before; got != 4 {
 		t.Errorf("calls = %d, want 4", got)
 	}
 	if n := count(t, pool); n != 0 {
@@ -183,13 +154,13 @@ func TestExecThenRollback(t *testing.T) {
 // refuses further statements.
 func TestEmptyAndClosed(t *testing.T) {
 	pool, c := setup(t)
-	before := c.n.Load()
+	before := c.N()
 	var tx *pipetx.Tx
 	err := pipetx.BeginFunc(t.Context(), pool, nil, func(t *pipetx.Tx) error { tx = t; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.n.Load() - before; got != 0 {
+	if got := c.N() - before; got != 0 {
 		t.Errorf("calls = %d, want 0", got)
 	}
 	if _, err := tx.Begin(t.Context()); !errors.Is(err, pipetx.ErrNested) {

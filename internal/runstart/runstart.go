@@ -114,10 +114,18 @@ func (a Approver) Approve(ctx context.Context, pool *pgxpool.Pool, req Request) 
 	var runID string
 	err := pipetx.BeginFunc(ctx, pool, []string{eventlog.GenericPlansSQL}, func(tx *pipetx.Tx) error {
 		var err error
-		runID, err = a.approve(ctx, tx, req, func(b *pgx.Batch) error { return tx.CommitBatch(ctx, b) })
+		runID, err = a.ApproveCommit(ctx, tx, req)
 		return err
 	})
 	return runID, err
+}
+
+// ApproveCommit approves the run in tx and commits tx with the run's
+// outbox row: two round trips, the first of which carries BEGIN if tx has
+// sent nothing yet. Nothing is written for an invalid plan or a rejected
+// start (see ApproveBatch).
+func (a Approver) ApproveCommit(ctx context.Context, tx *pipetx.Tx, req Request) (string, error) {
+	return a.approve(ctx, tx, req, func(b *pgx.Batch) error { return tx.CommitBatch(ctx, b) })
 }
 
 // approve approves the run in tx and sends its outbox row with last.

@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/weftrun/weft/internal/admission"
 	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/internal/pipetx"
 	"github.com/weftrun/weft/internal/runstart"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
@@ -38,9 +40,12 @@ func (in *Intake) RunStart(ctx context.Context, p auth.Principal, req api.StartR
 		return RunResult{}, err
 	}
 	var res RunResult
-	err = pgx.BeginFunc(ctx, in.pool, func(tx pgx.Tx) error {
+	err = pipetx.BeginFunc(ctx, in.pool, []string{genericPlans}, func(tx *pipetx.Tx) error {
 		var err error
-		res, err = in.startTx(ctx, tx, req, pl)
+		res, err = in.startTx(ctx, tx, req, pl, func(r runstart.Request) error {
+			_, err := in.approver.ApproveCommit(ctx, tx, r)
+			return err
+		})
 		return err
 	})
 	if rej, ok := errors.AsType[*admission.RejectedError](err); ok {
@@ -109,15 +114,20 @@ func (in *Intake) checkStart(req api.StartRunRequest) (*plan.Plan, error) {
 	return pl, nil
 }
 
-// startTx claims the run request and approves its run, or finds the run
-// of an earlier claim.
-func (in *Intake) startTx(ctx context.Context, tx pgx.Tx, req api.StartRunRequest, pl *plan.Plan) (RunResult, error) {
+// startTx claims the run request and, with approve, approves its run, or
+// finds the run of an earlier claim, in tx. In a pipelined transaction
+// whose approve commits it (runstart.Approver.ApproveCommit), a new start
+// takes three round trips: BEGIN with the claim, the approval's writes,
+// and its outbox row with COMMIT.
+func (in *Intake) startTx(ctx context.Context, tx pgx.Tx, req api.StartRunRequest, pl *plan.Plan, approve func(runstart.Request) error) (RunResult, error) {
 	now := in.now()
 	key := runRequestKey(req.TenantID, req.ProjectID, req.EnvironmentID, req.PlanID, req.PlanVersion, req.RunRequestID)
 	runID := events.NewRunID()
 	// A row expired but not yet removed is replaced: its start is
 	// forgotten, as the retention promises.
-	tag, err := tx.Exec(ctx, `
+	b := &pgx.Batch{}
+	var claimed bool
+	b.Queue(`
 		INSERT INTO run_requests (request_key, tenant_id, project_id, environment_id, plan_id, plan_version,
 		                          run_request_id, run_id, created_at, expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
@@ -125,14 +135,17 @@ func (in *Intake) startTx(ctx context.Context, tx pgx.Tx, req api.StartRunReques
 		SET run_id = EXCLUDED.run_id, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
 		WHERE run_requests.expires_at <= EXCLUDED.created_at`,
 		key, req.TenantID, req.ProjectID, req.EnvironmentID, req.PlanID, req.PlanVersion, req.RunRequestID,
-		runID, now, now.Add(in.cfg.RunRequestRetention))
-	if err != nil {
+		runID, now, now.Add(in.cfg.RunRequestRetention)).Exec(func(tag pgconn.CommandTag) error {
+		claimed = tag.RowsAffected() > 0
+		return nil
+	})
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return RunResult{}, fmt.Errorf("intake: claim run request: %w", err)
 	}
-	if tag.RowsAffected() == 0 {
+	if !claimed {
 		return in.duplicateStart(ctx, tx, req, key)
 	}
-	_, err = in.approver.ApproveTx(ctx, tx, runstart.Request{
+	err := approve(runstart.Request{
 		TenantID: req.TenantID, ProjectID: req.ProjectID, EnvironmentID: req.EnvironmentID,
 		RunRequestID: req.RunRequestID, Plan: pl, Input: req.Input, RunID: runID,
 	})

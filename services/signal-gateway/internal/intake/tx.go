@@ -10,6 +10,7 @@ import (
 
 	"github.com/weftrun/weft/internal/admission"
 	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/internal/runstart"
 	"github.com/weftrun/weft/pkg/api"
 )
 
@@ -40,7 +41,10 @@ func (in *Intake) RunStartTx(ctx context.Context, tx pgx.Tx, p auth.Principal, r
 	var res RunResult
 	err = pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
 		var err error
-		res, err = in.startTx(ctx, sp, req, pl)
+		res, err = in.startTx(ctx, sp, req, pl, func(r runstart.Request) error {
+			_, err := in.approver.ApproveTx(ctx, sp, r)
+			return err
+		})
 		return err
 	})
 	if rej, ok := errors.AsType[*admission.RejectedError](err); ok {
