@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -111,12 +112,24 @@ func (f *flags) parse(args []string) error {
 	return nil
 }
 
+// DefaultMaxConns is the size of a command's Postgres pool unless its URL
+// sets pool_max_conns. pgx's own default, the number of CPUs and at least
+// 4, is too few on a small machine: the engine alone keeps two
+// transactions per lane in flight (Concurrency lanes on each of its two
+// consumers), beside its timer, sweep and run-queue loops, and `weft dev`
+// runs every service on one pool.
+const DefaultMaxConns = 16
+
 // openPool connects to Postgres and checks the connection.
 func openPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	if url == "" {
 		return nil, errors.New("no database: set WEFT_DATABASE_URL or --database-url")
 	}
-	pool, err := pgxpool.New(ctx, url)
+	cfg, err := poolConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
 	}
@@ -127,4 +140,17 @@ func openPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 		return nil, fmt.Errorf("database %s does not answer: %w", redact(url), err)
 	}
 	return pool, nil
+}
+
+// poolConfig parses url, a Postgres URL or keyword/value string, into a
+// pool of DefaultMaxConns connections unless it sets pool_max_conns.
+func poolConfig(url string) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	return cfg, nil
 }
