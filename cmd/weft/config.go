@@ -114,10 +114,10 @@ func (f *flags) parse(args []string) error {
 
 // DefaultMaxConns is the size of a command's Postgres pool unless its URL
 // sets pool_max_conns. pgx's own default, the number of CPUs and at least
-// 4, is too few on a small machine: the engine alone keeps two
-// transactions per lane in flight (Concurrency lanes on each of its two
-// consumers), beside its timer, sweep and run-queue loops, and `weft dev`
-// runs every service on one pool.
+// 4, is too few on a small machine: the engine alone keeps a transaction
+// in flight per lane (Concurrency lanes on each of its two consumers),
+// beside its timer, sweep and run-queue loops, and `weft dev` runs every
+// service on one pool.
 const DefaultMaxConns = 16
 
 // openPool connects to Postgres and checks the connection.
