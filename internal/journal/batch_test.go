@@ -67,14 +67,22 @@ func TestAppendBatchAndOutboxBatchCommitTogether(t *testing.T) {
 	require.Empty(t, rows[0].Headers[tracing.HeaderTraceparent])
 }
 
-func TestAppendBatchConflictFailsTheBatch(t *testing.T) {
-	t.Parallel()
+// startedRun returns a journal over a fresh database holding one run,
+// whose RunStarted is its first event.
+func startedRun(t *testing.T) (*weftest.DB, *journal.Journal, string) {
+	t.Helper()
 	db := weftest.NewDB(t)
 	j := journal.New(eventlog.New(db.Pool))
-	ctx := t.Context()
 	runID := events.NewRunID()
-	_, err := j.Append(ctx, db.Pool, nil, newEvent(t, runID, "", events.RunStarted))
+	_, err := j.Append(t.Context(), db.Pool, nil, newEvent(t, runID, "", events.RunStarted))
 	require.NoError(t, err)
+	return db, j, runID
+}
+
+func TestAppendBatchConflictFailsTheBatch(t *testing.T) {
+	t.Parallel()
+	db, j, runID := startedRun(t)
+	ctx := t.Context()
 
 	tx, err := db.Pool.Begin(ctx)
 	require.NoError(t, err)
@@ -101,18 +109,14 @@ func TestAppendBatchRefusesInvalidEventsBeforeQueuing(t *testing.T) {
 // caller's own messages when OutboxBatchWith is given some.
 func TestAppendNewBatchAndOutboxBatchWith(t *testing.T) {
 	t.Parallel()
-	db := weftest.NewDB(t)
-	j := journal.New(eventlog.New(db.Pool))
+	db, j, runID := startedRun(t)
 	ctx := t.Context()
-	runID := events.NewRunID()
-	_, err := j.Append(ctx, db.Pool, nil, newEvent(t, runID, "", events.RunStarted))
-	require.NoError(t, err)
 	head := int64(1)
 	ev := newEvent(t, runID, "a", events.StepScheduled)
 	ev.RunSeq = 2
 	own := outbox.Message{Subject: "weft.tasks.default", Payload: []byte(`{}`), DedupeID: "task-a"}
 
-	err = pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		pending, err := j.AppendNewBatch(traced(ctx, 1), b, []eventlog.RunAppend{{ExpectedHead: &head, Events: []events.Event{ev}}}, nil)
 		if err != nil {

@@ -121,14 +121,7 @@ func (j *Journal) AppendBatch(ctx context.Context, b *pgx.Batch, expectedHead *i
 // copies of parts[p]'s events carry traces[p] when it is valid, and the
 // span context of ctx otherwise; traces is nil or as long as parts.
 func (j *Journal) AppendManyBatch(ctx context.Context, b *pgx.Batch, parts []eventlog.RunAppend, traces []trace.SpanContext) ([]*Pending, error) {
-	if err := checkParts(parts, traces); err != nil {
-		return nil, err
-	}
-	res, err := j.log.EventsAppendManyBatch(b, parts)
-	if err != nil {
-		return nil, err
-	}
-	return pendingOf(ctx, parts, res, traces), nil
+	return queueAppends(ctx, b, parts, traces, j.log.EventsAppendManyBatch)
 }
 
 // AppendNewBatch is AppendManyBatch for parts whose events the caller
@@ -136,35 +129,32 @@ func (j *Journal) AppendManyBatch(ctx context.Context, b *pgx.Batch, parts []eve
 // statement for all of them, which writes every event or, if the log is
 // not what the caller predicted, none.
 func (j *Journal) AppendNewBatch(ctx context.Context, b *pgx.Batch, parts []eventlog.RunAppend, traces []trace.SpanContext) ([]*Pending, error) {
-	if err := checkParts(parts, traces); err != nil {
-		return nil, err
-	}
-	res, err := j.log.EventsAppendNewBatch(b, parts)
-	if err != nil {
-		return nil, err
-	}
-	return pendingOf(ctx, parts, res, traces), nil
+	return queueAppends(ctx, b, parts, traces, j.log.EventsAppendNewBatch)
 }
 
-// checkParts checks what the log does not: that each part's run has an
-// event subject, and that traces, if any, match parts.
-func checkParts(parts []eventlog.RunAppend, traces []trace.SpanContext) error {
+// appendBatch is the event log's way of queueing parts' appends on a
+// batch (eventlog.Store.EventsAppendManyBatch or EventsAppendNewBatch).
+type appendBatch func(*pgx.Batch, []eventlog.RunAppend) ([][]eventlog.AppendResult, error)
+
+// queueAppends checks what the log does not (that each part's run has an
+// event subject, and that traces, if any, match parts), queues the
+// appends with queue, and returns one Pending per part, carrying
+// traces[p] when it is valid and the span context of ctx otherwise.
+func queueAppends(ctx context.Context, b *pgx.Batch, parts []eventlog.RunAppend, traces []trace.SpanContext, queue appendBatch) ([]*Pending, error) {
 	if traces != nil && len(traces) != len(parts) {
-		return fmt.Errorf("journal: %d trace contexts for %d parts", len(traces), len(parts))
+		return nil, fmt.Errorf("journal: %d trace contexts for %d parts", len(traces), len(parts))
 	}
 	for _, part := range parts {
 		if len(part.Events) > 0 {
 			if _, err := streams.EventSubject(part.Events[0].RunID); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	return nil
-}
-
-// pendingOf is one Pending per part, with the part's results, carrying
-// traces[p] when it is valid and the span context of ctx otherwise.
-func pendingOf(ctx context.Context, parts []eventlog.RunAppend, res [][]eventlog.AppendResult, traces []trace.SpanContext) []*Pending {
+	res, err := queue(b, parts)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]*Pending, len(parts))
 	for p, part := range parts {
 		out[p] = &Pending{evs: part.Events, res: res[p], trace: trace.SpanContextFromContext(ctx)}
@@ -172,7 +162,7 @@ func pendingOf(ctx context.Context, parts []eventlog.RunAppend, res [][]eventlog
 			out[p].trace = traces[p]
 		}
 	}
-	return out
+	return out, nil
 }
 
 // Results returns the append's results, one per event, as AppendTx

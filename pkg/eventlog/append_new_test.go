@@ -49,7 +49,7 @@ func seed(t *testing.T, s *eventlog.Store, n int) string {
 }
 
 // EventsAppendNewBatch writes every part's events at the runSeqs they
-// carry, at the transaction's start, and its results say so.
+// carry, all at one persistedAt, and its results say so.
 func TestEventsAppendNewBatchWritesPredictedEvents(t *testing.T) {
 	t.Parallel()
 	db := weftest.NewDB(t)
