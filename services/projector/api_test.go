@@ -285,7 +285,7 @@ func requireError(t *testing.T, r reply, status int, code string, parts ...strin
 // startPoll GETs path as readerToken in the background, with a deadline
 // of waitFor, and returns once the request is written; its answer arrives
 // on the channel.
-func (s *stack) startPoll(t *testing.T, path string) <-chan reply {
+func (s *stack) startPoll(t *testing.T, path string, headerPairs ...string) <-chan reply {
 	t.Helper()
 	written := make(chan struct{})
 	var once sync.Once
@@ -294,6 +294,9 @@ func (s *stack) startPoll(t *testing.T, path string) <-chan reply {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url+path, nil)
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+readerToken)
+	for i := 0; i+1 < len(headerPairs); i += 2 {
+		req.Header.Add(headerPairs[i], headerPairs[i+1])
+	}
 	answer := make(chan reply, 1)
 	go func() {
 		defer cancel()

@@ -36,7 +36,8 @@ func TestLongPollWakesOnTheNextEvent(t *testing.T) {
 
 // A long poll waiting for a later runSeq also answers when the run goes
 // STALE: a reader learns of the gap at once, not at its timeout, and the
-// ETag says the snapshot is stale.
+// ETag says the snapshot is stale. The reader passes the tag it holds, so
+// a gap that opens before the server first reads the run counts too.
 func TestLongPollWakesWhenTheRunGoesStale(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
@@ -44,19 +45,51 @@ func TestLongPollWakesWhenTheRunGoesStale(t *testing.T) {
 	runID := s.approve(t, "poll")
 	s.waitRun(t, runID, atSeq(1), "approved")
 
-	answer := s.startPoll(t, "/v1/runs/"+runID+"?waitForSeq=5&timeout=10m")
+	answer := s.startPoll(t, "/v1/runs/"+runID+"?waitForSeq=5&timeout=10m", "If-None-Match", `"1"`)
 	requireWaiting(t, answer)
+	s.openGap(t, runID)
+	requireStaleAnswer(t, <-answer)
+}
+
+// openGap publishes runSeq 3 of the run, which is in neither the log nor
+// the bus at runSeq 2: a gap.
+func (s *stack) openGap(t *testing.T, runID string) {
+	t.Helper()
 	ahead := step(t, runID, "a", events.StepScheduled, events.StepScheduledData{Activity: "echo"})
 	ahead.RunSeq, ahead.PersistedAt = 3, time.Now().UTC()
-	s.publish(t, ahead) // runSeq 2 is in neither the log nor the bus: a gap
+	s.publish(t, ahead)
+}
 
-	r := <-answer
+func requireStaleAnswer(t *testing.T, r reply) {
+	t.Helper()
 	require.NoError(t, r.err)
 	var v projector.RunView
 	r.decode(t, &v)
 	require.True(t, v.Stale)
 	require.Equal(t, int64(1), v.LastEventSeq, "nothing past the gap")
 	require.Equal(t, `"1-stale"`, r.header.Get("ETag"))
+}
+
+// The gap state a long poll waits to change is the one its If-None-Match
+// names: a poll holding "1" on a run already stale answers at once; one
+// holding "1-stale", both tags (as pkg/client sends), or none, waits for
+// its runSeq or its timeout.
+func TestLongPollComparesWithTheTagItHolds(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	s.serve(t, projector.Config{MaxWait: 10 * time.Minute})
+	runID := s.approve(t, "poll")
+	s.waitRun(t, runID, atSeq(1), "approved")
+	s.openGap(t, runID)
+	s.waitRun(t, runID, func(v projector.RunView) bool { return v.Stale }, "stale")
+
+	requireStaleAnswer(t, <-s.startPoll(t, "/v1/runs/"+runID+"?waitForSeq=5&timeout=10m", "If-None-Match", `"1"`))
+	for _, header := range [][]string{{"If-None-Match", `"1-stale"`}, {"If-None-Match", `"1", "1-stale"`}, nil} {
+		start := time.Now()
+		r := <-s.startPoll(t, "/v1/runs/"+runID+"?waitForSeq=5&timeout=300ms", header...)
+		require.NoError(t, r.err)
+		require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond, "held to its timeout (%v)", header)
+	}
 }
 
 // A long poll whose runSeq is already reached, or whose timeout is zero,

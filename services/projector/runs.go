@@ -130,6 +130,10 @@ func noneMatch(headers []string, tag string) bool {
 type waitSpec struct {
 	seq     int64
 	timeout time.Duration
+	// sawStale is the gap state the caller last saw, from the tags of its
+	// If-None-Match ("7-stale" is stale); nil without them: the state the
+	// first read finds.
+	sawStale *bool
 }
 
 // parseWait reads waitForSeq and timeout. timeout is a Go duration ("30s")
@@ -153,7 +157,27 @@ func (s *Service) parseWait(r *http.Request) (waitSpec, error) {
 			return waitSpec{}, err
 		}
 	}
-	return waitSpec{seq: seq, timeout: min(timeout, s.cfg.MaxWait)}, nil
+	return waitSpec{seq: seq, timeout: min(timeout, s.cfg.MaxWait), sawStale: taggedStale(r.Header.Values("If-None-Match"))}, nil
+}
+
+// taggedStale reads the gap state the entity tags of an If-None-Match
+// header name: nil when there are none, or when they name both states
+// (pkg/client sends "7" and "7-stale", and waits for the runSeq alone).
+func taggedStale(header []string) *bool {
+	var saw *bool
+	for _, h := range header {
+		for tag := range strings.SplitSeq(h, ",") {
+			if tag = strings.TrimSpace(tag); tag == "" || tag == "*" {
+				continue
+			}
+			stale := strings.HasSuffix(tag, `-stale"`)
+			if saw != nil && *saw != stale {
+				return nil
+			}
+			saw = &stale
+		}
+	}
+	return saw
 }
 
 func parseTimeout(t string) (time.Duration, error) {
@@ -172,8 +196,9 @@ func parseTimeout(t string) (time.Duration, error) {
 }
 
 // waitForRun returns the run's view once its watermark reaches
-// wait.seq, its gap state changes, or wait.timeout passes, whichever is
-// first. Until the run exists it waits for that too, and answers errNoRun
+// wait.seq, its gap state is not the one the caller last saw (from its
+// If-None-Match, else the one the first read finds), or wait.timeout
+// passes, whichever is first. Until the run exists it waits for that too, and answers errNoRun
 // at the timeout. Changes this process commits wake it at once; changes of
 // other projectors are seen at the next recheck.
 func (s *Service) waitForRun(r *http.Request, runID, tenant string, wait waitSpec) (RunView, error) {
@@ -190,6 +215,9 @@ func (s *Service) waitForRun(r *http.Request, runID, tenant string, wait waitSpe
 		found := err == nil
 		if first {
 			initialStale, first = v.Stale, false
+			if wait.sawStale != nil {
+				initialStale = *wait.sawStale
+			}
 		}
 		left := time.Until(deadline)
 		if wait.timeout == 0 || left <= 0 || (found && (v.LastEventSeq >= wait.seq || v.Stale != initialStale)) {
