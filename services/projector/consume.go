@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/weftrun/weft/internal/lanes"
+	"github.com/weftrun/weft/internal/pipetx"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/streams"
 )
@@ -78,15 +79,14 @@ func (s *Service) handleBatch(ctx context.Context, msgs []jetstream.Msg) {
 
 // applyRuns projects each run's events (nil for a resync with no new
 // event) and stores the changed snapshots, their watermarks and their gap
-// alerts in one transaction. After the commit it reports alerts, records
-// lag and wakes the readers waiting on the runs.
+// alerts in one transaction of two round trips (internal/pipetx): BEGIN
+// with the creation and locking of the runs' rows, then the writes with
+// COMMIT. A resync that reads the log adds its reads. After the commit it
+// reports alerts, records lag and wakes the readers waiting on the runs.
 func (s *Service) applyRuns(ctx context.Context, byRun map[string][]events.Event) error {
 	runIDs := sortedKeys(byRun)
-	if _, err := s.pool.Exec(ctx, rowsEnsureSQL, runIDs); err != nil {
-		return fmt.Errorf("projector: create snapshot rows: %w", err)
-	}
 	var changes map[string]runChange
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := pipetx.BeginFunc(ctx, s.pool, nil, func(tx *pipetx.Tx) error {
 		var err error
 		changes, err = s.applyTx(ctx, tx, runIDs, byRun)
 		return err
@@ -98,8 +98,8 @@ func (s *Service) applyRuns(ctx context.Context, byRun map[string][]events.Event
 	return nil
 }
 
-// applyTx is applyRuns' transaction.
-func (s *Service) applyTx(ctx context.Context, tx pgx.Tx, runIDs []string, byRun map[string][]events.Event) (map[string]runChange, error) {
+// applyTx is applyRuns' transaction; it commits it.
+func (s *Service) applyTx(ctx context.Context, tx *pipetx.Tx, runIDs []string, byRun map[string][]events.Event) (map[string]runChange, error) {
 	rows, err := rowsLock(ctx, tx, runIDs)
 	if err != nil {
 		return nil, err
@@ -110,7 +110,7 @@ func (s *Service) applyTx(ctx context.Context, tx pgx.Tx, runIDs []string, byRun
 	for _, id := range runIDs {
 		r := rows[id]
 		if r == nil {
-			continue // deleted by retention since rowsEnsure
+			continue // deleted by retention since it was read
 		}
 		bus := byRun[id]
 		slices.SortFunc(bus, func(a, b events.Event) int { return cmp.Compare(a.RunSeq, b.RunSeq) })
@@ -127,13 +127,11 @@ func (s *Service) applyTx(ctx context.Context, tx pgx.Tx, runIDs []string, byRun
 		}
 		queueGapAlert(b, r, ch)
 	}
-	if b.Len() > 0 {
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return nil, fmt.Errorf("projector: save snapshots: %w", err)
-		}
-	}
 	if k := s.cfg.TestingKnobs.BeforeCommit; k != nil {
 		k(b.Len())
+	}
+	if err := tx.CommitBatch(ctx, b); err != nil {
+		return nil, fmt.Errorf("projector: save snapshots: %w", err)
 	}
 	return changes, nil
 }

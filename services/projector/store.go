@@ -35,10 +35,13 @@ type runRow struct {
 // stale reports whether the run has an open gap.
 func (r *runRow) stale() bool { return r.gapSeen > 0 }
 
-// rowsEnsure creates the missing rows of runIDs (committed at once, outside
-// any batch transaction), so that a batch locks only rows that exist, in
-// run id order, and two batches cannot deadlock. A new row is invisible to
-// every reader until a batch fills it in: its tenant is empty.
+// rowsEnsureSQL creates the missing rows of a batch's runs, in run id
+// order, in the batch's transaction. A new row is invisible to every
+// reader until a batch fills it in: its tenant is empty. Two batches
+// cannot deadlock: each inserts its new rows and then locks all its rows
+// in run id order, an insert waits only for another batch's uncommitted
+// insert of the same run, and a lock only for a batch that has finished
+// inserting.
 const rowsEnsureSQL = `
 INSERT INTO run_snapshots (run_id, status, last_event_seq, snapshot)
 SELECT id, 'PENDING', 0, '{}' FROM unnest($1::uuid[]) AS id ORDER BY id
@@ -51,14 +54,32 @@ SELECT run_id::text, tenant_id, project_id, environment_id, plan_id, plan_versio
        last_persisted_at, coalesce(lag_ms, 0)
 FROM run_snapshots WHERE run_id = ANY($1::uuid[]) ORDER BY run_id FOR UPDATE`
 
-// rowsLock locks and reads the rows of runIDs, which must be sorted and
-// exist. A row never projected has an empty snapshot of its run.
+// rowsLock creates the missing rows of runIDs, which must be sorted and
+// distinct, then locks and reads them, in one round trip.
 func rowsLock(ctx context.Context, tx pgx.Tx, runIDs []string) (map[string]*runRow, error) {
-	rows, err := tx.Query(ctx, rowsLockSQL, runIDs)
+	b := &pgx.Batch{}
+	b.Queue(rowsEnsureSQL, runIDs)
+	b.Queue(rowsLockSQL, runIDs)
+	br := tx.SendBatch(ctx, b)
+	out, err := readRows(br)
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("projector: lock snapshots: %w", cerr)
+	}
+	return out, err
+}
+
+// readRows reads the results of rowsLock's batch: the rows it created,
+// then the rows it locked.
+func readRows(br pgx.BatchResults) (map[string]*runRow, error) {
+	if _, err := br.Exec(); err != nil {
+		return nil, fmt.Errorf("projector: create snapshot rows: %w", err)
+	}
+	rows, err := br.Query()
 	if err != nil {
 		return nil, fmt.Errorf("projector: lock snapshots: %w", err)
 	}
-	out := make(map[string]*runRow, len(runIDs))
+	defer rows.Close()
+	out := map[string]*runRow{}
 	for rows.Next() {
 		var id string
 		var snap []byte
@@ -66,11 +87,9 @@ func rowsLock(ctx context.Context, tx pgx.Tx, runIDs []string) (map[string]*runR
 		r := &runRow{}
 		if err := rows.Scan(&id, &r.ident.TenantID, &r.ident.ProjectID, &r.ident.EnvironmentID, &r.ident.PlanID,
 			&r.ident.PlanVersion, &snap, &r.stepsTotal, &r.gapSeen, &gapSince, &r.createdAt, &lastPersisted, &r.lagMs); err != nil {
-			rows.Close()
 			return nil, fmt.Errorf("projector: read snapshot: %w", err)
 		}
 		if err := json.Unmarshal(snap, &r.snap); err != nil {
-			rows.Close()
 			return nil, fmt.Errorf("projector: decode snapshot of run %s: %w", id, err)
 		}
 		r.snap.RunID = id
