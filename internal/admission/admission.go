@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -115,9 +116,26 @@ func (e *RejectedError) Error() string {
 // Is makes errors.Is(err, ErrRejected) true.
 func (e *RejectedError) Is(target error) bool { return target == ErrRejected }
 
+// lockSQL takes an environment's admission lock until the transaction
+// ends. Advisory locks are re-entrant: taking one again is free.
+const lockSQL = `SELECT pg_advisory_xact_lock(hashtext('weft-admission:' || $1))`
+
+// QueueLocks queues on b the admission locks of environments, in the one
+// order every caller shares (sorted, each once), for a transaction that
+// will check several environments: taking them all first, in that order,
+// means two such transactions cannot deadlock, whatever order their
+// checks come in. HasRoomTx and CheckRejectTx then find their lock held.
+func QueueLocks(b *pgx.Batch, environments []string) {
+	envs := slices.Clone(environments)
+	slices.Sort(envs)
+	for _, env := range slices.Compact(envs) {
+		b.Queue(lockSQL, env)
+	}
+}
+
 // lockEnvironmentTx takes environment's admission lock until tx ends.
 func lockEnvironmentTx(ctx context.Context, tx pgx.Tx, environment string) error {
-	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('weft-admission:' || $1))`, environment)
+	_, err := tx.Exec(ctx, lockSQL, environment)
 	if err != nil {
 		return fmt.Errorf("admission: lock environment %q: %w", environment, err)
 	}

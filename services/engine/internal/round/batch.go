@@ -134,7 +134,9 @@ func (x *Runner) batch(ctx context.Context, tx *pipetx.Tx, rounds []Round) ([]Re
 	if x.cfg.AfterLoad != nil {
 		x.cfg.AfterLoad()
 	}
-	results, out, err := x.decideAll(ctx, &writes{tx: tx, b: &pgx.Batch{}}, rounds, runs)
+	w := &writes{tx: tx, b: &pgx.Batch{}}
+	admission.QueueLocks(w.b, x.admissions(rounds, runs))
+	results, out, err := x.decideAll(ctx, w, rounds, runs)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -256,6 +258,26 @@ func (x *Runner) admit(ctx context.Context, w *writes, in decide.Input, run *run
 		return v, err
 	}
 	return in, nil
+}
+
+// admissions returns the environments, with a limit, of the runs that a
+// round of the batch may start (admit checks them), so that the batch
+// takes their locks first and in one order (admission.QueueLocks): two
+// batches that start runs of several environments then cannot deadlock.
+func (x *Runner) admissions(rounds []Round, runs map[string]*runView) []string {
+	var envs []string
+	for _, r := range rounds {
+		run := runs[r.RunID]
+		if run.err != nil || run.state.Status != events.RunStatusApproved ||
+			x.cfg.Admission.For(run.environment).MaxConcurrentRuns == 0 {
+			continue
+		}
+		switch r.Input.(type) {
+		case decide.RunApproved, decide.Resync:
+			envs = append(envs, run.environment)
+		}
+	}
+	return envs
 }
 
 // room checks the run's environment and returns what its policy makes of

@@ -1,0 +1,82 @@
+package round_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftrun/weft/internal/admission"
+	"github.com/weftrun/weft/internal/journal"
+	"github.com/weftrun/weft/internal/runstart"
+	"github.com/weftrun/weft/internal/weftest"
+	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/plan"
+	"github.com/weftrun/weft/services/engine/internal/decide"
+	"github.com/weftrun/weft/services/engine/internal/round"
+)
+
+// A batch that starts runs of several limited environments takes their
+// admission locks first, in environment order, whatever the order of its
+// rounds: with env-a's lock held elsewhere, a batch whose first round
+// starts a run of env-b waits for env-a without holding env-b. (Taking
+// them round by round, it would hold env-b while it waits: two batches in
+// opposite orders would deadlock.) Once env-a is free, both runs start.
+func TestBatchTakesAdmissionLocksInOrder(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db := weftest.NewDB(t)
+	approver := runstart.Approver{Journal: journal.New(eventlog.New(db.Pool))}
+	p := &plan.Plan{PlanID: "one", PlanVersion: "1", Steps: []plan.Step{{ID: "a", Activity: "echo"}}}
+	require.NoError(t, p.Validate(plan.Limits{}))
+	runA, err := approver.Approve(ctx, db.Pool, runstart.Request{EnvironmentID: "env-a", Plan: p})
+	require.NoError(t, err)
+	runB, err := approver.Approve(ctx, db.Pool, runstart.Request{EnvironmentID: "env-b", Plan: p})
+	require.NoError(t, err)
+
+	holder, err := db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = holder.Rollback(context.WithoutCancel(ctx)) }()
+	_, err = holder.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('weft-admission:' || $1))`, "env-a")
+	require.NoError(t, err)
+
+	x := round.New(db.Pool, round.Config{Admission: admission.Limits{Default: admission.Limit{MaxConcurrentRuns: 10}}})
+	now := time.Now().UTC()
+	type batchResult struct {
+		results []round.Result
+		err     error
+	}
+	done := make(chan batchResult, 1)
+	go func() {
+		results, err := x.RunBatch(ctx, []round.Round{
+			{RunID: runB, Input: decide.RunApproved{Now: now}},
+			{RunID: runA, Input: decide.RunApproved{Now: now}},
+		})
+		done <- batchResult{results, err}
+	}()
+
+	require.Eventually(t, func() bool {
+		var waiting int
+		err := db.Pool.QueryRow(ctx, `
+			SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+			WHERE d.datname = current_database() AND l.locktype = 'advisory' AND NOT l.granted`).Scan(&waiting)
+		return err == nil && waiting == 1
+	}, 10*time.Second, 10*time.Millisecond, "the batch waits for env-a")
+	var free bool
+	err = db.Pool.QueryRow(ctx, `
+		SELECT pg_try_advisory_xact_lock(hashtext('weft-admission:' || $1))`, "env-b").Scan(&free)
+	require.NoError(t, err)
+	require.True(t, free, "the waiting batch holds no lock of env-b")
+
+	require.NoError(t, holder.Rollback(ctx))
+	got := <-done
+	require.NoError(t, got.err)
+	for i, res := range got.results {
+		require.NoError(t, res.Err, "round %d", i)
+		require.NotZero(t, res.Appended, "round %d started its run", i)
+	}
+	var started int
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT count(*) FROM engine_runs WHERE started_at IS NOT NULL`).Scan(&started))
+	require.Equal(t, 2, started)
+}
