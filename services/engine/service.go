@@ -214,16 +214,16 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config, logger *slog.Logger) (*S
 // Run consumes events and results, fires timers and answers workers'
 // reconciliation lookups until ctx ends, then stops taking messages and
 // waits for the rounds in flight. It returns an error only when it cannot
-// start.
+// start; a ctx that ends while it starts is a stop, not a failure.
 func (s *Service) Run(ctx context.Context) error {
 	stopLookups, err := s.serveReconcile(ctx)
 	if err != nil {
-		return err
+		return startErr(ctx, err)
 	}
 	defer stopLookups()
 	consumers, err := s.startConsumers(ctx)
 	if err != nil {
-		return err
+		return startErr(ctx, err)
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { s.timerLoop(ctx) })
@@ -236,4 +236,13 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// startErr is Run's error for a start-up that failed with err: none when
+// ctx ended, since the caller asked Run to stop.
+func startErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil //nolint:nilerr // stopped while starting: not a failure
+	}
+	return err
 }
