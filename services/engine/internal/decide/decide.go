@@ -130,6 +130,23 @@ func (d *decider) started(in ResultStarted) {
 	d.emit(in.StepID, st.Attempt, events.StepStarted, startedData(in), in.EngineAttemptID)
 }
 
+// startedWith records StepStarted for a current attempt that ends with no
+// started result before its final one (a worker reports StepStarted only
+// for an activity still running after a moment, and it fails open), so
+// that every attempt's log reads StepStarted before its outcome. It
+// returns the step's state after.
+func (d *decider) startedWith(st StepState, stepID, workerID, engine string, rep *task.ResultReconcile) StepState {
+	if st.Status != events.StepStatusPending {
+		return st
+	}
+	in := ResultStarted{StepID: stepID, LogicalAttempt: st.Attempt, EngineAttemptID: engine, WorkerID: workerID}
+	if rep != nil {
+		in.ActivityKey = rep.IdempotencyKey
+	}
+	d.emit(stepID, st.Attempt, events.StepStarted, startedData(in), engine)
+	return d.s.Steps[stepID]
+}
+
 // completed handles ResultCompleted: the step succeeds and its ready
 // dependants are dispatched. Output that is not JSON fails the attempt (a
 // keyed attempt's record says its side effect completed without a usable
@@ -139,6 +156,7 @@ func (d *decider) completed(in ResultCompleted) {
 	if !ok {
 		return
 	}
+	st = d.startedWith(st, in.StepID, in.WorkerID, in.EngineAttemptID, in.Reconcile)
 	if len(in.Output) > 0 && !json.Valid(in.Output) {
 		bad := events.StepError{Code: CodeInvalidOutput, Message: "the reported output is not valid JSON"}
 		d.reconcile(ps, st, in.Reconcile, task.StatusCompleted, nil, &bad)
@@ -164,6 +182,7 @@ func (d *decider) failed(in ResultFailed) {
 	if !ok {
 		return
 	}
+	st = d.startedWith(st, in.StepID, in.WorkerID, in.EngineAttemptID, in.Reconcile)
 	e, status := in.Error, failureStatus(in.Reconcile)
 	if status == task.StatusCompleted {
 		e.Retryable = false

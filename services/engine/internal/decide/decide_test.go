@@ -88,19 +88,19 @@ func TestDecideLifecycle(t *testing.T) {
 		{name: "started for an unknown step", steps: linear, given: []Input{approve()}, in: start("zz", 1)},
 		{name: "completed dispatches the ready dependant", steps: linear, given: []Input{approve(), start("a", 1)},
 			in: done("a", 1), want: []string{"StepCompleted a 1", "StepScheduled b 1"}, tasks: []string{"b/1"}},
-		{name: "completed without started", steps: linear, given: []Input{approve()},
-			in: done("a", 1), want: []string{"StepCompleted a 1", "StepScheduled b 1"}, tasks: []string{"b/1"}},
+		{name: "completed without started records StepStarted first", steps: linear, given: []Input{approve()},
+			in: done("a", 1), want: []string{"StepStarted a 1", "StepCompleted a 1", "StepScheduled b 1"}, tasks: []string{"b/1"}},
 		{name: "a second completed decides nothing", steps: linear, given: []Input{approve(), done("a", 1)}, in: done("a", 1)},
 		{name: "started after completed decides nothing", steps: linear, given: []Input{approve(), done("a", 1)}, in: start("a", 1)},
 		{name: "failed after completed decides nothing", steps: linear, given: []Input{approve(), done("a", 1)}, in: fail("a", 1, true)},
 		{name: "a dependant waits for all its dependencies", steps: fan, given: []Input{approve()},
-			in: done("a", 1), want: []string{"StepCompleted a 1"}},
+			in: done("a", 1), want: []string{"StepStarted a 1", "StepCompleted a 1"}},
 		{name: "the last dependency dispatches", steps: fan, given: []Input{approve(), done("a", 1)},
-			in: done("b", 1), want: []string{"StepCompleted b 1", "StepScheduled c 1"}, tasks: []string{"c/1"}},
+			in: done("b", 1), want: []string{"StepStarted b 1", "StepCompleted b 1", "StepScheduled c 1"}, tasks: []string{"c/1"}},
 		{name: "the last step completes the run", steps: linear, given: []Input{approve(), done("a", 1)},
-			in: done("b", 1), want: []string{"StepCompleted b 1", "RunCompleted"}},
+			in: done("b", 1), want: []string{"StepStarted b 1", "StepCompleted b 1", "RunCompleted"}},
 		{name: "a retryable failure schedules a retry", steps: linear, given: []Input{approve()},
-			in: fail("a", 1, true), want: []string{"StepRetryScheduled a 1"}, timers: []string{"a/2 retry"}},
+			in: fail("a", 1, true), want: []string{"StepStarted a 1", "StepRetryScheduled a 1"}, timers: []string{"a/2 retry"}},
 		{name: "the retry timer schedules the next attempt", steps: linear, given: []Input{approve(), fail("a", 1, true)},
 			in: fire("a", 2, TimerRetry), want: []string{"StepScheduled a 2"}, tasks: []string{"a/2"}},
 		{name: "a retry timer that fires early is set again", steps: linear, given: []Input{approve(), fail("a", 1, true)},
@@ -112,30 +112,30 @@ func TestDecideLifecycle(t *testing.T) {
 		{name: "a result of the previous attempt is stale", steps: linear,
 			given: []Input{approve(), fail("a", 1, true), fire("a", 2, TimerRetry)}, in: done("a", 1)},
 		{name: "a zero backoff retries at once", steps: []plan.Step{withRetry(act("a"), 3, 0)}, given: []Input{approve()},
-			in: fail("a", 1, true), want: []string{"StepRetryScheduled a 1", "StepScheduled a 2"}, tasks: []string{"a/2"}},
+			in: fail("a", 1, true), want: []string{"StepStarted a 1", "StepRetryScheduled a 1", "StepScheduled a 2"}, tasks: []string{"a/2"}},
 		{name: "a non-retryable error fails the step and the run", steps: linear, given: []Input{approve()},
-			in: fail("a", 1, false), want: []string{"StepFailed a 1", "StepSkipped b 1", "RunFailed 1"}},
+			in: fail("a", 1, false), want: []string{"StepStarted a 1", "StepFailed a 1", "StepSkipped b 1", "RunFailed 1"}},
 		{name: "a non-retryable code fails for good", steps: []plan.Step{withRetry(act("a"), 3, time.Second, "BOOM"), act("b", "a")},
-			given: []Input{approve()}, in: fail("a", 1, true), want: []string{"StepFailed a 1", "StepSkipped b 1", "RunFailed 1"}},
+			given: []Input{approve()}, in: fail("a", 1, true), want: []string{"StepStarted a 1", "StepFailed a 1", "StepSkipped b 1", "RunFailed 1"}},
 		{name: "exhausted attempts fail for good", steps: []plan.Step{withRetry(act("a"), 2, time.Second), act("b", "a")},
 			given: []Input{approve(), fail("a", 1, true), fire("a", 2, TimerRetry)},
-			in:    fail("a", 2, true), want: []string{"StepFailed a 2", "StepSkipped b 1", "RunFailed 1"}},
+			in:    fail("a", 2, true), want: []string{"StepStarted a 2", "StepFailed a 2", "StepSkipped b 1", "RunFailed 1"}},
 		{name: "a failure waits for the steps in flight", steps: fan, given: []Input{approve()},
-			in: fail("a", 1, false), want: []string{"StepFailed a 1", "StepSkipped c 1"}},
+			in: fail("a", 1, false), want: []string{"StepStarted a 1", "StepFailed a 1", "StepSkipped c 1"}},
 		{name: "the run fails when the last step in flight ends", steps: fan, given: []Input{approve(), fail("a", 1, false)},
-			in: done("b", 1), want: []string{"StepCompleted b 1", "RunFailed 1"}},
+			in: done("b", 1), want: []string{"StepStarted b 1", "StepCompleted b 1", "RunFailed 1"}},
 		{name: "a retryable failure ends a failing run", steps: fan, given: []Input{approve(), fail("a", 1, false)},
-			in: fail("b", 1, true), want: []string{"StepRetryScheduled b 1", "StepSkipped b 2", "RunFailed 1"}},
+			in: fail("b", 1, true), want: []string{"StepStarted b 1", "StepRetryScheduled b 1", "StepSkipped b 2", "RunFailed 1"}},
 		{name: "a failing run dispatches nothing and skips what never ran", steps: []plan.Step{act("a"), act("b"), act("d", "b")},
 			given: []Input{approve(), fail("a", 1, false)}, in: done("b", 1),
-			want: []string{"StepCompleted b 1", "StepSkipped d 1", "RunFailed 1"}},
+			want: []string{"StepStarted b 1", "StepCompleted b 1", "StepSkipped d 1", "RunFailed 1"}},
 		{name: "output that is not JSON fails the attempt", steps: linear, given: []Input{approve()},
 			in:   ResultCompleted{StepID: "a", LogicalAttempt: 1, Output: json.RawMessage(`{"x":`)},
-			want: []string{"StepFailed a 1", "StepSkipped b 1", "RunFailed 1"}},
+			want: []string{"StepStarted a 1", "StepFailed a 1", "StepSkipped b 1", "RunFailed 1"}},
 		{name: "a paused run records results and dispatches nothing", steps: linear,
-			given: []Input{approve(), sig(1, plan.SignalPause, "")}, in: done("a", 1), want: []string{"StepCompleted a 1"}},
+			given: []Input{approve(), sig(1, plan.SignalPause, "")}, in: done("a", 1), want: []string{"StepStarted a 1", "StepCompleted a 1"}},
 		{name: "a paused run does not end by itself", steps: linear,
-			given: []Input{approve(), done("a", 1), sig(1, plan.SignalPause, "")}, in: done("b", 1), want: []string{"StepCompleted b 1"}},
+			given: []Input{approve(), done("a", 1), sig(1, plan.SignalPause, "")}, in: done("b", 1), want: []string{"StepStarted b 1", "StepCompleted b 1"}},
 		{name: "a retry timer on a paused run waits for RESUME", steps: linear,
 			given: []Input{approve(), fail("a", 1, true), sig(1, plan.SignalPause, "")}, in: fire("a", 2, TimerRetry)},
 		{name: "a result for a cancelled run decides nothing", steps: linear,
@@ -171,19 +171,23 @@ func TestDecideTaskAndPayloads(t *testing.T) {
 
 	d = b.decide(ResultFailed{StepID: "a", LogicalAttempt: 1, EngineAttemptID: "3", Jitter: 0.5,
 		Error: events.StepError{Code: "E", Message: "m", Retryable: true}})
-	retry, ok := d.Events[0].Data.(events.StepRetryScheduledData)
+	require.Equal(t, []string{"StepStarted a 1", "StepRetryScheduled a 1"}, descs(d.Events), "a failure without a started result records StepStarted first")
+	retry, ok := d.Events[1].Data.(events.StepRetryScheduledData)
 	require.True(t, ok)
 	require.Equal(t, "2", retry.NextLogicalAttemptID)
 	require.Equal(t, t0.Add(900*time.Millisecond), retry.RetryAt, "1s shortened by jitter 0.2 × 0.5")
 	require.Equal(t, "3", d.Events[0].EngineAttemptID)
+	require.Equal(t, "3", d.Events[1].EngineAttemptID)
 	require.Equal(t, t0.Add(900*time.Millisecond), d.Timers[0].DueAt)
 
 	b.decide(fire("a", 2, TimerRetry))
-	d = b.decide(ResultCompleted{StepID: "a", LogicalAttempt: 2, EngineAttemptID: "1", Output: json.RawMessage(`{"n":1}`),
+	d = b.decide(ResultCompleted{StepID: "a", LogicalAttempt: 2, EngineAttemptID: "1", WorkerID: "w1", Output: json.RawMessage(`{"n":1}`),
 		Artifacts: []events.ArtifactRef{{URI: "s3://b/k", Kind: "log"}}})
-	require.Equal(t, []string{"StepCompleted a 2", "RunCompleted"}, descs(d.Events))
+	require.Equal(t, []string{"StepStarted a 2", "StepCompleted a 2", "RunCompleted"}, descs(d.Events))
+	require.Equal(t, events.StepStartedData{WorkerID: "w1"}, d.Events[0].Data, "StepStarted names the worker of the result")
+	require.Equal(t, "1", d.Events[0].EngineAttemptID)
 	require.Equal(t, events.StepCompletedData{Output: json.RawMessage(`{"n":1}`),
-		Artifacts: []events.ArtifactRef{{URI: "s3://b/k", Kind: "log"}}}, d.Events[0].Data)
+		Artifacts: []events.ArtifactRef{{URI: "s3://b/k", Kind: "log"}}}, d.Events[1].Data)
 	require.Equal(t, events.RunStatusCompleted, b.snap.Status)
 	require.Equal(t, "2", b.snap.Steps[0].LogicalAttemptID)
 }
@@ -195,7 +199,7 @@ func TestDecideRunFailedNamesTheStep(t *testing.T) {
 	b := setup(t, linear...)
 	b.decide(approve())
 	d := b.decide(fail("a", 1, false))
-	data, ok := d.Events[2].Data.(events.RunFailedData)
+	data, ok := d.Events[3].Data.(events.RunFailedData)
 	require.True(t, ok)
 	require.Equal(t, "a", data.StepID)
 	require.Equal(t, "BOOM", data.Error.Code)
@@ -226,11 +230,11 @@ func TestRetryStepGivesAFreshBudget(t *testing.T) {
 	b.decide(approve())
 	b.decide(fail("a", 1, true))
 	b.decide(fire("a", 2, TimerRetry))
-	require.Equal(t, []string{"StepFailed a 2"}, descs(b.decide(fail("a", 2, true)).Events))
+	require.Equal(t, []string{"StepStarted a 2", "StepFailed a 2"}, descs(b.decide(fail("a", 2, true)).Events))
 	d := b.decide(retryStep(1, "a"))
 	require.Equal(t, []string{"StepRetryScheduled a 2", "StepScheduled a 3", "SignalApplied 1"}, descs(d.Events))
 	d = b.decide(fail("a", 3, true))
-	require.Equal(t, []string{"StepRetryScheduled a 3"}, descs(d.Events))
+	require.Equal(t, []string{"StepStarted a 3", "StepRetryScheduled a 3"}, descs(d.Events))
 	require.Equal(t, []string{"a/4 retry"}, timerIDs(d))
 	require.Equal(t, 3, b.s.Steps["a"].SeriesStart)
 }

@@ -47,6 +47,9 @@ type ResultCompleted struct {
 	StepID          string
 	LogicalAttempt  int
 	EngineAttemptID string
+	// WorkerID is the worker that ran the attempt; the engine records it
+	// in the attempt's StepStarted when no started result came first.
+	WorkerID string
 	// Output is the activity's small JSON result; it must be valid JSON
 	// when set, or the attempt fails with CodeInvalidOutput.
 	Output    json.RawMessage
@@ -62,6 +65,8 @@ type ResultFailed struct {
 	StepID          string
 	LogicalAttempt  int
 	EngineAttemptID string
+	// WorkerID is as in ResultCompleted.
+	WorkerID string
 	// Error is the failure; Error.Retryable false fails the step for good.
 	Error events.StepError
 	// Jitter is the round's random number in [0, 1) for the retry backoff

@@ -161,7 +161,8 @@ func TestReconcileCompletedFailureIsFinal(t *testing.T) {
 	in := fail("a", 1, true).(ResultFailed)
 	in.Reconcile = report(1, "k", task.StatusCompleted, "")
 	d := b.decide(in)
-	require.Equal(t, []string{"StepFailed a 1", "RunFailed 1"}, descs(d.Events))
+	require.Equal(t, []string{"StepStarted a 1", "StepFailed a 1", "RunFailed 1"}, descs(d.Events))
+	require.Equal(t, stepStartedData{ActivityKey: "k"}, d.Events[0].Data, "StepStarted carries the result's activity key")
 	require.False(t, d.Reconciliations[0].Error.Retryable)
 	require.Empty(t, d.Tasks, "no retry")
 }
