@@ -30,6 +30,11 @@ const (
 	// DefaultRedeliveryDelay is how long a task whose final result could
 	// not be published waits before JetStream hands it out again.
 	DefaultRedeliveryDelay = 2 * time.Second
+	// DefaultStartedAfter is how long an attempt runs before the worker
+	// reports StepStarted: long enough that most short activities report
+	// only their outcome, short enough that a person watching a run sees a
+	// longer one start.
+	DefaultStartedAfter = 100 * time.Millisecond
 )
 
 // resultHeadroom is the room a result message needs beside its output: ids,
@@ -68,6 +73,15 @@ type Config struct {
 	// RedeliveryDelay is the delay of the Nak sent when a final result
 	// cannot be published. Default DefaultRedeliveryDelay.
 	RedeliveryDelay time.Duration
+	// StartedAfter is how long an attempt runs before the worker publishes
+	// its StepStarted result. An attempt that ends sooner publishes only
+	// its final result, and the engine records StepStarted with the
+	// outcome, as a Temporal server records a retried activity's start
+	// with its completion: one message and one engine round fewer per
+	// short step. Negative publishes StepStarted at once, before the
+	// activity runs, as a keyed attempt always does. Default
+	// DefaultStartedAfter.
+	StartedAfter time.Duration
 	// Logger receives the worker's logs. Nil discards them.
 	Logger *slog.Logger
 	// TracerProvider traces each task: a span around the activity's
@@ -86,6 +100,7 @@ func (c Config) WithDefaults() Config {
 	c.MaxOutputBytes = cmp.Or(c.MaxOutputBytes, DefaultMaxOutputBytes)
 	c.PublishTimeout = cmp.Or(c.PublishTimeout, DefaultPublishTimeout)
 	c.RedeliveryDelay = cmp.Or(c.RedeliveryDelay, DefaultRedeliveryDelay)
+	c.StartedAfter = cmp.Or(c.StartedAfter, DefaultStartedAfter)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -20,8 +20,11 @@
 //
 //  1. Decode it. A message that is not a task is terminated and logged at
 //     error level: redelivering it would fail the same way.
-//  2. Publish a StepStarted result. A task for an activity not registered
-//     here gets a non-retryable StepFailed (CodeUnknownActivity) instead.
+//  2. Publish a StepStarted result once the attempt has run for
+//     Config.StartedAfter (100 ms by default; at once for a keyed attempt).
+//     An attempt that ends sooner publishes only its final result, and the
+//     engine records StepStarted with it. A task for an activity not
+//     registered here gets a non-retryable StepFailed (CodeUnknownActivity).
 //  3. For a keyed attempt that may have run before, reconcile (below); it
 //     may settle the attempt without running the activity.
 //  4. Run the activity with the task's deadline, sending in-progress

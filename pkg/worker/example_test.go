@@ -29,7 +29,6 @@ func Example() {
 		fmt.Println("error:", err)
 	}
 	// Output:
-	// StepStarted (delivery 1)
 	// StepCompleted (delivery 1): {"greeting":"hello, Ada"}
 }
 
@@ -75,7 +74,9 @@ func serveGreet(ctx context.Context, js jetstream.JetStream) error {
 	if err != nil {
 		return err
 	}
-	for range 2 {
+	// An activity that ends within Config.StartedAfter reports its outcome
+	// alone; a longer one reports StepStarted first, skipped here.
+	for {
 		msg, err := results.Next()
 		if err != nil {
 			return err
@@ -87,11 +88,13 @@ func serveGreet(ctx context.Context, js jetstream.JetStream) error {
 		switch r.Kind {
 		case task.Completed:
 			fmt.Printf("%s (delivery %s): %s\n", r.Kind, r.EngineAttemptID, r.Output)
-		default:
-			fmt.Printf("%s (delivery %s)\n", r.Kind, r.EngineAttemptID)
+			return nil
+		case task.Failed:
+			fmt.Printf("%s (delivery %s): %s\n", r.Kind, r.EngineAttemptID, r.Error.Message)
+			return nil
+		case task.Started:
 		}
 	}
-	return nil
 }
 
 // exampleNATS starts an embedded JetStream server with Weft's streams and

@@ -47,15 +47,16 @@ type attemptRun struct {
 
 // execute runs the activity for t and returns the final result. It returns
 // false when ctx ended (a hard stop): the attempt is abandoned, with no
-// result, for another delivery to run. It reports StepStarted first, and a
-// keyed attempt that may have run before is reconciled before the activity
-// runs again (reconcile.go).
+// result, for another delivery to run. It reports StepStarted once the
+// attempt has run for Config.StartedAfter (reportStarted), always before
+// the final result, and a keyed attempt that may have run before is
+// reconciled before the activity runs again (reconcile.go).
 func (w *Worker) execute(ctx context.Context, t task.Task, attempt string, act *activity, log *slog.Logger) (task.Result, bool) {
 	secrets := newSecretSet(t.Secrets, w.providers)
 	in, bad := act.input(t, attempt, secrets)
 	run := &attemptRun{t: t, attempt: attempt, act: act, in: in, scope: act.scope(t, in, bad == nil),
 		limit: act.deadline(t), secrets: secrets, log: log}
-	w.reportStarted(ctx, run)
+	defer w.reportStartedAfter(ctx, run)()
 	if bad != nil {
 		return w.failed(t, attempt, *bad), true
 	}

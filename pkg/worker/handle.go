@@ -112,6 +112,30 @@ func (w *Worker) heartbeat(ctx context.Context, msg jetstream.Msg, every time.Du
 	return func() { close(quit); <-ended }
 }
 
+// reportStartedAfter reports the attempt's StepStarted once it has run for
+// Config.StartedAfter; at once when that is negative, and for a keyed
+// attempt, whose StepStarted carries the activity key the engine needs to
+// record the attempt should its run be cancelled while it is in flight.
+// It returns what to call when the attempt ends: it cancels a report not
+// yet due and waits for one in flight, so that a StepStarted that is
+// published always precedes the final result on the run's result subject.
+func (w *Worker) reportStartedAfter(ctx context.Context, run *attemptRun) (end func()) {
+	if w.cfg.StartedAfter < 0 || run.scope != nil {
+		w.reportStarted(ctx, run)
+		return func() {}
+	}
+	sent := make(chan struct{})
+	timer := time.AfterFunc(w.cfg.StartedAfter, func() {
+		defer close(sent)
+		w.reportStarted(ctx, run)
+	})
+	return func() {
+		if !timer.Stop() {
+			<-sent
+		}
+	}
+}
+
 // reportStarted publishes StepStarted, with the reconciliation scope of a
 // keyed attempt. It fails open: over the latency budget (PublishTimeout)
 // or on error the activity runs anyway, and the engine learns the step

@@ -53,6 +53,12 @@ func (b *bundle) startWorker(t *testing.T, js jetstream.JetStream, cfg worker.Co
 	if cfg.Logger == nil {
 		cfg.Logger = b.logger
 	}
+	if cfg.StartedAfter == 0 {
+		// These tests read the protocol message by message: StepStarted
+		// first, before the activity runs. started_test.go covers the
+		// default, deferred StepStarted.
+		cfg.StartedAfter = -1
+	}
 	w, err := worker.New(js, cfg, opts...)
 	require.NoError(t, err)
 	register(w)
