@@ -55,7 +55,8 @@ SELECT run_id::text, tenant_id, project_id, environment_id, plan_id, plan_versio
 FROM run_snapshots WHERE run_id = ANY($1::uuid[]) ORDER BY run_id FOR UPDATE`
 
 // rowsLock creates the missing rows of runIDs, which must be sorted and
-// distinct, then locks and reads them, in one round trip.
+// distinct, then locks and reads them, in one round trip. A row never
+// projected has an empty snapshot of its run.
 func rowsLock(ctx context.Context, tx pgx.Tx, runIDs []string) (map[string]*runRow, error) {
 	b := &pgx.Batch{}
 	b.Queue(rowsEnsureSQL, runIDs)

@@ -123,28 +123,33 @@ func (d *decider) live(stepID string, attempt int) (*plan.Step, StepState, bool)
 
 // started handles ResultStarted of a current, not yet started attempt.
 func (d *decider) started(in ResultStarted) {
-	_, st, ok := d.live(in.StepID, in.LogicalAttempt)
-	if !ok || st.Status != events.StepStatusPending {
-		return
+	if _, st, ok := d.live(in.StepID, in.LogicalAttempt); ok {
+		d.markStarted(st, in)
 	}
-	d.emit(in.StepID, st.Attempt, events.StepStarted, startedData(in), in.EngineAttemptID)
 }
 
-// startedWith records StepStarted for a current attempt that ends with no
-// started result before its final one (a worker reports StepStarted only
-// for an activity still running after a moment, and it fails open), so
-// that every attempt's log reads StepStarted before its outcome. It
-// returns the step's state after.
-func (d *decider) startedWith(st StepState, stepID, workerID, engine string, rep *task.ResultReconcile) StepState {
+// markStarted records StepStarted for st's attempt, reported by in, unless
+// the attempt has started already, and returns the step's state after.
+// A final result with no started result before it (a worker reports
+// StepStarted only for an activity still running after a moment, and it
+// fails open) marks its attempt started too (impliedStart), so that every
+// attempt's log reads StepStarted before its outcome.
+func (d *decider) markStarted(st StepState, in ResultStarted) StepState {
 	if st.Status != events.StepStatusPending {
 		return st
 	}
-	in := ResultStarted{StepID: stepID, LogicalAttempt: st.Attempt, EngineAttemptID: engine, WorkerID: workerID}
+	d.emit(in.StepID, st.Attempt, events.StepStarted, startedData(in), in.EngineAttemptID)
+	return d.s.Steps[in.StepID]
+}
+
+// impliedStart is the started result a final result implies: the same
+// worker, delivery and activity key.
+func impliedStart(stepID string, attempt int, workerID, engine string, rep *task.ResultReconcile) ResultStarted {
+	in := ResultStarted{StepID: stepID, LogicalAttempt: attempt, EngineAttemptID: engine, WorkerID: workerID}
 	if rep != nil {
 		in.ActivityKey = rep.IdempotencyKey
 	}
-	d.emit(stepID, st.Attempt, events.StepStarted, startedData(in), engine)
-	return d.s.Steps[stepID]
+	return in
 }
 
 // completed handles ResultCompleted: the step succeeds and its ready
@@ -156,7 +161,7 @@ func (d *decider) completed(in ResultCompleted) {
 	if !ok {
 		return
 	}
-	st = d.startedWith(st, in.StepID, in.WorkerID, in.EngineAttemptID, in.Reconcile)
+	st = d.markStarted(st, impliedStart(in.StepID, in.LogicalAttempt, in.WorkerID, in.EngineAttemptID, in.Reconcile))
 	if len(in.Output) > 0 && !json.Valid(in.Output) {
 		bad := events.StepError{Code: CodeInvalidOutput, Message: "the reported output is not valid JSON"}
 		d.reconcile(ps, st, in.Reconcile, task.StatusCompleted, nil, &bad)
@@ -182,7 +187,7 @@ func (d *decider) failed(in ResultFailed) {
 	if !ok {
 		return
 	}
-	st = d.startedWith(st, in.StepID, in.WorkerID, in.EngineAttemptID, in.Reconcile)
+	st = d.markStarted(st, impliedStart(in.StepID, in.LogicalAttempt, in.WorkerID, in.EngineAttemptID, in.Reconcile))
 	e, status := in.Error, failureStatus(in.Reconcile)
 	if status == task.StatusCompleted {
 		e.Retryable = false

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/internal/admission"
@@ -38,8 +39,9 @@ func TestBatchTakesAdmissionLocksInOrder(t *testing.T) {
 	holder, err := db.Pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = holder.Rollback(context.WithoutCancel(ctx)) }()
-	_, err = holder.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('weft-admission:' || $1))`, "env-a")
-	require.NoError(t, err)
+	lock := &pgx.Batch{}
+	admission.QueueLocks(lock, []string{"env-a"})
+	require.NoError(t, holder.SendBatch(ctx, lock).Close())
 
 	x := round.New(db.Pool, round.Config{Admission: admission.Limits{Default: admission.Limit{MaxConcurrentRuns: 10}}})
 	now := time.Now().UTC()

@@ -244,7 +244,7 @@ func (x *Runner) step(ctx context.Context, w *writes, r Round, run *runView) (Ou
 // holds the environment's admission lock until tx ends, so the check and
 // the start commit together.
 func (x *Runner) admit(ctx context.Context, w *writes, in decide.Input, run *runView) (decide.Input, error) {
-	if run.state.Status != events.RunStatusApproved {
+	if !mayStart(in, run) {
 		return in, nil
 	}
 	switch v := in.(type) {
@@ -268,16 +268,24 @@ func (x *Runner) admissions(rounds []Round, runs map[string]*runView) []string {
 	var envs []string
 	for _, r := range rounds {
 		run := runs[r.RunID]
-		if run.err != nil || run.state.Status != events.RunStatusApproved ||
-			x.cfg.Admission.For(run.environment).MaxConcurrentRuns == 0 {
-			continue
-		}
-		switch r.Input.(type) {
-		case decide.RunApproved, decide.Resync:
+		if run.err == nil && mayStart(r.Input, run) && x.cfg.Admission.For(run.environment).MaxConcurrentRuns > 0 {
 			envs = append(envs, run.environment)
 		}
 	}
 	return envs
+}
+
+// mayStart reports whether in could start run: an APPROVED run's
+// approval, or a resync of it.
+func mayStart(in decide.Input, run *runView) bool {
+	if run.state.Status != events.RunStatusApproved {
+		return false
+	}
+	switch in.(type) {
+	case decide.RunApproved, decide.Resync:
+		return true
+	}
+	return false
 }
 
 // room checks the run's environment and returns what its policy makes of
