@@ -124,6 +124,17 @@ func (s *State) accepted(f fact) {
 	s.accept(SignalAccepted{SignalID: d.SignalID, Name: d.SignalName, Payload: d.Payload, EventID: f.eventID})
 }
 
+// pendingBefore returns the pending signals accepted before the signal
+// ref, in acceptance order: those ahead of it in Pending, or all of them
+// when ref is not pending.
+func (s *State) pendingBefore(ref SignalRef) []SignalAccepted {
+	i := slices.IndexFunc(s.Pending, func(p SignalAccepted) bool { return p.ref() == ref })
+	if i < 0 {
+		i = len(s.Pending)
+	}
+	return slices.Clone(s.Pending[:i])
+}
+
 // orNil is l, or nil when l is empty: a folded state and Decide's working
 // state then compare equal whichever way their lists emptied.
 func orNil(l []SignalAccepted) []SignalAccepted {

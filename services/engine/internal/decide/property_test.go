@@ -30,6 +30,7 @@ type world struct {
 	bag     []message
 	sent    []message
 	signals int
+	ids     int // the last signal id given
 }
 
 // TestDecideProperties runs many random plans through random deliveries,
@@ -163,9 +164,20 @@ func (w *world) randomSignal() message {
 	}
 }
 
+// signal returns a new signal, with an id of its own, to deliver now. One
+// in four is instead accepted now (its SignalAccepted appended to the log)
+// and left in the bag, to be delivered later than signals accepted after
+// it, as two engines sharing the events consumer may; another signal is
+// sent in its place.
 func (w *world) signal(name, payload string) message {
-	n := len(w.sent) + 1000*w.signals + w.r.IntN(1000)
-	return message{in: sig(n, name, payload)}
+	w.ids++
+	m := message{in: sig(w.ids, name, payload)}
+	if w.r.IntN(4) == 0 && w.signals < 16 {
+		w.b.accepted(w.b.stamp(m.in).(SignalAccepted))
+		w.bag = append(w.bag, m)
+		return w.randomSignal()
+	}
+	return m
 }
 
 // plan plays the workers and the timer table for a decision's outputs.
@@ -250,6 +262,7 @@ func requireRunInvariants(t *testing.T, b *bundle) {
 		}
 	}
 	require.True(t, ended, "the run ended")
+	requireAcceptanceOrder(t, b.log)
 	switch b.s.Status {
 	case events.RunStatusCompleted:
 		for id, st := range b.s.Steps {
@@ -265,4 +278,26 @@ func requireRunInvariants(t *testing.T, b *bundle) {
 	default:
 		require.Equal(t, events.RunStatusCancelled, b.s.Status)
 	}
+}
+
+// requireAcceptanceOrder checks that the log applies signals in the order
+// it accepted them (DESIGN.md: "a run's signals apply in acceptance
+// (runSeq) order, never in delivery order"), each once.
+func requireAcceptanceOrder(t *testing.T, log []events.Event) {
+	t.Helper()
+	var accepted, applied []SignalRef
+	for _, e := range log {
+		switch e.EventType {
+		case events.SignalAccepted:
+			var d events.SignalAcceptedData
+			require.NoError(t, e.Data(&d))
+			accepted = append(accepted, SignalRef{Name: d.SignalName, ID: d.SignalID})
+		case events.SignalApplied:
+			var d events.SignalAppliedData
+			require.NoError(t, e.Data(&d))
+			applied = append(applied, SignalRef{Name: d.SignalName, ID: d.SignalID})
+		default:
+		}
+	}
+	require.Equal(t, accepted, applied[:min(len(applied), len(accepted))], "signals applied out of acceptance order")
 }

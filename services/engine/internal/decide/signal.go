@@ -23,12 +23,30 @@ func ignored(code, format string, args ...any) verdict {
 }
 
 // signal handles SignalAccepted. A signal the run already applied decides
-// nothing; any other produces exactly one SignalApplied, after the events
-// it caused, all carrying its id as causedBySignalId.
+// nothing. Any other is applied in acceptance (runSeq) order, whatever
+// order the bus delivered it in (DESIGN.md, "Scaling out"): the signals
+// accepted before it and still pending are applied first, each as if its
+// own message had come, then in. So with several engines sharing the
+// events consumer, a RESUME delivered before the PAUSE accepted ahead of it
+// still finds the run PAUSED, and the PAUSE's own message decides nothing
+// when it comes. A signal absent from Pending (its SignalAccepted event not
+// folded yet) comes after every pending one. Each applied signal produces
+// exactly one SignalApplied, after the events it caused, all carrying its
+// id as causedBySignalId.
 func (d *decider) signal(in SignalAccepted) {
 	if in.SignalID == "" || d.s.Signals[in.ref()] {
 		return
 	}
+	for _, earlier := range d.s.pendingBefore(in.ref()) {
+		earlier.Now = d.now
+		d.applyOne(earlier)
+	}
+	d.applyOne(in)
+}
+
+// applyOne applies one signal the run has not applied, and records its
+// SignalApplied.
+func (d *decider) applyOne(in SignalAccepted) {
 	d.cause = in.SignalID
 	d.s.accept(in) // as folding its SignalAccepted event did, when it is in the log
 	v := d.applySignal(in)

@@ -219,3 +219,63 @@ func TestBufferedSignalRecord(t *testing.T) {
 	require.Empty(t, b.s.Buffered)
 	require.Equal(t, events.RunStatusCompleted, b.s.Status)
 }
+
+// TestSignalsApplyInAcceptanceOrder delivers signals out of the order the
+// gateway accepted them in, as two engines sharing the events consumer
+// may: each signal still applies in acceptance (runSeq) order, the ones
+// accepted before it first, and their own late messages decide nothing.
+func TestSignalsApplyInAcceptanceOrder(t *testing.T) {
+	t.Parallel()
+	t.Run("RESUME delivered before the PAUSE accepted ahead of it", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, linear...)
+		b.decide(approve())
+		p, r := pause(1).(SignalAccepted), resume(2).(SignalAccepted)
+		b.accepted(p)
+		b.accepted(r)
+
+		d := b.decide(r)
+		require.Equal(t, []string{"RunPaused 1", "SignalApplied 1", "RunResumed 1", "SignalApplied 2"}, descs(d.Events))
+		for i, s := range []SignalAccepted{p, r} {
+			e := d.Events[2*i+1]
+			require.Equal(t, s.SignalID, e.CausedBySignalID, "each event names the signal that caused it")
+			require.Equal(t, s.EventID, e.ParentEventID, "each SignalApplied names its own SignalAccepted")
+			require.Equal(t, events.SignalOutcomeApplied, e.Data.(events.SignalAppliedData).Outcome, "%s", s.Name)
+		}
+		require.True(t, b.decide(p).Empty(), "the PAUSE's own late message decides nothing")
+		require.Equal(t, events.RunStatusRunning, b.s.Status)
+		require.Empty(t, b.s.Pending)
+	})
+	t.Run("a signal applies only the pending ones accepted before it", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, linear...)
+		b.decide(approve())
+		p, r, c := pause(1).(SignalAccepted), resume(2).(SignalAccepted), cancel(3).(SignalAccepted)
+		for _, s := range []SignalAccepted{p, r, c} {
+			b.accepted(s)
+		}
+		d := b.decide(r)
+		require.Equal(t, []string{"RunPaused 1", "SignalApplied 1", "RunResumed 1", "SignalApplied 2"}, descs(d.Events))
+		require.Equal(t, []SignalAccepted{{SignalID: c.SignalID, Name: c.Name, EventID: c.EventID}}, b.s.Pending,
+			"the CANCEL accepted after the RESUME waits for its own message")
+		d = b.decide(c)
+		require.Equal(t, []string{"RunCancelled", "SignalApplied 3"}, descs(d.Events))
+		require.True(t, b.decide(p).Empty())
+	})
+	t.Run("the last accepted signal applies every one before it", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, waitPlan...)
+		b.decide(approve())
+		ins := []SignalAccepted{pause(1).(SignalAccepted), sig(2, "go", `{"n":2}`).(SignalAccepted), resume(3).(SignalAccepted)}
+		for _, s := range ins {
+			b.accepted(s)
+		}
+		d := b.decide(ins[2])
+		require.Equal(t, []string{"RunPaused 1", "SignalApplied 1", "StepCompleted w 1", "SignalApplied 2",
+			"RunResumed 1", "StepScheduled b 1", "SignalApplied 3"}, descs(d.Events))
+		require.Equal(t, []string{"b/1"}, taskIDs(d))
+		for _, s := range ins[:2] {
+			require.True(t, b.decide(s).Empty(), "%s arrives late", s.Name)
+		}
+	})
+}
