@@ -25,6 +25,12 @@ func loadNATSConf(t *testing.T) map[string]*server.User {
 	require.NoError(t, err)
 	require.True(t, opts.JetStream)
 	require.Equal(t, 4222, opts.Port)
+	// Clients on the container's interfaces (compose reaches it as
+	// nats:4222; compose.yaml publishes it on the host's loopback only);
+	// monitoring on the container's loopback, for its healthcheck only.
+	require.Equal(t, "0.0.0.0", opts.Host)
+	require.Equal(t, "127.0.0.1", opts.HTTPHost)
+	require.Equal(t, 8222, opts.HTTPPort)
 	// JetStream reserves every stream's MaxBytes.
 	var reserved int64
 	for _, sc := range streams.All(streams.Config{}) {
@@ -117,6 +123,8 @@ func TestNATSConfLeastPrivilege(t *testing.T) { // not parallel: t.Setenv, nats.
 		{"relay", "weft.results.r1", false, false},
 		{"relay", "$JS.API.STREAM.UPDATE.WEFT_EVENTS", false, false},
 		{"relay", "$JS.API.STREAM.INFO.WEFT_TASKS", true, false},
+		{"relay", "$JS.API.INFO", true, false}, // "no stream" or "JetStream down" (docs/outbox.md)
+		{"relay", "$JS.API.STREAM.LIST", false, false},
 		{"relay", "_INBOX_relay.abc.1", false, true},
 		{"relay", "_INBOX_engine.abc", false, false},
 		{"relay", streams.ReconcileSubject, false, false},
@@ -162,6 +170,12 @@ func TestNATSConfLeastPrivilege(t *testing.T) { // not parallel: t.Setenv, nats.
 		{"client", "_INBOX_engine.abc.1", false, false},
 		{"client", streams.ReconcileSubject, false, false},
 		{"projector", streams.ReconcileSubject, false, false},
+		// Only the relay reads the account's info.
+		{"engine", "$JS.API.INFO", false, false},
+		{"worker", "$JS.API.INFO", false, false},
+		{"projector", "$JS.API.INFO", false, false},
+		{"gateway", "$JS.API.INFO", false, false},
+		{"client", "$JS.API.INFO", false, false},
 	}
 	for _, r := range rules {
 		p := users[r.user].Permissions
