@@ -8,6 +8,7 @@ import (
 	"context"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -36,9 +37,11 @@ var secretVars = []string{
 
 func secretOf(v string) string { return "s3cret-" + strings.ToLower(v) }
 
-func loadProject(t *testing.T) *types.Project {
+// loadProject loads compose.yaml with the password variables set and extra
+// ("KEY=value") added to the environment.
+func loadProject(t *testing.T, extra ...string) *types.Project {
 	t.Helper()
-	var env []string
+	env := slices.Clone(extra)
 	for _, v := range secretVars {
 		env = append(env, v+"="+secretOf(v))
 	}
@@ -205,4 +208,32 @@ func TestPostgresInitScripts(t *testing.T) {
 	require.True(t, strings.HasSuffix(targets["/docker-entrypoint-initdb.d/10-weft-roles.sql"], "deploy/postgres/roles.sql"))
 	require.True(t, strings.HasSuffix(targets["/docker-entrypoint-initdb.d/20-weft-passwords.sh"], "deploy/postgres/passwords.sh"))
 	require.Equal(t, "weft", env(pg, "POSTGRES_DB"))
+}
+
+// Every published port of every service listens on the host's loopback
+// unless WEFT_PUBLISH_ADDR says otherwise; the nats monitoring port is not
+// published (nats.conf binds it to the container's loopback).
+func TestPublishedPortsAreLoopbackByDefault(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		env  []string
+		host string
+	}{
+		{nil, "127.0.0.1"},
+		{[]string{"WEFT_PUBLISH_ADDR=0.0.0.0"}, "0.0.0.0"},
+		{[]string{"WEFT_PUBLISH_ADDR=10.1.2.3"}, "10.1.2.3"},
+	} {
+		p := loadProject(t, c.env...)
+		published := map[string]string{}
+		for name, svc := range p.Services {
+			for _, port := range svc.Ports {
+				require.Equal(t, c.host, port.HostIP, "%s publishes %d on %q (%v)", name, port.Target, port.HostIP, c.env)
+				published[name+":"+port.Published] = port.HostIP
+			}
+		}
+		require.Len(t, published, 3, "the gateway, the projector and NATS: %v", published)
+		require.Contains(t, published, "gateway:8080")
+		require.Contains(t, published, "projector:8081")
+		require.Contains(t, published, "nats:4222")
+	}
 }
