@@ -2,13 +2,17 @@ package engine_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/internal/journal"
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/plan"
+	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/task"
 	"github.com/weftrun/weft/services/engine"
 )
@@ -205,4 +209,71 @@ func TestRetryStepReopensFailedRun(t *testing.T) {
 	var registered int
 	require.NoError(t, s.db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM engine_runs WHERE run_id = $1`, runID).Scan(&registered))
 	require.Zero(t, registered, "the run left the engine's registry again when it completed")
+}
+
+// TestSignalsApplyInAcceptanceOrderWhateverTheDelivery delivers a RESUME
+// before the PAUSE accepted ahead of it, as two engines sharing the events
+// consumer may (issue #16): the RESUME's round applies the PAUSE first, so
+// the RESUME finds the run PAUSED and resumes it, the PAUSE's own late
+// message decides nothing, and the run completes.
+func TestSignalsApplyInAcceptanceOrderWhateverTheDelivery(t *testing.T) {
+	t.Parallel()
+	s := setup(t, engine.Config{StallAfter: time.Hour}) // no sweep: only the messages apply the signals
+	rawWorker(t, s.js, "default", echo)
+	runID := s.start(t, parsePlan(t, `{"planId":"order","planVersion":"1","steps":[
+		{"id":"gate","kind":"waitSignal","signal":"go"},
+		{"id":"after","activity":"echo","dependsOn":["gate"]}]}`))
+	s.waitEvent(t, runID, events.RunStarted)
+	pause := s.acceptSilently(t, runID, plan.SignalPause, "sig-pause")
+	resume := s.acceptSilently(t, runID, plan.SignalResume, "sig-resume")
+
+	s.publishEvent(t, resume)
+	got := s.waitApplied(t, runID, "sig-resume")
+	require.Equal(t, events.SignalOutcomeApplied, got.Outcome, "RESUME finds the run PAUSED: %s %s", got.Code, got.Reason)
+	s.publishEvent(t, pause)
+
+	s.signal(t, runID, "go", "sig-go", `{}`)
+	evs := s.waitTerminal(t, runID)
+	require.Equal(t, events.RunCompleted, terminal(evs))
+	var applied []string
+	for _, ev := range evs {
+		var d events.SignalAppliedData
+		if ev.EventType == events.SignalApplied {
+			require.NoError(t, ev.Data(&d))
+			require.Equal(t, events.SignalOutcomeApplied, d.Outcome, "%s: %s", d.SignalName, d.Reason)
+			applied = append(applied, d.SignalID)
+		}
+	}
+	require.Equal(t, []string{"sig-pause", "sig-resume", "sig-go"}, applied, "each signal applied once, in acceptance order")
+}
+
+// acceptSilently appends a SignalAccepted for the run to the log without
+// its outbox row, so that the test delivers its message when it chooses
+// (publishEvent), and returns the event as appended.
+func (s *stack) acceptSilently(t *testing.T, runID, name, signalID string) events.Event {
+	t.Helper()
+	ev, err := events.New(events.Spec{RunID: runID, Type: events.SignalAccepted, LogicalAttemptID: signalID, PlanVersion: "1",
+		Data: events.SignalAcceptedData{SignalName: name, SignalID: signalID}})
+	require.NoError(t, err)
+	res, err := s.log.EventAppend(t.Context(), ev)
+	require.NoError(t, err)
+	ev.RunSeq, ev.PersistedAt = res.RunSeq, res.PersistedAt
+	return ev
+}
+
+// publishEvent publishes ev's bus copy to WEFT_EVENTS, as the outbox relay
+// does.
+func (s *stack) publishEvent(t *testing.T, ev events.Event) {
+	t.Helper()
+	subject, err := streams.EventSubject(ev.RunID)
+	require.NoError(t, err)
+	data, err := json.Marshal(ev)
+	require.NoError(t, err)
+	msg := nats.NewMsg(subject)
+	msg.Data = data
+	msg.Header.Set(journal.HeaderEventType, string(ev.EventType))
+	msg.Header.Set(journal.HeaderRunSeq, strconv.FormatInt(ev.RunSeq, 10))
+	msg.Header.Set(nats.MsgIdHdr, ev.EventID)
+	_, err = s.js.PublishMsg(t.Context(), msg)
+	require.NoError(t, err)
 }
