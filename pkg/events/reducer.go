@@ -25,6 +25,10 @@ const (
 	// that names neither an error nor a step with one; its message is the
 	// RunFailed reason.
 	CodeRunFailed = "RUN_FAILED"
+	// CodeCancelled is the code of the error recorded for a step whose
+	// attempt the run's cancellation ended; its message is the RunCancelled
+	// reason.
+	CodeCancelled = "CANCELLED"
 )
 
 // GapError reports a gap in a run's log: the next event's runSeq is more
@@ -78,13 +82,17 @@ func Project(runID string, events []Event) (RunSnapshot, error) {
 //   - RunCompleted, RunFailed, RunCancelled: that status; completedAt, and
 //     totalDurationMs when the run had started. RunFailed records the root
 //     cause: the payload's error, else the error of the step it names, else
-//     {Code: CodeRunFailed, Message: reason}.
+//     {Code: CodeRunFailed, Message: reason}. RunCancelled ends every step
+//     attempt still PENDING or RUNNING as CANCELLED, completedAt the
+//     cancellation's time, error {Code: CodeCancelled, Message: reason}:
+//     the engine records no outcome for them afterwards.
 //   - Terminal run statuses are absorbing: once COMPLETED, FAILED or
 //     CANCELLED, later run events (a late RunResumed, a second terminal
 //     event) leave the run's status, times and root cause alone, with one
 //     exception: RunResumed reopens a FAILED run (an operator's RETRY_STEP
 //     brought a failed step back), clearing completedAt, totalDurationMs
-//     and the root cause. Step events still update their steps.
+//     and the root cause. Step events still update their steps, within
+//     the rules below (an attempt RunCancelled ended has its end).
 //   - SignalAccepted, SignalRejected, SignalApplied, RunQueued and types this
 //     version does not know change nothing but LastEventSeq; their payloads
 //     are not decoded.
@@ -159,12 +167,15 @@ func (p *projection) apply(e Event) error {
 func (p *projection) applyRun(e Event) error {
 	var started RunStartedData
 	var failed RunFailedData
+	var cancelled RunCancelledData
 	var err error
 	switch e.EventType {
 	case RunStarted:
 		err = e.Data(&started)
 	case RunFailed:
 		err = e.Data(&failed)
+	case RunCancelled:
+		err = e.Data(&cancelled)
 	default: // the other run events carry nothing the snapshot records
 	}
 	if err != nil {
@@ -192,6 +203,7 @@ func (p *projection) applyRun(e Event) error {
 		p.finish(e, RunStatusFailed)
 	case RunCancelled:
 		p.finish(e, RunStatusCancelled)
+		p.cancelSteps(eventTime(e), cancelled.Reason)
 	default: // apply only routes run events here
 	}
 	return nil
@@ -228,6 +240,19 @@ func (p *projection) finish(e Event, status RunStatus) {
 	if p.s.StartedAt != nil {
 		ms := max(0, at.Sub(*p.s.StartedAt).Milliseconds())
 		p.s.TotalDurationMs = &ms
+	}
+}
+
+// cancelSteps ends the attempts a RunCancelled finds PENDING or RUNNING.
+func (p *projection) cancelSteps(at time.Time, reason string) {
+	for i := range p.s.Steps {
+		st := &p.s.Steps[i]
+		if st.Status.Terminal() {
+			continue
+		}
+		st.Status = StepStatusCancelled
+		st.CompletedAt = timePtr(at)
+		st.Error = &StepError{Code: CodeCancelled, Message: reason}
 	}
 }
 

@@ -110,14 +110,41 @@ func TestReduceRunEvents(t *testing.T) {
 			},
 		},
 		{
-			name:    "RunCancelled: CANCELLED, completedAt, duration",
+			name:    "RunCancelled: CANCELLED, completedAt, duration; the RUNNING attempt ends CANCELLED",
 			history: hStepRunning,
 			events:  []Event{ev(5, RunCancelled, payload(RunCancelledData{Reason: "operator"}))},
 			wantSeq: 5,
-			want: func(_ *testing.T, s *RunSnapshot) {
+			want: func(t *testing.T, s *RunSnapshot) {
 				s.Status = RunStatusCancelled
 				s.CompletedAt = tp(persisted(5))
 				s.TotalDurationMs = i64p(3000)
+				st := stepOf(t, s, "s1")
+				st.Status, st.CompletedAt = StepStatusCancelled, tp(persisted(5))
+				st.Error = &StepError{Code: CodeCancelled, Message: "operator"}
+			},
+		},
+		{
+			name: "RunCancelled: PENDING and RUNNING attempts end CANCELLED, finished ones keep their outcome",
+			history: append(clip(hStepDone),
+				ev(6, StepScheduled, on("s2", "1")),
+				ev(7, StepScheduled, on("s3", "1")), ev(8, StepStarted, on("s3", "1"), engine("1")),
+				ev(9, StepScheduled, on("s4", "1")), ev(10, StepStarted, on("s4", "1"), engine("1")),
+				ev(11, StepRetryScheduled, on("s4", "1"), payload(StepRetryScheduledData{Error: errX, NextLogicalAttemptID: "2"}))),
+			events: []Event{
+				ev(12, RunCancelled, payload(RunCancelledData{Reason: "by signal"})),
+				// A late outcome of a cancelled attempt does not reopen it.
+				ev(13, StepCompleted, on("s3", "1"), engine("1")),
+			},
+			wantSeq: 13,
+			want: func(t *testing.T, s *RunSnapshot) {
+				s.Status = RunStatusCancelled
+				s.CompletedAt = tp(persisted(12))
+				s.TotalDurationMs = i64p(10000)
+				for _, id := range []string{"s2", "s3", "s4"} {
+					st := stepOf(t, s, id)
+					st.Status, st.CompletedAt = StepStatusCancelled, tp(persisted(12))
+					st.Error = &StepError{Code: CodeCancelled, Message: "by signal"}
+				}
 			},
 		},
 		{
@@ -161,7 +188,7 @@ func TestReduceRunEvents(t *testing.T) {
 		},
 		{
 			name:    "step events still apply after the run is terminal",
-			history: append(clip(hStepRunning), ev(5, RunCancelled)),
+			history: append(clip(hStepRunning), ev(5, RunFailed, payload(RunFailedData{Reason: "r"}))),
 			events:  []Event{ev(6, StepFailed, on("s1", "1"), payload(StepFailedData{Error: errX}))},
 			wantSeq: 6,
 			want: func(t *testing.T, s *RunSnapshot) {

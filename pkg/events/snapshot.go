@@ -42,13 +42,17 @@ const (
 	StepStatusSuccess StepStatus = "SUCCESS"
 	StepStatusFailed  StepStatus = "FAILED"
 	StepStatusSkipped StepStatus = "SKIPPED"
+	// StepStatusCancelled ends an attempt that was PENDING or RUNNING when
+	// its run was cancelled (RunCancelled): no outcome of it is recorded.
+	StepStatusCancelled StepStatus = "CANCELLED"
 )
 
-// Terminal reports whether s is SUCCESS, FAILED or SKIPPED, the outcomes of
-// a logical attempt. Only a new logical attempt moves a step out of one.
+// Terminal reports whether s is SUCCESS, FAILED, SKIPPED or CANCELLED, the
+// ends of a logical attempt. Only a new logical attempt moves a step out of
+// one.
 func (s StepStatus) Terminal() bool {
 	switch s {
-	case StepStatusSuccess, StepStatusFailed, StepStatusSkipped:
+	case StepStatusSuccess, StepStatusFailed, StepStatusSkipped, StepStatusCancelled:
 		return true
 	default:
 		return false
@@ -102,8 +106,9 @@ type StepSnapshot struct {
 	CompletedAt *time.Time `json:"completedAt,omitempty"`
 	// Artifacts are those of the current logical attempt.
 	Artifacts []ArtifactRef `json:"artifacts"`
-	// Error is why the attempt failed or was skipped (Code "SKIPPED"), or,
-	// on a PENDING step, why the previous attempt failed.
+	// Error is why the attempt failed, was skipped (Code "SKIPPED") or was
+	// cancelled (Code "CANCELLED"), or, on a PENDING step, why the previous
+	// attempt failed.
 	Error *StepError `json:"error,omitempty"`
 	// Attempts counts the StepStarted events applied to the step over all
 	// its logical and engine attempts.

@@ -308,3 +308,23 @@ func TestRunTheBusNeverCarried(t *testing.T) {
 	require.Equal(t, events.RunStatusCompleted, v.Status)
 	s.requireMatchesLog(t, v)
 }
+
+// A cancelled run's in-flight attempts end CANCELLED in its snapshot, with
+// an end time, so that no reader shows them running (issue 16, defect 6).
+func TestCancelledRunEndsItsInFlightSteps(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	s.serve(t, projector.Config{})
+	runID := s.approve(t, "cancel")
+	s.appendBus(t, lifecycle(t, runID)[:3]...)
+	s.appendBus(t, step(t, runID, "", events.RunCancelled, events.RunCancelledData{Reason: "cancelled by signal s-1"}))
+
+	v := s.waitRun(t, runID, atSeq(5), "is cancelled")
+	require.Equal(t, events.RunStatusCancelled, v.Status)
+	require.Len(t, v.Steps, 1)
+	a := v.Steps[0]
+	require.Equal(t, events.StepStatusCancelled, a.Status)
+	require.NotNil(t, a.CompletedAt)
+	require.Equal(t, &events.StepError{Code: events.CodeCancelled, Message: "cancelled by signal s-1"}, a.Error)
+	s.requireMatchesLog(t, v)
+}

@@ -150,7 +150,7 @@ function node(n, st, index, snap, actions) {
   const err = st?.error;
   let errorBox = null;
   if (err && (err.code || err.message)) {
-    const skipped = status === 'SKIPPED' || err.code === 'SKIPPED';
+    const skipped = status === 'SKIPPED' || status === 'CANCELLED' || err.code === 'SKIPPED';
     const previous = status === 'PENDING' || status === 'RUNNING';
     errorBox = h('div', { class: `node-error${skipped ? ' is-quiet' : ''}${previous ? ' is-previous' : ''}`, testid: 'step-error' },
       previous ? h('div', { class: 'node-error-label', text: 'Last attempt failed' }) : null,

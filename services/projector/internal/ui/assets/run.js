@@ -129,7 +129,7 @@ export function mountRun(root, view, runId) {
     const count = (status) => steps.filter((st) => st.status === status).length;
     const parts = [
       [count('SUCCESS'), 'succeeded'], [count('RUNNING'), 'running'], [count('FAILED'), 'failed'],
-      [count('SKIPPED'), 'skipped'], [count('PENDING') + notStarted, 'pending'],
+      [count('SKIPPED'), 'skipped'], [count('CANCELLED'), 'cancelled'], [count('PENDING') + notStarted, 'pending'],
     ].filter(([n]) => n > 0).map(([n, label]) => `${n} ${label}`);
     stepsSummary.textContent = parts.join(' · ');
   }
