@@ -66,7 +66,9 @@ func (i *Instance) URL() string {
 func (i *Instance) DataDir() string { return i.dataDir }
 
 // Start initialises the cluster when needed and starts the server, waiting
-// until it accepts connections.
+// until it accepts connections. A server of the same folder left running by
+// an earlier run that did not Stop it is stopped first, and a stale lock
+// file removed (clearStale): the caller must own the folder.
 func Start(ctx context.Context, cfg Config) (*Instance, error) {
 	bin, err := findBinDir(cfg.BinDir)
 	if err != nil {
@@ -146,7 +148,12 @@ func (i *Instance) initdb(ctx context.Context) error {
 	return err
 }
 
+// start starts the server, first clearing what an earlier run that did not
+// stop it left behind (clearStale).
 func (i *Instance) start(ctx context.Context) error {
+	if err := i.clearStale(ctx); err != nil {
+		return err
+	}
 	opts := strings.Join([]string{
 		"-c listen_addresses=127.0.0.1",
 		"-p " + strconv.Itoa(i.port),

@@ -2,8 +2,11 @@ package pgboot_test
 
 import (
 	"context"
+	"fmt"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,12 +33,87 @@ func TestPrivateInstanceKeepsDataAcrossRestart(t *testing.T) {
 	inst, err = pgboot.Start(ctx, pgboot.Config{DataDir: dir})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = inst.Stop(context.Background()) })
-	conn, err := pgx.Connect(ctx, inst.URL())
+	require.Equal(t, "hello", readKept(ctx, t, inst.URL()))
+}
+
+// TestStartRecoversALostInstance is `weft dev` after a second Ctrl-C: the
+// server of the last run was never stopped and holds the folder's lock
+// file. The next start on the folder stops it and comes up with its data.
+func TestStartRecoversALostInstance(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := sharedTempDir(t)
+
+	lost, err := pgboot.Start(ctx, pgboot.Config{DataDir: dir})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = lost.Stop(context.Background()) }) // runs last: by then not running
+	exec(ctx, t, lost.URL(), "CREATE TABLE kept (v text); INSERT INTO kept VALUES ('hello')")
+	// Lost: never stopped, as after a hard stop of its owner.
+
+	inst, err := pgboot.Start(ctx, pgboot.Config{DataDir: dir})
+	require.NoError(t, err, "a start beside a server left running recovers")
+	t.Cleanup(func() { _ = inst.Stop(context.Background()) })
+	require.Equal(t, "hello", readKept(ctx, t, inst.URL()))
+	conn, err := pgx.Connect(ctx, lost.URL())
+	if err == nil {
+		_ = conn.Close(ctx)
+	}
+	require.Error(t, err, "the lost server was stopped")
+}
+
+// TestStartRemovesAStaleLockFile: a lock file naming a live process that is
+// not a postgres of the folder (its PID reused, as after a reboot) is
+// stale. PostgreSQL alone refuses to start beside it when that process
+// runs as the server's user.
+func TestStartRemovesAStaleLockFile(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := sharedTempDir(t)
+
+	inst, err := pgboot.Start(ctx, pgboot.Config{DataDir: dir})
+	require.NoError(t, err)
+	exec(ctx, t, inst.URL(), "CREATE TABLE kept (v text); INSERT INTO kept VALUES ('hello')")
+	require.NoError(t, inst.Stop(ctx))
+
+	pgData := filepath.Join(dir, "data") // pgboot's layout: the cluster, beside the server's log
+	st, err := os.Stat(pgData)
+	require.NoError(t, err)
+	owner := st.Sys().(*syscall.Stat_t)
+	other := otherProcess(t, owner.Uid, owner.Gid)
+	pidFile := filepath.Join(pgData, "postmaster.pid")
+	lock := fmt.Sprintf("%d\n%s\n0\n5432\n\n127.0.0.1\n", other, pgData)
+	require.NoError(t, os.WriteFile(pidFile, []byte(lock), 0o600))
+	require.NoError(t, os.Lchown(pidFile, int(owner.Uid), int(owner.Gid)))
+
+	inst, err = pgboot.Start(ctx, pgboot.Config{DataDir: dir})
+	require.NoError(t, err, "a stale lock file does not stop a start")
+	t.Cleanup(func() { _ = inst.Stop(context.Background()) })
+	require.Equal(t, "hello", readKept(ctx, t, inst.URL()))
+}
+
+// otherProcess starts a process that is not a postgres, as uid when the
+// test may switch to it, and returns its PID; the test's end kills it.
+func otherProcess(t *testing.T, uid, gid uint32) int {
+	t.Helper()
+	cmd := osexec.Command("sleep", "600")
+	if os.Geteuid() == 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid}}
+	}
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd.Process.Pid
+}
+
+func readKept(ctx context.Context, t *testing.T, url string) string {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, url)
 	require.NoError(t, err)
 	defer func() { _ = conn.Close(ctx) }()
 	var v string
 	require.NoError(t, conn.QueryRow(ctx, "SELECT v FROM kept").Scan(&v))
-	require.Equal(t, "hello", v)
+	return v
 }
 
 func TestMissingBinariesSaysWhatToInstall(t *testing.T) {
