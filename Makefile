@@ -5,7 +5,7 @@ GOLANGCI_LINT_VERSION := v2.15.0
 BIN := $(CURDIR)/.bin
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
-.PHONY: help run test bench lint build
+.PHONY: help run test bench lint build soak
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -22,6 +22,9 @@ browser: ## Install headless Chromium for the browser tests when missing
 
 bench: ## Print the figures recorded in BENCHMARKS.md (real Postgres and JetStream)
 	go test -run '^$$' -bench . -benchtime 4s ./bench
+
+soak: ## Soak the topology as processes under seeded faults (SOAK_DURATION=5m, SOAK_SEED, SOAK_FAULTS; docs/reliability.md)
+	go run ./soak/cmd/soak
 
 build: ## Build the weft binary into .bin/weft
 	go build -o $(BIN)/weft ./cmd/weft
