@@ -46,8 +46,8 @@ type topology struct {
 	nats     *proc
 	natsAddr string
 	natsMon  string
-	gateways []string // base URLs of the gateways' APIs
-	readURL  string   // the projector's read API
+	gateways []string          // base URLs of the gateways' APIs
+	readURL  string            // the projector's read API
 	ops      map[string]string // ops base URL per proc name
 }
 
