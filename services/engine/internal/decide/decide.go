@@ -16,8 +16,10 @@ import (
 // pure: no I/O, no clock but in's Now, no randomness but in's Jitter, and
 // it never modifies s or p. The same (p, s, in) always gives the same
 // Decision, and folding the Decision's events into s gives the state the
-// next round starts from. Duplicate and stale inputs give the zero
-// Decision; see the package documentation for the rules.
+// next round starts from. Every input first applies the signals
+// accepted before it and not yet applied, in acceptance order; duplicate
+// and stale inputs then add nothing, so with no signal pending they give
+// the zero Decision. See the package documentation for the rules.
 func Decide(p *plan.Plan, s State, in Input) Decision {
 	d, _ := decide(p, s, in)
 	return d
@@ -33,15 +35,20 @@ func decide(p *plan.Plan, s State, in Input) (Decision, State) {
 	switch in := in.(type) {
 	case RunApproved:
 		d.start(in.Full, in.DelayUntil)
+		d.applyPending()
 	case ResultStarted:
+		d.applyPending()
 		d.started(in)
 	case ResultCompleted:
+		d.applyPending()
 		d.completed(in)
 	case ResultFailed:
+		d.applyPending()
 		d.failed(in)
 	case SignalAccepted:
 		d.signal(in)
 	case TimerFired:
+		d.applyPending()
 		d.timer(in)
 	case Resync:
 		d.resync(in)

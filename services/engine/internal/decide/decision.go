@@ -12,7 +12,8 @@ import (
 // Decision is what one round decided. Events go to the log in order, in one
 // append with a compare-and-swap on the state's Head; Tasks, Timers and
 // Cancels are written in the same transaction (outbox and timer table).
-// The zero Decision decides nothing: the input was a duplicate or stale.
+// The zero Decision decides nothing: the input was a duplicate or stale,
+// and no accepted signal was pending.
 type Decision struct {
 	Events  []events.Spec
 	Tasks   []Task

@@ -32,10 +32,23 @@
 // that the state allows at most once, so a duplicate decision can only
 // repeat an existing key, which the log collapses.
 //
+// # Signals
+//
+// A run's signals apply in acceptance (runSeq) order, never in delivery
+// order, however many engines share the bus's consumers. The state knows
+// the signals accepted and not yet applied (State.Pending, from the
+// SignalAccepted events in the log), so a round applies the pending ones
+// first: a SignalAccepted input applies those accepted before it, then
+// itself; any other input applies them all (after the start, for a
+// RunApproved or a Resync, which stand for the approval accepted before
+// any signal) before acting on it. A signal whose message comes late or
+// never so takes effect at the run's next round at the latest.
+//
 // # Fast path
 //
 // A duplicate or stale input (a result of an older logical attempt, a
 // second result for a finished attempt, any result for a finished run, a
-// signal whose id the run already applied) decides nothing: the Decision
-// is empty and the round only acks.
+// signal whose id the run already applied) decides nothing but the pending
+// signals it applies: with none pending, the Decision is empty and the
+// round only acks.
 package decide

@@ -1,8 +1,6 @@
 package decide
 
 import (
-	"slices"
-
 	"github.com/weftrun/weft/pkg/plan"
 )
 
@@ -15,12 +13,7 @@ func (d *decider) resync(in Resync) {
 		return
 	}
 	d.start(in.Full, in.DelayUntil)
-	for _, sig := range slices.Clone(d.s.Pending) { // applying one removes it
-
-		sig.Now = d.now
-		d.signal(sig)
-	}
-	d.cause = ""
+	d.applyPending()
 	for _, id := range d.order {
 		ps, _ := d.p.Step(id)
 		if st := d.s.Steps[id]; ps.EffectiveKind() == plan.KindActivity && d.lost(st, ps, in) {

@@ -44,6 +44,21 @@ func (d *decider) signal(in SignalAccepted) {
 	d.applyOne(in)
 }
 
+// applyPending applies every signal accepted and not yet applied, in
+// acceptance order, before the round acts on an input that is not a
+// signal: a result, a timer or a resync comes after every signal accepted
+// before its round, so a signal whose message the bus lost or has not
+// delivered yet takes effect at the run's next round, and a run never
+// ends with an accepted signal unapplied. Events after it carry no
+// causedBySignalId.
+func (d *decider) applyPending() {
+	for _, sig := range slices.Clone(d.s.Pending) { // applying one removes it
+		sig.Now = d.now
+		d.applyOne(sig)
+	}
+	d.cause = ""
+}
+
 // applyOne applies one signal the run has not applied, and records its
 // SignalApplied.
 func (d *decider) applyOne(in SignalAccepted) {

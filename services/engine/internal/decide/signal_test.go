@@ -279,3 +279,64 @@ func TestSignalsApplyInAcceptanceOrder(t *testing.T) {
 		}
 	})
 }
+
+// TestPendingSignalsApplyAtTheNextRound accepts signals whose messages have
+// not come (lost, or late): the run's next round, whatever its input,
+// applies them first, in acceptance order, so a run never ends with an
+// accepted signal unapplied; the events of the input itself name no
+// signal, and a signal's late message decides nothing.
+func TestPendingSignalsApplyAtTheNextRound(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []roundCase{
+		{name: "a result applies a pending PAUSE first", steps: linear, given: []Input{approve(), accept(pause(1))},
+			in: done("a", 1), want: []string{"RunPaused 1", "SignalApplied 1", "StepStarted a 1", "StepCompleted a 1"}},
+		{name: "a last result after a pending CANCEL does not complete the run", steps: linear,
+			given: []Input{approve(), done("a", 1), accept(cancel(1))}, in: done("b", 1),
+			want: []string{"RunCancelled", "SignalApplied 1"}, cancels: []string{"b/1"}},
+		{name: "a timer applies pending signals in acceptance order", steps: linear,
+			given: []Input{approve(), fail("a", 1, true), accept(pause(1)), accept(resume(2))}, in: fire("a", 2, TimerRetry),
+			want:  []string{"RunPaused 1", "SignalApplied 1", "RunResumed 1", "StepScheduled a 2", "SignalApplied 2"},
+			tasks: []string{"a/2"}},
+		{name: "a result's own events name no signal", steps: linear, given: []Input{approve(), accept(pause(1))},
+			in: start("a", 1), want: []string{"RunPaused 1", "SignalApplied 1", "StepStarted a 1"}},
+		{name: "the start comes before a signal accepted after the approval", steps: linear,
+			given: []Input{accept(pause(1))}, in: approve(),
+			want: []string{"RunStarted", "StepScheduled a 1", "RunPaused 1", "SignalApplied 1"}, tasks: []string{"a/1"}},
+		{name: "a stale result still applies a pending signal", steps: linear,
+			given: []Input{approve(), done("a", 1), accept(pause(1))}, in: done("a", 1),
+			want: []string{"RunPaused 1", "SignalApplied 1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, tc.steps...)
+			var late []Input
+			for _, in := range tc.given {
+				if a, ok := in.(accepted); ok {
+					b.accepted(b.stamp(a.SignalAccepted).(SignalAccepted))
+					late = append(late, a.SignalAccepted)
+					continue
+				}
+				b.decide(in)
+			}
+			d := b.decide(tc.in)
+			require.Equal(t, tc.want, descs(d.Events))
+			require.Equal(t, orEmpty(tc.tasks), taskIDs(d))
+			require.Equal(t, orEmpty(tc.cancels), cancelIDs(d))
+			for i := len(d.Events) - 1; i >= 0 && d.Events[i].Type != events.SignalApplied; i-- {
+				require.Empty(t, d.Events[i].CausedBySignalID, "%s is the input's, not a signal's", d.Events[i].Type)
+			}
+			require.Empty(t, b.s.Pending)
+			for _, in := range late {
+				require.True(t, b.decide(in).Empty(), "the signal's late message decides nothing")
+			}
+		})
+	}
+}
+
+// accepted is a test input that only appends a signal's SignalAccepted to
+// the log, as the gateway does; its message is not delivered.
+type accepted struct{ SignalAccepted }
+
+// accept returns the input that accepts the signal in without delivering
+// it.
+func accept(in Input) Input { return accepted{in.(SignalAccepted)} }
