@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftrun/weft/pkg/streams"
@@ -84,6 +85,10 @@ type Config struct {
 	StartedAfter time.Duration
 	// Logger receives the worker's logs. Nil discards them.
 	Logger *slog.Logger
+	// MeterProvider receives the metrics of the queue's consumer
+	// (weft.consumer.missing, weft.consumer.recreations; streams.Keeper).
+	// Nil records nothing.
+	MeterProvider metric.MeterProvider
 	// TracerProvider traces each task: a span around the activity's
 	// execution, parented to the trace context in the task message's
 	// headers, whose context the results carry in theirs. Nil traces

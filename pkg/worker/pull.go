@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/weftrun/weft/pkg/streams"
 )
 
 // fetchWait is how long one pull request waits for tasks. Stop cancels it
@@ -25,7 +27,14 @@ const (
 // tasks. It asks JetStream only for as many tasks as it has free slots, so
 // at most Config.Concurrency tasks are delivered to this worker and not yet
 // settled, and none waits here while it could run elsewhere.
-func (w *Worker) pull(ctx, soft context.Context, cons jetstream.Consumer, tasks *sync.WaitGroup, beat time.Duration) {
+//
+// It keeps the consumer meanwhile (keeper.Keep): a failed pull request
+// asks the keeper to check it now. cons addresses the consumer by name, so
+// it pulls from the consumer the keeper creates again.
+func (w *Worker) pull(ctx, soft context.Context, keeper *streams.Keeper, cons jetstream.Consumer, tasks *sync.WaitGroup, beat time.Duration) {
+	var keeping sync.WaitGroup
+	defer keeping.Wait()
+	keeping.Go(func() { keeper.Keep(soft, func(jetstream.Consumer) {}) })
 	slots := make(semaphore, w.cfg.Concurrency)
 	backoff := minPullBackoff
 	for {
@@ -44,6 +53,7 @@ func (w *Worker) pull(ctx, soft context.Context, cons jetstream.Consumer, tasks 
 			backoff = minPullBackoff
 			continue
 		}
+		keeper.Suspect(err)
 		w.logger.WarnContext(ctx, "worker: pull request failed; retrying", "err", err, "backoff", backoff.String())
 		if !wait(soft, backoff) {
 			return

@@ -103,7 +103,9 @@ func (w *Worker) activity(name string) (*activity, bool) {
 }
 
 // Start creates the queue's task consumer or updates it to the settings of
-// streams.TaskConsumer with Config.AckWait, subscribes to cancel notices,
+// streams.TaskConsumer with Config.AckWait, and keeps it while the worker
+// runs (streams.Keeper: deleted, alone or with its stream, it is created
+// again), subscribes to cancel notices,
 // and then takes and runs tasks in the background until Stop is called or
 // ctx ends. Cancelling ctx is a hard stop: running activities are
 // cancelled and their tasks left for redelivery. Start returns
@@ -119,20 +121,27 @@ func (w *Worker) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cons, err := w.js.CreateOrUpdateConsumer(ctx, streams.TasksStream, cc)
+	keeper, err := streams.NewKeeper(w.js, streams.TasksStream, cc,
+		streams.KeeperConfig{Logger: w.logger, MeterProvider: w.cfg.MeterProvider})
 	if err != nil {
-		return fmt.Errorf("worker: create consumer %s: %w", cc.Durable, err)
+		return fmt.Errorf("worker: %w", err)
+	}
+	cons, err := keeper.Ensure(ctx)
+	if err != nil {
+		_ = keeper.Close()
+		return fmt.Errorf("worker: create consumer: %w", err)
 	}
 	runCtx, hardStop := context.WithCancel(ctx)
 	sub, err := w.subscribeCancels(runCtx)
 	if err != nil {
 		hardStop()
+		_ = keeper.Close()
 		return err
 	}
 	soft, stopSoft := context.WithCancel(runCtx)
 	w.stopSoft, w.hardStop, w.done, w.started = stopSoft, hardStop, make(chan struct{}), true
 	beat := cons.CachedInfo().Config.AckWait / 3
-	go w.run(runCtx, soft, cons, sub, beat)
+	go w.run(runCtx, soft, keeper, cons, sub, beat)
 	w.logger.InfoContext(ctx, "worker started", "concurrency", w.cfg.Concurrency, "ack_wait", cc.AckWait.String())
 	return nil
 }
@@ -164,11 +173,12 @@ func (w *Worker) Stop(ctx context.Context) error {
 
 // run takes tasks until soft ends, waits for the running ones, and then
 // drops the cancel subscription. ctx ends every activity and I/O at once.
-func (w *Worker) run(ctx, soft context.Context, cons jetstream.Consumer, sub *nats.Subscription, beat time.Duration) {
+func (w *Worker) run(ctx, soft context.Context, keeper *streams.Keeper, cons jetstream.Consumer, sub *nats.Subscription, beat time.Duration) {
 	defer close(w.done)
 	defer w.hardStop()
+	defer func() { _ = keeper.Close() }()
 	var tasks sync.WaitGroup
-	w.pull(ctx, soft, cons, &tasks, beat)
+	w.pull(ctx, soft, keeper, cons, &tasks, beat)
 	tasks.Wait()
 	if err := sub.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		w.logger.WarnContext(ctx, "worker: unsubscribe from cancel notices", "err", err)

@@ -74,7 +74,7 @@ func New(nc *nats.Conn, cfg Config, logger *slog.Logger) (*Service, error) {
 	}
 	w, err := worker.New(js, worker.Config{
 		Queue: cfg.Queue, Concurrency: cfg.Concurrency, WorkerID: cfg.WorkerID, AckWait: cfg.AckWait, Logger: logger,
-		TracerProvider: cfg.TracerProvider,
+		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("activity-worker: %w", err)

@@ -43,20 +43,23 @@ func (s *Service) startConsumers(ctx context.Context) ([]*lanes.Lanes, error) {
 // Concurrency lanes (internal/lanes): one engine handles a run's messages
 // one batch at a time, in the order JetStream delivers them, so a worker's
 // StepStarted is recorded before its StepCompleted and rounds of one run
-// rarely race. Rounds of different runs run in parallel.
+// rarely race. Rounds of different runs run in parallel. The lanes keep the
+// consumer (streams.Keeper): deleted, it is created again. The keeper's
+// metrics are unregistered when ctx ends.
 func (s *Service) consume(ctx context.Context, stream, durable, filter string, toRound toRoundFunc) (*lanes.Lanes, error) {
-	cons, err := s.js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{
+	keeper, err := streams.NewKeeper(s.js, stream, jetstream.ConsumerConfig{
 		Durable:       durable,
 		FilterSubject: filter,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       s.cfg.AckWait,
 		MaxAckPending: s.cfg.Concurrency * 32,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
-	})
+	}, streams.KeeperConfig{Logger: s.logger, MeterProvider: s.cfg.MeterProvider})
 	if err != nil {
 		return nil, fmt.Errorf("engine: consumer %s: %w", durable, err)
 	}
-	l, err := lanes.Start(cons, s.cfg.Concurrency, s.cfg.MaxBatch, func(msgs []jetstream.Msg) {
+	context.AfterFunc(ctx, func() { _ = keeper.Close() })
+	l, err := lanes.Start(ctx, keeper, s.cfg.Concurrency, s.cfg.MaxBatch, func(msgs []jetstream.Msg) {
 		s.handleBatch(ctx, msgs, toRound)
 	})
 	if err != nil {

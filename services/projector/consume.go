@@ -18,20 +18,23 @@ import (
 )
 
 // consume creates (or updates) the shared durable consumer on WEFT_EVENTS
-// and feeds it to Concurrency lanes, one run per lane.
+// and feeds it to Concurrency lanes, one run per lane. The lanes keep the
+// consumer (streams.Keeper): deleted, it is created again. The keeper's
+// metrics are unregistered when ctx ends.
 func (s *Service) consume(ctx context.Context) (*lanes.Lanes, error) {
-	cons, err := s.js.CreateOrUpdateConsumer(ctx, streams.EventsStream, jetstream.ConsumerConfig{
+	keeper, err := streams.NewKeeper(s.js, streams.EventsStream, jetstream.ConsumerConfig{
 		Durable:       Consumer,
 		FilterSubject: streams.EventsSubjectPrefix + ".*",
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       s.cfg.AckWait,
 		MaxAckPending: s.cfg.Concurrency * s.cfg.MaxBatch * 2,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
-	})
+	}, streams.KeeperConfig{Logger: s.logger, MeterProvider: s.mp})
 	if err != nil {
 		return nil, fmt.Errorf("projector: consumer %s: %w", Consumer, err)
 	}
-	l, err := lanes.Start(cons, s.cfg.Concurrency, s.cfg.MaxBatch, func(msgs []jetstream.Msg) {
+	context.AfterFunc(ctx, func() { _ = keeper.Close() })
+	l, err := lanes.Start(ctx, keeper, s.cfg.Concurrency, s.cfg.MaxBatch, func(msgs []jetstream.Msg) {
 		s.handleBatch(ctx, msgs)
 	})
 	if err != nil {

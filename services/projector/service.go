@@ -26,6 +26,7 @@ type Service struct {
 	js       jetstream.JetStream
 	logger   *slog.Logger
 	metrics  metrics
+	mp       metric.MeterProvider // its consumer keeper's; nil records nothing
 	lagAlarm lagAlarm
 	changes  notifier
 }
@@ -42,7 +43,7 @@ func New(pool *pgxpool.Pool, js jetstream.JetStream, cfg Config, mp metric.Meter
 	if err != nil {
 		return nil, fmt.Errorf("projector: metrics: %w", err)
 	}
-	return &Service{cfg: cfg, pool: pool, log: eventlog.New(pool), js: js, metrics: m,
+	return &Service{cfg: cfg, pool: pool, log: eventlog.New(pool), js: js, metrics: m, mp: mp,
 		logger: logger.With("service", "projector")}, nil
 }
 
