@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -123,7 +124,13 @@ func devStack(ctx context.Context, env *environment, cfg devConfig) (err error) 
 		return err
 	}
 	b := &backends{pool: pool, nc: nc, js: js}
-	opsURL, stopOps, err := o.serve(ctx, env.logger, b.checks(streams.EventsStream, streams.TasksStream, streams.ResultsStream))
+	checks := b.checks(streams.EventsStream, streams.TasksStream, streams.ResultsStream)
+	workers, err := workerConsumers("")
+	if err != nil {
+		return err
+	}
+	checks = append(checks, consumerChecks(b, slices.Concat(engineConsumers(), projectorConsumers(), workers)...)...)
+	opsURL, stopOps, err := o.serve(ctx, env.logger, checks)
 	if err != nil {
 		return err
 	}

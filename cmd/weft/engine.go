@@ -73,7 +73,8 @@ func runEngine(ctx context.Context, env *environment, args []string) error {
 	}
 	defer b.close()
 	uses := []string{streams.EventsStream, streams.ResultsStream} // its consumers'
-	return withOps(ctx, env, o, b.checks(uses...), func(ctx context.Context) error {
+	checks := append(b.checks(uses...), consumerChecks(b, engineConsumers()...)...)
+	return withOps(ctx, env, o, checks, func(ctx context.Context) error {
 		if err := b.streams(ctx, *opt.ensure, env.logger, uses...); err != nil {
 			return err
 		}
@@ -125,7 +126,12 @@ func runWorker(ctx context.Context, env *environment, args []string) error {
 	}
 	defer b.close()
 	uses := []string{streams.TasksStream, streams.ResultsStream} // takes tasks, reports results
-	return withOps(ctx, env, o, b.checks(uses...), func(ctx context.Context) error {
+	consumers, err := workerConsumers(*opt.queue)
+	if err != nil {
+		return err
+	}
+	checks := append(b.checks(uses...), consumerChecks(b, consumers...)...)
+	return withOps(ctx, env, o, checks, func(ctx context.Context) error {
 		if err := b.streams(ctx, *opt.ensure, env.logger, uses...); err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,10 @@ import (
 	"github.com/weftrun/weft/internal/httpserve"
 	"github.com/weftrun/weft/internal/metrics"
 	"github.com/weftrun/weft/internal/traceboot"
+	"github.com/weftrun/weft/pkg/streams"
+	"github.com/weftrun/weft/pkg/worker"
+	"github.com/weftrun/weft/services/engine"
+	"github.com/weftrun/weft/services/projector"
 )
 
 // opsOff is the --ops-addr value that turns the ops listener off.
@@ -130,4 +135,41 @@ func withOps(ctx context.Context, env *environment, o *ops, checks []health.Chec
 		err = errors.Join(err, fmt.Errorf("ops listener: %w", stopErr))
 	}
 	return errors.Join(err, o.closeTraces(stopCtx))
+}
+
+// consumerRef names a durable consumer a service keeps (streams.Keeper),
+// for its readiness check.
+type consumerRef struct{ stream, durable string }
+
+// engineConsumers are the durable consumers every engine shares.
+func engineConsumers() []consumerRef {
+	return []consumerRef{
+		{streams.EventsStream, engine.EventsConsumer},
+		{streams.ResultsStream, engine.ResultsConsumer},
+	}
+}
+
+// projectorConsumers are the durable consumers every projector shares.
+func projectorConsumers() []consumerRef {
+	return []consumerRef{{streams.EventsStream, projector.Consumer}}
+}
+
+// workerConsumers are the durable consumers of the workers of queue (empty:
+// the default queue).
+func workerConsumers(queue string) ([]consumerRef, error) {
+	cc, err := streams.TaskConsumer(cmp.Or(queue, worker.DefaultQueue), 0)
+	if err != nil {
+		return nil, err
+	}
+	return []consumerRef{{streams.TasksStream, cc.Durable}}, nil
+}
+
+// consumerChecks returns a readiness check per consumer: /readyz answers
+// 503 naming "consumer <durable>" while one is missing.
+func consumerChecks(b *backends, consumers ...consumerRef) []health.Check {
+	cs := make([]health.Check, 0, len(consumers))
+	for _, c := range consumers {
+		cs = append(cs, health.Consumer(b.js, c.stream, c.durable))
+	}
+	return cs
 }

@@ -70,7 +70,7 @@ func TestWorkerOpsListenerWhileWaitingForStreams(t *testing.T) {
 		r, status, ok = readiness(t, base)
 		return ok && status == http.StatusServiceUnavailable
 	}, time.Minute, 20*time.Millisecond, "the worker's /readyz answers")
-	require.Equal(t, []string{"stream WEFT_TASKS", "stream WEFT_RESULTS"}, r.Failing)
+	require.Equal(t, []string{"stream WEFT_TASKS", "stream WEFT_RESULTS", "consumer tasks-default"}, r.Failing)
 	require.Eventually(t, func() bool { return strings.Contains(errOut.String(), "waiting for Weft's JetStream streams") },
 		time.Minute, 20*time.Millisecond, "the wait is logged with what creates the streams")
 
@@ -81,7 +81,7 @@ func TestWorkerOpsListenerWhileWaitingForStreams(t *testing.T) {
 	}, time.Minute, 20*time.Millisecond, "ready once the streams exist")
 	r, _, _ = readiness(t, base)
 	require.Equal(t, []health.CheckResult{{Name: "nats", Status: "ok"}, {Name: "stream WEFT_TASKS", Status: "ok"},
-		{Name: "stream WEFT_RESULTS", Status: "ok"}}, r.Checks)
+		{Name: "stream WEFT_RESULTS", Status: "ok"}, {Name: "consumer tasks-default", Status: "ok"}}, r.Checks)
 	require.Eventually(t, func() bool { return strings.Contains(errOut.String(), "activity worker serving") },
 		time.Minute, 20*time.Millisecond, "the worker starts once the streams exist")
 

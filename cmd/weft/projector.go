@@ -61,7 +61,8 @@ func runProjector(ctx context.Context, env *environment, args []string) error {
 	defer b.close()
 	cfg := opt.cfg
 	cfg.Keys = keys
-	return withOps(ctx, env, o, b.checks(streams.EventsStream), func(ctx context.Context) error {
+	checks := append(b.checks(streams.EventsStream), consumerChecks(b, projectorConsumers()...)...)
+	return withOps(ctx, env, o, checks, func(ctx context.Context) error {
 		if err := b.streams(ctx, *opt.ensure, env.logger, streams.EventsStream); err != nil {
 			return err
 		}

@@ -45,3 +45,20 @@ func Stream(js jetstream.JetStream, name string) Check {
 		return err
 	}}
 }
+
+// Consumer returns the check named "consumer <durable>": the durable
+// consumer exists on stream. A consumer deleted under a running service
+// fails it until the service creates it again (streams.Keeper). Its info
+// request needs $JS.API.CONSUMER.INFO.<stream>.<durable>.
+func Consumer(js jetstream.JetStream, stream, durable string) Check {
+	return Check{Name: "consumer " + durable, Run: func(ctx context.Context) error {
+		_, err := js.Consumer(ctx, stream, durable)
+		switch {
+		case errors.Is(err, jetstream.ErrConsumerNotFound):
+			return fmt.Errorf("consumer not found on stream %s", stream)
+		case errors.Is(err, jetstream.ErrStreamNotFound):
+			return fmt.Errorf("stream %s not found", stream)
+		}
+		return err
+	}}
+}

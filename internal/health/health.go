@@ -1,6 +1,7 @@
 // Package health answers a service's liveness and readiness probes over
 // HTTP: /healthz says the process serves, /readyz says its dependencies
-// (Postgres, NATS, the JetStream streams it uses) answer now.
+// (Postgres, NATS, the JetStream streams it uses, the durable consumers it
+// keeps) answer now.
 //
 // Readiness runs every check at once, each bounded by a short timeout, and
 // answers 200 with each check's status, or 503 naming the checks that

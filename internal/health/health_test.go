@@ -127,3 +127,30 @@ func TestChecksAgainstRealDependencies(t *testing.T) {
 	r = p.Check(t.Context())
 	require.Equal(t, []string{"nats", "stream WEFT_TASKS"}, r.Failing)
 }
+
+// The consumer check fails, naming the consumer, while it is missing:
+// before it is created, after it is deleted, and with its stream gone.
+func TestConsumerCheckNamesAMissingConsumer(t *testing.T) {
+	t.Parallel()
+	js := weftest.NewNATS(t).JetStream(t)
+	require.NoError(t, streams.Ensure(t.Context(), js, streams.Config{}))
+	cc, err := streams.TaskConsumer("q", 0)
+	require.NoError(t, err)
+	p, err := health.New(0, health.Consumer(js, streams.TasksStream, cc.Durable))
+	require.NoError(t, err)
+
+	code, r := serve(t, p, "/readyz")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Equal(t, []string{"consumer tasks-q"}, r.Failing)
+	require.Equal(t, "consumer not found on stream WEFT_TASKS", r.Checks[0].Error)
+
+	_, err = js.CreateOrUpdateConsumer(t.Context(), streams.TasksStream, cc)
+	require.NoError(t, err)
+	code, _ = serve(t, p, "/readyz")
+	require.Equal(t, http.StatusOK, code)
+
+	require.NoError(t, js.DeleteStream(t.Context(), streams.TasksStream))
+	code, r = serve(t, p, "/readyz")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Equal(t, "stream WEFT_TASKS not found", r.Checks[0].Error)
+}
