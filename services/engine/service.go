@@ -77,14 +77,18 @@ type Config struct {
 	TimerPollInterval time.Duration
 	// TimerBatch is how many due timers one scan delivers.
 	TimerBatch int
-	// SweepInterval is how often the sweep looks for stalled runs.
+	// SweepInterval is how often the sweep looks for stalled runs, between
+	// MinSweepInterval and MaxSweepInterval.
 	SweepInterval time.Duration
 	// StallAfter is how long a run's log must stand still before the sweep
-	// re-drives it, and how long between two sweeps of one run.
+	// re-drives it, and how long between two sweeps of one run; between
+	// MinStallAfter and MaxStallAfter.
 	StallAfter time.Duration
 	// TaskGrace is how long past its timeout a started attempt may go
 	// without an outcome before the sweep sends its task again (one not
-	// started within its timeout is sent again at once).
+	// started within its timeout is sent again at once); between
+	// MinTaskGrace and MaxTaskGrace. docs/engine.md, "Recovery times",
+	// gives what each lost message costs under these three.
 	TaskGrace time.Duration
 	// SweepBatch bounds the runs one sweep re-drives.
 	SweepBatch int
@@ -180,12 +184,16 @@ type Service struct {
 
 // New returns the engine over pool and nc. The Weft streams must exist
 // (streams.Ensure); the engine creates its consumers. A nil logger
-// discards logs.
+// discards logs. A sweep timing outside its limits is a *LimitError
+// (Config.Validate).
 func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config, logger *slog.Logger) (*Service, error) {
 	if pool == nil || nc == nil {
 		return nil, errors.New("engine: New needs a Postgres pool and a NATS connection")
 	}
 	if err := cfg.Admission.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	js, err := jetstream.New(nc)
