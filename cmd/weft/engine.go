@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"time"
 
 	"github.com/weftrun/weft/pkg/streams"
 	activityworker "github.com/weftrun/weft/services/activity-worker"
@@ -15,6 +18,40 @@ type engineOptions struct {
 	ops         *string
 	concurrency *int
 	checkpoints checkpointOptions
+	sweep       *sweepOptions
+}
+
+// sweepOptions are the flags of the engine's sweep timings
+// (docs/engine.md, "Sweeps" and "Recovery times").
+type sweepOptions struct {
+	interval, stallAfter, taskGrace time.Duration
+}
+
+// sweepFlags defines the sweep flags on f, with the engine's defaults.
+func sweepFlags(f *flags) *sweepOptions {
+	o := &sweepOptions{}
+	f.durationVar(&o.interval, "sweep-interval", "WEFT_ENGINE_SWEEP_INTERVAL", engine.DefaultSweepInterval,
+		fmt.Sprintf("how often each engine looks for stalled runs (%s to %s)", engine.MinSweepInterval, engine.MaxSweepInterval))
+	f.durationVar(&o.stallAfter, "stall-after", "WEFT_ENGINE_STALL_AFTER", engine.DefaultStallAfter,
+		fmt.Sprintf("how long a run's log must stand still before the sweep re-drives it, and between two sweeps of a run (%s to %s)",
+			engine.MinStallAfter, engine.MaxStallAfter))
+	f.durationVar(&o.taskGrace, "task-grace", "WEFT_ENGINE_TASK_GRACE", engine.DefaultTaskGrace,
+		fmt.Sprintf("how long past its timeout a started attempt may stay silent before its task is sent again (%s to %s)",
+			engine.MinTaskGrace, engine.MaxTaskGrace))
+	return o
+}
+
+// apply sets the sweep timings on cfg and returns it, or the flag a timing
+// out of its limits came from.
+func (o sweepOptions) apply(cfg engine.Config) (engine.Config, error) {
+	cfg.SweepInterval, cfg.StallAfter, cfg.TaskGrace = o.interval, o.stallAfter, o.taskGrace
+	err := cfg.Validate()
+	var le *engine.LimitError
+	if errors.As(err, &le) {
+		flag := map[string]string{"SweepInterval": "--sweep-interval", "StallAfter": "--stall-after", "TaskGrace": "--task-grace"}[le.Field]
+		return cfg, fmt.Errorf("weft engine %s: %w", flag, err)
+	}
+	return cfg, err
 }
 
 // checkpointOptions are the engine's checkpoint flags, in `weft engine`
@@ -53,6 +90,7 @@ func engineFlags(env *environment) (*flags, engineOptions) {
 		ops:         opsFlag(f, "WEFT_ENGINE_OPS_ADDR", engineOpsAddr),
 		concurrency: f.int("concurrency", "WEFT_ENGINE_CONCURRENCY", "rounds in flight per consumer (0: default)"),
 		checkpoints: checkpointFlags(f),
+		sweep:       sweepFlags(f),
 	}
 }
 
@@ -61,6 +99,10 @@ func engineFlags(env *environment) (*flags, engineOptions) {
 func runEngine(ctx context.Context, env *environment, args []string) error {
 	f, opt := engineFlags(env)
 	if err := f.parse(args); err != nil {
+		return err
+	}
+	cfg, err := opt.sweep.apply(opt.checkpoints.apply(engine.Config{Concurrency: *opt.concurrency}))
+	if err != nil {
 		return err
 	}
 	o, err := newOps(ctx, env, "weft-engine", *opt.ops, opsHint(f))
@@ -78,7 +120,7 @@ func runEngine(ctx context.Context, env *environment, args []string) error {
 		if err := b.streams(ctx, *opt.ensure, env.logger, uses...); err != nil {
 			return err
 		}
-		cfg := opt.checkpoints.apply(engine.Config{Concurrency: *opt.concurrency, MeterProvider: o.meters, TracerProvider: o.tracer})
+		cfg.MeterProvider, cfg.TracerProvider = o.meters, o.tracer
 		eng, err := engine.New(b.pool, b.nc, cfg, env.logger)
 		if err != nil {
 			return err
