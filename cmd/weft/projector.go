@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
@@ -40,8 +41,12 @@ func projectorFlags(env *environment) (*flags, *projectorOptions) {
 }
 
 // runProjector is `weft projector`: the snapshot projector with the read
-// API and the UI (docs/read-api.md). Any number may run.
+// API and the UI (docs/read-api.md). Any number may run. `weft projector
+// rebuild` is runProjectorRebuild.
 func runProjector(ctx context.Context, env *environment, args []string) error {
+	if len(args) > 0 && args[0] == "rebuild" {
+		return runProjectorRebuild(ctx, env, args[1:])
+	}
 	f, opt := projectorFlags(env)
 	if err := f.parse(args); err != nil {
 		return err
@@ -98,4 +103,38 @@ func startDevProjector(ctx context.Context, logger *slog.Logger, pool *pgxpool.P
 	}
 	stop := background(ctx, func(ctx context.Context) error { return p.Serve(ctx, ln) })
 	return "http://" + ln.Addr().String(), stop, nil
+}
+
+// projectorRebuildFlags defines the flags of `weft projector rebuild`.
+func projectorRebuildFlags(env *environment) (*flags, *string) {
+	f := newFlags("projector rebuild", env)
+	return f, f.string("database-url", "WEFT_DATABASE_URL", "Postgres connection URL")
+}
+
+// runProjectorRebuild is `weft projector rebuild`: one pass over every run
+// of the event log that projects each run without a snapshot from its log,
+// then a report of what it did and at what rate. It needs Postgres only,
+// and may run while projectors do (docs/read-api.md, "Rebuilding
+// snapshots").
+func runProjectorRebuild(ctx context.Context, env *environment, args []string) error {
+	f, db := projectorRebuildFlags(env)
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	pool, err := openPool(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	r, err := projector.NewRebuilder(pool, projector.Config{}, nil, env.logger)
+	if err != nil {
+		return err
+	}
+	st, err := r.Rebuild(ctx)
+	if err != nil {
+		return fmt.Errorf("rebuilt %d runs, then: %w", st.Rebuilt, err)
+	}
+	_, err = fmt.Fprintf(env.stdout, "rebuilt %d of the log's %d runs in %s (%.0f runs/s)\n",
+		st.Rebuilt, st.Scanned, st.Elapsed.Round(time.Millisecond), st.RunsPerSecond())
+	return err
 }

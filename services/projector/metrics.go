@@ -13,6 +13,7 @@ const meterName = "github.com/weftrun/weft/services/projector"
 //	weft.projector.lag             histogram (s)  persistedAt to applied, per event
 //	weft.projector.events.applied  counter        events applied to snapshots
 //	weft.projector.resyncs         counter        runs read back from the log
+//	weft.projector.rebuilt         counter        runs without a snapshot rebuilt from the log
 //	weft.projector.alerts          counter        alerts raised, by code
 //
 // and the gauges of gauges.go (open gaps, runs by status).
@@ -21,6 +22,7 @@ type metrics struct {
 	lag     metric.Float64Histogram
 	applied metric.Int64Counter
 	resyncs metric.Int64Counter
+	rebuilt metric.Int64Counter
 	alerts  metric.Int64Counter
 }
 
@@ -46,6 +48,10 @@ func newMetrics(mp metric.MeterProvider) (metrics, error) {
 	}
 	if ms.resyncs, err = m.Int64Counter("weft.projector.resyncs",
 		metric.WithDescription("Runs whose events were read back from the log: a gap, lag or a stale run.")); err != nil {
+		return ms, err
+	}
+	if ms.rebuilt, err = m.Int64Counter("weft.projector.rebuilt",
+		metric.WithDescription("Runs that had no snapshot, rebuilt from the log.")); err != nil {
 		return ms, err
 	}
 	ms.alerts, err = m.Int64Counter("weft.projector.alerts",

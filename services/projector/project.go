@@ -51,7 +51,7 @@ type runChange struct {
 //     the log has not yet shown the events before it: the gap stays open
 //     (the run is STALE) and the resync loop retries.
 //
-// A nil bus (the resync loop's call) always resyncs. An event the reducer
+// A nil bus (the resync loop's and the rebuild's call) always resyncs. An event the reducer
 // cannot read halts the run the same way: it stays
 // STALE at the event before, and the error is returned in haltErr.
 func (s *Service) project(ctx context.Context, tx pgx.Tx, r *runRow, bus []events.Event, now time.Time) (runChange, error) {
@@ -89,6 +89,9 @@ func (s *Service) project(ctx context.Context, tx pgx.Tx, r *runRow, bus []event
 		seen = max(seen, r.snap.LastEventSeq+1)
 	}
 	s.absorb(r, applied, now, &ch)
+	if rebuilding(ctx) { // a rebuild measures no lag and counts no resync
+		ch.persisted, ch.resynced = nil, false
+	}
 	s.setGap(r, seen, now, &ch)
 	ch.changed = ch.changed || r.snap.LastEventSeq != before || wasStale != r.stale()
 	ch.gapOpened = !wasStale && r.stale()

@@ -56,10 +56,10 @@ func (s *Service) Run(ctx context.Context) error {
 	return s.Serve(ctx, ln)
 }
 
-// Serve consumes events, runs the resync loop and serves the read API and
-// the UI on ln until ctx ends. Then it stops consuming (unacked messages
-// are redelivered to another projector or the next start) and drains the
-// HTTP requests in flight.
+// Serve consumes events, runs the resync and rebuild loops and serves the
+// read API and the UI on ln until ctx ends. Then it stops consuming
+// (unacked messages are redelivered to another projector or the next
+// start) and drains the HTTP requests in flight.
 func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	reg, err := s.registerGauges()
 	if err != nil {
@@ -74,6 +74,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { s.resyncLoop(ctx) })
+	wg.Go(func() { s.rebuildLoop(ctx) })
 	return httpserve.Serve(ctx, ln, s.Handler(), s.cfg.HTTP, "projector", s.logger)
 }
 

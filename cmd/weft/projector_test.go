@@ -1,0 +1,55 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftrun/weft/internal/weftest"
+	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/events"
+)
+
+// `weft projector rebuild` projects every run of the log that has no
+// snapshot, and reports it; the projector itself is tested in
+// services/projector (issue 16, defect 3).
+func TestProjectorRebuild(t *testing.T) {
+	t.Parallel()
+	db := weftest.NewDB(t)
+	log := eventlog.New(db.Pool)
+	runs := map[string][]events.Type{
+		events.NewRunID(): {events.RunApproved, events.RunStarted, events.RunCompleted},
+		events.NewRunID(): {events.RunApproved, events.RunStarted},
+	}
+	for runID, types := range runs {
+		for _, typ := range types {
+			ev, err := events.New(events.Spec{RunID: runID, Type: typ, PlanVersion: "v1"})
+			require.NoError(t, err)
+			_, err = log.EventAppend(t.Context(), ev)
+			require.NoError(t, err)
+		}
+	}
+	env := map[string]string{"WEFT_DATABASE_URL": db.URL}
+
+	r := weft(t, env, "projector", "rebuild")
+	require.NoError(t, r.err, r.errOut)
+	require.True(t, strings.HasPrefix(r.out, "rebuilt 2 of the log's 2 runs in "), r.out)
+	for runID := range runs {
+		evs, err := log.EventsFetchAfter(t.Context(), runID, 0, 0)
+		require.NoError(t, err)
+		want, err := events.Project(runID, evs)
+		require.NoError(t, err)
+		var got json.RawMessage
+		require.NoError(t, db.Pool.QueryRow(t.Context(),
+			`SELECT snapshot FROM run_snapshots WHERE run_id = $1`, runID).Scan(&got))
+		w, err := json.Marshal(want)
+		require.NoError(t, err)
+		require.JSONEq(t, string(w), string(got), "run %s", runID)
+	}
+
+	r = weft(t, env, "projector", "rebuild")
+	require.NoError(t, r.err, r.errOut)
+	require.True(t, strings.HasPrefix(r.out, "rebuilt 0 of the log's 2 runs in "), r.out)
+}

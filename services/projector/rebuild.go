@@ -1,0 +1,223 @@
+package projector
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/events"
+)
+
+// Rebuilding: every run the log has gets a snapshot. A run whose
+// run_snapshots row is missing (the rows were deleted, or the run's
+// messages were lost long ago) is found by walking run_heads, the log's
+// one row per run, in run id order, and is projected through applyRuns
+// with no bus events: the resync path that reads a STALE run back from the
+// log, here from runSeq 1. Live projection goes on meanwhile: both lock the
+// run's row, so whichever commits second finds the other's watermark and
+// applies only what is past it (a live batch that finds no row creates one
+// and, seeing a gap from runSeq 1, resyncs from the log in the same way).
+
+const (
+	// rebuildPage is how many runs of run_heads one scan query looks at.
+	rebuildPage = 1000
+	// rebuildBatch is how many runs one rebuild transaction projects: each
+	// holds its rows' locks, and live batches of those runs wait for it.
+	rebuildBatch = 50
+	// maxRunID is above every run id: a pass with it as its end has none.
+	maxRunID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
+	// minRunID is at or below every run id.
+	minRunID = "00000000-0000-0000-0000-000000000000"
+)
+
+// rebuildScanSQL looks at the next $3 runs of the log with an id in
+// ($1, $2) and at least one event, through run_heads' primary key, and
+// returns how many it looked at, the last one's id, and those without a
+// snapshot row.
+const rebuildScanSQL = `
+WITH page AS (
+    SELECT run_id FROM run_heads
+    WHERE run_id > $1::uuid AND run_id < $2::uuid AND head_seq > 0
+    ORDER BY run_id LIMIT $3)
+SELECT count(*), coalesce((array_agg(p.run_id::text ORDER BY p.run_id DESC))[1], ''),
+       coalesce(array_agg(p.run_id::text ORDER BY p.run_id) FILTER (WHERE s.run_id IS NULL), '{}')
+FROM page p LEFT JOIN run_snapshots s USING (run_id)`
+
+// RebuildStats is what a rebuild did.
+type RebuildStats struct {
+	// Scanned counts the runs of the log looked at, Rebuilt those that had
+	// no snapshot and were projected from their log.
+	Scanned, Rebuilt int
+	// Elapsed is the rebuild's wall time.
+	Elapsed time.Duration
+}
+
+// RunsPerSecond is the rate of runs rebuilt.
+func (r RebuildStats) RunsPerSecond() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Rebuilt) / r.Elapsed.Seconds()
+}
+
+// rebuildPass is one pass's bounds and progress: the runs with an id in
+// (after, before) are looked at, page by page.
+type rebuildPass struct {
+	after, before string
+	stats         RebuildStats
+}
+
+// rebuildPage scans the pass's next page and rebuilds its runs without a
+// snapshot. It returns false when the pass has no run left.
+func (s *Service) rebuildPage(ctx context.Context, p *rebuildPass) (bool, error) {
+	var n int
+	var last string
+	var missing []string
+	err := s.pool.QueryRow(ctx, rebuildScanSQL, p.after, p.before, rebuildPage).Scan(&n, &last, &missing)
+	if err != nil {
+		return false, fmt.Errorf("projector: scan the log's runs: %w", err)
+	}
+	if n == 0 {
+		return false, nil
+	}
+	p.stats.Scanned += n
+	p.after = last
+	for len(missing) > 0 {
+		batch := missing[:min(rebuildBatch, len(missing))]
+		missing = missing[len(batch):]
+		if err := s.rebuildRuns(ctx, batch); err != nil {
+			return false, err
+		}
+		p.stats.Rebuilt += len(batch)
+	}
+	return n == rebuildPage, nil
+}
+
+// rebuildRuns projects runIDs from their log in one transaction.
+func (s *Service) rebuildRuns(ctx context.Context, runIDs []string) error {
+	byRun := make(map[string][]events.Event, len(runIDs))
+	for _, id := range runIDs {
+		byRun[id] = nil // nil: resync from the log
+	}
+	if err := s.applyRuns(withRebuild(ctx), byRun); err != nil {
+		return fmt.Errorf("projector: rebuild %d runs: %w", len(runIDs), err)
+	}
+	s.metrics.rebuilt.Add(ctx, int64(len(runIDs)))
+	return nil
+}
+
+// rebuild runs a whole pass over the runs with an id in (after, before).
+func (s *Service) rebuild(ctx context.Context, after, before string) (RebuildStats, error) {
+	start := time.Now()
+	p := &rebuildPass{after: after, before: before}
+	for {
+		more, err := s.rebuildPage(ctx, p)
+		p.stats.Elapsed = time.Since(start)
+		if err != nil || !more {
+			return p.stats, err
+		}
+	}
+}
+
+// rebuildLoop keeps every run of the log projected. At start it makes a
+// whole pass over the log's runs approved more than ResyncLag ago (the
+// newer ones are live projection's and the resync loop's); then, every
+// ResyncEvery, it scans on (rebuildScan). A deleted snapshot is rebuilt
+// within one cycle (runs / rebuildPage × ResyncEvery: 2,000 s for a million
+// runs at the defaults), and the rest of a wholesale deletion at once once
+// its first run is found.
+func (s *Service) rebuildLoop(ctx context.Context) {
+	stats, err := s.rebuild(ctx, minRunID, s.rebuildEnd(time.Now()))
+	s.logRebuild(ctx, "start", stats, err)
+	t := time.NewTicker(s.cfg.ResyncEvery)
+	defer t.Stop()
+	p := &rebuildPass{after: minRunID}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		p.before = s.rebuildEnd(time.Now())
+		stats, err := s.rebuildScan(ctx, p)
+		s.logRebuild(ctx, "scan", stats, err)
+	}
+}
+
+// rebuildScan looks at the pass's next page of runs, and goes straight on
+// to the following pages while they have runs to rebuild; at the end of
+// the log it wraps around. It returns what it rebuilt.
+func (s *Service) rebuildScan(ctx context.Context, p *rebuildPass) (RebuildStats, error) {
+	start, before := time.Now(), p.stats
+	for {
+		rebuilt := p.stats.Rebuilt
+		more, err := s.rebuildPage(ctx, p)
+		if err == nil && !more {
+			p.after = minRunID // the end of the log: wrap around
+		}
+		if err != nil || p.stats.Rebuilt == rebuilt || ctx.Err() != nil {
+			return RebuildStats{Scanned: p.stats.Scanned - before.Scanned, Rebuilt: p.stats.Rebuilt - before.Rebuilt,
+				Elapsed: time.Since(start)}, err
+		}
+	}
+}
+
+// rebuildEnd is the end of the loop's passes: the id of the first run
+// approved ResyncLag before now.
+func (s *Service) rebuildEnd(now time.Time) string {
+	return events.RunIDFloor(now.Add(-s.cfg.ResyncLag))
+}
+
+// logRebuild logs a pass that rebuilt runs or failed.
+func (s *Service) logRebuild(ctx context.Context, pass string, st RebuildStats, err error) {
+	switch {
+	case err != nil && ctx.Err() == nil:
+		s.logger.WarnContext(ctx, "projector: rebuild from the log failed; the next scan retries",
+			"pass", pass, "runs_rebuilt", st.Rebuilt, "err", err)
+	case err == nil && st.Rebuilt > 0:
+		s.logger.InfoContext(ctx, "projector: rebuilt snapshots missing from run_snapshots",
+			"pass", pass, "runs_scanned", st.Scanned, "runs_rebuilt", st.Rebuilt,
+			"elapsed_ms", st.Elapsed.Milliseconds(), "runs_per_s", int(st.RunsPerSecond()))
+	}
+}
+
+// Rebuild is one whole pass over every run the log has: each without a
+// snapshot row is projected from its log (`weft projector rebuild`). It
+// is safe while projectors run; they keep applying live events. It
+// returns what it did so far when it fails or ctx ends.
+func (s *Service) Rebuild(ctx context.Context) (RebuildStats, error) {
+	return s.rebuild(ctx, minRunID, maxRunID)
+}
+
+// NewRebuilder returns a Service for Rebuild alone: it needs only the
+// database, neither the bus nor API keys, and must not Serve. mp and
+// logger are as for New.
+func NewRebuilder(pool *pgxpool.Pool, cfg Config, mp metric.MeterProvider, logger *slog.Logger) (*Service, error) {
+	m, err := newMetrics(mp)
+	if err != nil {
+		return nil, fmt.Errorf("projector: metrics: %w", err)
+	}
+	return &Service{cfg: cfg.withDefaults(), pool: pool, log: eventlog.New(pool), metrics: m,
+		logger: logger.With("service", "projector")}, nil
+}
+
+// rebuildKey marks a context whose applyRuns call is a rebuild.
+type rebuildKey struct{}
+
+// withRebuild marks ctx as a rebuild's: project records no lag and no
+// resync for the runs it rebuilds (their events may be months old; that
+// is no projection lag), and the rebuilt counter counts them instead.
+func withRebuild(ctx context.Context) context.Context {
+	return context.WithValue(ctx, rebuildKey{}, true)
+}
+
+// rebuilding reports whether ctx is a rebuild's.
+func rebuilding(ctx context.Context) bool {
+	v, _ := ctx.Value(rebuildKey{}).(bool)
+	return v
+}
