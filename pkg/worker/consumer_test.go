@@ -1,0 +1,80 @@
+package worker_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftrun/weft/internal/health"
+	"github.com/weftrun/weft/internal/metrics"
+	"github.com/weftrun/weft/internal/metrics/metricstest"
+	"github.com/weftrun/weft/pkg/streams"
+	"github.com/weftrun/weft/pkg/task"
+	"github.com/weftrun/weft/pkg/worker"
+)
+
+// keptWorker is a running echo worker of the default queue whose metrics
+// h serves, with the readiness check of its consumer.
+type keptWorker struct {
+	*bundle
+	h      http.Handler
+	probes *health.Probes
+}
+
+func startKeptWorker(t *testing.T) *keptWorker {
+	t.Helper()
+	b := setup(t)
+	mp, h, err := metrics.New()
+	require.NoError(t, err)
+	b.startWorker(t, nil, worker.Config{MeterProvider: mp}, func(w *worker.Worker) {
+		require.NoError(t, w.Register("echo", echo))
+	})
+	probes, err := health.New(0, health.Consumer(b.js, streams.TasksStream, "tasks-default"))
+	require.NoError(t, err)
+	return &keptWorker{bundle: b, h: h, probes: probes}
+}
+
+// taskCompletes publishes a task and waits for its completed result.
+func (k *keptWorker) taskCompletes(t *testing.T) {
+	t.Helper()
+	tk := newTask("echo", `{"n":1}`)
+	results := k.results(t, tk.RunID)
+	publishTask(t, k.js, tk)
+	requireResult(t, tk, task.Completed, "1", results.await("build", task.Completed))
+}
+
+// The task consumer deleted under a running worker is created again: tasks
+// flow again, and the re-creation is counted.
+func TestTaskConsumerDeletedUnderAWorkerIsCreatedAgain(t *testing.T) {
+	t.Parallel()
+	k := startKeptWorker(t)
+	k.taskCompletes(t)
+
+	require.NoError(t, k.js.DeleteConsumer(t.Context(), streams.TasksStream, "tasks-default"))
+	k.taskCompletes(t)
+	scrape := metricstest.Get(t, k.h)
+	require.Equal(t, int64(1), scrape.Count(t, "weft_consumer_recreations_total", map[string]string{"consumer": "tasks-default"}))
+	require.True(t, k.probes.Check(t.Context()).Ready())
+}
+
+// WEFT_TASKS deleted and created again (`weft migrate`) under a running
+// worker: while it is gone /readyz names the consumer and the gauge shows
+// it missing; then the consumer is created again and tasks flow.
+func TestWorkerSurvivesTheTasksStreamRecreated(t *testing.T) {
+	t.Parallel()
+	k := startKeptWorker(t)
+	k.taskCompletes(t)
+
+	require.NoError(t, k.js.DeleteStream(t.Context(), streams.TasksStream))
+	require.Equal(t, []string{"consumer tasks-default"}, k.probes.Check(t.Context()).Failing)
+	metricstest.WaitFor(t, k.h, waitFor, func(s metricstest.Scrape) bool {
+		v, ok := s.Sum("weft_consumer_missing", map[string]string{"consumer": "tasks-default"})
+		return ok && v == 1
+	})
+
+	require.NoError(t, streams.Ensure(context.Background(), k.js, streams.Config{MaxBytes: 64 << 20}))
+	k.taskCompletes(t)
+	require.True(t, k.probes.Check(t.Context()).Ready())
+}
