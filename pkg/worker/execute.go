@@ -45,36 +45,46 @@ type attemptRun struct {
 	log     *slog.Logger
 }
 
-// execute runs the activity for t and returns the final result. It returns
-// false when ctx ended (a hard stop): the attempt is abandoned, with no
-// result, for another delivery to run. It reports StepStarted once the
-// attempt has run for Config.StartedAfter (reportStarted), always before
-// the final result, and a keyed attempt that may have run before is
-// reconciled before the activity runs again (reconcile.go).
-func (w *Worker) execute(ctx context.Context, t task.Task, attempt string, act *activity, log *slog.Logger) (task.Result, bool) {
+// execute runs the activity for d's task and returns the final result.
+// It returns an execution that is not finished when ctx ended (a hard
+// stop): the attempt is abandoned, with no result, for another delivery to
+// run. It reports StepStarted once the attempt has run for
+// Config.StartedAfter (reportStarted), always before the final result. A
+// keyed attempt (mem not nil) whose earlier delivery in this process left
+// a final result unacked reports that result again without running; one
+// that may have run before is reconciled before the activity runs again
+// (reconcile.go).
+func (w *Worker) execute(ctx context.Context, d delivery, act *activity, mem *keyedEntry, log *slog.Logger) execution {
+	t, attempt := d.t, d.attempt
+	if r, ok := mem.remembered(); ok {
+		log.InfoContext(ctx, "worker: reporting the unacked outcome of an earlier delivery; the activity does not run",
+			"earlier_engine_attempt_id", r.EngineAttemptID)
+		return execution{result: r, finished: true, by: settledByMemory}
+	}
 	secrets := newSecretSet(t.Secrets, w.providers)
 	in, bad := act.input(t, attempt, secrets)
 	run := &attemptRun{t: t, attempt: attempt, act: act, in: in, scope: act.scope(t, in, bad == nil),
 		limit: act.deadline(t), secrets: secrets, log: log}
 	defer w.reportStartedAfter(ctx, run)()
 	if bad != nil {
-		return w.failed(t, attempt, *bad), true
+		return execution{result: w.failed(t, attempt, *bad), finished: true, by: settledByWorker}
 	}
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer w.running.add(t.RunID, t.StepID, cancel)()
 	actx, stop := context.WithTimeoutCause(actx, run.limit, errTimeout)
 	defer stop()
-	if run.scope != nil && mayHaveRun(t, attempt) {
+	if run.scope != nil && w.mayHaveRun(d, mem) {
 		r, settled := w.reconcile(actx, run)
 		if ctx.Err() != nil {
-			return task.Result{}, false
+			return execution{}
 		}
 		if settled {
-			return r, true
+			return execution{result: r, finished: true, by: reconciledBy(r)}
 		}
 	}
-	return w.runActivity(ctx, actx, run)
+	r, ok := w.runActivity(ctx, actx, run)
+	return execution{result: r, finished: ok, by: settledByActivity}
 }
 
 // runActivity calls the activity and returns its final result, which

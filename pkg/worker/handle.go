@@ -19,60 +19,99 @@ import (
 
 // handle runs one delivered task through the protocol (docs/worker-protocol.md,
 // "Taking tasks"): decode, report StepStarted, run, report the outcome and
-// wait for its PubAck, and only then ack. beat is the default heartbeat
-// interval. ctx ends on a hard stop, which abandons the task.
+// wait for its PubAck, and only then ack. It logs the delivery's start and
+// end (attemptlog.go). beat is the default heartbeat interval. ctx ends on
+// a hard stop, which abandons the task.
 func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, beat time.Duration) {
-	t, attempt, err := decodeTask(msg)
+	d, err := decodeTask(msg)
 	if err != nil {
 		w.terminate(ctx, msg, err)
 		return
 	}
-	ctx, span := w.startSpan(ctx, msg, t, attempt)
+	t := d.t
+	ctx, span := w.startSpan(ctx, msg, t, d.attempt)
 	defer span.End()
 	log := w.logger.With("run_id", t.RunID, "step_id", t.StepID, "logical_attempt_id", t.LogicalAttemptID,
-		"engine_attempt_id", attempt, "activity", t.Activity)
-	act, ok := w.activity(t.Activity)
+		"engine_attempt_id", d.attempt, "activity", t.Activity)
+	begun := time.Now()
+	log.InfoContext(ctx, "worker: attempt started")
+	x := w.runTask(ctx, msg, d, beat, log)
+	endSpan(span, x.result, x.finished)
+	logEnded(ctx, log, x, time.Since(begun))
+}
+
+// runTask runs, reports and settles one decoded delivery. A keyed attempt
+// holds its turn in keyedMemory meanwhile, so that two deliveries of it
+// never run at once in this process, and the memory learns how it ended.
+func (w *Worker) runTask(ctx context.Context, msg jetstream.Msg, d delivery, beat time.Duration, log *slog.Logger) execution {
+	act, ok := w.activity(d.t.Activity)
 	if !ok {
 		log.WarnContext(ctx, "worker: no activity of this name is registered")
-		r := w.failed(t, attempt, events.StepError{Code: CodeUnknownActivity, Category: CategoryWorker,
-			Message: fmt.Sprintf("no activity %q is registered with worker %s", t.Activity, w.cfg.WorkerID)})
-		w.settle(ctx, msg, w.report(ctx, r, log), log)
-		return
+		x := execution{finished: true, by: settledByWorker, result: w.failed(d.t, d.attempt, events.StepError{
+			Code: CodeUnknownActivity, Category: CategoryWorker,
+			Message: fmt.Sprintf("no activity %q is registered with worker %s", d.t.Activity, w.cfg.WorkerID)})}
+		x.published = w.report(ctx, x.result, log)
+		x.acked = w.settle(ctx, msg, x.published, log)
+		return x
 	}
 	stopBeat := w.heartbeat(ctx, msg, act.beat(beat), log)
-	r, ok := w.execute(ctx, t, attempt, act, log)
-	endSpan(span, r, ok)
-	published := ok && w.report(ctx, r, log)
+	mem, err := w.takeTurn(ctx, d.t, act)
+	if err != nil {
+		stopBeat()
+		w.giveBack(ctx, msg)
+		return execution{}
+	}
+	x := w.execute(ctx, d, act, mem, log)
+	x.published = x.finished && w.report(ctx, x.result, log)
 	stopBeat()
-	if !ok {
+	if x.finished {
+		x.acked = w.settle(ctx, msg, x.published, log)
+	} else {
 		log.InfoContext(ctx, "worker: stopped mid-activity; the task is given back for redelivery")
 		w.giveBack(ctx, msg)
-		return
 	}
-	w.settle(ctx, msg, published, log)
+	mem.done(x.result, x.finished, x.acked)
+	return x
+}
+
+// takeTurn waits for the turn of a keyed attempt in keyedMemory and
+// returns its entry; nil, for an unkeyed attempt, at once. It fails only
+// when ctx ends first.
+func (w *Worker) takeTurn(ctx context.Context, t task.Task, act *activity) (*keyedEntry, error) {
+	if t.OperationID == "" && act.key == nil {
+		return nil, nil
+	}
+	return w.keyed.take(ctx, attemptKeyOf(t))
+}
+
+// delivery is one decoded task message.
+type delivery struct {
+	t       task.Task
+	attempt string    // the engineAttemptId: the delivery count
+	stored  time.Time // when the stream stored the message, by the server's clock
 }
 
 // decodeTask decodes the task and returns it with its engineAttemptId, the
-// delivery count.
-func decodeTask(msg jetstream.Msg) (task.Task, string, error) {
+// delivery count, and the time it was stored.
+func decodeTask(msg jetstream.Msg) (delivery, error) {
 	meta, err := msg.Metadata()
 	if err != nil {
-		return task.Task{}, "", fmt.Errorf("no JetStream metadata: %w", err)
+		return delivery{}, fmt.Errorf("no JetStream metadata: %w", err)
 	}
 	var t task.Task
 	if err := json.Unmarshal(msg.Data(), &t); err != nil {
-		return task.Task{}, "", fmt.Errorf("not a task: %w", err)
+		return delivery{}, fmt.Errorf("not a task: %w", err)
 	}
 	switch {
 	case t.SchemaVersion > task.SchemaVersion:
-		return task.Task{}, "", fmt.Errorf("task schema version %d is newer than this worker's %d", t.SchemaVersion, task.SchemaVersion)
+		return delivery{}, fmt.Errorf("task schema version %d is newer than this worker's %d", t.SchemaVersion, task.SchemaVersion)
 	case t.StepID == "" || t.LogicalAttemptID == "":
-		return task.Task{}, "", fmt.Errorf("the task lacks a stepId or logicalAttemptId")
+		return delivery{}, fmt.Errorf("the task lacks a stepId or logicalAttemptId")
 	}
 	if _, err := streams.ResultSubject(t.RunID); err != nil {
-		return task.Task{}, "", fmt.Errorf("the task's runId: %w", err)
+		return delivery{}, fmt.Errorf("the task's runId: %w", err)
 	}
-	return t, strconv.FormatUint(meta.NumDelivered, 10), nil
+	return delivery{t: t, attempt: strconv.FormatUint(meta.NumDelivered, 10), stored: meta.Timestamp}, nil
 }
 
 // terminate drops a task no worker can run: redelivering it would fail the
@@ -194,17 +233,20 @@ func (w *Worker) report(ctx context.Context, r task.Result, log *slog.Logger) bo
 
 // settle acks a task whose final result is published, and otherwise naks
 // it with RedeliveryDelay so the attempt runs again: a final result is
-// never reported without a durable write.
-func (w *Worker) settle(ctx context.Context, msg jetstream.Msg, published bool, log *slog.Logger) {
+// never reported without a durable write. It reports whether the server
+// confirmed the ack.
+func (w *Worker) settle(ctx context.Context, msg jetstream.Msg, published bool, log *slog.Logger) (acked bool) {
 	if !published {
 		if err := msg.NakWithDelay(w.cfg.RedeliveryDelay); err != nil {
 			log.WarnContext(ctx, "worker: nak failed; the task is redelivered after AckWait instead of RedeliveryDelay", "err", err)
 		}
-		return
+		return false
 	}
 	actx, cancel := context.WithTimeout(ctx, w.cfg.PublishTimeout)
 	defer cancel()
 	if err := msg.DoubleAck(actx); err != nil {
 		log.WarnContext(ctx, "worker: ack failed; the task is redelivered and its results deduplicated", "err", err)
+		return false
 	}
+	return true
 }

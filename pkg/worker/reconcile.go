@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/streams"
@@ -37,9 +38,13 @@ func (a *activity) scope(t task.Task, in Input, derived bool) *task.ResultReconc
 // mayHaveRun reports whether the delivery may follow an earlier run of the
 // same operation's side effect: anything but the first delivery of the
 // first logical attempt, including an engine re-send (whose delivery count
-// starts again at 1).
-func mayHaveRun(t task.Task, attempt string) bool {
-	return t.Resend || attempt != "1" || t.LogicalAttemptID != "1"
+// starts again at 1); and a first delivery whose count of 1 cannot be
+// trusted: an attempt this process began before (mem), or a task stored
+// before the delivery epoch (keyed.go).
+func (w *Worker) mayHaveRun(d delivery, mem *keyedEntry) bool {
+	t := d.t
+	return t.Resend || d.attempt != "1" || t.LogicalAttemptID != "1" ||
+		mem.mayHaveRun() || w.epoch.predates(d.stored, time.Now())
 }
 
 // fencingToken is the task's fencing token; for a task from an engine that

@@ -25,7 +25,9 @@ type Worker struct {
 	logger    *slog.Logger
 	providers map[string]SecretsProvider
 	running   runningSet
-	tracer    trace.Tracer // cfg.TracerProvider's, or a no-op one
+	tracer    trace.Tracer   // cfg.TracerProvider's, or a no-op one
+	keyed     *keyedMemory   // the keyed attempts begun (keyed.go)
+	epoch     *deliveryEpoch // when delivery counts became trustworthy (keyed.go)
 
 	regMu      sync.RWMutex
 	activities map[string]*activity
@@ -69,6 +71,8 @@ func New(js jetstream.JetStream, cfg Config, opts ...Option) (*Worker, error) {
 		running:    runningSet{byRun: make(map[string]map[*runningAttempt]struct{})},
 		activities: make(map[string]*activity),
 		tracer:     tracing.Tracer(cfg.TracerProvider, tracerName),
+		keyed:      newKeyedMemory(maxRememberedAttempts),
+		epoch:      newDeliveryEpoch(js.Conn(), time.Now()),
 	}, nil
 }
 
