@@ -159,10 +159,14 @@ func (d *driver) script(ctx context.Context, i uint64) {
 		pause(ctx, rng, 200, 3000)
 		d.signal(ctx, rng, res.RunID, "go", "go-"+rr)
 	case kindPause:
+		// RESUME right after PAUSE's 202, as a user would; sometimes twice.
+		// With two engines the two may be delivered to different engines.
 		pause(ctx, rng, 200, 1500)
-		if d.signal(ctx, rng, res.RunID, plan.SignalPause, "pause-"+rr) {
-			pause(ctx, rng, 0, 300)
-			d.signal(ctx, rng, res.RunID, plan.SignalResume, "resume-"+rr)
+		for n := range 1 + rng.IntN(2) {
+			if !d.signal(ctx, rng, res.RunID, plan.SignalPause, fmt.Sprintf("pause-%s-%d", rr, n)) ||
+				!d.signal(ctx, rng, res.RunID, plan.SignalResume, fmt.Sprintf("resume-%s-%d", rr, n)) {
+				break
+			}
 		}
 	case kindCancel:
 		pause(ctx, rng, 200, 3000)
