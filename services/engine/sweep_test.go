@@ -105,3 +105,21 @@ func TestSweepResendsTaskDeletedFromStream(t *testing.T) {
 	require.Equal(t, events.RunCompleted, terminal(evs))
 	requireOncePerAttempt(t, evs)
 }
+
+// TestSweepReachesANewlyStalledRun keeps the sweep busy with more quiet runs
+// (each waits for a signal) than it can sweep per StallAfter, one run per
+// sweep: a run whose RunApproved the bus lost, stalled after all of them,
+// is still started at once rather than waiting behind them for good.
+func TestSweepReachesANewlyStalledRun(t *testing.T) {
+	t.Parallel()
+	cfg := sweepConfig
+	cfg.SweepBatch = 1 // 1 run per 50 ms: 4 per StallAfter, for 10 quiet runs
+	s := setup(t, cfg)
+	rawWorker(t, s.js, "default", echo)
+	quiet := parsePlan(t, `{"planId":"quiet","planVersion":"1","steps":[{"id":"gate","kind":"waitSignal","signal":"go"}]}`)
+	for range 10 {
+		s.waitEvent(t, s.start(t, quiet), events.StepScheduled)
+	}
+	runID := s.startSilently(t, parsePlan(t, `{"planId":"lost","planVersion":"1","steps":[{"id":"a","activity":"echo"}]}`))
+	require.Equal(t, events.RunCompleted, terminal(s.waitTerminal(t, runID)))
+}
