@@ -30,6 +30,8 @@ type Tx struct {
 	prelude []string
 	begun   bool
 	ended   bool
+	// commitSent is set once a COMMIT went out (CommitSent).
+	commitSent bool
 }
 
 var _ pgx.Tx = (*Tx)(nil)
@@ -102,6 +104,7 @@ func (t *Tx) CommitBatch(ctx context.Context, b *pgx.Batch) error {
 		}
 		return nil
 	})
+	t.commitSent = true
 	err := t.SendBatch(ctx, b).Close()
 	if err != nil {
 		_ = t.Rollback(context.WithoutCancel(ctx))
@@ -110,6 +113,12 @@ func (t *Tx) CommitBatch(ctx context.Context, b *pgx.Batch) error {
 	t.ended = true
 	return nil
 }
+
+// CommitSent reports whether the transaction's COMMIT was sent, or was
+// about to be when its batch failed (pgconn.SafeToRetry then says that
+// nothing went out). After a lost connection, a transaction whose COMMIT
+// was never sent did not commit; one whose COMMIT was sent may have.
+func (t *Tx) CommitSent() bool { return t.commitSent }
 
 // Commit commits what was sent; a transaction that sent nothing has
 // nothing to commit.
