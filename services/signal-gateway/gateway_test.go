@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
@@ -44,6 +45,12 @@ type stack struct {
 func setup(t *testing.T, cfg gateway.Config) *stack {
 	t.Helper()
 	db := weftest.NewDB(t)
+	return setupOn(t, db, db.Pool, cfg)
+}
+
+// setupOn is setup over db, the gateway writing through pool.
+func setupOn(t *testing.T, db *weftest.DB, pool *pgxpool.Pool, cfg gateway.Config) *stack {
+	t.Helper()
 	nc := weftest.NewNATS(t).Conn(t)
 	keys, err := auth.NewKeys(
 		auth.Key{Name: "op", TenantID: "acme", Role: auth.RoleOperator, Hash: auth.HashKey(operatorToken)},
@@ -52,7 +59,7 @@ func setup(t *testing.T, cfg gateway.Config) *stack {
 	)
 	require.NoError(t, err)
 	cfg.Keys = keys
-	svc, err := gateway.New(db.Pool, nc, cfg, slog.New(slog.DiscardHandler))
+	svc, err := gateway.New(pool, nc, cfg, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/weftrun/weft/internal/auth"
 	"github.com/weftrun/weft/internal/httpserve"
@@ -276,6 +277,11 @@ func (s *Service) readBody(r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
+// dbRetryAfter is the wait a caller is told after a lost database
+// connection: the pool dials a new one at once, and Postgres restarting
+// takes seconds.
+const dbRetryAfter = time.Second
+
 // writeError answers err in the REST error shape. An error that is not an
 // *intake.Error is a fault of the gateway: it is logged with a
 // correlation id, and the caller gets that id, never the error's text.
@@ -291,13 +297,22 @@ func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) 
 }
 
 // refusal returns err as an *intake.Error, turning a fault into
-// CodeInternal (or CodeUnavailable when the request was cancelled).
+// CodeInternal, or CodeUnavailable when the request was cancelled or the
+// database connection was lost (intake.ConnectionLost), the latter with
+// RetryAfter: intake has already tried once more where nothing had
+// committed.
 func (s *Service) refusal(ctx context.Context, err error) *intake.Error {
 	if e, ok := errors.AsType[*intake.Error](err); ok {
 		return e
 	}
 	if ctx.Err() != nil {
 		return &intake.Error{Code: api.CodeUnavailable, Message: "the request was cancelled; retrying with the same ids is safe"}
+	}
+	if intake.ConnectionLost(err) {
+		s.logger.WarnContext(ctx, "request failed: the database connection was lost", "err", err)
+		return &intake.Error{Code: api.CodeUnavailable, RetryAfter: dbRetryAfter,
+			Message: "the database connection was lost; retrying with the same ids is safe",
+			Details: map[string]any{"retryAfter": int(dbRetryAfter / time.Second)}}
 	}
 	id := events.NewRunID()
 	s.logger.ErrorContext(ctx, "request failed", "correlation_id", id, "err", err)

@@ -149,11 +149,14 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config, logger *slog.Logger) (*S
 	if err != nil {
 		return nil, fmt.Errorf("gateway: metrics: %w", err)
 	}
-	in, err := intake.New(pool, eventlog.New(pool), cfg.Authorizer, cfg.Intake, journal.WithMetrics(appended))
+	logger = logger.With("service", "signal-gateway")
+	icfg := cfg.Intake
+	icfg.Logger = cmp.Or(icfg.Logger, logger)
+	in, err := intake.New(pool, eventlog.New(pool), cfg.Authorizer, icfg, journal.WithMetrics(appended))
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, nc: nc, intake: in, metrics: m, logger: logger.With("service", "signal-gateway"),
+	s := &Service{cfg: cfg, nc: nc, intake: in, metrics: m, logger: logger,
 		tracer: tracing.Tracer(cfg.TracerProvider, tracerName)}
 	if s.schedules, err = schedule.New(pool, in, cfg.Authorizer, cfg.Schedules, s.logger); err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -59,6 +60,9 @@ type Config struct {
 	Admission admission.Limits
 	// Now is the clock; nil means time.Now. Tests move it.
 	Now func() time.Time
+	// Logger tells of writes tried again after a lost database
+	// connection; nil discards.
+	Logger *slog.Logger
 }
 
 func (c Config) withDefaults() Config {
@@ -69,6 +73,9 @@ func (c Config) withDefaults() Config {
 	c.MaxRunInputBytes = cmp.Or(c.MaxRunInputBytes, DefaultMaxRunInputBytes)
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c
 }

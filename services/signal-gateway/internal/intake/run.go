@@ -34,13 +34,36 @@ type RunResult struct {
 // empty RunRequestID is given a fresh one, which makes the start
 // non-idempotent. Under the REJECT policy an environment at its limit
 // refuses with CodeOverloaded and RetryAfter.
+//
+// A start whose database connection is lost before its COMMIT went out
+// committed nothing, and is tried once more on another connection, with
+// the same run request id. Any other loss of the connection is returned
+// as it is (ConnectionLost reports it): whether the start committed is
+// not known, and a retry with the same id finds out.
 func (in *Intake) RunStart(ctx context.Context, p auth.Principal, req api.StartRunRequest) (RunResult, error) {
 	req, pl, err := in.admitStart(ctx, p, req)
 	if err != nil {
 		return RunResult{}, err
 	}
+	res, commitSent, err := in.runStartOnce(ctx, req, pl)
+	if retryable(ctx, err, commitSent) {
+		in.cfg.Logger.WarnContext(ctx, "intake: the database connection was lost before the start committed; trying once more",
+			"run_request_id", req.RunRequestID, "err", err)
+		res, _, err = in.runStartOnce(ctx, req, pl)
+	}
+	if rej, ok := errors.AsType[*admission.RejectedError](err); ok {
+		return RunResult{}, overloaded(rej)
+	}
+	return res, err
+}
+
+// runStartOnce is one try of RunStart, in a transaction of its own. It
+// reports whether the transaction's COMMIT was sent.
+func (in *Intake) runStartOnce(ctx context.Context, req api.StartRunRequest, pl *plan.Plan) (RunResult, bool, error) {
 	var res RunResult
-	err = pipetx.BeginFunc(ctx, in.pool, []string{genericPlans}, func(tx *pipetx.Tx) error {
+	var ptx *pipetx.Tx
+	err := pipetx.BeginFunc(ctx, in.pool, []string{genericPlans}, func(tx *pipetx.Tx) error {
+		ptx = tx
 		var err error
 		res, err = in.startTx(ctx, tx, req, pl, func(r runstart.Request) error {
 			_, err := in.approver.ApproveCommit(ctx, tx, r)
@@ -48,10 +71,7 @@ func (in *Intake) RunStart(ctx context.Context, p auth.Principal, req api.StartR
 		})
 		return err
 	})
-	if rej, ok := errors.AsType[*admission.RejectedError](err); ok {
-		return RunResult{}, overloaded(rej)
-	}
-	return res, err
+	return res, ptx != nil && ptx.CommitSent(), err
 }
 
 // admitStart gives req a fresh RunRequestID when it has none, checks it

@@ -134,13 +134,16 @@ func (in *Intake) ownTx(ctx context.Context, calls []*call) error {
 // answers. The transaction runs on a context that ends only once every
 // call's has, so one caller leaving does not fail the others. After a
 // fault before the commit (one call's bad payload, a deadlock with
-// another writer) it decides each call again in a transaction of its own,
-// on its own context. After a fault of the commit, whether it committed
-// is not known: each call that wrote is answered with the fault, each
-// that only read keeps its answer.
+// another writer, a lost connection) it decides each call again in a
+// transaction of its own, on its own context. After a fault of the
+// commit, whether it committed is not known: each call that wrote is
+// answered with the fault, each that only read keeps its answer.
+//
+// A call decided alone is decided once more, on another connection, when
+// its connection was lost before the commit went out (decideAlone).
 func (in *Intake) decideGroup(group []*call) {
 	if len(group) == 1 {
-		group[0].fail(in.ownTx(group[0].ctx, group))
+		in.decideAlone(group[0])
 		return
 	}
 	ctx, stop := groupContext(group)
@@ -158,6 +161,20 @@ func (in *Intake) decideGroup(group []*call) {
 		c.reset()
 		c.fail(in.ownTx(c.ctx, []*call{c}))
 	}
+}
+
+// decideAlone decides c in a transaction of its own, and once more if the
+// connection was lost before the commit went out: nothing was committed.
+func (in *Intake) decideAlone(c *call) {
+	err := in.ownTx(c.ctx, []*call{c})
+	_, commitSent := errors.AsType[*commitError](err)
+	if retryable(c.ctx, err, commitSent) {
+		in.cfg.Logger.WarnContext(c.ctx, "intake: the database connection was lost before the signal committed; trying once more",
+			"run_id", c.sig.RunID, "signal_name", c.sig.Name, "signal_id", c.id, "err", err)
+		c.reset()
+		err = in.ownTx(c.ctx, []*call{c})
+	}
+	c.fail(err)
 }
 
 // groupContext returns a context with the values of the first call's that
