@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -29,6 +31,9 @@ const (
 	// rebuildBatch is how many runs one rebuild transaction projects: each
 	// holds its rows' locks, and live batches of those runs wait for it.
 	rebuildBatch = 50
+	// rebuildParallel is how many rebuild transactions run at once: each
+	// holds a connection of the pool live projection uses too.
+	rebuildParallel = 2
 	// maxRunID is above every run id: a pass with it as its end has none.
 	maxRunID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
 	// minRunID is at or below every run id.
@@ -86,16 +91,41 @@ func (s *Service) rebuildPage(ctx context.Context, p *rebuildPass) (bool, error)
 		return false, nil
 	}
 	p.stats.Scanned += n
-	p.after = last
-	for len(missing) > 0 {
-		batch := missing[:min(rebuildBatch, len(missing))]
-		missing = missing[len(batch):]
-		if err := s.rebuildRuns(ctx, batch); err != nil {
-			return false, err
-		}
-		p.stats.Rebuilt += len(batch)
+	rebuilt, err := s.rebuildMissing(ctx, missing)
+	p.stats.Rebuilt += rebuilt
+	if err != nil {
+		return false, err
 	}
+	p.after = last
 	return n == rebuildPage, nil
+}
+
+// rebuildMissing rebuilds runIDs in transactions of rebuildBatch runs,
+// rebuildParallel at a time, and returns how many it rebuilt.
+func (s *Service) rebuildMissing(ctx context.Context, runIDs []string) (int, error) {
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		rebuilt int
+		first   error
+	)
+	sem := make(chan struct{}, rebuildParallel)
+	for batch := range slices.Chunk(runIDs, rebuildBatch) {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			err := s.rebuildRuns(ctx, batch)
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				rebuilt += len(batch)
+			} else if first == nil {
+				first = err
+			}
+		})
+	}
+	wg.Wait()
+	return rebuilt, first
 }
 
 // rebuildRuns projects runIDs from their log in one transaction.
