@@ -128,6 +128,30 @@ func persistedRecords() []goldentest.Record {
 			CompletedAt: timePtr(goldenT0.Add(5 * time.Second)), TotalDurationMs: new(int64(3000)),
 			Error: &stepErr,
 		}, json.Unmarshal),
+		// A cancelled run: RunCancelled ends its RUNNING attempt CANCELLED.
+		goldentest.JSON("RunSnapshotCancelled", func(t testing.TB) RunSnapshot {
+			t.Helper()
+			at := func(seq int64) time.Time { return goldenT0.Add(time.Duration(seq) * time.Second) }
+			evs := []Event{
+				{RunSeq: 1, EventType: RunApproved},
+				{RunSeq: 2, EventType: RunStarted},
+				{RunSeq: 3, EventType: StepStarted, StepID: "extract", LogicalAttemptID: "1", EngineAttemptID: "1"},
+				{RunSeq: 4, EventType: RunCancelled, EventData: json.RawMessage(`{"reason":"operator"}`)},
+			}
+			for i := range evs {
+				evs[i].SchemaVersion, evs[i].RunID, evs[i].EmittedAt = 1, goldenRun, at(evs[i].RunSeq)
+			}
+			s, err := Project(goldenRun, evs)
+			require.NoError(t, err)
+			return s
+		}, RunSnapshot{
+			RunID: goldenRun, Status: RunStatusCancelled, LastEventSeq: 4,
+			Steps: []StepSnapshot{{StepID: "extract", Status: StepStatusCancelled, LogicalAttemptID: "1", EngineAttemptID: "1",
+				StartedAt: timePtr(goldenT0.Add(3 * time.Second)), CompletedAt: timePtr(goldenT0.Add(4 * time.Second)),
+				Artifacts: []ArtifactRef{}, Error: &StepError{Code: CodeCancelled, Message: "operator"}, Attempts: 1}},
+			Artifacts: []ArtifactRef{}, StartedAt: timePtr(goldenT0.Add(2 * time.Second)),
+			CompletedAt: timePtr(goldenT0.Add(4 * time.Second)), TotalDurationMs: new(int64(2000)),
+		}, json.Unmarshal),
 	}
 }
 
