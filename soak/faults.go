@@ -198,7 +198,7 @@ func (in *injector) waitProgress(ctx context.Context, probe string, since time.T
 	err := poll(ctx, in.bound, func() (bool, error) {
 		var ok bool
 		if err := in.top.admin.QueryRow(ctx, probe, since).Scan(&ok); err != nil {
-			return false, nil // the database may be restarting its connections: try again
+			return false, nil //nolint:nilerr // the database may be restarting its connections: try again
 		}
 		if ok {
 			at = time.Now()

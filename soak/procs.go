@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -38,8 +39,9 @@ type instance struct {
 	killed  time.Time // zero unless it was killed with SIGKILL
 }
 
-// start starts a new instance. It fails when one is running.
-func (p *proc) start() error {
+// start starts a new instance. It fails when one is running. ctx ending
+// does not stop it: kill9 and stop end it, by its PID.
+func (p *proc) start(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.running() {
@@ -50,7 +52,7 @@ func (p *proc) start() error {
 	if err != nil {
 		return fmt.Errorf("%s: log file: %w", p.name, err)
 	}
-	cmd := exec.Command(p.path, p.args...) // ended by PID in stop/kill, not by a context
+	cmd := exec.CommandContext(context.WithoutCancel(ctx), p.path, p.args...)
 	cmd.Env = p.env
 	cmd.Stdout, cmd.Stderr = out, out
 	// Its own process group: a Ctrl-C in the terminal reaches the soak,

@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -100,19 +101,20 @@ func writeSummary(path string, s *Summary) error {
 }
 
 // Print writes the summary table to w.
-func (s *Summary) Print(w io.Writer) {
+func (s *Summary) Print(w io.Writer) error {
 	s.recovery()
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "seed\t%d\n", s.Seed)
-	fmt.Fprintf(tw, "duration\t%s (wall %.1fs, quiescence %.1fs)\n", s.Duration, float64(s.WallMs)/1000, float64(s.QuiesceMs)/1000)
-	fmt.Fprintf(tw, "faults injected\t%d\n", len(s.Injected))
-	fmt.Fprintf(tw, "runs\t%d %s\n", s.Runs, statuses(s.RunsByStatus))
-	fmt.Fprintf(tw, "events\t%d\n", s.Events)
-	fmt.Fprintf(tw, "acknowledged\t%d starts, %d signals (gave up on %d starts, %d signals)\n",
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0) // writes to b cannot fail
+	_, _ = fmt.Fprintf(tw, "seed\t%d\n", s.Seed)
+	_, _ = fmt.Fprintf(tw, "duration\t%s (wall %.1fs, quiescence %.1fs)\n", s.Duration, float64(s.WallMs)/1000, float64(s.QuiesceMs)/1000)
+	_, _ = fmt.Fprintf(tw, "faults injected\t%d\n", len(s.Injected))
+	_, _ = fmt.Fprintf(tw, "runs\t%d %s\n", s.Runs, statuses(s.RunsByStatus))
+	_, _ = fmt.Fprintf(tw, "events\t%d\n", s.Events)
+	_, _ = fmt.Fprintf(tw, "acknowledged\t%d starts, %d signals (gave up on %d starts, %d signals)\n",
 		s.StartsAcked, s.SignalsAcked, s.StartErrors, s.SignalErrors)
-	fmt.Fprintf(tw, "duplicate executions\t%d of unkeyed attempts; %d keyed after a SIGKILL (%d attempt log lines)\n",
+	_, _ = fmt.Fprintf(tw, "duplicate executions\t%d of unkeyed attempts; %d keyed after a SIGKILL (%d attempt log lines)\n",
 		s.UnkeyedDuplicates, s.KeyedMaybeDuplicates, s.AttemptLogLines)
-	fmt.Fprintln(tw, "\nfault\tcount\tnot recovered\tmin ms\tmedian ms\tmax ms")
+	_, _ = fmt.Fprintln(tw, "\nfault\tcount\tnot recovered\tmin ms\tmedian ms\tmax ms")
 	kinds := make([]string, 0, len(s.Recovery))
 	for k := range s.Recovery {
 		kinds = append(kinds, k)
@@ -120,9 +122,9 @@ func (s *Summary) Print(w io.Writer) {
 	sort.Strings(kinds)
 	for _, k := range kinds {
 		r := s.Recovery[k]
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\n", k, r.Count, r.NotRecovered, r.MinMs, r.MedianMs, r.MaxMs)
+		_, _ = fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\n", k, r.Count, r.NotRecovered, r.MinMs, r.MedianMs, r.MaxMs)
 	}
-	fmt.Fprintln(tw, "\ninvariant\tresult")
+	_, _ = fmt.Fprintln(tw, "\ninvariant\tresult")
 	for _, c := range s.Checks {
 		verdict := "held"
 		switch {
@@ -131,20 +133,22 @@ func (s *Summary) Print(w io.Writer) {
 		case !c.OK:
 			verdict = fmt.Sprintf("FAILED (%d)", c.Count)
 		}
-		fmt.Fprintf(tw, "%s\t%s\n", c.Name, verdict)
+		_, _ = fmt.Fprintf(tw, "%s\t%s\n", c.Name, verdict)
 	}
 	_ = tw.Flush()
 	for _, c := range s.Checks {
 		for _, e := range c.Examples {
-			fmt.Fprintf(w, "  %s: %s\n", c.Name, e)
+			fmt.Fprintf(&b, "  %s: %s\n", c.Name, e)
 		}
 	}
 	for _, f := range s.Injected {
 		if f.RecoveryMs < 0 {
-			fmt.Fprintf(w, "  fault %s on %s at %s: no progress within the bound %s\n", f.Kind, f.Target,
+			fmt.Fprintf(&b, "  fault %s on %s at %s: no progress within the bound %s\n", f.Kind, f.Target,
 				f.At.Format("15:04:05"), f.Error)
 		}
 	}
+	_, err := w.Write(b.Bytes())
+	return err
 }
 
 // statuses formats the runs by status.

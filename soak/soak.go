@@ -121,7 +121,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (*Summary, error)
 	}
 	top := &topology{dir: dir, root: cfg.Root, procs: &procs{}}
 	sum := &Summary{Seed: cfg.Seed, Duration: cfg.Duration.String(), Faults: cfg.Faults, WorkDir: dir}
-	defer func() { cleanup(top, cfg, sum, logger) }()
+	defer func() { cleanup(context.WithoutCancel(ctx), top, cfg, sum, logger) }()
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0)) //nolint:gosec // a seeded soak
 	if err := setUp(ctx, top, cfg, rng, logger); err != nil {
 		return sum, err
@@ -189,9 +189,9 @@ func reviveAll(ctx context.Context, top *topology) error {
 
 // cleanup stops every process by PID, drops the database and removes the
 // work folder unless it is kept (cfg.Keep, or a failed soak's logs).
-func cleanup(top *topology, cfg Config, sum *Summary, logger *slog.Logger) {
+func cleanup(ctx context.Context, top *topology, cfg Config, sum *Summary, logger *slog.Logger) {
 	top.procs.stopAll(10 * time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if top.dbName != "" && !cfg.Keep {
 		if err := dropDB(ctx, top, cfg.AdminURL); err != nil {

@@ -76,10 +76,10 @@ func buildBinaries(ctx context.Context, t *topology) error {
 
 // freeAddr returns a loopback address below port 32768 that nothing listens
 // on now, drawn from rng.
-func freeAddr(rng *rand.Rand) (string, error) {
+func freeAddr(ctx context.Context, rng *rand.Rand) (string, error) {
 	for range 200 {
 		addr := "127.0.0.1:" + strconv.Itoa(20000+rng.IntN(12000))
-		l, err := net.Listen("tcp", addr)
+		l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 		if err != nil {
 			continue
 		}
@@ -186,10 +186,10 @@ func startNATS(ctx context.Context, t *topology, rng *rand.Rand) error {
 	if err != nil {
 		return err
 	}
-	if t.natsAddr, err = freeAddr(rng); err != nil {
+	if t.natsAddr, err = freeAddr(ctx, rng); err != nil {
 		return err
 	}
-	if t.natsMon, err = freeAddr(rng); err != nil {
+	if t.natsMon, err = freeAddr(ctx, rng); err != nil {
 		return err
 	}
 	_, port, _ := net.SplitHostPort(t.natsAddr)
@@ -200,7 +200,7 @@ func startNATS(ctx context.Context, t *topology, rng *rand.Rand) error {
 	}
 	t.nats = t.procs.add(&proc{name: "nats-server", kind: "nats", dir: t.dir, env: env,
 		path: filepath.Join(t.dir, "nats-server"), args: []string{"-c", conf, "-a", "127.0.0.1", "-p", port, "-m", mport}})
-	if err := t.nats.start(); err != nil {
+	if err := t.nats.start(ctx); err != nil {
 		return err
 	}
 	return t.waitNATS(ctx)
@@ -218,9 +218,13 @@ func waitHTTP(ctx context.Context, p *proc, url string, bound time.Duration) err
 		if p != nil && !p.alive() {
 			return false, fmt.Errorf("%s: %w:\n%s", p.name, errExited, p.logTail(4000))
 		}
-		resp, err := hc.Get(url) //nolint:noctx // bounded by the client's timeout
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
 		if err != nil {
-			return false, nil
+			return false, fmt.Errorf("probe %s: %w", url, err)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return false, nil //nolint:nilerr // nothing answers yet: poll again
 		}
 		_ = resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, nil
@@ -282,18 +286,18 @@ func startServices(ctx context.Context, t *topology, rng *rand.Rand) error {
 	var started []*proc
 	for _, s := range topologyServices {
 		for i := 1; i <= s.n; i++ {
-			env, err := serviceEnv(t, s.kind, keys, rng)
+			env, err := serviceEnv(ctx, t, s.kind, keys, rng)
 			if err != nil {
 				return err
 			}
-			ops, err := freeAddr(rng)
+			ops, err := freeAddr(ctx, rng)
 			if err != nil {
 				return err
 			}
 			name := fmt.Sprintf("%s-%d", s.kind, i)
 			env = append(env, "WEFT_"+strings.ToUpper(s.kind)+"_OPS_ADDR="+ops)
 			p := t.procs.add(&proc{name: name, kind: s.kind, path: t.weft, args: []string{s.kind}, env: env, dir: t.dir})
-			if err := p.start(); err != nil {
+			if err := p.start(ctx); err != nil {
 				return err
 			}
 			t.ops[name] = "http://" + ops
@@ -309,7 +313,7 @@ func startServices(ctx context.Context, t *topology, rng *rand.Rand) error {
 }
 
 // serviceEnv is the environment of one service process.
-func serviceEnv(t *topology, kind, keys string, rng *rand.Rand) ([]string, error) {
+func serviceEnv(ctx context.Context, t *topology, kind, keys string, rng *rand.Rand) ([]string, error) {
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
 		"WEFT_NATS_URL=" + t.natsURL(kind), "WEFT_ENSURE_STREAMS=false", "OTEL_SDK_DISABLED=true"}
 	if role, ok := roleOf[kind]; ok {
@@ -317,14 +321,14 @@ func serviceEnv(t *topology, kind, keys string, rng *rand.Rand) ([]string, error
 	}
 	switch kind {
 	case "gateway":
-		addr, err := freeAddr(rng)
+		addr, err := freeAddr(ctx, rng)
 		if err != nil {
 			return nil, err
 		}
 		t.gateways = append(t.gateways, "http://"+addr)
 		env = append(env, "WEFT_GATEWAY_ADDR="+addr, keys)
 	case "projector":
-		addr, err := freeAddr(rng)
+		addr, err := freeAddr(ctx, rng)
 		if err != nil {
 			return nil, err
 		}
@@ -336,7 +340,7 @@ func serviceEnv(t *topology, kind, keys string, rng *rand.Rand) ([]string, error
 
 // restart starts p again and waits until it is ready.
 func (t *topology) restart(ctx context.Context, p *proc) error {
-	if err := p.start(); err != nil {
+	if err := p.start(ctx); err != nil {
 		return err
 	}
 	if p == t.nats {

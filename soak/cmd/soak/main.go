@@ -33,7 +33,7 @@ func run() error {
 	}
 	sum, err := soak.Run(ctx, cfg, logger)
 	if err == nil {
-		sum.Print(os.Stdout)
+		err = sum.Print(os.Stdout)
 	}
 	switch {
 	case err != nil && sum != nil:
