@@ -20,9 +20,11 @@ import (
 //     has begun, and the final result of one whose task it could not ack. A
 //     redelivery of a remembered attempt reports that result again, or, when
 //     there is none, is reconciled, whatever its delivery count.
-//   - deliveryEpoch: a task stored before the worker started, or before its
-//     connection last reconnected, may have been delivered under a count the
-//     server has since lost, so its first delivery is reconciled too.
+//   - deliveryEpoch: a task stored before the worker started, before its
+//     connection last reconnected, or before its last failed pull or the
+//     re-creation of its consumer, may have been delivered under a count the
+//     server has since lost (or by a consumer since deleted), so its first
+//     delivery is reconciled too.
 
 // maxRememberedAttempts bounds keyedMemory: the oldest attempts are
 // forgotten first. An entry is a few hundred bytes, plus the result of an
@@ -143,6 +145,22 @@ func newDeliveryEpoch(nc *nats.Conn, now time.Time) *deliveryEpoch {
 	return d
 }
 
+// distrust moves the epoch to now: this worker saw its consumer fail or
+// come back (a failed pull, a consumer created again), after which a task
+// it delivered before may come back with a delivery count of 1.
+func (d *deliveryEpoch) distrust(now time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.since = later(d.since, now)
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 // predates reports whether a task stored at stored (the stream's clock) was
 // stored before the epoch, so that its delivery count cannot be trusted. A
 // reconnect is noticed here, late: the epoch then moves to now, which only
@@ -152,7 +170,8 @@ func (d *deliveryEpoch) predates(stored, now time.Time) bool {
 	defer d.mu.Unlock()
 	if d.nc != nil {
 		if n := d.nc.Stats().Reconnects; n != d.reconnects {
-			d.reconnects, d.since = n, now
+			d.reconnects = n
+			d.since = later(d.since, now)
 		}
 	}
 	return stored.Before(d.since)

@@ -34,7 +34,7 @@ const (
 func (w *Worker) pull(ctx, soft context.Context, keeper *streams.Keeper, cons jetstream.Consumer, tasks *sync.WaitGroup, beat time.Duration) {
 	var keeping sync.WaitGroup
 	defer keeping.Wait()
-	keeping.Go(func() { keeper.Keep(soft, func(jetstream.Consumer) {}) })
+	keeping.Go(func() { keeper.Keep(soft, func(jetstream.Consumer) { w.epoch.distrust(time.Now()) }) })
 	slots := make(semaphore, w.cfg.Concurrency)
 	backoff := minPullBackoff
 	for {
@@ -54,6 +54,7 @@ func (w *Worker) pull(ctx, soft context.Context, keeper *streams.Keeper, cons je
 			continue
 		}
 		keeper.Suspect(err)
+		w.epoch.distrust(time.Now())
 		w.logger.WarnContext(ctx, "worker: pull request failed; retrying", "err", err, "backoff", backoff.String())
 		if !wait(soft, backoff) {
 			return
