@@ -53,6 +53,23 @@
 // there is no hook. Input.FencingToken lets external systems refuse a
 // stale attempt's writes. docs/reconciliation.md has the rules.
 //
+// A delivery count of 1 is not trusted alone: a nats-server restarted
+// without its latest consumer state, or a consumer created again, hands an
+// earlier delivery out as delivery 1. The worker remembers the keyed
+// attempts it has begun: it runs two deliveries of one in turn, never at
+// once; it reports again a final result it could not ack rather than
+// running the activity again; and it reconciles a redelivery of an attempt
+// it began whatever the count. A keyed task stored before the worker was
+// built, or before its connection reconnected, a pull failed or it created
+// its consumer again, is reconciled at delivery 1 too.
+//
+// # Logs
+//
+// Each delivery logs "worker: attempt started" and "worker: attempt ended"
+// at info level, with the attempt's ids; the end line carries outcome,
+// settled_by ("activity" when the activity ran), published, acked,
+// duration_ms and, on a failure, code (docs/worker-protocol.md, "Logs").
+//
 // # Latency budget
 //
 // Each result publish waits at most Config.PublishTimeout for its PubAck
