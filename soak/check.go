@@ -159,6 +159,11 @@ func check(ctx context.Context, top *topology, led *ledger, c *client.Client, su
 		return err
 	}
 	sum.Checks = append(sum.Checks, execs)
+	cons, err := checkConsumers(ctx, top)
+	if err != nil {
+		return err
+	}
+	sum.Checks = append(sum.Checks, cons, checkReady(ctx, top))
 	snap, err := checkSnapshots(ctx, top, c)
 	if err != nil {
 		return err

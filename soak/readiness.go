@@ -1,0 +1,80 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// readinessBound bounds the wait for consumers and services to be back.
+const readinessBound = time.Minute
+
+// checkConsumers fires when a durable consumer the services keep is still
+// missing readinessBound after the runs ended: a deleted consumer must be
+// created again by its service (issue 16, defect 2).
+func checkConsumers(ctx context.Context, top *topology) (checkResult, error) {
+	res := checkResult{Name: "every durable consumer present", OK: true}
+	nc, err := nats.Connect("nats://soak:pw-soak@"+top.natsAddr, nats.Name("weft-soak"))
+	if err != nil {
+		return res, fmt.Errorf("consumers: connect as soak: %w", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return res, fmt.Errorf("consumers: %w", err)
+	}
+	var missing []string
+	_ = poll(ctx, readinessBound, func() (bool, error) {
+		missing = missing[:0]
+		for _, c := range consumers {
+			if _, err := js.Consumer(ctx, c[0], c[1]); err != nil {
+				missing = append(missing, fmt.Sprintf("%s on %s: %v", c[1], c[0], err))
+			}
+		}
+		return len(missing) == 0, nil
+	})
+	for _, m := range missing {
+		res.add("%s", m)
+	}
+	return res, nil
+}
+
+// checkReady fires when a service's /readyz does not answer 200 within
+// readinessBound after the runs ended.
+func checkReady(ctx context.Context, top *topology) checkResult {
+	res := checkResult{Name: "every service ready", OK: true}
+	hc := &http.Client{Timeout: 3 * time.Second}
+	for _, p := range top.procs.all() {
+		url, ok := top.ops[p.name]
+		if !ok {
+			continue
+		}
+		status := 0
+		_ = poll(ctx, readinessBound, func() (bool, error) {
+			status = probe(ctx, hc, url+"/readyz")
+			return status == http.StatusOK, nil
+		})
+		if status != http.StatusOK {
+			res.add("%s: /readyz answered %d", p.name, status)
+		}
+	}
+	return res
+}
+
+// probe GETs url and returns the status, 0 when nothing answered.
+func probe(ctx context.Context, hc *http.Client, url string) int {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
+	if err != nil {
+		return 0
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
