@@ -1,0 +1,69 @@
+package lanes_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftrun/weft/internal/lanes"
+	"github.com/weftrun/weft/internal/weftest"
+	"github.com/weftrun/weft/pkg/streams"
+)
+
+func TestMain(m *testing.M) { weftest.Main(m) }
+
+const waitFor = 30 * time.Second
+
+// Lanes deliver a run's messages, and go on delivering after their
+// consumer was deleted (nats.go ends the Consume then): the keeper creates
+// it again and the lanes consume the new one. Stop ends everything.
+func TestLanesConsumeTheConsumerCreatedAgain(t *testing.T) {
+	t.Parallel()
+	js := weftest.NewNATS(t).JetStream(t)
+	require.NoError(t, streams.Ensure(t.Context(), js, streams.Config{MaxBytes: 16 << 20}))
+	k, err := streams.NewKeeper(js, streams.EventsStream, jetstream.ConsumerConfig{
+		Durable: "lanes-test", FilterSubject: streams.EventsSubjectPrefix + ".*", AckPolicy: jetstream.AckExplicitPolicy,
+	}, streams.KeeperConfig{Interval: time.Hour}) // found by the Consume's error alone
+	require.NoError(t, err)
+	got := make(chan string, 16)
+	l, err := lanes.Start(t.Context(), k, 2, 4, func(msgs []jetstream.Msg) {
+		for _, m := range msgs {
+			got <- string(m.Data())
+			if err := m.Ack(); err != nil {
+				t.Errorf("ack: %v", err)
+			}
+		}
+	})
+	require.NoError(t, err)
+	t.Cleanup(l.Stop)
+
+	publish := func(data string) {
+		t.Helper()
+		subject, err := streams.EventSubject("01a21b00-0000-7000-8000-000000000001")
+		require.NoError(t, err)
+		_, err = js.Publish(t.Context(), subject, []byte(data))
+		require.NoError(t, err)
+	}
+	receive := func(want string) {
+		t.Helper()
+		select {
+		case m := <-got:
+			require.Equal(t, want, m)
+		case <-time.After(waitFor):
+			t.Fatalf("%s was not delivered", want)
+		}
+	}
+	publish("one")
+	receive("one")
+
+	require.NoError(t, js.DeleteConsumer(t.Context(), streams.EventsStream, "lanes-test"))
+	require.Eventually(t, func() bool {
+		_, err := js.Consumer(t.Context(), streams.EventsStream, "lanes-test")
+		return err == nil
+	}, waitFor, 10*time.Millisecond, "the consumer is created again")
+	publish("two")
+	receive("one") // a new consumer, DeliverAll: the stream again from its start
+	receive("two")
+}
