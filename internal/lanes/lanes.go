@@ -75,11 +75,16 @@ func Start(ctx context.Context, keeper *streams.Keeper, n, maxBatch int, handle 
 }
 
 // consume starts a Consume of cons into the lanes in place of the
-// current one, which it stops.
+// current one, which it drains: the messages it already received are
+// handled, not left to come back after AckWait.
 func (l *Lanes) consume(cons jetstream.Consumer) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.stopConsume()
+	if l.cc != nil {
+		l.cc.Drain()
+		<-l.cc.Closed()
+		l.cc = nil
+	}
 	cc, err := cons.Consume(l.handle, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		l.keeper.Suspect(err)
 	}))
