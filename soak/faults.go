@@ -2,9 +2,11 @@ package soak
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -56,6 +58,9 @@ type faultRec struct {
 	// again (see progress); -1 when it did not within the bound.
 	RecoveryMs int64  `json:"recoveryMs"`
 	Error      string `json:"error,omitempty"`
+	// ReadyWhileMissing names the services whose /readyz answered 200
+	// while the consumer they keep was missing (consumer faults only).
+	ReadyWhileMissing []string `json:"readyWhileMissing,omitempty"`
 }
 
 // injector injects seeded faults one at a time.
@@ -83,6 +88,9 @@ func (in *injector) run(ctx context.Context, until time.Time) {
 		rec := faultRec{Kind: kind, At: time.Now(), RecoveryMs: -1}
 		target, progress, err := in.inject(ctx, kind)
 		rec.Target = target
+		if kind == "consumer" && err == nil {
+			rec.ReadyWhileMissing = in.readyWhileMissing(ctx, target)
+		}
 		if err != nil {
 			rec.Error = err.Error()
 		} else if at, ok := in.waitProgress(ctx, progress, rec.At); ok {
@@ -146,6 +154,43 @@ func (in *injector) cutDB(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("cut database connections: %w", err)
 	}
 	return n, nil
+}
+
+// ownerOf is the service kind that keeps each durable consumer.
+var ownerOf = map[string]string{"engine-events": "engine", "engine-results": "engine",
+	"tasks-default": "worker", "projector": "projector"}
+
+// readyWhileMissing returns the owners of consumer whose /readyz answered
+// 200 while it was missing: missing before the answer and still missing
+// after it. A consumer created again meanwhile is no finding.
+func (in *injector) readyWhileMissing(ctx context.Context, consumer string) []string {
+	stream := ""
+	for _, c := range consumers {
+		if c[1] == consumer {
+			stream = c[0]
+		}
+	}
+	nc, err := nats.Connect("nats://soak:pw-soak@"+in.top.natsAddr, nats.Name("weft-soak"))
+	if err != nil {
+		return nil
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil
+	}
+	missing := func() bool {
+		_, err := js.Consumer(ctx, stream, consumer)
+		return errors.Is(err, jetstream.ErrConsumerNotFound)
+	}
+	hc := &http.Client{Timeout: 3 * time.Second}
+	var out []string
+	for _, p := range in.top.procs.ofKind(ownerOf[consumer]) {
+		if missing() && probe(ctx, hc, in.top.ops[p.name]+"/readyz") == http.StatusOK && missing() {
+			out = append(out, p.name)
+		}
+	}
+	return out
 }
 
 // consumers are the durable consumers the services keep, by stream.

@@ -78,3 +78,16 @@ func probe(ctx context.Context, hc *http.Client, url string) int {
 	_ = resp.Body.Close()
 	return resp.StatusCode
 }
+
+// checkReadyWhileMissing fires when a service's /readyz answered 200 while
+// a consumer it keeps was missing (issue 16, defect 2: /readyz must report
+// a missing consumer).
+func checkReadyWhileMissing(faults []faultRec) checkResult {
+	res := checkResult{Name: "/readyz reports a missing consumer", OK: true}
+	for _, f := range faults {
+		for _, p := range f.ReadyWhileMissing {
+			res.add("%s answered 200 while %s was missing (fault at %s)", p, f.Target, f.At.Format("15:04:05.000"))
+		}
+	}
+	return res
+}
