@@ -104,6 +104,10 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
+// faultMargin is how long before the end of the load the last fault may
+// come.
+const faultMargin = 20 * time.Second
+
 // Run runs one soak: the topology, the driver and the injector for
 // cfg.Duration, quiescence, the checks. It returns the summary, whose
 // Failed says whether an invariant fired; an error means the soak itself
@@ -137,7 +141,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (*Summary, error)
 	inj := &injector{top: top, rng: rand.New(rand.NewPCG(cfg.Seed, 1)), kinds: cfg.Faults, //nolint:gosec // seeded
 		bound: cfg.RecoveryBound, logger: logger}
 	injected := make(chan struct{})
-	go func() { defer close(injected); inj.run(ctx, until) }()
+	// The last fault comes faultMargin before the driver stops, so that runs
+	// approved after it exist to show progress (see progressRuns).
+	go func() { defer close(injected); inj.run(ctx, until.Add(-faultMargin)) }()
 	drv.run(ctx, until)
 	<-injected
 	sum.Injected = inj.faults
