@@ -69,11 +69,12 @@ func TestTopologyAsProcesses(t *testing.T) {
 	})
 
 	for name, want := range map[string][]string{
-		"relay":     {"postgres", "nats", "stream WEFT_EVENTS", "stream WEFT_TASKS"},
-		"engine":    {"postgres", "nats", "stream WEFT_EVENTS", "stream WEFT_RESULTS"},
-		"worker":    {"nats", "stream WEFT_TASKS", "stream WEFT_RESULTS"},
+		"relay": {"postgres", "nats", "stream WEFT_EVENTS", "stream WEFT_TASKS"},
+		"engine": {"postgres", "nats", "stream WEFT_EVENTS", "stream WEFT_RESULTS",
+			"consumer engine-events", "consumer engine-results"},
+		"worker":    {"nats", "stream WEFT_TASKS", "stream WEFT_RESULTS", "consumer tasks-default"},
 		"gateway":   {"postgres", "nats"},
-		"projector": {"postgres", "nats", "stream WEFT_EVENTS"},
+		"projector": {"postgres", "nats", "stream WEFT_EVENTS", "consumer projector"},
 	} {
 		status, body := httpGet(t, top.ops[name].url+"/readyz", "")
 		require.Equal(t, http.StatusOK, status, "%s: %s", name, body)
