@@ -14,10 +14,6 @@ const (
 	// settledByActivity: the activity ran (to its end, or until a hard
 	// stop). Count these per attempt to count executions.
 	settledByActivity = "activity"
-	// settledByRecord, settledByVerify: reconciliation reported the
-	// engine's record, or the verifier's result; the activity did not run.
-	settledByRecord = task.ReconciledByRecord
-	settledByVerify = task.ReconciledByVerify
 	// settledByMemory: the unacked outcome of an earlier delivery in this
 	// process was reported again; the activity did not run.
 	settledByMemory = "memory"
@@ -36,7 +32,9 @@ type execution struct {
 	acked     bool   // the server confirmed the task's ack
 }
 
-// reconciledBy is the settledBy of a result reconciliation settled.
+// reconciledBy is the settledBy of a result reconciliation settled: the
+// result's task.ReconciledByRecord or task.ReconciledByVerify (the
+// activity did not run), else settledByWorker.
 func reconciledBy(r task.Result) string {
 	if r.Reconcile != nil && r.Reconcile.ReconciledBy != "" {
 		return r.Reconcile.ReconciledBy

@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -42,5 +41,5 @@ func TestSweepTimingLimits(t *testing.T) {
 
 	s := newStack(t)
 	_, err = engine.New(s.db.Pool, s.nats.Conn(t), engine.Config{SweepInterval: time.Nanosecond}, nil)
-	require.True(t, errors.As(err, &le), "New validates: %v", err)
+	require.ErrorAs(t, err, &le, "New validates")
 }

@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// notSent is an error of a write that never went out, as pgconn marks it.
-type notSent struct{}
+// notSentError is an error of a write that never went out, as pgconn marks it.
+type notSentError struct{}
 
-func (notSent) Error() string     { return "write failed before sending" }
-func (notSent) SafeToRetry() bool { return true }
+func (notSentError) Error() string     { return "write failed before sending" }
+func (notSentError) SafeToRetry() bool { return true }
 
 func TestConnectionLostAndRetryable(t *testing.T) {
 	t.Parallel()
@@ -32,7 +32,7 @@ func TestConnectionLostAndRetryable(t *testing.T) {
 	}{
 		{"backend terminated before the commit", terminated, true, false, context.Background(), true},
 		{"backend terminated once the commit was sent", terminated, true, true, context.Background(), false},
-		{"nothing sent, commit batch", notSent{}, true, true, context.Background(), true},
+		{"nothing sent, commit batch", notSentError{}, true, true, context.Background(), true},
 		{"connection closed", fmt.Errorf("x: %w", io.ErrUnexpectedEOF), true, false, context.Background(), true},
 		{"no connection to be had", &pgconn.ConnectError{}, true, true, context.Background(), true},
 		{"connection exception class", &pgconn.PgError{Code: "08006"}, true, false, context.Background(), true},
