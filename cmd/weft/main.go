@@ -43,7 +43,7 @@ func commands() map[string]command {
 		"health":    {"probe a URL (a service's /readyz); exit 1 unless it answers 2xx", runHealth},
 		"maintain":  {"delete runs past the retention and create event-log partitions ahead", runMaintain},
 		"migrate":   {"apply the Postgres schema (with --nats-url, also create the streams)", runMigrate},
-		"projector": {"run the snapshot projector with the read API and the web UI", runProjector},
+		"projector": {"run the snapshot projector with the read API and the web UI (projector rebuild: refold runs without a snapshot)", runProjector},
 		"relay":     {"run the outbox relay (Postgres outbox to JetStream)", runRelay},
 		"run":       {"start, show, watch a run, or list its events (docs/cli.md)", commandGroup("run", runSubcommands())},
 		"runs":      {"list runs (runs ls)", commandGroup("runs", runsSubcommands())},
