@@ -25,12 +25,27 @@ type Config struct {
 	SyncAlways bool
 	// ReadyTimeout bounds the wait for the server to accept connections.
 	ReadyTimeout time.Duration
+	// Users, when not empty, are the only clients the server accepts: a
+	// connection without a user and password of one of them is refused.
+	// Empty, any client may connect (the test harness).
+	Users []User
+}
+
+// User is a NATS user of an embedded server, allowed everything.
+type User struct {
+	// Name and Password are required; Password should come from a random
+	// source (auth.GenerateToken).
+	Name, Password string
 }
 
 // Start starts the server and waits until it accepts connections.
 func Start(cfg Config) (*server.Server, error) {
 	if cfg.StoreDir == "" {
 		return nil, fmt.Errorf("natsboot: StoreDir is required")
+	}
+	users, err := serverUsers(cfg.Users)
+	if err != nil {
+		return nil, err
 	}
 	opts := &server.Options{
 		ServerName: "weft-embedded",
@@ -42,6 +57,7 @@ func Start(cfg Config) (*server.Server, error) {
 		NoSigs:     true,
 		NoLog:      true,
 		MaxPayload: 8 << 20,
+		Users:      users,
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
@@ -53,4 +69,16 @@ func Start(cfg Config) (*server.Server, error) {
 		return nil, fmt.Errorf("natsboot: server on %s:%d not ready (port taken?)", opts.Host, opts.Port)
 	}
 	return srv, nil
+}
+
+// serverUsers checks users and returns them as the server's options.
+func serverUsers(users []User) ([]*server.User, error) {
+	var out []*server.User
+	for i, u := range users {
+		if u.Name == "" || u.Password == "" {
+			return nil, fmt.Errorf("natsboot: user %d needs a name and a password", i)
+		}
+		out = append(out, &server.User{Username: u.Name, Password: u.Password})
+	}
+	return out, nil
 }
