@@ -10,7 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -48,6 +51,14 @@ type Config struct {
 	// TracerProvider traces each activity (worker.Config.TracerProvider).
 	// Nil traces nothing.
 	TracerProvider trace.TracerProvider
+	// HTTPGetAllow lists the address prefixes http-get may reach although
+	// they are internal (loopback, private, link-local, metadata...). By
+	// default http-get reaches public addresses only; the check is made on
+	// each resolved address at dial time.
+	HTTPGetAllow []netip.Prefix
+	// HTTPGetAllowPrivate lets http-get reach every internal address but
+	// the cloud-metadata ones (which only HTTPGetAllow can admit).
+	HTTPGetAllowPrivate bool
 }
 
 // Service is the activity-worker service.
@@ -79,7 +90,7 @@ func New(nc *nats.Conn, cfg Config, logger *slog.Logger) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("activity-worker: %w", err)
 	}
-	if err := demo.Register(w, demo.NewHTTPClient()); err != nil {
+	if err := demo.Register(w, demo.NewHTTPClient(demo.AddressPolicy{Allow: cfg.HTTPGetAllow, AllowPrivate: cfg.HTTPGetAllowPrivate})); err != nil {
 		return nil, fmt.Errorf("activity-worker: %w", err)
 	}
 	return &Service{worker: w, js: js, queue: cmp.Or(cfg.Queue, worker.DefaultQueue), mp: cfg.MeterProvider,
@@ -112,4 +123,23 @@ func (s *Service) Run(ctx context.Context) error {
 		return fmt.Errorf("activity-worker: %w", err)
 	}
 	return nil
+}
+
+// ParsePrefixes parses a list of CIDR prefixes separated by commas or
+// white space, as HTTPGetAllow takes them ("10.1.0.0/16, fd12::/64"); a
+// bare address is its own prefix (/32 or /128). An empty list is nil.
+func ParsePrefixes(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }) {
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			a, aerr := netip.ParseAddr(f)
+			if aerr != nil {
+				return nil, fmt.Errorf("activity-worker: %q is not a CIDR prefix or an address", f)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,7 +50,8 @@ func TestServiceRunsDemoActivities(t *testing.T) {
 	t.Cleanup(web.Close)
 
 	logs := &weftest.Buffer{}
-	svc, err := activityworker.New(srv.Conn(t), activityworker.Config{Concurrency: 8, WorkerID: "demo-worker"},
+	svc, err := activityworker.New(srv.Conn(t), activityworker.Config{Concurrency: 8, WorkerID: "demo-worker",
+		HTTPGetAllow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}},
 		slog.New(slog.NewJSONHandler(logs, nil)))
 	require.NoError(t, err)
 	ctx, stop := context.WithCancel(context.Background())
@@ -73,7 +75,9 @@ func TestServiceRunsDemoActivities(t *testing.T) {
 		{name: "http-get", activity: "http-get", input: `{"url":"` + web.URL + `/hello"}`, output: `{"status":200,"bodyBytes":12,"truncated":false}`},
 		{name: "http-get redirect", activity: "http-get", input: `{"url":"` + web.URL + `/redirect"}`, output: `{"status":302,"bodyBytes":33,"truncated":false}`},
 		{name: "http-get bad url", activity: "http-get", input: `{"url":"file:///etc/passwd"}`, code: demo.CodeInvalidInput},
-		{name: "http-get refused", activity: "http-get", input: `{"url":"http://127.0.0.1:1/"}`, code: "ACTIVITY_ERROR", retryable: true},
+		{name: "http-get refused", activity: "http-get", input: `{"url":"http://127.0.0.1:1/"}`, code: demo.CodeTransport, retryable: true},
+		{name: "http-get internal address", activity: "http-get", input: `{"url":"http://127.0.0.2:1/"}`, code: demo.CodeAddressRefused},
+		{name: "http-get metadata address", activity: "http-get", input: `{"url":"http://169.254.169.254/latest/meta-data/"}`, code: demo.CodeAddressRefused},
 	}
 	t.Run("tasks", func(t *testing.T) {
 		for _, tt := range tests {
@@ -150,4 +154,18 @@ func run(t *testing.T, js jetstream.JetStream, tk task.Task) task.Result {
 			return r
 		}
 	}
+}
+
+func TestParsePrefixes(t *testing.T) {
+	t.Parallel()
+	got, err := activityworker.ParsePrefixes(" 10.1.2.3/16, 127.0.0.1\tfd12::/64 ")
+	require.NoError(t, err)
+	require.Equal(t, []netip.Prefix{
+		netip.MustParsePrefix("10.1.0.0/16"), netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("fd12::/64"),
+	}, got)
+	got, err = activityworker.ParsePrefixes("")
+	require.NoError(t, err)
+	require.Nil(t, got)
+	_, err = activityworker.ParsePrefixes("10.0.0.0/8,localhost")
+	require.ErrorContains(t, err, `"localhost"`)
 }

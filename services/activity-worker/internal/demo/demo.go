@@ -29,15 +29,15 @@ const CodePlannedFailure = "PLANNED_FAILURE"
 // a longer body as truncated.
 const MaxBodyBytes = 16 << 20
 
-// Register registers every demo activity with w. client serves http-get;
-// it should not follow redirects (see NewHTTPClient).
+// Register registers every demo activity with w. client serves http-get:
+// build it with NewHTTPClient, which holds every connection to an
+// AddressPolicy and does not follow redirects.
 func Register(w *worker.Worker, client *http.Client) error {
-	h := httpGet{client: client}
 	for name, fn := range map[string]worker.ActivityFunc{
 		"echo":         Echo,
 		"sleep":        Sleep,
 		"fail-n-times": FailNTimes,
-		"http-get":     h.run,
+		"http-get":     HTTPGet(client),
 	} {
 		if err := w.Register(name, fn); err != nil {
 			return err
@@ -99,44 +99,43 @@ func FailNTimes(_ context.Context, in worker.Input) (worker.Output, error) {
 	return worker.NewOutput(map[string]string{"key": req.Key, "logicalAttemptId": in.LogicalAttemptID})
 }
 
-// NewHTTPClient returns the client http-get needs: it does not follow
-// redirects, so the activity requests the URL given and no other.
-func NewHTTPClient() *http.Client {
-	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-}
-
-type httpGet struct{ client *http.Client }
-
-// run takes {"url": U}, GETs U (http or https) and completes with
+// HTTPGet returns the http-get activity, which makes its requests with
+// client. It takes {"url": U}, GETs U (http or https) and completes with
 // {"status": S, "bodyBytes": B, "truncated": T}, whatever the status; a
-// redirect is reported, not followed. A transport error is retryable.
-func (h httpGet) run(ctx context.Context, in worker.Input) (worker.Output, error) {
-	var req struct {
-		URL string `json:"url"`
+// redirect is reported, not followed (with NewHTTPClient's client). An
+// address the client's AddressPolicy refuses is a non-retryable
+// CodeAddressRefused failure; any other transport error is a retryable
+// CodeTransport failure whose message names the error's class only, never
+// bytes the remote end sent.
+func HTTPGet(client *http.Client) worker.ActivityFunc {
+	return func(ctx context.Context, in worker.Input) (worker.Output, error) {
+		var req struct {
+			URL string `json:"url"`
+		}
+		if err := decode(in, &req); err != nil {
+			return worker.Output{}, err
+		}
+		u, err := url.Parse(req.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return worker.Output{}, worker.NonRetryable(CodeInvalidInput, `http-get wants {"url": "http(s)://host/..."}`)
+		}
+		hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), http.NoBody)
+		if err != nil {
+			return worker.Output{}, worker.NonRetryable(CodeInvalidInput, `http-get wants {"url": "http(s)://host/..."}`)
+		}
+		resp, err := client.Do(hreq)
+		if err != nil {
+			return worker.Output{}, transportFailure("request", err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		n, err := io.Copy(io.Discard, io.LimitReader(resp.Body, MaxBodyBytes+1))
+		if err != nil {
+			return worker.Output{}, transportFailure("read body", err)
+		}
+		return worker.NewOutput(map[string]any{
+			"status": resp.StatusCode, "bodyBytes": min(n, MaxBodyBytes), "truncated": n > MaxBodyBytes,
+		})
 	}
-	if err := decode(in, &req); err != nil {
-		return worker.Output{}, err
-	}
-	u, err := url.Parse(req.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return worker.Output{}, worker.NonRetryable(CodeInvalidInput, `http-get wants {"url": "http(s)://host/..."}`)
-	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), http.NoBody)
-	if err != nil {
-		return worker.Output{}, worker.NonRetryable(CodeInvalidInput, "http-get: "+err.Error())
-	}
-	resp, err := h.client.Do(hreq)
-	if err != nil {
-		return worker.Output{}, fmt.Errorf("http-get: %w", err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	n, err := io.Copy(io.Discard, io.LimitReader(resp.Body, MaxBodyBytes+1))
-	if err != nil {
-		return worker.Output{}, fmt.Errorf("http-get: read body: %w", err)
-	}
-	return worker.NewOutput(map[string]any{
-		"status": resp.StatusCode, "bodyBytes": min(n, MaxBodyBytes), "truncated": n > MaxBodyBytes,
-	})
 }
 
 // decode unmarshals the input into v, rejecting unknown fields, as a
