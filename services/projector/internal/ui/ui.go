@@ -24,9 +24,11 @@
 //
 // The UI calls the read API with the API key of the person using it, sent as
 // Authorization: Bearer. It takes the key from a token= parameter in the
-// fragment or the query (/#token=KEY, which stays out of server logs), strips
-// it from the address and keeps it in localStorage under weft.token; without
-// a key, or after a 401, it shows a sign-in form.
+// fragment only (/#token=KEY, which never reaches a server), strips it from
+// the address and keeps it in localStorage under weft.token; without a key,
+// or after a 401, it shows a sign-in form. A token= in the query is never
+// used (it lands in server and proxy logs): it is stripped from the address
+// and ignored.
 package ui
 
 import (

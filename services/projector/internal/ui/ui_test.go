@@ -181,6 +181,21 @@ func TestTokenFromURLAndSignOut(t *testing.T) {
 	b.console.RequireNoErrors(t)
 }
 
+// A key in the query (?token=KEY) has reached the server's logs: the UI
+// never uses it, asks for a key, and strips it from the address and the
+// history entry. The fragment's key (#token=KEY) is the only one taken.
+func TestTokenInTheQueryIsIgnored(t *testing.T) {
+	t.Parallel()
+	b := setup(t, simpleRun(runID(1), events.RunStatusCompleted, time.Now()))
+
+	b.do(chromedp.Navigate(b.url + "/?status=COMPLETED&token=" + token))
+	b.do(chromedp.WaitVisible(sel("signin-token")))
+	require.Nil(t, eval[*string](b, `localStorage.getItem('weft.token')`), "the query's key is not kept")
+	require.Equal(t, "?status=COMPLETED", eval[string](b, `location.search`), "the key is stripped from the address")
+	require.Empty(t, b.api.listCalls(), "no list request carried the query's key")
+	b.console.RequireNoErrors(t)
+}
+
 func TestUnauthorizedShowsSignIn(t *testing.T) {
 	t.Parallel()
 	b := setup(t, simpleRun(runID(1), events.RunStatusRunning, time.Now()))

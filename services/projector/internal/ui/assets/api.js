@@ -69,17 +69,19 @@ function takeParam(str, name) {
   return [value, rest.join('&')];
 }
 
-// captureTokenFromURL takes token=KEY from the fragment (#token=KEY, preferred:
-// it never reaches a server) or the query (?token=KEY), stores it, and
-// removes it from the address bar and the history entry.
+// captureTokenFromURL takes token=KEY from the fragment (#token=KEY: a
+// fragment never reaches a server), stores it, and removes it from the
+// address bar and the history entry. A token= in the query (?token=KEY) is
+// never used as a key: it has reached the server's and proxies' logs
+// already. It is removed from the address all the same, so that it does not
+// stay in the history either.
 export function captureTokenFromURL() {
-  const [fromHash, hashRest] = takeParam(location.hash.replace(/^#/, ''), 'token');
+  const [token, hashRest] = takeParam(location.hash.replace(/^#/, ''), 'token');
   const [fromQuery, queryRest] = takeParam(location.search.replace(/^\?/, ''), 'token');
-  const token = fromHash ?? fromQuery;
-  if (token === null) return;
+  if (token === null && fromQuery === null) return;
   const url = location.pathname + (queryRest ? `?${queryRest}` : '') + (hashRest ? `#${hashRest}` : '');
   history.replaceState(history.state, '', url);
-  if (token.trim() !== '') setToken(token.trim());
+  if (token !== null && token.trim() !== '') setToken(token.trim());
 }
 
 // request sends an authenticated request and returns {status, etag, data}.

@@ -5,7 +5,7 @@
 //   /runs/{runId}     run page
 //   /schedules        schedules list, read from the gateway through the
 //                     projector's /gateway/ route (GET /gateway/v1/schedules)
-// The API key comes from #token=KEY (or ?token=KEY) once, then from
+// The API key comes from #token=KEY (never ?token=KEY) once, then from
 // localStorage "weft.token".
 //
 // Stable data-testid attributes, for browser tests:
