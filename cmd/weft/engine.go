@@ -25,11 +25,13 @@ type engineOptions struct {
 // (docs/engine.md, "Sweeps" and "Recovery times").
 type sweepOptions struct {
 	interval, stallAfter, taskGrace time.Duration
+	// command is the flags' command ("weft engine", "weft dev"), for errors.
+	command string
 }
 
 // sweepFlags defines the sweep flags on f, with the engine's defaults.
 func sweepFlags(f *flags) *sweepOptions {
-	o := &sweepOptions{}
+	o := &sweepOptions{command: f.Name()}
 	f.durationVar(&o.interval, "sweep-interval", "WEFT_ENGINE_SWEEP_INTERVAL", engine.DefaultSweepInterval,
 		fmt.Sprintf("how often each engine looks for stalled runs (%s to %s)", engine.MinSweepInterval, engine.MaxSweepInterval))
 	f.durationVar(&o.stallAfter, "stall-after", "WEFT_ENGINE_STALL_AFTER", engine.DefaultStallAfter,
@@ -49,7 +51,7 @@ func (o sweepOptions) apply(cfg engine.Config) (engine.Config, error) {
 	var le *engine.LimitError
 	if errors.As(err, &le) {
 		flag := map[string]string{"SweepInterval": "--sweep-interval", "StallAfter": "--stall-after", "TaskGrace": "--task-grace"}[le.Field]
-		return cfg, fmt.Errorf("weft engine %s: %w", flag, err)
+		return cfg, fmt.Errorf("%s %s: %w", o.command, flag, err)
 	}
 	return cfg, err
 }
@@ -136,6 +138,9 @@ type workerOptions struct {
 	ops         *string
 	queue       *string
 	concurrency *int
+	// httpGetAllow and httpGetAllowPrivate widen http-get's address policy.
+	httpGetAllow        *string
+	httpGetAllowPrivate *bool
 }
 
 // workerFlags defines the flags of `weft worker`; docs/configuration.md
@@ -148,6 +153,10 @@ func workerFlags(env *environment) (*flags, workerOptions) {
 		ops:         opsFlag(f, "WEFT_WORKER_OPS_ADDR", workerOpsAddr),
 		queue:       f.string("queue", "WEFT_WORKER_QUEUE", "task queue to serve (empty: default)"),
 		concurrency: f.int("concurrency", "WEFT_WORKER_CONCURRENCY", "activities run at once (0: default)"),
+		httpGetAllow: f.string("http-get-allow", "WEFT_WORKER_HTTP_GET_ALLOW",
+			"CIDR prefixes http-get may reach although internal (loopback, private, link-local, metadata), comma-separated; by default only public addresses"),
+		httpGetAllowPrivate: f.bool("http-get-allow-private", "WEFT_WORKER_HTTP_GET_ALLOW_PRIVATE", false,
+			"let http-get reach every internal address except cloud metadata (169.254.169.254, fd00:ec2::254)"),
 	}
 }
 
@@ -157,6 +166,10 @@ func runWorker(ctx context.Context, env *environment, args []string) error {
 	f, opt := workerFlags(env)
 	if err := f.parse(args); err != nil {
 		return err
+	}
+	allow, err := activityworker.ParsePrefixes(*opt.httpGetAllow)
+	if err != nil {
+		return fmt.Errorf("--http-get-allow: %w", err)
 	}
 	o, err := newOps(ctx, env, "weft-worker", *opt.ops, opsHint(f))
 	if err != nil {
@@ -179,6 +192,7 @@ func runWorker(ctx context.Context, env *environment, args []string) error {
 		}
 		w, err := activityworker.New(b.nc, activityworker.Config{
 			Queue: *opt.queue, Concurrency: *opt.concurrency, MeterProvider: o.meters, TracerProvider: o.tracer,
+			HTTPGetAllow: allow, HTTPGetAllowPrivate: *opt.httpGetAllowPrivate,
 		}, env.logger)
 		if err != nil {
 			return err
