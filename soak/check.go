@@ -163,7 +163,8 @@ func check(ctx context.Context, top *topology, led *ledger, c *client.Client, su
 	if err != nil {
 		return err
 	}
-	sum.Checks = append(sum.Checks, cons, checkReady(ctx, top), checkReadyWhileMissing(sum.Injected))
+	sum.Checks = append(sum.Checks, cons, checkReady(ctx, top), checkReadyWhileMissing(sum.Injected),
+		checkCrashes(top))
 	snap, err := checkSnapshots(ctx, top, c)
 	if err != nil {
 		return err

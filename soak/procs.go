@@ -37,6 +37,10 @@ type instance struct {
 	log     string
 	started time.Time
 	killed  time.Time // zero unless it was killed with SIGKILL
+	// signalled: the soak sent it SIGKILL or SIGTERM; exited: when it
+	// exited (zero while it runs). An exit without a signal is a crash.
+	signalled bool
+	exited    time.Time
 }
 
 // start starts a new instance. It fails when one is running. ctx ending
@@ -64,7 +68,14 @@ func (p *proc) start(ctx context.Context) error {
 	}
 	inst.started = time.Now()
 	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); _ = out.Close(); close(done) }()
+	go func() {
+		_ = cmd.Wait()
+		_ = out.Close()
+		p.mu.Lock()
+		inst.exited = time.Now()
+		p.mu.Unlock()
+		close(done)
+	}()
 	p.cmd, p.done, p.instance = cmd, done, inst.n
 	p.instances = append(p.instances, inst)
 	return nil
@@ -100,6 +111,7 @@ func (p *proc) kill9() {
 	}
 	_ = p.cmd.Process.Kill() // by PID
 	p.instances[len(p.instances)-1].killed = time.Now()
+	p.instances[len(p.instances)-1].signalled = true
 	done := p.done
 	p.mu.Unlock()
 	<-done // SIGKILL cannot be refused
@@ -113,6 +125,7 @@ func (p *proc) stop(grace time.Duration) {
 		return
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	p.instances[len(p.instances)-1].signalled = true
 	done := p.done
 	p.mu.Unlock()
 	select {

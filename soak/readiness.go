@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -90,4 +92,34 @@ func checkReadyWhileMissing(faults []faultRec) checkResult {
 		}
 	}
 	return res
+}
+
+// checkCrashes fires for every process instance that exited without the
+// soak's SIGKILL or SIGTERM, with the end of its log.
+func checkCrashes(top *topology) checkResult {
+	res := checkResult{Name: "no process exited by itself", OK: true}
+	for _, p := range top.procs.all() {
+		for _, in := range p.history() {
+			if in.exited.IsZero() || in.signalled {
+				continue
+			}
+			res.add("%s.%d exited at %s: %s", p.name, in.n, in.exited.Format("15:04:05.000"), lastLine(in.log))
+		}
+	}
+	return res
+}
+
+// lastLine returns the last non-empty line of the file at path, cut to 400
+// bytes.
+func lastLine(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	l := lines[len(lines)-1]
+	if len(l) > 400 {
+		l = l[:400] + "…"
+	}
+	return l
 }

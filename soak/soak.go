@@ -147,9 +147,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (*Summary, error)
 	drv.run(ctx, until)
 	<-injected
 	sum.Injected = inj.faults
-	if err := reviveAll(ctx, top); err != nil {
-		return sum, err
-	}
+	reviveAll(ctx, top, logger)
 	logger.InfoContext(ctx, "soak: faults stopped; waiting for quiescence", "bound", cfg.Quiesce.String())
 	sum.QuiesceMs = quiesce(ctx, top, clients[0], cfg.Quiesce, logger).Milliseconds()
 	if ctx.Err() != nil {
@@ -181,16 +179,17 @@ func setUp(ctx context.Context, top *topology, cfg Config, rng *rand.Rand, logge
 	return startServices(ctx, top, rng)
 }
 
-// reviveAll starts every process a failed restart left down.
-func reviveAll(ctx context.Context, top *topology) error {
+// reviveAll starts every process a failed restart or a crash left down; one
+// that will not start is left to the checks ("no process exited by itself",
+// "every service ready").
+func reviveAll(ctx context.Context, top *topology, logger *slog.Logger) {
 	for _, p := range top.procs.all() {
 		if !p.alive() {
 			if err := top.restart(ctx, p); err != nil {
-				return fmt.Errorf("revive %s: %w", p.name, err)
+				logger.ErrorContext(ctx, "soak: revive", "process", p.name, "err", err)
 			}
 		}
 	}
-	return nil
 }
 
 // cleanup stops every process by PID, drops the database and removes the

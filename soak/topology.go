@@ -339,12 +339,26 @@ func serviceEnv(ctx context.Context, t *topology, kind, keys string, rng *rand.R
 }
 
 // restart starts p again and waits until it is ready.
+// A process that exits by itself meanwhile (a crash the checker reports)
+// is started again, up to restartTries times in all.
 func (t *topology) restart(ctx context.Context, p *proc) error {
-	if err := p.start(ctx); err != nil {
-		return err
+	var err error
+	for range restartTries {
+		if err = p.start(ctx); err != nil {
+			return err
+		}
+		if p == t.nats {
+			err = t.waitNATS(ctx)
+		} else {
+			err = waitHTTP(ctx, p, t.ops[p.name]+"/readyz", 2*time.Minute)
+		}
+		if !errors.Is(err, errExited) {
+			return err
+		}
+		sleepCtx(ctx, time.Second)
 	}
-	if p == t.nats {
-		return t.waitNATS(ctx)
-	}
-	return waitHTTP(ctx, p, t.ops[p.name]+"/readyz", 2*time.Minute)
+	return err
 }
+
+// restartTries bounds the starts of one restart.
+const restartTries = 3
