@@ -137,6 +137,10 @@ func TestDevServesTheStacksReadiness(t *testing.T) {
 		status, body := get(t, ops+"/metrics")
 		return status == http.StatusOK && strings.Contains(body, "weft_projector_events_applied")
 	}, time.Minute, 50*time.Millisecond, "the projector's instruments are on the stack's /metrics once it applies the demo run")
+	api := strings.TrimSuffix(bannerURL(t, dev.out.String(), "Read API:"), "/v1/runs")
+	status, body := get(t, api+"/metrics")
+	require.Equal(t, http.StatusNotFound, status, "the metrics (every tenant's run counts) are not on the public API listener")
+	require.NotContains(t, body, "weft_projector")
 	require.NoError(t, dev.stop())
 }
 

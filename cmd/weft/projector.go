@@ -79,11 +79,11 @@ func runProjector(ctx context.Context, env *environment, args []string) error {
 	})
 }
 
-// newProjector builds a projector whose metrics go to o's MeterProvider
-// and are served at /metrics on its own listener too, and whose spans go
-// to o's TracerProvider.
+// newProjector builds a projector whose metrics go to o's MeterProvider,
+// served at /metrics on the ops listener only (they count every tenant's
+// runs; the API listener is public), and whose spans go to o's
+// TracerProvider.
 func newProjector(pool *pgxpool.Pool, js jetstream.JetStream, cfg projector.Config, o *ops, logger *slog.Logger) (*projector.Service, error) {
-	cfg.Metrics = o.metrics
 	cfg.TracerProvider = o.tracer
 	return projector.New(pool, js, cfg, o.meters, logger)
 }

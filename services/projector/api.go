@@ -16,7 +16,9 @@ import (
 )
 
 // Handler returns the read API (docs/read-api.md), the UI's forwarding to
-// the gateway (its signals, the schedules list) and the UI itself.
+// the gateway (its signals, the schedules list) and the UI itself. It
+// serves no /metrics: the metrics count every tenant's runs and go to the
+// MeterProvider, which the command serves on its ops listener only.
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/runs", s.authed(s.handleRunsList))
@@ -29,9 +31,6 @@ func (s *Service) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		httpserve.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	if s.cfg.Metrics != nil {
-		mux.Handle("GET /metrics", s.cfg.Metrics)
-	}
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, api.CodeNotFound, "no such route: "+r.Method+" "+r.URL.Path)
 	})

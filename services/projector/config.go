@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"time"
 
@@ -70,9 +69,6 @@ type Config struct {
 	ResyncEvery time.Duration
 	// MaxWait caps a long poll's timeout (waitForSeq).
 	MaxWait time.Duration
-	// Metrics, when set, is served unauthenticated at GET /metrics (the
-	// Prometheus handler of internal/metrics).
-	Metrics http.Handler
 	// HTTP holds the server's timeouts; WriteTimeout is raised to cover
 	// MaxWait.
 	HTTP httpserve.Limits

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/weftrun/weft/internal/metrics"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/services/projector"
@@ -154,25 +153,25 @@ func TestLaggingConsumer(t *testing.T) {
 	require.Positive(t, s.histogramCount(t, "weft.projector.lag"))
 }
 
-// The metrics are served in the Prometheus format at /metrics, without a
-// key, when Config.Metrics is set.
-func TestMetricsEndpoint(t *testing.T) {
+// The metrics count every tenant's runs, so the public API listener does
+// not serve them: they go to the MeterProvider, which the command serves on
+// its ops listener (cmd/weft, ops_test.go), and GET /metrics here is 404.
+func TestNoMetricsOnTheAPIListener(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
-	mp, handler, err := metrics.New()
-	require.NoError(t, err)
-	s.serveWith(t, projector.Config{Metrics: handler}, mp)
+	s.serve(t, projector.Config{})
 	runID := s.approve(t, "metrics")
 	s.waitRun(t, runID, atSeq(1), "approved")
+	require.Positive(t, s.counter(t, "weft.projector.events.applied"), "the metrics are recorded")
 
-	resp, err := http.Get(s.url + "/metrics")
-	require.NoError(t, err)
-	defer func() { _ = resp.Body.Close() }()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	for _, want := range []string{"weft_projector_lag_seconds_bucket{", "weft_projector_events_applied_total{"} {
-		require.Contains(t, string(body), want)
+	for _, path := range []string{"/metrics", "/metrics/"} {
+		resp, err := http.Get(s.url + path)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		require.Equal(t, http.StatusNotFound, resp.StatusCode, path)
+		require.NotContains(t, string(body), "weft_projector", path)
 	}
 }
 
