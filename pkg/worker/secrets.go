@@ -1,12 +1,14 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/weftrun/weft/pkg/plan"
@@ -20,25 +22,55 @@ type SecretsProvider interface {
 	Resolve(ctx context.Context, ref plan.SecretRef) (string, error)
 }
 
+// DefaultEnvSecretsPrefix is the prefix of the variables EnvSecrets reads
+// when it is given neither a Prefix nor an Allow list.
+const DefaultEnvSecretsPrefix = "WEFT_SECRET_"
+
 // EnvSecrets resolves a secret from the worker's environment: the key is
-// the variable's name, after Prefix. With a prefix such as "WEFT_SECRET_",
-// a plan can reach only the variables the operator meant to share. The
-// zero value reads any variable. An unset variable is ErrSecretNotFound.
+// the variable's name, after Prefix. A plan names the key, so the provider
+// is scoped: the zero value reads only variables named
+// DefaultEnvSecretsPrefix+key ("WEFT_SECRET_" + key), never the worker's
+// own configuration (WEFT_NATS_URL, WEFT_DATABASE_URL) or credentials
+// (AWS_*). A key with "=" or NUL in it, or an unset variable, is
+// ErrSecretNotFound. Errors name the variable, never its value.
 type EnvSecrets struct {
-	// Prefix is prepended to every key.
+	// Prefix is prepended to every key. Empty means
+	// DefaultEnvSecretsPrefix, unless Allow is set.
 	Prefix string
+	// Allow, when not empty, lists the only keys a plan may name; any
+	// other is ErrSecretNotFound. Prefix is still prepended, and may then
+	// be empty: EnvSecrets{Allow: []string{"STRIPE_KEY"}} reads
+	// STRIPE_KEY and nothing else.
+	Allow []string
 }
 
-// Resolve returns the value of the environment variable Prefix+ref.Key.
+// Resolve returns the value of the environment variable the key names.
 func (e EnvSecrets) Resolve(_ context.Context, ref plan.SecretRef) (string, error) {
-	if ref.Key == "" {
-		return "", fmt.Errorf("worker: env secret: empty key: %w", ErrSecretNotFound)
+	name, err := e.variable(ref.Key)
+	if err != nil {
+		return "", fmt.Errorf("worker: env secret: %w", err)
 	}
-	v, ok := os.LookupEnv(e.Prefix + ref.Key)
+	v, ok := os.LookupEnv(name)
 	if !ok {
-		return "", fmt.Errorf("worker: env secret: %s%s is not set: %w", e.Prefix, ref.Key, ErrSecretNotFound)
+		return "", fmt.Errorf("worker: env secret: %s is not set: %w", name, ErrSecretNotFound)
 	}
 	return v, nil
+}
+
+// variable returns the name of the variable key names, or an error
+// wrapping ErrSecretNotFound when the provider's scope excludes it.
+func (e EnvSecrets) variable(key string) (string, error) {
+	switch {
+	case key == "":
+		return "", fmt.Errorf("empty key: %w", ErrSecretNotFound)
+	case strings.ContainsAny(key, "=\x00"):
+		return "", fmt.Errorf("key %q is not a variable name: %w", key, ErrSecretNotFound)
+	case len(e.Allow) > 0 && !slices.Contains(e.Allow, key):
+		return "", fmt.Errorf("key %q is not in the provider's allow list: %w", key, ErrSecretNotFound)
+	case len(e.Allow) > 0:
+		return e.Prefix + key, nil
+	}
+	return cmp.Or(e.Prefix, DefaultEnvSecretsPrefix) + key, nil
 }
 
 // maxSecretFileBytes bounds a secret file; a larger file is refused.

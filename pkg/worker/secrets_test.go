@@ -158,3 +158,45 @@ func TestEnvSecrets(t *testing.T) {
 	_, err = worker.EnvSecrets{}.Resolve(t.Context(), plan.SecretRef{Name: "x"})
 	require.ErrorIs(t, err, worker.ErrSecretNotFound)
 }
+
+// TestEnvSecretsScope is issue 17's finding 11: a plan names the key, so
+// the zero-value provider must not read the worker's own configuration or
+// credentials by their names.
+func TestEnvSecretsScope(t *testing.T) { //nolint:paralleltest // t.Setenv
+	t.Setenv("WEFT_DATABASE_URL", "postgres://weft:db-password@db/weft")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "aws-secret-value")
+	t.Setenv(worker.DefaultEnvSecretsPrefix+"TOKEN", "token-value")
+	t.Setenv("WEFTTEST_SHARED", "shared-value")
+	ctx := t.Context()
+	resolve := func(p worker.EnvSecrets, key string) (string, error) {
+		return p.Resolve(ctx, plan.SecretRef{Name: "s", Key: key})
+	}
+
+	v, err := resolve(worker.EnvSecrets{}, "TOKEN")
+	require.NoError(t, err)
+	require.Equal(t, "token-value", v)
+	for _, key := range []string{"WEFT_DATABASE_URL", "AWS_SECRET_ACCESS_KEY", "TOKEN=", "=", "TOKEN\x00", "../TOKEN"} {
+		v, err := resolve(worker.EnvSecrets{}, key)
+		require.ErrorIs(t, err, worker.ErrSecretNotFound, "key %q", key)
+		require.Empty(t, v)
+		require.NotContains(t, err.Error(), "password")
+		require.NotContains(t, err.Error(), "aws-secret-value")
+	}
+
+	// An allow list names the only keys a plan may use, with no prefix.
+	shared := worker.EnvSecrets{Allow: []string{"WEFTTEST_SHARED"}}
+	v, err = resolve(shared, "WEFTTEST_SHARED")
+	require.NoError(t, err)
+	require.Equal(t, "shared-value", v)
+	for _, key := range []string{"WEFT_DATABASE_URL", "AWS_SECRET_ACCESS_KEY", "TOKEN", worker.DefaultEnvSecretsPrefix + "TOKEN"} {
+		_, err := resolve(shared, key)
+		require.ErrorIs(t, err, worker.ErrSecretNotFound, "key %q", key)
+	}
+
+	// An explicit prefix replaces the default one.
+	_, err = resolve(worker.EnvSecrets{Prefix: "WEFTTEST_"}, "TOKEN")
+	require.ErrorIs(t, err, worker.ErrSecretNotFound)
+	v, err = resolve(worker.EnvSecrets{Prefix: "WEFTTEST_"}, "SHARED")
+	require.NoError(t, err)
+	require.Equal(t, "shared-value", v)
+}
