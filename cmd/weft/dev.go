@@ -11,15 +11,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/weftrun/weft/internal/natsboot"
 	"github.com/weftrun/weft/internal/pgboot"
 	"github.com/weftrun/weft/internal/retention"
 	"github.com/weftrun/weft/internal/schema"
 	"github.com/weftrun/weft/pkg/streams"
+	"github.com/weftrun/weft/services/engine"
 )
 
 // shutdownTimeout bounds how long Ctrl-C waits for the stack to drain.
@@ -52,8 +48,11 @@ type devConfig struct {
 	scheduler bool
 	// runRetention is how long ended runs are kept (weft maintain).
 	runRetention time.Duration
-	// checkpoints configures the engine's checkpoints.
+	// checkpoints and sweep are the engine's flags; engine is the engine's
+	// Config they make, checked by runDev before anything starts.
 	checkpoints checkpointOptions
+	sweep       *sweepOptions
+	engine      engine.Config
 }
 
 // devFlags defines the flags of `weft dev`; docs/configuration.md
@@ -74,12 +73,17 @@ func devFlags(env *environment) (*flags, *devConfig) {
 	f.durationVar(&cfg.runRetention, "run-retention", "WEFT_RUN_RETENTION", retention.DefaultRunRetention,
 		"how long an ended run is kept after its last event (the stack runs weft maintain hourly); negative keeps runs forever")
 	cfg.checkpoints = checkpointFlags(f)
+	cfg.sweep = sweepFlags(f)
 	return f, cfg
 }
 
 func runDev(ctx context.Context, env *environment, args []string) error {
 	f, cfg := devFlags(env)
 	if err := f.parse(args); err != nil {
+		return err
+	}
+	var err error
+	if cfg.engine, err = cfg.sweep.apply(cfg.checkpoints.apply(engine.Config{})); err != nil {
 		return err
 	}
 	return devStack(ctx, env, *cfg)
@@ -118,12 +122,12 @@ func devStack(ctx context.Context, env *environment, cfg devConfig) (err error) 
 		return err
 	}
 
-	ns, nc, js, busStops, err := devBus(ctx, cfg)
+	bus, busStops, err := devBus(ctx, cfg)
 	stops = append(stops, busStops...)
 	if err != nil {
 		return err
 	}
-	b := &backends{pool: pool, nc: nc, js: js}
+	b := &backends{pool: pool, nc: bus.nc, js: bus.js}
 	checks := b.checks(streams.EventsStream, streams.TasksStream, streams.ResultsStream)
 	workers, err := workerConsumers("")
 	if err != nil {
@@ -136,7 +140,7 @@ func devStack(ctx context.Context, env *environment, cfg devConfig) (err error) 
 	}
 	stops = append(stops, stopOps)
 
-	urls := devURLs{db: dbURL, nats: ns.ClientURL(), ops: opsURL}
+	urls := devURLs{db: dbURL, nats: bus.userURL, ops: opsURL}
 	appStops, err := startDevApps(ctx, env, b, cfg, o, &urls)
 	stops = append(stops, appStops...)
 	if err != nil {
@@ -172,31 +176,6 @@ func startDevApps(ctx context.Context, env *environment, b *backends, cfg devCon
 	return append(stops, stopUI), nil
 }
 
-// devBus starts the embedded NATS server, connects to it and ensures
-// Weft's streams. It returns the stop functions of what it started, in
-// start order, also on error.
-func devBus(ctx context.Context, cfg devConfig) (*server.Server, *nats.Conn, jetstream.JetStream, []func(context.Context) error, error) {
-	var stops []func(context.Context) error
-	ns, err := devNATS(ctx, cfg)
-	if err != nil {
-		return nil, nil, nil, stops, err
-	}
-	stops = append(stops, func(context.Context) error { ns.Shutdown(); ns.WaitForShutdown(); return nil })
-	nc, err := nats.Connect(ns.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectBufSize(-1))
-	if err != nil {
-		return nil, nil, nil, stops, fmt.Errorf("connect to embedded nats: %w", err)
-	}
-	stops = append(stops, func(context.Context) error { return nc.Drain() })
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return nil, nil, nil, stops, fmt.Errorf("jetstream: %w", err)
-	}
-	if err := streams.Ensure(ctx, js, streams.Config{}); err != nil {
-		return nil, nil, nil, stops, err
-	}
-	return ns, nc, js, stops, nil
-}
-
 // devURLs are what the dev stack's banner shows.
 type devURLs struct{ ui, api, token, db, nats, ops string }
 
@@ -205,8 +184,9 @@ func devBanner(env *environment, cfg devConfig, u devURLs) error {
 	if u.ops != "" {
 		ops = u.ops + " (/healthz /readyz /metrics)"
 	}
-	_, err := fmt.Fprintf(env.stdout, "\nWeft dev stack is up.\n  UI:       %s/#token=%s\n  API:      %s\n  Read API: %s/v1/runs\n  Token:    %s (in %s)\n  Postgres: %s\n  NATS:     %s\n  Ops:      %s\n  Data:     %s\nPress Ctrl-C to stop.\n\n",
-		u.ui, u.token, u.api, u.ui, u.token, filepath.Join(cfg.dir, "token"), redact(u.db), u.nats, ops, cfg.dir)
+	_, err := fmt.Fprintf(env.stdout, "\nWeft dev stack is up.\n  UI:       %s/#token=%s\n  API:      %s\n  Read API: %s/v1/runs\n  Token:    %s (in %s)\n  Postgres: %s\n  NATS:     %s\n            (user %s, password in %s)\n  Ops:      %s\n  Data:     %s\nPress Ctrl-C to stop.\n\n",
+		u.ui, u.token, u.api, u.ui, u.token, filepath.Join(cfg.dir, "token"), redact(u.db),
+		u.nats, devNATSUser, filepath.Join(cfg.dir, devNATSPasswordFile), ops, cfg.dir)
 	return err
 }
 
@@ -295,16 +275,4 @@ func addrFree(ctx context.Context, what, addr, hint string) error {
 		return fmt.Errorf("%s %s is taken: stop what uses it or pass %s: %w", what, addr, hint, err)
 	}
 	return l.Close()
-}
-
-func devNATS(ctx context.Context, cfg devConfig) (*server.Server, error) {
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.natsPort))
-	if err := addrFree(ctx, "NATS port", addr, "--nats-port / WEFT_DEV_NATS_PORT"); err != nil {
-		return nil, err
-	}
-	return natsboot.Start(natsboot.Config{
-		StoreDir:   filepath.Join(cfg.dir, "nats"),
-		Port:       cfg.natsPort,
-		SyncAlways: cfg.syncAlways,
-	})
 }

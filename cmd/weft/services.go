@@ -29,7 +29,9 @@ func startServices(ctx context.Context, env *environment, pool *pgxpool.Pool, nc
 		return stops, err
 	}
 	stops = append(stops, stopRelay)
-	eng, err := engine.New(pool, nc, cfg.checkpoints.apply(engine.Config{MeterProvider: o.meters, TracerProvider: o.tracer}), env.logger)
+	engCfg := cfg.engine
+	engCfg.MeterProvider, engCfg.TracerProvider = o.meters, o.tracer
+	eng, err := engine.New(pool, nc, engCfg, env.logger)
 	if err != nil {
 		return stops, err
 	}

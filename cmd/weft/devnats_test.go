@@ -1,0 +1,118 @@
+package main
+
+import (
+	"encoding/json"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftrun/weft/internal/weftest"
+	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/client"
+	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/streams"
+	gateway "github.com/weftrun/weft/services/signal-gateway"
+)
+
+// The dev stack's NATS refuses a client without credentials, so that no
+// local process reads callers' tokens on weft.signals.> or forges
+// results; the URL the banner prints carries the developer's user and
+// password, and approves a run over the gateway's NATS ingress as the
+// README's tour does with the nats CLI.
+func TestDevNATSRefusesStrangers(t *testing.T) {
+	t.Parallel()
+	db := weftest.NewDB(t)
+	dev := startDev(t, db, "false")
+	userURL := bannerURL(t, dev.out.String(), "NATS:")
+	u, err := url.Parse(userURL)
+	require.NoError(t, err)
+	password, ok := u.User.Password()
+	require.True(t, ok, "the banner's NATS URL has a password: %s", userURL)
+	require.Equal(t, devNATSUser, u.User.Username())
+
+	bare := *u
+	bare.User = nil
+	_, err = nats.Connect(bare.String(), nats.NoReconnect())
+	require.ErrorIs(t, err, nats.ErrAuthorization, "no credentials")
+	_, err = nats.Connect(bare.String(), nats.UserInfo(devServicesUser, password), nats.NoReconnect())
+	require.ErrorIs(t, err, nats.ErrAuthorization, "the services' user with the developer's password")
+
+	dir := devDir(t, dev)
+	kept, err := os.ReadFile(filepath.Join(dir, devNATSPasswordFile))
+	require.NoError(t, err)
+	require.Equal(t, password, strings.TrimSpace(string(kept)), "the banner's password is the one in the data folder")
+	require.Contains(t, dev.out.String(), "(user weft, password in "+filepath.Join(dir, devNATSPasswordFile)+")")
+
+	approveOverNATS(t, db, bannerURL(t, dev.out.String(), "API:"), userURL, "weft_dev_test_token")
+}
+
+// devDir is the data folder of dev, from its banner.
+func devDir(t *testing.T, dev *devStackUnderTest) string {
+	t.Helper()
+	return bannerURL(t, dev.out.String(), "Data:")
+}
+
+// approveOverNATS starts a run with an approval gate through the gateway's
+// HTTP API, approves it with a request on weft.signals.<runId> over
+// natsURL, with the token in a header as the nats CLI sends it, and waits
+// for the run to complete.
+func approveOverNATS(t *testing.T, db *weftest.DB, apiURL, natsURL, token string) {
+	t.Helper()
+	c, err := client.New(apiURL, client.WithToken(token))
+	require.NoError(t, err)
+	doc := `{"planId":"approval","planVersion":"1","steps":[{"id":"gate","kind":"waitSignal","signal":"approve"},` +
+		`{"id":"ship","activity":"echo","dependsOn":["gate"]}]}`
+	run, err := c.StartRun(t.Context(), api.StartRunRequest{TenantID: "default", ProjectID: "demo", EnvironmentID: "dev",
+		PlanID: "approval", PlanVersion: "1", Plan: json.RawMessage(doc)})
+	require.NoError(t, err)
+	log := eventlog.New(db.Pool)
+	reached := func(want func(events.Event) bool) func() bool {
+		return func() bool {
+			evs, err := log.EventsFetchAfter(t.Context(), run.RunID, 0, 1000)
+			require.NoError(t, err)
+			return slices.ContainsFunc(evs, want)
+		}
+	}
+	require.Eventually(t, reached(func(e events.Event) bool { return e.StepID == "gate" }),
+		time.Minute, 20*time.Millisecond, "the gate waits")
+
+	nc, err := nats.Connect(natsURL)
+	require.NoError(t, err)
+	defer nc.Close()
+	subject, err := streams.SignalSubject(run.RunID)
+	require.NoError(t, err)
+	msg := nats.NewMsg(subject)
+	msg.Data = []byte(`{"signalName":"approve","signalId":"approve-1","payload":{"by":"nats"}}`)
+	msg.Header.Set("Authorization", "Bearer "+token)
+	reply, err := nc.RequestMsg(msg, 30*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, "202", reply.Header.Get(gateway.HeaderStatus), "%s", reply.Data)
+	require.Eventually(t, reached(func(e events.Event) bool { return e.EventType == events.RunCompleted }),
+		time.Minute, 20*time.Millisecond, "the run approved over NATS completes")
+}
+
+// The developer's NATS password is written once, mode 0600, and kept
+// across restarts; the services' is new at every start.
+func TestDevNATSPasswordIsKept(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "dev")
+	services1, user1, err := devNATSUsers(dir)
+	require.NoError(t, err)
+	services2, user2, err := devNATSUsers(dir)
+	require.NoError(t, err)
+	require.Equal(t, user1, user2, "the developer's user survives a restart")
+	require.NotEqual(t, services1.Password, services2.Password, "the services' password is drawn at each start")
+	require.NotEqual(t, services1.Password, user1.Password)
+	info, err := os.Stat(filepath.Join(dir, devNATSPasswordFile))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+	require.Equal(t, "nats://weft:"+url.QueryEscape(user1.Password)+"@127.0.0.1:14222", userURL("127.0.0.1:14222", user1))
+}
