@@ -154,12 +154,17 @@ func TestNATSConfLeastPrivilege(t *testing.T) { // not parallel: t.Setenv, nats.
 		{"projector", "$JS.ACK.WEFT_EVENTS.projector.1.2", true, false},
 		{"projector", "$JS.ACK.WEFT_EVENTS.engine-events.1.2", false, false},
 		{"projector", "weft.events.r1", false, false},
-		// The gateway: its ingress, in its queue group; replies only.
+		// The gateway: its ingress, in its queue group; its answers on the
+		// client's inboxes, never on a stream's subject (issue 17, item 4).
 		{"gateway", "weft.runs.start", false, true},
 		{"gateway", "weft.signals.r1", false, true},
 		{"gateway", "weft.triggers.orders", false, true},
 		{"gateway", "weft.events.r1", false, false},
-		{"gateway", "_INBOX.x", false, false},
+		{"gateway", "weft.tasks.default", false, false},
+		{"gateway", "weft.results.r1", false, false},
+		{"gateway", "$JS.API.STREAM.INFO.WEFT_RESULTS", false, false},
+		{"gateway", "_INBOX.x", true, false},
+		{"gateway", "_INBOX_worker.x", false, false},
 		// A caller of the ingress.
 		{"client", "weft.runs.start", true, false},
 		{"client", "weft.signals.r1", true, false},
@@ -182,12 +187,14 @@ func TestNATSConfLeastPrivilege(t *testing.T) { // not parallel: t.Setenv, nats.
 		require.Equal(t, r.pub, allowed(p.Publish, r.subject), "%s may publish %s", r.user, r.subject)
 		require.Equal(t, r.sub, allowed(p.Subscribe, r.subject), "%s may subscribe to %s", r.user, r.subject)
 	}
-	require.NotNil(t, users["gateway"].Permissions.Response, "the gateway answers its requests")
+	// allow_responses would let the gateway answer on any reply subject,
+	// past its deny list: it publishes its answers by its allow list.
+	require.Nil(t, users["gateway"].Permissions.Response, "the gateway answers on inboxes only")
 	require.NotNil(t, users["engine"].Permissions.Response, "the engine answers reconciliation lookups")
 	require.True(t, slices.Contains(users["engine"].Permissions.Subscribe.Allow,
 		streams.ReconcileSubject+" "+streams.ReconcileQueue), "the engine serves lookups in its queue group")
 	for _, name := range natsUsers {
-		if name != "gateway" && name != "engine" {
+		if name != "engine" {
 			require.Nil(t, users[name].Permissions.Response, "%s publishes no other replies", name)
 		}
 	}

@@ -52,13 +52,7 @@ func setup(t *testing.T, cfg gateway.Config) *stack {
 func setupOn(t *testing.T, db *weftest.DB, pool *pgxpool.Pool, cfg gateway.Config) *stack {
 	t.Helper()
 	nc := weftest.NewNATS(t).Conn(t)
-	keys, err := auth.NewKeys(
-		auth.Key{Name: "op", TenantID: "acme", Role: auth.RoleOperator, Hash: auth.HashKey(operatorToken)},
-		auth.Key{Name: "viewer", TenantID: "acme", Role: auth.RoleViewer, Hash: auth.HashKey(viewerToken)},
-		auth.Key{Name: "stranger", TenantID: "globex", Role: auth.RoleAdmin, Hash: auth.HashKey(strangerToken)},
-	)
-	require.NoError(t, err)
-	cfg.Keys = keys
+	cfg.Keys = testKeys(t)
 	svc, err := gateway.New(pool, nc, cfg, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
@@ -73,6 +67,18 @@ func setupOn(t *testing.T, db *weftest.DB, pool *pgxpool.Pool, cfg gateway.Confi
 	s := &stack{db: db, nc: nc, base: "http://" + ln.Addr().String()}
 	s.waitReady(t)
 	return s
+}
+
+// testKeys are the keys of the test tokens.
+func testKeys(t *testing.T) *auth.Keys {
+	t.Helper()
+	keys, err := auth.NewKeys(
+		auth.Key{Name: "op", TenantID: "acme", Role: auth.RoleOperator, Hash: auth.HashKey(operatorToken)},
+		auth.Key{Name: "viewer", TenantID: "acme", Role: auth.RoleViewer, Hash: auth.HashKey(viewerToken)},
+		auth.Key{Name: "stranger", TenantID: "globex", Role: auth.RoleAdmin, Hash: auth.HashKey(strangerToken)},
+	)
+	require.NoError(t, err)
+	return keys
 }
 
 func (s *stack) waitReady(t *testing.T) {

@@ -31,7 +31,9 @@ const (
 
 // subscribe starts the NATS ingress: weft.runs.start,
 // weft.signals.<runId> and weft.triggers.<triggerId>, in the queue group
-// ingressQueue. It returns a function that drains the subscriptions.
+// ingressQueue. A request whose reply subject is not an inbox
+// (replyAllowed) is dropped before it is handled. It returns a function
+// that drains the subscriptions.
 func (s *Service) subscribe(ctx context.Context) (func(), error) {
 	var subs []*nats.Subscription
 	stop := func() {
@@ -45,6 +47,10 @@ func (s *Service) subscribe(ctx context.Context) (func(), error) {
 		streams.TriggerSubjectPrefix + ".>": s.natsTriggerEvent,
 	} {
 		sub, err := s.nc.QueueSubscribe(subject, ingressQueue, func(m *nats.Msg) {
+			if m.Reply != "" && !s.replyAllowed(m.Reply) {
+				s.dropReply(ctx, m)
+				return
+			}
 			hctx, span := s.natsSpan(ctx, m)
 			res, status, err := handle(hctx, m)
 			s.reply(hctx, m, res, status, err)

@@ -37,12 +37,13 @@ const (
 //
 //	weft.gateway.signals         counter {signal}  by outcome and transport
 //	weft.gateway.trigger.events  counter {event}   by outcome and transport
+//	weft.gateway.ingress.dropped counter {message} NATS requests dropped for a reply subject that is not an inbox
 //
 // For a trigger event, accepted means it started a run. A request refused
 // before intake (unauthenticated, undecodable) is not counted.
 type signalMetrics struct {
-	signals, events metric.Int64Counter
-	opts            map[[2]string]metric.AddOption // (outcome, transport)
+	signals, events, dropped metric.Int64Counter
+	opts                     map[[2]string]metric.AddOption // (outcome, transport)
 }
 
 func newSignalMetrics(mp metric.MeterProvider) (*signalMetrics, error) {
@@ -59,7 +60,12 @@ func newSignalMetrics(mp metric.MeterProvider) (*signalMetrics, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: metrics: %w", err)
 	}
-	m := &signalMetrics{signals: c, events: ev, opts: make(map[[2]string]metric.AddOption)}
+	dropped, err := mp.Meter(meterName).Int64Counter("weft.gateway.ingress.dropped", metric.WithUnit("{message}"),
+		metric.WithDescription("NATS requests dropped unhandled because their reply subject is not an inbox (Config.ReplyPrefixes)."))
+	if err != nil {
+		return nil, fmt.Errorf("gateway: metrics: %w", err)
+	}
+	m := &signalMetrics{signals: c, events: ev, dropped: dropped, opts: make(map[[2]string]metric.AddOption)}
 	for _, o := range []string{signalAccepted, signalDuplicate, signalRejected, signalError} {
 		for _, tr := range []string{transportHTTP, transportJSONRPC, transportNATS} {
 			m.opts[[2]string{o, tr}] = metric.WithAttributeSet(attribute.NewSet(

@@ -300,10 +300,11 @@ func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) 
 // CodeInternal, or CodeUnavailable when the request was cancelled or the
 // database connection was lost (intake.ConnectionLost), the latter with
 // RetryAfter: intake has already tried once more where nothing had
-// committed.
+// committed. A refusal's message and string details are cut to
+// Config.MaxErrorMessageBytes (capError).
 func (s *Service) refusal(ctx context.Context, err error) *intake.Error {
 	if e, ok := errors.AsType[*intake.Error](err); ok {
-		return e
+		return s.capError(e)
 	}
 	if ctx.Err() != nil {
 		return &intake.Error{Code: api.CodeUnavailable, Message: "the request was cancelled; retrying with the same ids is safe"}

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -81,6 +82,17 @@ type Config struct {
 	MaxDepth int
 	// MaxBatch bounds a JSON-RPC batch.
 	MaxBatch int
+	// ReplyPrefixes are the reply subjects the NATS ingress answers: a
+	// request whose reply subject starts with none of them is dropped,
+	// unhandled and unanswered (counted in weft.gateway.ingress.dropped,
+	// logged at debug level), so a caller cannot have an answer published
+	// on a stream's subject. Nil means DefaultReplyPrefixes. A request
+	// without a reply subject is handled and not answered.
+	ReplyPrefixes []string
+	// MaxErrorMessageBytes bounds the message, and each string detail, of
+	// a refusal sent back on any transport; a longer one is cut and ends
+	// in "…". At least 16.
+	MaxErrorMessageBytes int
 	// HTTP holds the server's timeouts, header limit and shutdown drain:
 	// a slow client cannot hold a connection longer than these.
 	HTTP httpserve.Limits
@@ -104,6 +116,10 @@ func (c Config) withDefaults() Config {
 	c.Addr = cmp.Or(c.Addr, DefaultAddr)
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, DefaultMaxBodyBytes)
 	c.MaxDepth = cmp.Or(c.MaxDepth, DefaultMaxDepth)
+	if c.ReplyPrefixes == nil {
+		c.ReplyPrefixes = DefaultReplyPrefixes
+	}
+	c.MaxErrorMessageBytes = cmp.Or(c.MaxErrorMessageBytes, DefaultMaxErrorMessageBytes)
 	c.HTTP = c.HTTP.WithDefaults()
 	c.RetentionInterval = cmp.Or(c.RetentionInterval, DefaultRetentionInterval)
 	if c.Authorizer == nil {
@@ -119,6 +135,20 @@ func (c Config) withDefaults() Config {
 		c.Triggers.Now = c.Intake.Now
 	}
 	return c
+}
+
+// checkIngress refuses reply prefixes and an error cap that would let
+// the ingress answer on any subject or cut every message to nothing.
+func (c Config) checkIngress() error {
+	for _, p := range c.ReplyPrefixes {
+		if p == "" || strings.ContainsAny(p, "*> \t") {
+			return fmt.Errorf("gateway: reply prefix %q must be a literal, non-empty subject prefix", p)
+		}
+	}
+	if c.MaxErrorMessageBytes < minErrorMessageBytes {
+		return fmt.Errorf("gateway: MaxErrorMessageBytes %d is less than %d", c.MaxErrorMessageBytes, minErrorMessageBytes)
+	}
+	return nil
 }
 
 // Service is the signal gateway.
@@ -140,6 +170,9 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config, logger *slog.Logger) (*S
 	cfg = cfg.withDefaults()
 	if cfg.Keys == nil {
 		return nil, errors.New("gateway: no API keys configured")
+	}
+	if err := cfg.checkIngress(); err != nil {
+		return nil, err
 	}
 	m, err := newSignalMetrics(cfg.MeterProvider)
 	if err != nil {
