@@ -3,7 +3,6 @@ package demo_test
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -79,13 +78,15 @@ func httpGet(t *testing.T, policy demo.AddressPolicy, url string) (worker.Output
 	return demo.HTTPGet(demo.NewHTTPClient(policy))(t.Context(), worker.Input{JSON: in, Activity: "http-get"})
 }
 
-func requireFailure(t *testing.T, err error, code string, retryable bool) *worker.Error {
+// requireFailure checks err is a worker.Error of code and retryability,
+// and returns its message.
+func requireFailure(t *testing.T, err error, code string, retryable bool) string {
 	t.Helper()
 	var e *worker.Error
 	require.ErrorAs(t, err, &e)
 	require.Equal(t, code, e.Code, e.Message)
 	require.Equal(t, retryable, e.Retryable)
-	return e
+	return e.Message
 }
 
 func TestHTTPGetRefusesLoopbackUnlessAllowed(t *testing.T) {
@@ -155,8 +156,8 @@ func TestHTTPGetDoesNotEchoABanner(t *testing.T) {
 		}
 	}()
 	_, err = httpGet(t, demo.AddressPolicy{AllowPrivate: true}, "http://"+l.Addr().String()+"/")
-	e := requireFailure(t, err, demo.CodeTransport, true)
-	for _, s := range []string{e.Message, err.Error()} {
+	msg := requireFailure(t, err, demo.CodeTransport, true)
+	for _, s := range []string{msg, err.Error()} {
 		require.NotContains(t, s, "secret-banner")
 		require.NotContains(t, s, "SSH")
 	}
@@ -169,9 +170,9 @@ func TestHTTPGetConnectionRefused(t *testing.T) {
 	addr := l.Addr().String()
 	require.NoError(t, l.Close())
 	_, err = httpGet(t, demo.AddressPolicy{AllowPrivate: true}, "http://"+addr+"/")
-	e := requireFailure(t, err, demo.CodeTransport, true)
-	require.Equal(t, "http-get: request: the connection was refused", e.Message)
-	require.False(t, errors.Is(err, demo.ErrAddressRefused))
+	msg := requireFailure(t, err, demo.CodeTransport, true)
+	require.Equal(t, "http-get: request: the connection was refused", msg)
+	require.NotErrorIs(t, err, demo.ErrAddressRefused)
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
