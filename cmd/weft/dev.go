@@ -101,7 +101,7 @@ func devStack(ctx context.Context, env *environment, cfg devConfig) (err error) 
 	if err := devPortsFree(ctx, cfg); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(cfg.dir, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.dir, 0o700); err != nil { // it holds the token and the NATS password
 		return fmt.Errorf("dev folder: %w", err)
 	}
 	o, err := newOps(ctx, env, "weft-dev", cfg.opsAddr, "--ops-addr or WEFT_DEV_OPS_ADDR")
