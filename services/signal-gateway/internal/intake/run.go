@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -40,7 +41,14 @@ type RunResult struct {
 // the same run request id. Any other loss of the connection is returned
 // as it is (ConnectionLost reports it): whether the start committed is
 // not known, and a retry with the same id finds out.
+//
+// RunStart is the plain start of the transports: a RunRequestID holding a
+// ':' is refused (checkPlainRequestID), since that namespace is the
+// schedules' and triggers' (RunStartTx).
 func (in *Intake) RunStart(ctx context.Context, p auth.Principal, req api.StartRunRequest) (RunResult, error) {
+	if err := checkPlainRequestID(req.RunRequestID); err != nil {
+		return RunResult{}, err
+	}
 	req, pl, err := in.admitStart(ctx, p, req)
 	if err != nil {
 		return RunResult{}, err
@@ -55,6 +63,30 @@ func (in *Intake) RunStart(ctx context.Context, p auth.Principal, req api.StartR
 		return RunResult{}, overloaded(rej)
 	}
 	return res, err
+}
+
+// ReservedRequestIDSeparator separates the parts of the run request ids
+// of schedule fires ("{scheduleId}:{scheduledFor}") and trigger events
+// ("{triggerId}:{eventId}"). Schedule and trigger ids never hold it
+// (CheckResourceID), and a plain start's run request id may not
+// (checkPlainRequestID), so no plain start can claim the run request of a
+// fire or an event before it happens (issue 17, item 9).
+const ReservedRequestIDSeparator = ":"
+
+// checkPlainRequestID refuses, as an InvalidArgument about runRequestId,
+// the id of a plain start that holds ReservedRequestIDSeparator.
+//
+// The namespace is reserved rather than the source kind added to the
+// run-request tuple: the tuple's SHA-256 is the key of every stored
+// run_requests row, and a schedule fire or trigger event retried across
+// the upgrade must find the row its first try stored.
+func checkPlainRequestID(id string) error {
+	if strings.Contains(id, ReservedRequestIDSeparator) {
+		return &Error{Code: api.CodeInvalidArgument,
+			Message: "runRequestId must not contain ':': ids of the form {scheduleId}:{time} and {triggerId}:{eventId} are reserved for the runs schedules and triggers start",
+			Details: map[string]any{"field": "runRequestId", "reason": "reserved"}}
+	}
+	return nil
 }
 
 // runStartOnce is one try of RunStart, in a transaction of its own. It
