@@ -1,11 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,9 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/internal/weftest"
-	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/client"
-	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/streams"
 	gateway "github.com/weftrun/weft/services/signal-gateway"
@@ -68,26 +64,11 @@ func approveOverNATS(t *testing.T, db *weftest.DB, apiURL, natsURL, token string
 	t.Helper()
 	c, err := client.New(apiURL, client.WithToken(token))
 	require.NoError(t, err)
-	doc := `{"planId":"approval","planVersion":"1","steps":[{"id":"gate","kind":"waitSignal","signal":"approve"},` +
-		`{"id":"ship","activity":"echo","dependsOn":["gate"]}]}`
-	run, err := c.StartRun(t.Context(), api.StartRunRequest{TenantID: "default", ProjectID: "demo", EnvironmentID: "dev",
-		PlanID: "approval", PlanVersion: "1", Plan: json.RawMessage(doc)})
-	require.NoError(t, err)
-	log := eventlog.New(db.Pool)
-	reached := func(want func(events.Event) bool) func() bool {
-		return func() bool {
-			evs, err := log.EventsFetchAfter(t.Context(), run.RunID, 0, 1000)
-			require.NoError(t, err)
-			return slices.ContainsFunc(evs, want)
-		}
-	}
-	require.Eventually(t, reached(func(e events.Event) bool { return e.StepID == "gate" }),
-		time.Minute, 20*time.Millisecond, "the gate waits")
-
+	g := startGated(t, db, c)
 	nc, err := nats.Connect(natsURL)
 	require.NoError(t, err)
 	defer nc.Close()
-	subject, err := streams.SignalSubject(run.RunID)
+	subject, err := streams.SignalSubject(g.runID)
 	require.NoError(t, err)
 	msg := nats.NewMsg(subject)
 	msg.Data = []byte(`{"signalName":"approve","signalId":"approve-1","payload":{"by":"nats"}}`)
@@ -95,8 +76,7 @@ func approveOverNATS(t *testing.T, db *weftest.DB, apiURL, natsURL, token string
 	reply, err := nc.RequestMsg(msg, 30*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, "202", reply.Header.Get(gateway.HeaderStatus), "%s", reply.Data)
-	require.Eventually(t, reached(func(e events.Event) bool { return e.EventType == events.RunCompleted }),
-		time.Minute, 20*time.Millisecond, "the run approved over NATS completes")
+	g.waitFor(t, "the run approved over NATS completes", func(e events.Event) bool { return e.EventType == events.RunCompleted })
 }
 
 // The developer's NATS password is written once, mode 0600, and kept

@@ -158,28 +158,44 @@ func approveThroughGateway(t *testing.T, db *weftest.DB, url, token string) {
 	t.Helper()
 	c, err := client.New(url, client.WithToken(token))
 	require.NoError(t, err)
+	g := startGated(t, db, c)
+	_, err = c.Signal(t.Context(), g.runID, api.SignalRequest{SignalName: "approve", Payload: json.RawMessage(`{"by":"test"}`)})
+	require.NoError(t, err)
+	g.waitFor(t, "the approved run completes", func(e events.Event) bool { return e.EventType == events.RunCompleted })
+}
+
+// gatedRun is a run whose step "gate" waits for the signal "approve".
+type gatedRun struct {
+	runID string
+	log   *eventlog.Store
+}
+
+// startGated starts a run of prepare → gate (waits for "approve") → ship
+// with c and waits until the gate waits: a signal is applied to a step
+// that waits for it at the time; one sent earlier is recorded and ignored
+// (docs/engine.md).
+func startGated(t *testing.T, db *weftest.DB, c *client.Client) gatedRun {
+	t.Helper()
 	doc := `{"planId":"approval","planVersion":"1","steps":[{"id":"prepare","activity":"echo","input":{"x":1}},` +
 		`{"id":"gate","kind":"waitSignal","signal":"approve","dependsOn":["prepare"]},` +
 		`{"id":"ship","activity":"echo","dependsOn":["gate"]}]}`
 	run, err := c.StartRun(t.Context(), api.StartRunRequest{TenantID: "default", ProjectID: "demo", EnvironmentID: "dev",
 		PlanID: "approval", PlanVersion: "1", Plan: json.RawMessage(doc)})
 	require.NoError(t, err)
-	log := eventlog.New(db.Pool)
-	reached := func(want func(events.Event) bool) func() bool {
-		return func() bool {
-			evs, err := log.EventsFetchAfter(t.Context(), run.RunID, 0, 1000)
-			require.NoError(t, err)
-			return slices.ContainsFunc(evs, want)
-		}
-	}
-	// A signal is applied to a step that waits for it at the time; one
-	// sent earlier is recorded and ignored (docs/engine.md).
-	require.Eventually(t, reached(func(e events.Event) bool { return e.StepID == "gate" }),
-		time.Minute, 20*time.Millisecond, "the gate waits")
-	_, err = c.Signal(t.Context(), run.RunID, api.SignalRequest{SignalName: "approve", Payload: json.RawMessage(`{"by":"test"}`)})
-	require.NoError(t, err)
-	require.Eventually(t, reached(func(e events.Event) bool { return e.EventType == events.RunCompleted }),
-		time.Minute, 20*time.Millisecond, "the approved run completes")
+	g := gatedRun{runID: run.RunID, log: eventlog.New(db.Pool)}
+	g.waitFor(t, "the gate waits", func(e events.Event) bool { return e.StepID == "gate" })
+	return g
+}
+
+// waitFor waits, up to a minute, for an event of the run that want
+// accepts.
+func (g gatedRun) waitFor(t *testing.T, what string, want func(events.Event) bool) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		evs, err := g.log.EventsFetchAfter(t.Context(), g.runID, 0, 1000)
+		require.NoError(t, err)
+		return slices.ContainsFunc(evs, want)
+	}, time.Minute, 20*time.Millisecond, what)
 }
 
 // relayedSeqs returns the runSeq of every "relayed event" log line, in
