@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -352,13 +351,12 @@ func (s *stack) approveAs(t *testing.T, runID string) {
 	require.NoError(t, err)
 }
 
-// publishAhead puts on the bus an event of the run past a gap: runSeq
-// afterSeq+2, where the log holds afterSeq. The run goes STALE.
+// publishAhead puts in the log and on the bus an event of the run past a
+// gap in the log: runSeq afterSeq+2, where the log holds afterSeq. The run
+// goes STALE.
 func (s *stack) publishAhead(t *testing.T, runID string, afterSeq int64) {
 	t.Helper()
-	ahead := step(t, runID, "a", events.StepScheduled, events.StepScheduledData{Activity: "echo"})
-	ahead.RunSeq, ahead.PersistedAt = afterSeq+2, time.Now().UTC()
-	s.publish(t, ahead)
+	s.openLogGap(t, runID, afterSeq)
 }
 
 // list GETs one page of /v1/runs?query with token.

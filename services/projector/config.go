@@ -15,22 +15,23 @@ import (
 
 // Defaults applied to a zero Config field.
 const (
-	DefaultAddr          = ":8081"
-	DefaultConcurrency   = 4
-	DefaultMaxBatch      = 256
-	DefaultAckWait       = 30 * time.Second
-	DefaultRetryDelay    = time.Second
-	DefaultLagAlert      = 5 * time.Second  // execution-semantics §1.5: P2 above 5 s
-	DefaultResyncLag     = 10 * time.Second // state-store contract §5.2: resync above 10 s
-	DefaultResyncEvery   = 2 * time.Second
-	DefaultMaxWait       = 60 * time.Second
-	DefaultFetchPage     = 500
-	DefaultWaitRecheck   = 500 * time.Millisecond
-	DefaultListLimit     = 50
-	MaxListLimit         = 200
-	DefaultEventsLimit   = 100
-	MaxEventsLimit       = 1000
-	defaultResyncRunsMax = 100
+	DefaultAddr           = ":8081"
+	DefaultConcurrency    = 4
+	DefaultMaxBatch       = 256
+	DefaultAckWait        = 30 * time.Second
+	DefaultRetryDelay     = time.Second
+	DefaultLagAlert       = 5 * time.Second  // execution-semantics §1.5: P2 above 5 s
+	DefaultResyncLag      = 10 * time.Second // state-store contract §5.2: resync above 10 s
+	DefaultResyncEvery    = 2 * time.Second
+	DefaultMaxWait        = 60 * time.Second
+	DefaultForgedAlertFor = time.Hour
+	DefaultFetchPage      = 500
+	DefaultWaitRecheck    = 500 * time.Millisecond
+	DefaultListLimit      = 50
+	MaxListLimit          = 200
+	DefaultEventsLimit    = 100
+	MaxEventsLimit        = 1000
+	defaultResyncRunsMax  = 100
 )
 
 // Consumer is the durable JetStream consumer every projector shares.
@@ -69,6 +70,9 @@ type Config struct {
 	ResyncEvery time.Duration
 	// MaxWait caps a long poll's timeout (waitForSeq).
 	MaxWait time.Duration
+	// ForgedAlertFor is how long a run's PROJECTOR_FORGED_EVENT alert stays
+	// active after the last bus message the log refuted.
+	ForgedAlertFor time.Duration
 	// HTTP holds the server's timeouts; WriteTimeout is raised to cover
 	// MaxWait.
 	HTTP httpserve.Limits
@@ -97,6 +101,7 @@ func (c Config) withDefaults() Config {
 	c.ResyncLag = cmp.Or(c.ResyncLag, DefaultResyncLag)
 	c.ResyncEvery = cmp.Or(c.ResyncEvery, DefaultResyncEvery)
 	c.MaxWait = cmp.Or(c.MaxWait, DefaultMaxWait)
+	c.ForgedAlertFor = cmp.Or(c.ForgedAlertFor, DefaultForgedAlertFor)
 	c.HTTP = c.HTTP.WithDefaults()
 	c.HTTP.WriteTimeout = max(c.HTTP.WriteTimeout, c.MaxWait+10*time.Second)
 	if c.Authorizer == nil {
@@ -111,8 +116,8 @@ func (c Config) validate() error {
 		return errors.New("projector: no API keys configured")
 	case c.Concurrency < 1, c.MaxBatch < 1:
 		return errors.New("projector: Concurrency and MaxBatch must be positive")
-	case c.LagAlert <= 0, c.ResyncLag <= 0, c.ResyncEvery <= 0, c.MaxWait <= 0:
-		return errors.New("projector: LagAlert, ResyncLag, ResyncEvery and MaxWait must be positive")
+	case c.LagAlert <= 0, c.ResyncLag <= 0, c.ResyncEvery <= 0, c.MaxWait <= 0, c.ForgedAlertFor <= 0:
+		return errors.New("projector: LagAlert, ResyncLag, ResyncEvery, MaxWait and ForgedAlertFor must be positive")
 	}
 	if c.GatewayURL != "" {
 		u, err := url.Parse(c.GatewayURL)

@@ -44,12 +44,14 @@ func (s *Service) consume(ctx context.Context) (*lanes.Lanes, error) {
 }
 
 // handleBatch applies the messages' events in one transaction and acks
-// them after it commits. An undecodable message is terminated; if the
-// transaction fails, every message is redelivered after RetryDelay, and
-// re-applying what a crash left half done is a no-op.
+// them after it commits. An undecodable message, and one whose event the
+// log refutes (forged: verify.go), is terminated; if the transaction
+// fails, every message is redelivered after RetryDelay, and re-applying
+// what a crash left half done is a no-op.
 func (s *Service) handleBatch(ctx context.Context, msgs []jetstream.Msg) {
 	byRun := map[string][]events.Event{}
 	var held []jetstream.Msg
+	var heldEvents []events.Event
 	for _, m := range msgs {
 		var ev events.Event
 		if err := json.Unmarshal(m.Data(), &ev); err != nil || ev.RunID == "" {
@@ -58,7 +60,7 @@ func (s *Service) handleBatch(ctx context.Context, msgs []jetstream.Msg) {
 			continue
 		}
 		byRun[ev.RunID] = append(byRun[ev.RunID], ev)
-		held = append(held, m)
+		held, heldEvents = append(held, m), append(heldEvents, ev)
 	}
 	if len(held) == 0 {
 		return
@@ -66,7 +68,7 @@ func (s *Service) handleBatch(ctx context.Context, msgs []jetstream.Msg) {
 	spans := startApplySpans(ctx, s.cfg.TracerProvider, held)
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.AckWait)
 	defer cancel()
-	err := s.applyRuns(bctx, byRun)
+	changes, err := s.applyRuns(bctx, byRun)
 	spans.end(err)
 	if err != nil {
 		s.logger.WarnContext(ctx, "projector: batch failed; messages will be redelivered", "messages", len(held), "err", err)
@@ -75,7 +77,11 @@ func (s *Service) handleBatch(ctx context.Context, msgs []jetstream.Msg) {
 		}
 		return
 	}
-	for _, m := range held {
+	for i, m := range held {
+		if ev := heldEvents[i]; changes[ev.RunID].isForged(ev) {
+			s.settle(ctx, m.Term())
+			continue
+		}
 		s.settle(ctx, m.Ack())
 	}
 }
@@ -86,7 +92,8 @@ func (s *Service) handleBatch(ctx context.Context, msgs []jetstream.Msg) {
 // with the creation and locking of the runs' rows, then the writes with
 // COMMIT. A resync that reads the log adds its reads. After the commit it
 // reports alerts, records lag and wakes the readers waiting on the runs.
-func (s *Service) applyRuns(ctx context.Context, byRun map[string][]events.Event) error {
+// It returns what it did to each run.
+func (s *Service) applyRuns(ctx context.Context, byRun map[string][]events.Event) (map[string]runChange, error) {
 	runIDs := sortedKeys(byRun)
 	var changes map[string]runChange
 	err := pipetx.BeginFunc(ctx, s.pool, nil, func(tx *pipetx.Tx) error {
@@ -95,15 +102,15 @@ func (s *Service) applyRuns(ctx context.Context, byRun map[string][]events.Event
 		return err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.afterCommit(ctx, changes)
-	return nil
+	return changes, nil
 }
 
 // applyTx is applyRuns' transaction; it commits it.
 func (s *Service) applyTx(ctx context.Context, tx *pipetx.Tx, runIDs []string, byRun map[string][]events.Event) (map[string]runChange, error) {
-	rows, err := rowsLock(ctx, tx, runIDs)
+	rows, logged, err := rowsLock(ctx, tx, runIDs, byRun)
 	if err != nil {
 		return nil, err
 	}
@@ -112,16 +119,17 @@ func (s *Service) applyTx(ctx context.Context, tx *pipetx.Tx, runIDs []string, b
 	b := &pgx.Batch{}
 	for _, id := range runIDs {
 		r := rows[id]
-		if r == nil {
-			continue // deleted by retention since it was read
+		slices.SortFunc(byRun[id], func(a, b events.Event) int { return cmp.Compare(a.RunSeq, b.RunSeq) })
+		bus, forged := verifyBus(id, r, byRun[id], logged)
+		if r == nil { // not in the log: forged, or deleted by retention since
+			changes[id] = runChange{forged: forged}
+			continue
 		}
-		bus := byRun[id]
-		slices.SortFunc(bus, func(a, b events.Event) int { return cmp.Compare(a.RunSeq, b.RunSeq) })
 		ch, err := s.project(ctx, tx, r, bus, now)
 		if err != nil {
 			return nil, err
 		}
-		ch.tenantID, ch.lastSeq, ch.gapSeen = r.ident.TenantID, r.snap.LastEventSeq, r.gapSeen
+		ch.tenantID, ch.lastSeq, ch.gapSeen, ch.forged = r.ident.TenantID, r.snap.LastEventSeq, r.gapSeen, forged
 		changes[id] = ch
 		if ch.changed {
 			if err := queueSave(b, r); err != nil {
@@ -129,6 +137,7 @@ func (s *Service) applyTx(ctx context.Context, tx *pipetx.Tx, runIDs []string, b
 			}
 		}
 		queueGapAlert(b, r, ch)
+		queueForgedAlert(b, r, ch)
 	}
 	if k := s.cfg.TestingKnobs.BeforeCommit; k != nil {
 		k(b.Len())

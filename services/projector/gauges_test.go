@@ -2,7 +2,6 @@ package projector_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -25,9 +24,7 @@ func TestGauges(t *testing.T) {
 	runID := s.approve(t, "gap")
 	other := s.approve(t, "other")
 	s.waitRun(t, runID, atSeq(1), "approved")
-	ahead := step(t, runID, "a", events.StepScheduled, events.StepScheduledData{Activity: "echo"})
-	ahead.RunSeq, ahead.PersistedAt = 3, time.Now().UTC()
-	s.publish(t, ahead)
+	s.openLogGap(t, runID, 1)
 	s.waitRun(t, runID, func(v projector.RunView) bool { return v.Stale }, "goes STALE")
 	s.appendBus(t, lifecycle(t, other)...)
 	s.waitRun(t, other, atSeq(6), "the other run completes")
@@ -40,8 +37,8 @@ func TestGauges(t *testing.T) {
 		"a status no run has is reported as 0")
 	require.Positive(t, sc.Value(t, "weft_projector_lag_seconds_count", nil), "the existing lag histogram is served too")
 
-	s.appendBus(t, lifecycle(t, runID)[:3]...) // the log reaches runSeq 4: the gap closes
-	s.waitRun(t, runID, atSeq(4), "resumes")
+	s.appendLogAt(t, lifecycle(t, runID)[0], 2) // the log fills its gap: the gap closes
+	s.waitRun(t, runID, atSeq(3), "resumes")
 	// The gauges are kept for a few seconds (scrapecache): wait for a read
 	// after the gap closed.
 	metricstest.WaitFor(t, h, waitFor, func(sc metricstest.Scrape) bool {

@@ -198,6 +198,36 @@ func (s *stack) appendLogOnly(t *testing.T, evs ...events.Event) []events.Event 
 	return out
 }
 
+// appendLogAt writes ev into the log at runSeq seq directly, whatever the
+// run's head, and moves the head up to seq: it can leave a gap in the log,
+// which the append function never does, so that a test can hold a run
+// STALE. It returns ev as stored.
+func (s *stack) appendLogAt(t *testing.T, ev events.Event, seq int64) events.Event {
+	t.Helper()
+	ev.RunSeq = seq
+	err := s.db.Pool.QueryRow(t.Context(), `
+INSERT INTO run_events (run_id, run_seq, event_id, step_id, logical_attempt_id, event_type, event_data,
+                        idempotency_key, emitted_at, schema_version)
+VALUES ($1, $2, $3, nullif($4, ''), nullif($5, ''), $6, $7, $8, $9, $10)
+RETURNING persisted_at`, ev.RunID, seq, ev.EventID, ev.StepID, ev.LogicalAttemptID, string(ev.EventType),
+		[]byte(ev.EventData), ev.IdempotencyKey, ev.EmittedAt, ev.SchemaVersion).Scan(&ev.PersistedAt)
+	require.NoError(t, err)
+	_, err = s.db.Pool.Exec(t.Context(), `UPDATE run_heads SET head_seq = greatest(head_seq, $2) WHERE run_id = $1`, ev.RunID, seq)
+	require.NoError(t, err)
+	ev.PersistedAt = ev.PersistedAt.UTC()
+	return ev
+}
+
+// openLogGap makes the run STALE the only way a verified bus can: runSeq
+// afterSeq+2 reaches the log without afterSeq+1, and the bus. It returns
+// the event.
+func (s *stack) openLogGap(t *testing.T, runID string, afterSeq int64) events.Event {
+	t.Helper()
+	ahead := s.appendLogAt(t, step(t, runID, "a", events.StepScheduled, events.StepScheduledData{Activity: "echo"}), afterSeq+2)
+	s.publish(t, ahead)
+	return ahead
+}
+
 // publish puts ev on the bus directly, as a fresh message.
 func (s *stack) publish(t *testing.T, ev events.Event) {
 	t.Helper()

@@ -51,13 +51,11 @@ func TestLongPollWakesWhenTheRunGoesStale(t *testing.T) {
 	requireStaleAnswer(t, <-answer)
 }
 
-// openGap publishes runSeq 3 of the run, which is in neither the log nor
-// the bus at runSeq 2: a gap.
+// openGap puts runSeq 3 of the run in the log and on the bus, with
+// nothing at runSeq 2: a gap.
 func (s *stack) openGap(t *testing.T, runID string) {
 	t.Helper()
-	ahead := step(t, runID, "a", events.StepScheduled, events.StepScheduledData{Activity: "echo"})
-	ahead.RunSeq, ahead.PersistedAt = 3, time.Now().UTC()
-	s.publish(t, ahead)
+	s.openLogGap(t, runID, 1)
 }
 
 func requireStaleAnswer(t *testing.T, r reply) {

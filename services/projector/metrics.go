@@ -15,6 +15,7 @@ const meterName = "github.com/weftrun/weft/services/projector"
 //	weft.projector.resyncs         counter        runs read back from the log
 //	weft.projector.rebuilt         counter        runs without a snapshot rebuilt from the log
 //	weft.projector.alerts          counter        alerts raised, by code
+//	weft.projector.events.forged   counter        bus events the log refutes, dropped, by reason
 //
 // and the gauges of gauges.go (open gaps, runs by status).
 type metrics struct {
@@ -24,6 +25,7 @@ type metrics struct {
 	resyncs metric.Int64Counter
 	rebuilt metric.Int64Counter
 	alerts  metric.Int64Counter
+	forged  metric.Int64Counter
 }
 
 // lagBuckets are the lag histogram's bounds in seconds, dense around the
@@ -54,7 +56,11 @@ func newMetrics(mp metric.MeterProvider) (metrics, error) {
 		metric.WithDescription("Runs that had no snapshot, rebuilt from the log.")); err != nil {
 		return ms, err
 	}
-	ms.alerts, err = m.Int64Counter("weft.projector.alerts",
-		metric.WithDescription("Alerts raised, by code."))
+	if ms.alerts, err = m.Int64Counter("weft.projector.alerts",
+		metric.WithDescription("Alerts raised, by code.")); err != nil {
+		return ms, err
+	}
+	ms.forged, err = m.Int64Counter("weft.projector.events.forged",
+		metric.WithDescription("Bus events the log refutes (forged), dropped and never applied, by reason."))
 	return ms, err
 }

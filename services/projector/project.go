@@ -25,12 +25,13 @@ type planStep struct {
 
 // runChange is what projecting one run in a batch did.
 type runChange struct {
-	changed   bool        // the row must be saved
-	resynced  bool        // the run was read back from the log
-	gapOpened bool        // the run became STALE
-	gapClosed bool        // the run's gap closed
-	persisted []time.Time // persistedAt of each event applied, for its lag
-	haltErr   error       // an event the reducer cannot read halted the run
+	changed   bool          // the row must be saved
+	resynced  bool          // the run was read back from the log
+	gapOpened bool          // the run became STALE
+	gapClosed bool          // the run's gap closed
+	persisted []time.Time   // persistedAt of each event applied, for its lag
+	haltErr   error         // an event the reducer cannot read halted the run
+	forged    []forgedEvent // bus events the log refutes: dropped (verify.go)
 	// As of the end of the batch: the run's tenant, watermark and the
 	// runSeq seen past its gap (0 when none is open).
 	tenantID         string
@@ -47,9 +48,12 @@ type runChange struct {
 //   - On a gap, an open gap, or a lagging event, the run resyncs: its
 //     events after the watermark are read from the log (the truth) in
 //     pages and applied, then whatever of bus still fits.
-//   - If an event seen on the bus is still past the watermark afterwards,
-//     the log has not yet shown the events before it: the gap stays open
-//     (the run is STALE) and the resync loop retries.
+//   - After a resync the log alone says whether a gap is open: it is open
+//     (the run is STALE, and the resync loop retries) only where the log
+//     itself has one. Bus events reach here verified (verifyBus), so every
+//     one is in the log; a runSeq seen past a gap that a resync does not
+//     find in the log (one a forged message left before verification) is
+//     forgotten, and the gap closes.
 //
 // A nil bus (the resync loop's and the rebuild's call) always resyncs. An event the reducer
 // cannot read halts the run the same way: it stays
@@ -81,9 +85,11 @@ func (s *Service) project(ctx context.Context, tx pgx.Tx, r *runRow, bus []event
 	if resync {
 		ch.resynced = true
 		var err error
-		if ch.haltErr, err = s.resync(ctx, tx, r, bus, apply); err != nil {
+		var logTop int64
+		if ch.haltErr, logTop, err = s.resync(ctx, tx, r, bus, apply); err != nil {
 			return runChange{}, err
 		}
+		seen = logTop
 	}
 	if ch.haltErr != nil {
 		seen = max(seen, r.snap.LastEventSeq+1)
@@ -101,18 +107,26 @@ func (s *Service) project(ctx context.Context, tx pgx.Tx, r *runRow, bus []event
 
 // resync reads r's run from the log after the watermark, page by page, and
 // applies it, then the bus events. It returns the reducer's error that
-// halts the run, if any, and an error only when the log cannot be read.
-func (s *Service) resync(ctx context.Context, tx pgx.Tx, r *runRow, bus []events.Event, apply func([]events.Event) error) (halt, err error) {
+// halts the run, if any; logTop, the highest runSeq the log showed past the
+// watermark (the watermark when none), which is past the new watermark only
+// when the log itself has a gap; and an error only when the log cannot be
+// read.
+func (s *Service) resync(ctx context.Context, tx pgx.Tx, r *runRow, bus []events.Event, apply func([]events.Event) error) (halt error, logTop int64, err error) {
+	logTop = r.snap.LastEventSeq
 	for {
 		page, err := s.log.EventsFetchAfterTx(ctx, tx, r.snap.RunID, r.snap.LastEventSeq, DefaultFetchPage)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if len(page) == 0 {
 			break
 		}
+		logTop = max(logTop, page[len(page)-1].RunSeq)
 		if err := apply(page); err != nil {
-			return err, nil // the log itself cannot be applied past here
+			if _, gap := errors.AsType[*events.GapError](err); gap {
+				return nil, logTop, nil // the log itself has a gap: wait for it to close
+			}
+			return err, logTop, nil // the log itself cannot be applied past here
 		}
 		if len(page) < DefaultFetchPage {
 			break
@@ -120,10 +134,10 @@ func (s *Service) resync(ctx context.Context, tx pgx.Tx, r *runRow, bus []events
 	}
 	if err := apply(bus); err != nil {
 		if _, gap := errors.AsType[*events.GapError](err); !gap {
-			return err, nil
+			return err, logTop, nil
 		}
 	}
-	return nil, nil
+	return nil, logTop, nil
 }
 
 // lagging reports whether any bus event past the watermark waited longer

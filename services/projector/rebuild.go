@@ -134,7 +134,7 @@ func (s *Service) rebuildRuns(ctx context.Context, runIDs []string) error {
 	for _, id := range runIDs {
 		byRun[id] = nil // nil: resync from the log
 	}
-	if err := s.applyRuns(withRebuild(ctx), byRun); err != nil {
+	if _, err := s.applyRuns(withRebuild(ctx), byRun); err != nil {
 		return fmt.Errorf("projector: rebuild %d runs: %w", len(runIDs), err)
 	}
 	s.metrics.rebuilt.Add(ctx, int64(len(runIDs)))

@@ -88,6 +88,7 @@ func (s *Service) afterCommit(ctx context.Context, changes map[string]runChange)
 	measured := false
 	for runID, ch := range changes {
 		s.reportRun(ctx, runID, ch)
+		s.reportForged(ctx, runID, ch)
 		for _, at := range ch.persisted {
 			lag := max(0, committed.Sub(at))
 			s.metrics.lag.Record(ctx, lag.Seconds())
@@ -106,7 +107,8 @@ func (s *Service) afterCommit(ctx context.Context, changes map[string]runChange)
 	}
 }
 
-// resyncLoop, every ResyncEvery, reads back from the log the runs whose
+// resyncLoop, every ResyncEvery, clears the AlertForged rows older than
+// ForgedAlertFor and reads back from the log the runs whose
 // gap is still open, the runs not yet ended whose snapshot has been behind
 // the log's head for ResyncLag, and the runs approved about ResyncLag ago
 // that have no snapshot at all: their messages were lost, or are stuck
@@ -123,6 +125,9 @@ func (s *Service) resyncLoop(ctx context.Context) {
 		}
 		if err := s.resyncOnce(ctx); err != nil && ctx.Err() == nil {
 			s.logger.WarnContext(ctx, "projector: resync failed", "err", err)
+		}
+		if err := s.expireForgedAlerts(ctx); err != nil && ctx.Err() == nil {
+			s.logger.WarnContext(ctx, "projector: alerts not expired", "err", err)
 		}
 	}
 }
@@ -172,5 +177,6 @@ func (s *Service) resyncOnce(ctx context.Context) error {
 	for _, id := range ids {
 		byRun[id] = nil // nil: resync from the log
 	}
-	return s.applyRuns(ctx, byRun)
+	_, err = s.applyRuns(ctx, byRun)
+	return err
 }

@@ -35,7 +35,8 @@ type runRow struct {
 // stale reports whether the run has an open gap.
 func (r *runRow) stale() bool { return r.gapSeen > 0 }
 
-// rowsEnsureSQL creates the missing rows of a batch's runs, in run id
+// rowsEnsureSQL creates the missing rows of a batch's runs that the log
+// has (run_heads: a forged message names no new row into being), in run id
 // order, in the batch's transaction. A new row is invisible to every
 // reader until a batch fills it in: its tenant is empty. Two batches
 // cannot deadlock: each inserts its new rows and then locks all its rows
@@ -44,7 +45,9 @@ func (r *runRow) stale() bool { return r.gapSeen > 0 }
 // inserting.
 const rowsEnsureSQL = `
 INSERT INTO run_snapshots (run_id, status, last_event_seq, snapshot)
-SELECT id, 'PENDING', 0, '{}' FROM unnest($1::uuid[]) AS id ORDER BY id
+SELECT id, 'PENDING', 0, '{}' FROM unnest($1::uuid[]) AS id
+WHERE EXISTS (SELECT 1 FROM run_heads h WHERE h.run_id = id)
+ORDER BY id
 ON CONFLICT (run_id) DO NOTHING`
 
 // rowsLockSQL locks the rows in run id order and reads them.
@@ -54,19 +57,26 @@ SELECT run_id::text, tenant_id, project_id, environment_id, plan_id, plan_versio
        last_persisted_at, coalesce(lag_ms, 0)
 FROM run_snapshots WHERE run_id = ANY($1::uuid[]) ORDER BY run_id FOR UPDATE`
 
-// rowsLock creates the missing rows of runIDs, which must be sorted and
-// distinct, then locks and reads them, in one round trip. A row never
-// projected has an empty snapshot of its run.
-func rowsLock(ctx context.Context, tx pgx.Tx, runIDs []string) (map[string]*runRow, error) {
+// rowsLock creates the missing rows of runIDs (those the log has), which
+// must be sorted and distinct, then locks and reads them, and reads what
+// the log holds where byRun's bus events past the watermarks claim to be
+// (busCheckSQL), in one round trip. A row never projected has an empty
+// snapshot of its run; a run the log does not have has no row.
+func rowsLock(ctx context.Context, tx pgx.Tx, runIDs []string, byRun map[string][]events.Event) (map[string]*runRow, map[logKey]logIdentity, error) {
 	b := &pgx.Batch{}
 	b.Queue(rowsEnsureSQL, runIDs)
 	b.Queue(rowsLockSQL, runIDs)
+	check := queueBusCheck(b, runIDs, byRun)
 	br := tx.SendBatch(ctx, b)
 	out, err := readRows(br)
+	var logged map[logKey]logIdentity
+	if err == nil && check {
+		logged, err = readBusCheck(br)
+	}
 	if cerr := br.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("projector: lock snapshots: %w", cerr)
 	}
-	return out, err
+	return out, logged, err
 }
 
 // readRows reads the results of rowsLock's batch: the rows it created,
