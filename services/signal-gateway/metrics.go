@@ -38,12 +38,15 @@ const (
 //	weft.gateway.signals         counter {signal}  by outcome and transport
 //	weft.gateway.trigger.events  counter {event}   by outcome and transport
 //	weft.gateway.ingress.dropped counter {message} NATS requests dropped for a reply subject that is not an inbox
+//	weft.gateway.signal.denials  counter {signal}  signals their key may not send, by outcome
+//	                                               (recorded, unrecorded, rate_limited; intake.Error.Denial)
 //
 // For a trigger event, accepted means it started a run. A request refused
 // before intake (unauthenticated, undecodable) is not counted.
 type signalMetrics struct {
-	signals, events, dropped metric.Int64Counter
-	opts                     map[[2]string]metric.AddOption // (outcome, transport)
+	signals, events, dropped, denials metric.Int64Counter
+	opts                              map[[2]string]metric.AddOption // (outcome, transport)
+	denialOpts                        map[string]metric.AddOption    // by intake.Error.Denial
 }
 
 func newSignalMetrics(mp metric.MeterProvider) (*signalMetrics, error) {
@@ -65,7 +68,16 @@ func newSignalMetrics(mp metric.MeterProvider) (*signalMetrics, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: metrics: %w", err)
 	}
-	m := &signalMetrics{signals: c, events: ev, dropped: dropped, opts: make(map[[2]string]metric.AddOption)}
+	denials, err := mp.Meter(meterName).Int64Counter("weft.gateway.signal.denials", metric.WithUnit("{signal}"),
+		metric.WithDescription("Signals their API key may not send, by outcome: recorded as SignalRejected, unrecorded (the key's SignalRejected of the run and window was in the log), rate_limited."))
+	if err != nil {
+		return nil, fmt.Errorf("gateway: metrics: %w", err)
+	}
+	m := &signalMetrics{signals: c, events: ev, dropped: dropped, denials: denials,
+		opts: make(map[[2]string]metric.AddOption), denialOpts: make(map[string]metric.AddOption)}
+	for _, d := range []string{intake.DenialRecorded, intake.DenialUnrecorded, intake.DenialRateLimited} {
+		m.denialOpts[d] = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", d)))
+	}
 	for _, o := range []string{signalAccepted, signalDuplicate, signalRejected, signalError} {
 		for _, tr := range []string{transportHTTP, transportJSONRPC, transportNATS} {
 			m.opts[[2]string{o, tr}] = metric.WithAttributeSet(attribute.NewSet(
@@ -80,6 +92,9 @@ func (s *Service) signalSend(ctx context.Context, transport string, p auth.Princ
 	res, err := s.intake.SignalSend(ctx, p, sig)
 	if m := s.metrics; m != nil {
 		m.signals.Add(ctx, 1, m.opts[[2]string{signalOutcome(res, err), transport}])
+		if e, ok := errors.AsType[*intake.Error](err); ok && e.Denial != "" {
+			m.denials.Add(ctx, 1, m.denialOpts[e.Denial])
+		}
 	}
 	return res, err
 }

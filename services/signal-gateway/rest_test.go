@@ -107,8 +107,17 @@ func TestRESTRefusals(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, bad.status)
 	require.Equal(t, before, s.counts(t))
 
-	// 403 for a viewer, recorded as SignalRejected.
+	// A viewer's denial counts against the run's limit, which this run
+	// has reached: 429, nothing recorded (issue 17, item 5).
 	denied, err := s.do(t, http.MethodPost, path, viewerToken, []byte(`{"signalName":"PAUSE","signalId":"v"}`))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusTooManyRequests, denied.status)
+	require.Equal(t, before, s.counts(t))
+
+	// 403 for a viewer on a run within its limit, recorded as
+	// SignalRejected.
+	runID = s.run(t)
+	denied, err = s.do(t, http.MethodPost, "/v1/runs/"+runID+"/signals", viewerToken, []byte(`{"signalName":"PAUSE","signalId":"v"}`))
 	require.NoError(t, err)
 	require.Equal(t, http.StatusForbidden, denied.status)
 	require.Equal(t, api.CodePermissionDenied, denied.errorBody(t).Code)

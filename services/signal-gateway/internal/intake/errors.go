@@ -19,6 +19,11 @@ type Error struct {
 	Details map[string]any
 	// RetryAfter is set for CodeRateLimited and CodeOverloaded.
 	RetryAfter time.Duration
+	// Denial says, for the refusal of a signal its principal may not
+	// send, whether it was recorded (DenialRecorded, DenialUnrecorded,
+	// DenialRateLimited); empty for every other refusal. It is not sent
+	// to the caller.
+	Denial string
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }

@@ -34,6 +34,7 @@ const (
 	DefaultMaxSignalPayloadBytes  = 64 << 10 // execution-semantics §6
 	DefaultMaxSignalsPerRunMinute = 60       // execution-semantics §6
 	DefaultMaxRunInputBytes       = 256 << 10
+	DefaultSignalRejectedWindow   = RateWindow
 )
 
 // RateWindow is the window of the per-run signal limit.
@@ -50,8 +51,20 @@ type Config struct {
 	// MaxSignalPayloadBytes bounds a signal's payload (its JSON text).
 	MaxSignalPayloadBytes int
 	// MaxSignalsPerRunMinute bounds the signals one run accepts in any
-	// RateWindow.
+	// RateWindow. Denied signals count against it too, for denied
+	// callers only: once a run's acceptances and denials in the current
+	// RateWindow (denials counted by this gateway) reach it, a signal its
+	// principal may not send is refused with CodeRateLimited, and nothing
+	// is recorded; a signal its principal may send is limited by
+	// acceptances alone, so a key that may not signal cannot use up the
+	// budget of those that may.
 	MaxSignalsPerRunMinute int
+	// SignalRejectedWindow bounds the SignalRejected events denied
+	// signals write: at most one per API key and run in each window of
+	// this length (aligned on the zero time); the other denials of the
+	// window are refused alike, and only counted
+	// (Error.Denial = DenialUnrecorded).
+	SignalRejectedWindow time.Duration
 	// MaxRunInputBytes bounds a run's input document (its JSON text).
 	MaxRunInputBytes int
 	// Plans bounds the plans a start may carry.
@@ -70,6 +83,7 @@ func (c Config) withDefaults() Config {
 	c.RunRequestRetention = cmp.Or(c.RunRequestRetention, DefaultRunRequestRetention)
 	c.MaxSignalPayloadBytes = cmp.Or(c.MaxSignalPayloadBytes, DefaultMaxSignalPayloadBytes)
 	c.MaxSignalsPerRunMinute = cmp.Or(c.MaxSignalsPerRunMinute, DefaultMaxSignalsPerRunMinute)
+	c.SignalRejectedWindow = cmp.Or(c.SignalRejectedWindow, DefaultSignalRejectedWindow)
 	c.MaxRunInputBytes = cmp.Or(c.MaxRunInputBytes, DefaultMaxRunInputBytes)
 	if c.Now == nil {
 		c.Now = time.Now
@@ -89,6 +103,7 @@ type Intake struct {
 	approver runstart.Approver
 	cfg      Config
 	groups   grouper
+	denials  denialCounter
 }
 
 // New returns an Intake writing to the event log log (through its journal,
@@ -99,7 +114,7 @@ func New(pool *pgxpool.Pool, log *eventlog.Store, authz auth.Authorizer, cfg Con
 	if cfg.SignalRetention < RateWindow {
 		return nil, fmt.Errorf("intake: signal retention %v is shorter than the rate window %v", cfg.SignalRetention, RateWindow)
 	}
-	if cfg.MaxSignalPayloadBytes < 0 || cfg.MaxSignalsPerRunMinute < 0 || cfg.MaxRunInputBytes < 0 {
+	if cfg.MaxSignalPayloadBytes < 0 || cfg.MaxSignalsPerRunMinute < 0 || cfg.MaxRunInputBytes < 0 || cfg.SignalRejectedWindow < 0 {
 		return nil, errors.New("intake: limits must not be negative")
 	}
 	j := journal.New(log, opts...)

@@ -148,7 +148,7 @@ func (in *Intake) decide(c *call) error {
 	d := in.authz.Authorize(c.ctx, c.p, auth.ActionSignalSend, auth.Resource{TenantID: run.tenant, RunID: c.sig.RunID, SignalName: c.sig.Name})
 	switch {
 	case !d.Allowed:
-		return in.reject(c, d.Reason)
+		return in.deny(c, d.Reason)
 	case st.existing != nil:
 		c.res = SignalResult{AcceptedSignalResult: *st.existing, Duplicate: true}
 		return nil
@@ -178,18 +178,39 @@ func (in *Intake) accept(c *call, gen int) error {
 	return nil
 }
 
+// deny decides the refusal of c, a signal its principal may not send.
+// The denial counts against the run's rate limit: past it (the run's
+// acceptances in the last RateWindow and this gateway's denials in the
+// current one), c is refused with CodeRateLimited and nothing is
+// recorded. Otherwise it is refused with CodePermissionDenied and
+// recorded as SignalRejected (reject).
+func (in *Intake) deny(c *call, reason string) error {
+	n, end := in.denials.add(c.sig.RunID, c.now)
+	if c.st.recent+n > in.cfg.MaxSignalsPerRunMinute {
+		e := in.rateLimited(c.sig.RunID, end.Sub(c.now))
+		e.Message = fmt.Sprintf("run %s took %d signals in its rate window, its limit (denied signals count)",
+			c.sig.RunID, in.cfg.MaxSignalsPerRunMinute)
+		e.Denial = DenialRateLimited
+		c.err = e
+		return nil
+	}
+	return in.reject(c, reason)
+}
+
 // reject decides to record c as SignalRejected with reason and to refuse
-// it. The event's key is derived from the signal, so a retried denial is
-// recorded once.
+// it. The event's key is that of the principal's key, the run and the
+// SignalRejectedWindow of now (rejectedKey), so the log holds one per
+// key, run and window however many denials there are; appendTx marks the
+// refusal DenialUnrecorded when the log had it already.
 func (in *Intake) reject(c *call, reason string) error {
 	ev, err := events.New(events.Spec{RunID: c.sig.RunID, Type: events.SignalRejected,
-		LogicalAttemptID: "rejected:" + signalKeyPrefix(c.sig.RunID, c.sig.Name, c.id), PlanVersion: c.run.planVersion,
+		LogicalAttemptID: rejectedKey(c.sig.RunID, c.p.KeyID, c.now, in.cfg.SignalRejectedWindow), PlanVersion: c.run.planVersion,
 		EmittedAt: c.now, Data: events.SignalRejectedData{SignalName: c.sig.Name, SignalID: c.id, Reason: reason}})
 	if err != nil {
 		return fmt.Errorf("intake: SignalRejected: %w", err)
 	}
 	c.ev = &ev
-	c.err = &Error{Code: api.CodePermissionDenied, Message: reason,
+	c.err = &Error{Code: api.CodePermissionDenied, Message: reason, Denial: DenialRecorded,
 		Details: map[string]any{"workflowId": c.sig.RunID, "signalName": c.sig.Name, "signalId": c.id}}
 	return nil
 }

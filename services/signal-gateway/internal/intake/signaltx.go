@@ -89,6 +89,7 @@ const acceptanceSQL = `
 func (in *Intake) appendTx(ctx context.Context, tx batchTx, calls []*call) ([]*journal.Pending, error) {
 	b := &pgx.Batch{}
 	var pending, accepted []*journal.Pending
+	var rejected []rejection
 	for _, c := range calls {
 		if c.ev == nil {
 			continue
@@ -99,6 +100,7 @@ func (in *Intake) appendTx(ctx context.Context, tx batchTx, calls []*call) ([]*j
 		}
 		pending = append(pending, p)
 		if c.err != nil { // a rejection
+			rejected = append(rejected, rejection{c, p})
 			continue
 		}
 		res := c.res.AcceptedSignalResult
@@ -120,7 +122,26 @@ func (in *Intake) appendTx(ctx context.Context, tx batchTx, calls []*call) ([]*j
 			return nil, errors.New("intake: SignalAccepted already in the log under a fresh storage key")
 		}
 	}
+	markUnrecorded(rejected)
 	return pending, nil
+}
+
+// rejection is a call refused as denied, with the append of its
+// SignalRejected.
+type rejection struct {
+	c *call
+	p *journal.Pending
+}
+
+// markUnrecorded marks DenialUnrecorded the refusals among rejected whose
+// SignalRejected the log already held (their key, run and window's),
+// once their appends have their results.
+func markUnrecorded(rejected []rejection) {
+	for _, r := range rejected {
+		if e, ok := errors.AsType[*Error](r.c.err); ok && !r.p.Results()[0].Persisted {
+			e.Denial = DenialUnrecorded
+		}
+	}
 }
 
 // ownTx decides calls in a transaction of their own.
