@@ -84,7 +84,7 @@ func TestUIAgainstTheDevStack(t *testing.T) {
 	waitFor(statusIs("PAUSED"))
 	waitFor(`document.querySelector('[data-testid="action-result"]')?.textContent.includes('PAUSE')`)
 
-	// A gap: an event two past the log's head appears on the bus.
+	// A gap: an event two past the log's head appears in the log and on the bus.
 	injectGap(t, db, bannerURL(t, dev.out.String(), "NATS:"), long)
 	do(chromedp.WaitVisible(chromedp.CSS(`[data-testid="stale-banner"]`)))
 	console.RequireNoErrors(t)
@@ -114,6 +114,13 @@ func injectGap(t *testing.T, db *weftest.DB, natsURL, runID string) {
 	ev, err := events.New(events.Spec{RunID: runID, Type: events.RunResumed, PlanVersion: "injected"})
 	require.NoError(t, err)
 	ev.RunSeq, ev.PersistedAt = head+2, time.Now().UTC()
+	// The projector applies only what the log holds (a bus event the log
+	// refutes is dropped as forged), so the gap is in the log itself: the
+	// event is written at head+2 directly, past the append function.
+	_, err = db.Pool.Exec(t.Context(), `INSERT INTO run_events (run_id, run_seq, event_id, event_type,
+    idempotency_key, emitted_at, schema_version) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		runID, ev.RunSeq, ev.EventID, string(ev.EventType), ev.IdempotencyKey, ev.EmittedAt, ev.SchemaVersion)
+	require.NoError(t, err)
 	data, err := json.Marshal(ev)
 	require.NoError(t, err)
 	nc, err := nats.Connect(natsURL)
