@@ -193,8 +193,9 @@ const (
 	// SignalCodeRunTerminal: the run has already completed, failed or been
 	// cancelled.
 	SignalCodeRunTerminal = "RUN_TERMINAL"
-	// SignalCodeRunNotStarted: the run is not running or paused yet (only CANCEL
-	// acts on an approved run).
+	// SignalCodeRunNotStarted: the run is not approved yet, or a CANCEL
+	// overtook the signal before the run started (an approved run takes
+	// its other signals when it starts).
 	SignalCodeRunNotStarted = "RUN_NOT_STARTED"
 	// SignalCodeRunNotRunning: PAUSE on a run that is not RUNNING.
 	SignalCodeRunNotRunning = "RUN_NOT_RUNNING"

@@ -33,8 +33,16 @@ func ignored(code, format string, args ...any) verdict {
 // folded yet) comes after every pending one. Each applied signal produces
 // exactly one SignalApplied, after the events it caused, all carrying its
 // id as causedBySignalId.
+//
+// A run approved and not started yet takes only CANCEL: any other signal
+// waits, pending, for the round that starts the run, which applies it
+// right after RunStarted (waitsForStart).
 func (d *decider) signal(in SignalAccepted) {
 	if in.SignalID == "" || d.s.Signals[in.ref()] {
+		return
+	}
+	if d.waitsForStart(in.Name) {
+		d.s.accept(in) // pending, as folding its SignalAccepted event does
 		return
 	}
 	for _, earlier := range d.s.pendingBefore(in.ref()) {
@@ -51,12 +59,36 @@ func (d *decider) signal(in SignalAccepted) {
 // delivered yet takes effect at the run's next round, and a run never
 // ends with an accepted signal unapplied. Events after it carry no
 // causedBySignalId.
+//
+// On a run not started yet (queued by its admission limit), only a CANCEL
+// acts: the signals up to the last pending CANCEL are applied, in order,
+// and those after it stay pending for the start.
 func (d *decider) applyPending() {
-	for _, sig := range slices.Clone(d.s.Pending) { // applying one removes it
+	pending := d.s.Pending
+	if d.s.Status == events.RunStatusApproved {
+		end := 0
+		for i, sig := range pending {
+			if !d.waitsForStart(sig.Name) {
+				end = i + 1
+			}
+		}
+		pending = pending[:end]
+	}
+	for _, sig := range slices.Clone(pending) { // applying one removes it from d.s.Pending
 		sig.Now = d.now
 		d.applyOne(sig)
 	}
 	d.cause = ""
+}
+
+// waitsForStart reports whether a signal named name must wait for the
+// run's start: the run is approved and not started (its start round has
+// not come, or its admission limit queued it), and the signal is not a
+// CANCEL. Applied now, it could only be ignored as RUN_NOT_STARTED, and a
+// waitSignal step would then wait for ever for a signal its caller sent
+// right after the start's answer.
+func (d *decider) waitsForStart(name string) bool {
+	return d.s.Status == events.RunStatusApproved && name != plan.SignalCancel
 }
 
 // applyOne applies one signal the run has not applied, and records its

@@ -27,8 +27,12 @@ func TestDecideSignals(t *testing.T) {
 			want: []string{"SignalApplied 2"}, code: events.SignalCodeRunNotRunning},
 		{name: "a second PAUSE has its own key", steps: linear, given: []Input{approve(), pause(1), resume(2)}, in: pause(3),
 			want: []string{"RunPaused 2", "SignalApplied 3"}},
-		{name: "PAUSE on a run that has not started", steps: linear, in: pause(1),
-			want: []string{"SignalApplied 1"}, code: events.SignalCodeRunNotStarted},
+		{name: "PAUSE on a run that has not started waits for the start", steps: linear, in: pause(1)},
+		{name: "the start applies a PAUSE sent before it", steps: linear, given: []Input{pause(1)}, in: approve(),
+			want: []string{"RunStarted", "StepScheduled a 1", "RunPaused 1", "SignalApplied 1"}, tasks: []string{"a/1"}},
+		{name: "CANCEL on a run that has not started applies the signals before it", steps: linear,
+			given: []Input{pause(1)}, in: cancel(2),
+			want: []string{"SignalApplied 1", "RunCancelled", "SignalApplied 2"}, code: events.SignalCodeRunNotStarted},
 		{name: "RESUME on a running run", steps: linear, given: []Input{approve()}, in: resume(1),
 			want: []string{"SignalApplied 1"}, code: events.SignalCodeRunNotPaused},
 		{name: "RESUME dispatches what became ready", steps: linear, given: []Input{approve(), pause(1), done("a", 1)},
@@ -123,8 +127,11 @@ func TestDecideSignals(t *testing.T) {
 			in: sig(1, "go", "{"), want: []string{"SignalApplied 1"}, code: events.SignalCodeBadPayload},
 		{name: "a waitSignal signal on a paused run", steps: waitPlan, given: []Input{approve(), pause(1)},
 			in: sig(2, "go", ""), want: []string{"StepCompleted w 1", "SignalApplied 2"}},
-		{name: "a waitSignal signal on a run not started", steps: waitPlan,
-			in: sig(1, "go", ""), want: []string{"SignalApplied 1"}, code: events.SignalCodeRunNotStarted},
+		{name: "a waitSignal signal on a run not started waits for the start", steps: waitPlan, in: sig(1, "go", "")},
+		{name: "the start completes a waitSignal step with a signal sent before it", steps: waitPlan,
+			given: []Input{sig(1, "go", `{"ok":1}`)}, in: approve(),
+			want:  []string{"RunStarted", "StepScheduled w 1", "StepStarted w 1", "StepCompleted w 1", "StepScheduled b 1", "SignalApplied 1"},
+			tasks: []string{"b/1"}, timers: []string{"w/1 waitTimeout"}},
 	})
 }
 
