@@ -45,8 +45,13 @@ type Lanes struct {
 // missing and creates it again (streams.Keeper.Keep), the lanes consume
 // the new one. A Consume that ended on its own (nats.go stops it when the
 // consumer is deleted) is replaced the same way.
+//
+// A creation that fails in a way that may be transient does not fail
+// Start (streams.Keeper.Start): the lanes start with the consumer missing
+// and consume it once the keeper has created it. Start fails when the
+// server rejects the consumer's config for good.
 func Start(ctx context.Context, keeper *streams.Keeper, n, maxBatch int, handle func([]jetstream.Msg)) (*Lanes, error) {
-	cons, err := keeper.Ensure(ctx)
+	cons, err := keeper.Start(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("lanes: %w", err)
 	}
@@ -61,9 +66,11 @@ func Start(ctx context.Context, keeper *streams.Keeper, n, maxBatch int, handle 
 			}
 		})
 	}
-	if err := l.consume(cons); err != nil {
-		l.closeLanes()
-		return nil, err
+	if cons != nil {
+		if err := l.consume(cons); err != nil {
+			l.closeLanes()
+			return nil, err
+		}
 	}
 	keepCtx, stopKeep := context.WithCancel(ctx)
 	l.stopKeep = stopKeep

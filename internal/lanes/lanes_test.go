@@ -7,6 +7,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/internal/health"
 	"github.com/weftrun/weft/internal/lanes"
 	"github.com/weftrun/weft/internal/weftest"
 	"github.com/weftrun/weft/pkg/streams"
@@ -72,4 +73,45 @@ func TestLanesConsumeTheConsumerCreatedAgain(t *testing.T) {
 	}, waitFor, 10*time.Millisecond, "the consumer is created again")
 	publish("two")
 	receive("two")
+}
+
+// Lanes started while their consumer cannot be created (its stream not
+// there yet: a failure that may be transient) start anyway, with the
+// consumer missing and the readiness check failing, and consume once the
+// keeper has created it.
+func TestLanesStartWhileTheirConsumerCannotBeCreated(t *testing.T) {
+	t.Parallel()
+	js := weftest.NewNATS(t).JetStream(t) // no streams yet
+	k, err := streams.NewKeeper(js, streams.EventsStream, jetstream.ConsumerConfig{
+		Durable: "lanes-late", FilterSubject: streams.EventsSubjectPrefix + ".*", AckPolicy: jetstream.AckExplicitPolicy,
+	}, streams.KeeperConfig{Interval: time.Hour})
+	require.NoError(t, err)
+	got := make(chan string, 16)
+	l, err := lanes.Start(t.Context(), k, 2, 4, func(msgs []jetstream.Msg) {
+		for _, m := range msgs {
+			got <- string(m.Data())
+			if err := m.Ack(); err != nil {
+				t.Errorf("ack: %v", err)
+			}
+		}
+	})
+	require.NoError(t, err)
+	t.Cleanup(l.Stop)
+	probes, err := health.New(0, health.Consumer(js, streams.EventsStream, "lanes-late"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"consumer lanes-late"}, probes.Check(t.Context()).Failing)
+
+	require.NoError(t, streams.Ensure(t.Context(), js, streams.Config{MaxBytes: 16 << 20}))
+	subject, err := streams.EventSubject("01a21b00-0000-7000-8000-000000000002")
+	require.NoError(t, err)
+	_, err = js.Publish(t.Context(), subject, []byte("first"))
+	require.NoError(t, err)
+	select {
+	case m := <-got:
+		require.Equal(t, "first", m)
+	case <-time.After(waitFor):
+		t.Fatal("nothing was delivered")
+	}
+	require.True(t, probes.Check(t.Context()).Ready())
+	require.False(t, k.Missing())
 }

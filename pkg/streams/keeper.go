@@ -112,6 +112,42 @@ func (k *Keeper) Ensure(ctx context.Context) (jetstream.Consumer, error) {
 	return cons, nil
 }
 
+// Start creates the consumer, or updates it, when a service starts. A
+// failure that may be transient (its stream not there yet, the server
+// unreachable or failing to store the consumer: any error but a config the
+// server rejects for good) does not fail the start: Start logs it at warn,
+// marks the consumer missing, and returns a nil consumer and a nil error;
+// Keep then creates it with its backoff and passes it to its recreated
+// func, as for a consumer deleted later. Start returns an error only when
+// ctx ends or the config is rejected for good (a JetStream API error with
+// code 400, or a name nats.go refuses).
+func (k *Keeper) Start(ctx context.Context) (jetstream.Consumer, error) {
+	cons, err := k.Ensure(ctx)
+	if err == nil {
+		return cons, nil
+	}
+	if ctx.Err() != nil || rejected(err) {
+		return nil, err
+	}
+	k.missing.Store(true)
+	k.logger.WarnContext(ctx, "streams: creating the consumer at start failed; the service starts and creates it in the background", "err", err)
+	return nil, nil
+}
+
+// rejected reports whether err is a refusal of the consumer's config that
+// no retry can change: a JetStream API error with code 400 (bad request,
+// invalid config), or a stream, consumer or subject name nats.go refuses.
+func rejected(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.Code == 400
+	}
+	return errors.Is(err, jetstream.ErrInvalidStreamName) ||
+		errors.Is(err, jetstream.ErrInvalidConsumerName) ||
+		errors.Is(err, jetstream.ErrInvalidSubject) ||
+		errors.Is(err, jetstream.ErrConsumerMultipleFilterSubjectsNotSupported)
+}
+
 // Suspect asks Keep to check the consumer now, without waiting for its
 // interval, when err is one a missing consumer causes: the consumer
 // deleted or not found, its stream not found, a pull answered by no one,
@@ -144,7 +180,14 @@ func mayBeMissing(err error) bool {
 // re-creation, and calls recreated with the new consumer: a Consume must
 // be started again on it. An error of the check other than "not found"
 // (the server unreachable) changes nothing: the consumer may well exist.
+// A consumer Start could not create is created first, at once, the same
+// way (and counted the same).
 func (k *Keeper) Keep(ctx context.Context, recreated func(jetstream.Consumer)) {
+	if k.missing.Load() {
+		if cons, ok := k.recreate(ctx); ok {
+			recreated(cons)
+		}
+	}
 	t := time.NewTicker(k.every)
 	defer t.Stop()
 	for {

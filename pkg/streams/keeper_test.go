@@ -42,6 +42,12 @@ func startKeeping(t *testing.T, interval time.Duration) *keeping {
 	t.Cleanup(func() { require.NoError(t, k.Close()) })
 	_, err = k.Ensure(t.Context())
 	require.NoError(t, err)
+	return keep(t, js, k, h)
+}
+
+// keep runs k.Keep until the test ends.
+func keep(t *testing.T, js jetstream.JetStream, k *streams.Keeper, h http.Handler) *keeping {
+	t.Helper()
 	kp := &keeping{js: js, keeper: k, recreated: make(chan jetstream.Consumer, 16), h: h}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -129,4 +135,54 @@ func TestNewKeeperNeedsADurable(t *testing.T) {
 	js := weftest.NewNATS(t).JetStream(t)
 	_, err := streams.NewKeeper(js, streams.TasksStream, jetstream.ConsumerConfig{}, streams.KeeperConfig{})
 	require.ErrorIs(t, err, streams.ErrInvalidConfig)
+}
+
+// A consumer whose creation at start fails in a way that may be transient
+// (here its stream is not there yet) does not fail Start: it is shown
+// missing until Keep creates it, once the stream exists.
+func TestKeeperStartLeavesATransientFailureToKeep(t *testing.T) {
+	t.Parallel()
+	js := weftest.NewNATS(t).JetStream(t) // no streams yet
+	mp, h, err := metrics.New()
+	require.NoError(t, err)
+	cc, err := streams.TaskConsumer("later", 0)
+	require.NoError(t, err)
+	k, err := streams.NewKeeper(js, streams.TasksStream, cc, streams.KeeperConfig{Interval: time.Hour, MeterProvider: mp})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, k.Close()) })
+
+	cons, err := k.Start(t.Context())
+	require.NoError(t, err)
+	require.Nil(t, cons)
+	require.True(t, k.Missing())
+	scrape := metricstest.Get(t, h)
+	require.Equal(t, int64(1), scrape.Count(t, "weft_consumer_missing", map[string]string{"consumer": "tasks-later"}))
+
+	kp := keep(t, js, k, h)
+	require.NoError(t, streams.Ensure(t.Context(), js, streams.Config{}))
+	c := kp.waitRecreated(t)
+	require.Equal(t, "tasks-later", c.CachedInfo().Name)
+	require.False(t, k.Missing())
+	scrape = metricstest.Get(t, h)
+	require.Zero(t, scrape.Count(t, "weft_consumer_missing", map[string]string{"consumer": "tasks-later"}))
+}
+
+// A config the server rejects for good fails Start: no retry can change
+// it.
+func TestKeeperStartFailsOnARejectedConfig(t *testing.T) {
+	t.Parallel()
+	js := weftest.NewNATS(t).JetStream(t)
+	require.NoError(t, streams.Ensure(t.Context(), js, streams.Config{}))
+	cc, err := streams.TaskConsumer("bad", 0)
+	require.NoError(t, err)
+	cc.DeliverPolicy = jetstream.DeliverByStartSequencePolicy // without OptStartSeq
+	k, err := streams.NewKeeper(js, streams.TasksStream, cc, streams.KeeperConfig{})
+	require.NoError(t, err)
+
+	_, err = k.Start(t.Context())
+	var apiErr *jetstream.APIError
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, 400, apiErr.Code)
+	require.ErrorContains(t, err, "tasks-bad")
+	require.False(t, k.Missing())
 }
