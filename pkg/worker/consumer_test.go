@@ -78,3 +78,38 @@ func TestWorkerSurvivesTheTasksStreamRecreated(t *testing.T) {
 	k.taskCompletes(t)
 	require.True(t, k.probes.Check(t.Context()).Ready())
 }
+
+// A worker started while its task consumer cannot be created (WEFT_TASKS
+// not there yet: a failure that may be transient) starts anyway: /readyz
+// names the consumer and the gauge shows it missing until it is created,
+// and then tasks flow.
+func TestWorkerStartsWhileItsConsumerCannotBeCreated(t *testing.T) {
+	t.Parallel()
+	b := setupWithoutStreams(t)
+	mp, h, err := metrics.New()
+	require.NoError(t, err)
+	b.startWorker(t, nil, worker.Config{MeterProvider: mp}, func(w *worker.Worker) {
+		require.NoError(t, w.Register("echo", echo))
+	})
+	probes, err := health.New(0, health.Consumer(b.js, streams.TasksStream, "tasks-default"))
+	require.NoError(t, err)
+	k := &keptWorker{bundle: b, h: h, probes: probes}
+	require.Equal(t, []string{"consumer tasks-default"}, k.probes.Check(t.Context()).Failing)
+	scrape := metricstest.Get(t, h)
+	require.Equal(t, int64(1), scrape.Count(t, "weft_consumer_missing", map[string]string{"consumer": "tasks-default"}))
+	require.Contains(t, b.logs.String(), "creating the consumer at start failed")
+
+	require.NoError(t, streams.Ensure(t.Context(), b.js, streams.Config{MaxBytes: 64 << 20}))
+	k.taskCompletes(t)
+	require.True(t, k.probes.Check(t.Context()).Ready())
+}
+
+// A worker still waiting for its consumer stops at once.
+func TestWorkerWaitingForItsConsumerStops(t *testing.T) {
+	t.Parallel()
+	b := setupWithoutStreams(t)
+	w, err := worker.New(b.js, worker.Config{Logger: b.logger})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(t.Context()))
+	require.NoError(t, w.Stop(t.Context()))
+}

@@ -35,9 +35,16 @@ type bundle struct {
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
+	b := setupWithoutStreams(t)
+	require.NoError(t, streams.Ensure(t.Context(), b.js, streams.Config{MaxBytes: 64 << 20}))
+	return b
+}
+
+// setupWithoutStreams is setup before Weft's streams are created.
+func setupWithoutStreams(t *testing.T) *bundle {
+	t.Helper()
 	srv := weftest.NewNATS(t)
 	js := srv.JetStream(t)
-	require.NoError(t, streams.Ensure(t.Context(), js, streams.Config{MaxBytes: 64 << 20}))
 	logs := &weftest.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return &bundle{nats: srv, js: js, logs: logs, logger: logger}

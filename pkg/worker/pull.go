@@ -30,11 +30,19 @@ const (
 //
 // It keeps the consumer meanwhile (keeper.Keep): a failed pull request
 // asks the keeper to check it now. cons addresses the consumer by name, so
-// it pulls from the consumer the keeper creates again.
+// it pulls from the consumer the keeper creates again. A nil cons (its
+// creation at start failed) is the first one the keeper creates.
 func (w *Worker) pull(ctx, soft context.Context, keeper *streams.Keeper, cons jetstream.Consumer, tasks *sync.WaitGroup, beat time.Duration) {
 	var keeping sync.WaitGroup
 	defer keeping.Wait()
-	keeping.Go(func() { keeper.Keep(soft, func(jetstream.Consumer) { w.epoch.distrust(time.Now()) }) })
+	created := w.keep(soft, keeper, &keeping)
+	if cons == nil {
+		select {
+		case cons = <-created:
+		case <-soft.Done():
+			return
+		}
+	}
 	slots := make(semaphore, w.cfg.Concurrency)
 	backoff := minPullBackoff
 	for {
@@ -61,6 +69,23 @@ func (w *Worker) pull(ctx, soft context.Context, keeper *streams.Keeper, cons je
 		}
 		backoff = min(2*backoff, maxPullBackoff)
 	}
+}
+
+// keep runs keeper.Keep in keeping until soft ends. Each consumer the
+// keeper creates again makes the epoch distrusted; the first is also sent
+// on the returned channel, for a pull that has no consumer yet.
+func (w *Worker) keep(soft context.Context, keeper *streams.Keeper, keeping *sync.WaitGroup) <-chan jetstream.Consumer {
+	created := make(chan jetstream.Consumer, 1)
+	keeping.Go(func() {
+		keeper.Keep(soft, func(c jetstream.Consumer) {
+			w.epoch.distrust(time.Now())
+			select {
+			case created <- c:
+			default:
+			}
+		})
+	})
+	return created
 }
 
 // fetch sends one pull request for up to n tasks and hands each delivered

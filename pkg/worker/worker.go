@@ -109,7 +109,9 @@ func (w *Worker) activity(name string) (*activity, bool) {
 // Start creates the queue's task consumer or updates it to the settings of
 // streams.TaskConsumer with Config.AckWait, and keeps it while the worker
 // runs (streams.Keeper: deleted, alone or with its stream, it is created
-// again), subscribes to cancel notices,
+// again; a creation at start that fails in a way that may be transient is
+// left to the keeper, and the worker takes tasks once the consumer
+// exists), subscribes to cancel notices,
 // and then takes and runs tasks in the background until Stop is called or
 // ctx ends. Cancelling ctx is a hard stop: running activities are
 // cancelled and their tasks left for redelivery. Start returns
@@ -130,7 +132,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
-	cons, err := keeper.Ensure(ctx)
+	cons, err := keeper.Start(ctx) // nil while a transient failure leaves it to the keeper
 	if err != nil {
 		_ = keeper.Close()
 		return fmt.Errorf("worker: create consumer: %w", err)
@@ -144,7 +146,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	soft, stopSoft := context.WithCancel(runCtx)
 	w.stopSoft, w.hardStop, w.done, w.started = stopSoft, hardStop, make(chan struct{}), true
-	beat := cons.CachedInfo().Config.AckWait / 3
+	beat := cc.AckWait / 3 // the consumer's, as created or updated with cc
 	go w.run(runCtx, soft, keeper, cons, sub, beat)
 	w.logger.InfoContext(ctx, "worker started", "concurrency", w.cfg.Concurrency, "ack_wait", cc.AckWait.String())
 	return nil
