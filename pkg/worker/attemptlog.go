@@ -26,7 +26,8 @@ const (
 // execution is how one delivery of a task ended.
 type execution struct {
 	result    task.Result
-	finished  bool   // a final result exists; false: abandoned on a hard stop
+	finished  bool   // a final result exists; false: abandoned on a hard stop, or deferred
+	deferred  bool   // not run, no final result: the task is given back after RedeliveryDelay
 	by        string // settledBy…; empty when abandoned before anything ran
 	published bool   // the final result's PubAck arrived
 	acked     bool   // the server confirmed the task's ack

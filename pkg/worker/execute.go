@@ -39,7 +39,11 @@ type attemptRun struct {
 	act     *activity
 	in      Input
 	// scope is the reconciliation scope of a keyed attempt, nil otherwise.
-	scope   *task.ResultReconcile
+	scope *task.ResultReconcile
+	// begun: the bus already held the keyed attempt's StepStarted, so an
+	// earlier delivery, on any worker, may have run the activity
+	// (startKeyed).
+	begun   bool
 	limit   time.Duration
 	secrets *secretSet
 	log     *slog.Logger
@@ -48,12 +52,13 @@ type attemptRun struct {
 // execute runs the activity for d's task and returns the final result.
 // It returns an execution that is not finished when ctx ended (a hard
 // stop): the attempt is abandoned, with no result, for another delivery to
-// run. It reports StepStarted once the attempt has run for
+// run. An unkeyed attempt reports StepStarted once it has run for
 // Config.StartedAfter (reportStarted), always before the final result. A
 // keyed attempt (mem not nil) whose earlier delivery in this process left
-// a final result unacked reports that result again without running; one
-// that may have run before is reconciled before the activity runs again
-// (reconcile.go).
+// a final result unacked reports that result again without running; any
+// other keyed attempt stores its StepStarted before anything runs, and is
+// deferred when it cannot (startKeyed); one that may have run before is
+// reconciled before the activity runs again (reconcile.go).
 func (w *Worker) execute(ctx context.Context, d delivery, act *activity, mem *keyedEntry, log *slog.Logger) execution {
 	t, attempt := d.t, d.attempt
 	if r, ok := mem.remembered(); ok {
@@ -65,7 +70,11 @@ func (w *Worker) execute(ctx context.Context, d delivery, act *activity, mem *ke
 	in, bad := act.input(t, attempt, secrets)
 	run := &attemptRun{t: t, attempt: attempt, act: act, in: in, scope: act.scope(t, in, bad == nil),
 		limit: act.deadline(t), secrets: secrets, log: log}
-	defer w.reportStartedAfter(ctx, run)()
+	if run.scope == nil {
+		defer w.reportStartedAfter(ctx, run)()
+	} else if x, ok := w.beginKeyed(ctx, run); !ok {
+		return x
+	}
 	if bad != nil {
 		return execution{result: w.failed(t, attempt, *bad), finished: true, by: settledByWorker}
 	}
@@ -74,7 +83,7 @@ func (w *Worker) execute(ctx context.Context, d delivery, act *activity, mem *ke
 	defer w.running.add(t.RunID, t.StepID, cancel)()
 	actx, stop := context.WithTimeoutCause(actx, run.limit, errTimeout)
 	defer stop()
-	if run.scope != nil && w.mayHaveRun(d, mem) {
+	if run.scope != nil && (run.begun || w.mayHaveRun(d, mem)) {
 		r, settled := w.reconcile(actx, run)
 		if ctx.Err() != nil {
 			return execution{}
@@ -85,6 +94,27 @@ func (w *Worker) execute(ctx context.Context, d delivery, act *activity, mem *ke
 	}
 	r, ok := w.runActivity(ctx, actx, run)
 	return execution{result: r, finished: ok, by: settledByActivity}
+}
+
+// beginKeyed stores the StepStarted of keyed attempt run (startKeyed) and
+// records in run whether an earlier delivery had begun it. When the
+// StepStarted is not stored, the activity must not run: ok is false and x
+// defers the task, or abandons it on a hard stop.
+func (w *Worker) beginKeyed(ctx context.Context, run *attemptRun) (x execution, ok bool) {
+	begun, err := w.startKeyed(ctx, run)
+	switch {
+	case ctx.Err() != nil:
+		return execution{}, false
+	case err != nil:
+		run.log.WarnContext(ctx, "worker: StepStarted of a keyed attempt not stored; the activity does not run and the task is given back",
+			"err", err)
+		return execution{deferred: true, by: settledByWorker}, false
+	}
+	if begun {
+		run.log.InfoContext(ctx, "worker: an earlier delivery stored this keyed attempt's StepStarted; reconciling")
+	}
+	run.begun = begun
+	return execution{}, true
 }
 
 // runActivity calls the activity and returns its final result, which

@@ -64,9 +64,12 @@ func (w *Worker) runTask(ctx context.Context, msg jetstream.Msg, d delivery, bea
 	x := w.execute(ctx, d, act, mem, log)
 	x.published = x.finished && w.report(ctx, x.result, log)
 	stopBeat()
-	if x.finished {
+	switch {
+	case x.finished:
 		x.acked = w.settle(ctx, msg, x.published, log)
-	} else {
+	case x.deferred:
+		w.settle(ctx, msg, false, log) // a nak with RedeliveryDelay
+	default:
 		log.InfoContext(ctx, "worker: stopped mid-activity; the task is given back for redelivery")
 		w.giveBack(ctx, msg)
 	}
@@ -151,15 +154,14 @@ func (w *Worker) heartbeat(ctx context.Context, msg jetstream.Msg, every time.Du
 	return func() { close(quit); <-ended }
 }
 
-// reportStartedAfter reports the attempt's StepStarted once it has run for
-// Config.StartedAfter; at once when that is negative, and for a keyed
-// attempt, whose StepStarted carries the activity key the engine needs to
-// record the attempt should its run be cancelled while it is in flight.
-// It returns what to call when the attempt ends: it cancels a report not
-// yet due and waits for one in flight, so that a StepStarted that is
-// published always precedes the final result on the run's result subject.
+// reportStartedAfter reports the StepStarted of an unkeyed attempt once it
+// has run for Config.StartedAfter; at once when that is negative. (A keyed
+// attempt reports its StepStarted before it runs: startKeyed.) It returns
+// what to call when the attempt ends: it cancels a report not yet due and
+// waits for one in flight, so that a StepStarted that is published always
+// precedes the final result on the run's result subject.
 func (w *Worker) reportStartedAfter(ctx context.Context, run *attemptRun) (end func()) {
-	if w.cfg.StartedAfter < 0 || run.scope != nil {
+	if w.cfg.StartedAfter < 0 {
 		w.reportStarted(ctx, run)
 		return func() {}
 	}
@@ -175,43 +177,64 @@ func (w *Worker) reportStartedAfter(ctx context.Context, run *attemptRun) (end f
 	}
 }
 
-// reportStarted publishes StepStarted, with the reconciliation scope of a
-// keyed attempt. It fails open: over the latency budget (PublishTimeout)
-// or on error the activity runs anyway, and the engine learns the step
-// started from its final result.
+// reportStarted publishes the StepStarted of an unkeyed attempt. It fails
+// open: over the latency budget (PublishTimeout) or on error the activity
+// runs anyway, and the engine learns the step started from its final
+// result.
 func (w *Worker) reportStarted(ctx context.Context, run *attemptRun) {
-	r := task.NewResult(run.t, task.Started, run.attempt, w.cfg.WorkerID)
-	if run.scope != nil {
-		scope := *run.scope
-		r.Reconcile = &scope
-	}
-	if err := w.publish(ctx, r); err != nil {
+	if _, err := w.publishAck(ctx, task.NewResult(run.t, task.Started, run.attempt, w.cfg.WorkerID)); err != nil {
 		run.log.WarnContext(ctx, "worker: StepStarted not published; running the activity anyway", "err", err)
 	}
 }
 
-// publish publishes r on the run's result subject with Nats-Msg-Id set to
-// its idempotency key and waits up to PublishTimeout for the PubAck. A
-// duplicate PubAck (the key was stored before) is a success.
+// startKeyed publishes the StepStarted of a keyed attempt, with its
+// reconciliation scope (the activity key the engine records should the run
+// be cancelled in flight), and waits for the PubAck: the activity may run
+// only once it returns without error, so that every run of the activity
+// left a StepStarted on the bus. Its Nats-Msg-Id is the logical attempt's,
+// the same for every delivery on every worker, so a duplicate PubAck
+// proves that an earlier delivery stored it, within the stream's dedupe
+// window, and so may have run the activity: begun reports that.
+func (w *Worker) startKeyed(ctx context.Context, run *attemptRun) (begun bool, err error) {
+	r := task.NewResult(run.t, task.Started, run.attempt, w.cfg.WorkerID)
+	scope := *run.scope
+	r.Reconcile = &scope
+	ack, err := w.publishAck(ctx, r)
+	if err != nil {
+		return false, err
+	}
+	return ack.Duplicate, nil
+}
+
+// publish publishes r on the run's result subject (publishAck).
 func (w *Worker) publish(ctx context.Context, r task.Result) error {
+	_, err := w.publishAck(ctx, r)
+	return err
+}
+
+// publishAck publishes r on the run's result subject with Nats-Msg-Id set
+// to its idempotency key and waits up to PublishTimeout for the PubAck,
+// which it returns. A duplicate PubAck (the key was stored before) is a
+// success.
+func (w *Worker) publishAck(ctx context.Context, r task.Result) (*jetstream.PubAck, error) {
 	subject, err := streams.ResultSubject(r.RunID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	data, err := json.Marshal(r)
 	if err != nil {
-		return fmt.Errorf("worker: encode %s result: %w", r.Kind, err)
+		return nil, fmt.Errorf("worker: encode %s result: %w", r.Kind, err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, w.cfg.PublishTimeout)
 	defer cancel()
 	m := &nats.Msg{Subject: subject, Data: data}
 	tracing.InjectNATS(ctx, m)
-	_, err = w.js.PublishMsg(pctx, m,
+	ack, err := w.js.PublishMsg(pctx, m,
 		jetstream.WithMsgID(r.IdempotencyKey), jetstream.WithExpectStream(streams.ResultsStream))
 	if err != nil {
-		return fmt.Errorf("worker: publish %s result: %w", r.Kind, err)
+		return nil, fmt.Errorf("worker: publish %s result: %w", r.Kind, err)
 	}
-	return nil
+	return ack, nil
 }
 
 // report publishes a final result, logs it, and reports whether it was

@@ -156,3 +156,69 @@ func TestKeyedTaskStoredBeforeTheWorkerStartedIsReconciled(t *testing.T) {
 	require.EqualValues(t, 1, ver.calls.Load())
 	require.Len(t, engine.lookups(), 1, "the record was looked up first")
 }
+
+// Issue 16, defect 4, across workers (the soak's step "ship"): a keyed
+// attempt began on one worker, which then died with the server; the server
+// came back without the delivery and handed the task to a second worker as
+// delivery 1. The engine holds no outcome of the attempt (no record) and
+// the activity has no verify hook, so nothing says the first run did not
+// happen: the second worker finds the first one's StepStarted on the bus
+// (a duplicate PubAck) and fails the attempt as indeterminate rather than
+// run the activity again.
+func TestKeyedAttemptBegunByAnotherWorkerDoesNotRunAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	act, conn := newFirstBlocks(), b.nats.Conn(t) // one activity, as one external system
+	b.startWorker(t, jetstreamOf(t, conn), worker.Config{WorkerID: "first"},
+		func(w *worker.Worker) { require.NoError(t, w.Register("charge", act.run)) })
+	t.Cleanup(func() { close(act.release) }) // before the worker's Stop
+	before := b.saveConsumerState(t)
+	tk := keyedTask("charge", "1")
+	publishTask(t, b.js, tk)
+	<-act.started
+
+	b.restartLosingDeliveries(t, before, conn.Close)
+	engine := b.serveLookups(t) // no record: the first run's outcome never arrived
+	fresh := *b
+	fresh.js = b.nats.JetStream(t)
+	results := fresh.results(t, tk.RunID)
+	fresh.startWorker(t, nil, worker.Config{WorkerID: "second"},
+		func(w *worker.Worker) { require.NoError(t, w.Register("charge", act.run)) })
+
+	r := results.final()
+	require.Equal(t, "second", r.WorkerID)
+	require.Equal(t, "1", r.EngineAttemptID, "the server handed the task out again as delivery 1")
+	requireFailed(t, tk, r, worker.CodeReconciliationIndeterminate, true)
+	requireReconcile(t, tk, r, task.StatusIndeterminate, "")
+	require.EqualValues(t, 1, act.calls.Load(), "the keyed activity ran once, on the first worker")
+	require.Len(t, engine.lookups(), 1, "the record was looked up first")
+	fresh.requireTasksSettled(t)
+}
+
+// A keyed attempt's StepStarted fails closed: while the bus cannot store
+// it, the activity does not run and the task is given back; once it is
+// stored, the activity runs, once. (An unkeyed attempt runs anyway:
+// TestUnpublishedResultRedelivers.)
+func TestKeyedAttemptRunsOnlyAfterItsStepStartedIsStored(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.serveLookups(t) // the redelivery looks the record up: none
+	act := &counted{}
+	b.startWorker(t, nil, worker.Config{RedeliveryDelay: 10 * time.Millisecond, PublishTimeout: time.Second},
+		func(w *worker.Worker) { require.NoError(t, w.Register("charge", act.run)) })
+	require.NoError(t, b.js.DeleteStream(t.Context(), streams.ResultsStream))
+
+	tk := keyedTask("charge", "1")
+	publishTask(t, b.js, tk)
+	b.waitLog(t, "StepStarted of a keyed attempt not stored; the activity does not run")
+	require.Zero(t, act.runs.Load(), "the activity waits for its StepStarted")
+
+	require.NoError(t, streams.Ensure(t.Context(), b.js, streams.Config{MaxBytes: 64 << 20}))
+	results := b.results(t, tk.RunID)
+	require.Equal(t, task.Started, results.next().Kind)
+	r := results.final()
+	require.Equal(t, task.Completed, r.Kind)
+	requireReconcile(t, tk, r, task.StatusCompleted, "")
+	b.requireTasksSettled(t)
+	require.EqualValues(t, 1, act.runs.Load())
+}

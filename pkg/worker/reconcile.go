@@ -18,8 +18,9 @@ import (
 // (WithIdempotencyKey). Before a keyed attempt that may have run before is
 // run again, the worker asks the engine for the operation's durable record
 // and reports it if there is one; otherwise it asks the activity's verify
-// hook, and runs the activity only when the hook reports not-completed (or
-// there is no hook).
+// hook, and runs the activity only when the hook reports not-completed, or
+// when there is no hook and no earlier delivery stored the attempt's
+// StepStarted (withoutVerify).
 
 // scope returns the reconciliation scope of the attempt, or nil when it is
 // unkeyed. derived reports that the activity's own key, if it has a key
@@ -36,7 +37,8 @@ func (a *activity) scope(t task.Task, in Input, derived bool) *task.ResultReconc
 }
 
 // mayHaveRun reports whether the delivery may follow an earlier run of the
-// same operation's side effect: anything but the first delivery of the
+// same operation's side effect, besides a StepStarted an earlier delivery
+// stored (attemptRun.begun): anything but the first delivery of the
 // first logical attempt, including an engine re-send (whose delivery count
 // starts again at 1); and a first delivery whose count of 1 cannot be
 // trusted: an attempt this process began before (mem), or a task stored
@@ -90,10 +92,30 @@ func (w *Worker) reconcile(actx context.Context, run *attemptRun) (r task.Result
 		return w.fromRecord(run, *reply.Record), true
 	}
 	if run.act.verify == nil {
-		return task.Result{}, false
+		return w.withoutVerify(actx, run)
 	}
 	v, err := callVerify(actx, run.act.verify, run.in)
 	return w.fromVerify(actx, run, v, err, reply.Prior)
+}
+
+// withoutVerify settles, or lets run, a keyed attempt that may have run
+// before, has no record and no verify hook. When the bus holds an earlier
+// delivery's StepStarted (run.begun), that delivery may have run the
+// activity and nothing says it did not: the attempt fails, retryable, as
+// indeterminate, and the activity does not run again. Otherwise no
+// delivery stored a StepStarted within the dedupe window, and the activity
+// runs again, its key the external system's only protection.
+func (w *Worker) withoutVerify(ctx context.Context, run *attemptRun) (task.Result, bool) {
+	if !run.begun {
+		run.log.InfoContext(ctx, "worker: no reconciliation record and no verify hook; the activity runs again")
+		return task.Result{}, false
+	}
+	run.log.WarnContext(ctx, "worker: a keyed attempt an earlier delivery began has no record and no verify hook; it fails as indeterminate and the activity does not run again")
+	return w.reconcileFailed(run, task.StatusIndeterminate, events.StepError{
+		Code: CodeReconciliationIndeterminate, Retryable: true,
+		Message: "an earlier delivery of this attempt began it (its StepStarted is stored) and may have run the activity; " +
+			"the engine holds no outcome of it and the activity has no verify hook, so the activity does not run again",
+	}, map[string]string{"started": "earlier delivery", "verify": "none"}), true
 }
 
 // lookup asks the engine for the operation's record (task.ReconcileRequest
