@@ -85,13 +85,18 @@ func TestStopBeforeStart(t *testing.T) {
 	require.NoError(t, w.Stop(context.Background()))
 }
 
-func TestStartNeedsTheStreams(t *testing.T) {
+// A start whose context ends before the task consumer exists fails, and
+// the worker then stops as a no-op. (With a live context it starts and
+// waits for the consumer: TestWorkerStartsWhileItsConsumerCannotBeCreated.)
+func TestStartFailsWhenItsContextEnds(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	require.NoError(t, b.js.DeleteStream(t.Context(), "WEFT_TASKS"))
 	w, err := worker.New(b.js, worker.Config{})
 	require.NoError(t, err)
-	require.Error(t, w.Start(t.Context()))
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	require.Error(t, w.Start(ctx))
 	require.NoError(t, w.Stop(t.Context()), "a worker that failed to start stops as a no-op")
 }
 
