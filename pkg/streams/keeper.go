@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -26,6 +27,10 @@ const (
 	minRecreateBackoff = 100 * time.Millisecond
 	maxRecreateBackoff = 5 * time.Second
 )
+
+// recreateSettle is the least wait between finding a consumer missing and
+// creating it again; a random wait of up to as much again is added.
+const recreateSettle = 100 * time.Millisecond
 
 // keeperMeterName is the instrumentation scope of the keepers' metrics.
 const keeperMeterName = "github.com/weftrun/weft/pkg/streams"
@@ -104,12 +109,30 @@ func (k *Keeper) Missing() bool { return k.missing.Load() }
 
 // Ensure creates the consumer, or updates it to the keeper's config, and
 // returns it. It is what a consumer does when it starts.
+//
+// When the server has the consumer but fails to store its config (a
+// JetStream API error with code 500), Ensure returns the consumer the
+// server has, with a warning: it delivers, and failing would only stop
+// this process. The soak met this after a consumer was deleted and
+// created again at once: nats-server 2.15 removed the new consumer's
+// store folder with the old one's, answered every later create or update
+// with "500 err_code=10012 open …/meta.inf.tmp: no such file or
+// directory", and kept delivering from memory; a new engine or worker
+// then could not start (docs/reliability.md).
 func (k *Keeper) Ensure(ctx context.Context) (jetstream.Consumer, error) {
 	cons, err := k.js.CreateOrUpdateConsumer(ctx, k.stream, k.cfg)
-	if err != nil {
-		return nil, fmt.Errorf("streams: consumer %s on %s: %w", k.cfg.Durable, k.stream, err)
+	if err == nil {
+		return cons, nil
 	}
-	return cons, nil
+	err = fmt.Errorf("streams: consumer %s on %s: %w", k.cfg.Durable, k.stream, err)
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && apiErr.Code == 500 {
+		if existing, gerr := k.js.Consumer(ctx, k.stream, k.cfg.Durable); gerr == nil {
+			k.logger.WarnContext(ctx, "streams: the server failed to store the consumer's config; using the consumer it has", "err", err)
+			return existing, nil
+		}
+	}
+	return nil, err
 }
 
 // Start creates the consumer, or updates it, when a service starts. A
@@ -180,7 +203,7 @@ func mayBeMissing(err error) bool {
 // re-creation, and calls recreated with the new consumer: a Consume must
 // be started again on it. An error of the check other than "not found"
 // (the server unreachable) changes nothing: the consumer may well exist.
-// A consumer Start could not create is created first, at once, the same
+// A consumer Start could not create is created first, the same
 // way (and counted the same).
 func (k *Keeper) Keep(ctx context.Context, recreated func(jetstream.Consumer)) {
 	if k.missing.Load() {
@@ -226,6 +249,12 @@ func (k *Keeper) check(ctx context.Context) bool {
 func (k *Keeper) recreate(ctx context.Context) (jetstream.Consumer, bool) {
 	k.missing.Store(true)
 	k.logger.WarnContext(ctx, "streams: consumer missing; creating it again")
+	// Let the server finish the deletion first, and keep the processes
+	// that share the consumer from creating it at the same instant: a
+	// create that races the deletion can lose its store folder (Ensure).
+	if !sleep(ctx, recreateSettle+rand.N(recreateSettle)) {
+		return nil, false
+	}
 	backoff := minRecreateBackoff
 	for {
 		cons, err := k.Ensure(ctx)
