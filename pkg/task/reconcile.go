@@ -190,8 +190,28 @@ type ReconcileReply struct {
 	// another step), nil when none exists. A verifier that reports
 	// not-completed while Prior is completed contradicts a durable record.
 	Prior *ReconcileRecord `json:"prior,omitempty"`
+	// Started is set when the operation has no Record but the run's log
+	// holds the StepStarted of its logical attempt with the same activity
+	// key: a delivery began the attempt, may have run the activity, and
+	// its outcome is not recorded. A worker must then treat the attempt as
+	// possibly run (verify, or fail as indeterminate), never as "no
+	// record". An engine that predates it never sets it.
+	Started *ReconcileStarted `json:"started,omitempty"`
 	// Error is set when the engine could not answer (a bad request, the
 	// database unreachable); the worker must then treat the lookup as
 	// unavailable, never as "no record".
 	Error string `json:"error,omitempty"`
+}
+
+// ReconcileStarted is the StepStarted of a keyed attempt, as the run's log
+// holds it, in a ReconcileReply.
+type ReconcileStarted struct {
+	StepID           string `json:"stepId"`
+	LogicalAttemptID string `json:"logicalAttemptId"`
+	// EngineAttemptID and WorkerID name the delivery that began the
+	// attempt, as it reported itself.
+	EngineAttemptID string `json:"engineAttemptId,omitempty"`
+	WorkerID        string `json:"workerId,omitempty"`
+	// StartedAt is when the engine persisted the StepStarted.
+	StartedAt time.Time `json:"startedAt"`
 }

@@ -68,6 +68,8 @@ func reconcileMessages() []goldentest.Record {
 		OperationID: "pay#2", IdempotencyKey: "order-42"}
 	found := task.ReconcileReply{SchemaVersion: 1, Record: new(goldenRecord()), Prior: new(goldenFailedRecord())}
 	refused := task.ReconcileReply{SchemaVersion: 1, Error: "database unreachable"}
+	started := task.ReconcileReply{SchemaVersion: 1, Started: &task.ReconcileStarted{StepID: "pay",
+		LogicalAttemptID: "2", EngineAttemptID: "1", WorkerID: "worker-1", StartedAt: goldenT0}}
 	return []goldentest.Record{
 		messageOf("Task_keyed_v1", keyed, wantKeyed),
 		messageOf("Result_completed_reconciled_v1", reconciled, wantReconciled),
@@ -78,6 +80,7 @@ func reconcileMessages() []goldentest.Record {
 		messageOf("ReconcileReply_none_v1", func() task.ReconcileReply { return task.ReconcileReply{SchemaVersion: 1} },
 			task.ReconcileReply{SchemaVersion: 1}),
 		messageOf("ReconcileReply_error_v1", func() task.ReconcileReply { return refused }, refused),
+		messageOf("ReconcileReply_started_v1", func() task.ReconcileReply { return started }, started),
 	}
 }
 

@@ -161,3 +161,50 @@ func TestReconcileLookupOverNATS(t *testing.T) {
 	require.Contains(t, ask(`{"runId":"x","activityName":"charge","operationId":"a#1","idempotencyKey":"k"}`).Error,
 		"bad reconciliation lookup")
 }
+
+// Issue 16, defect 4, last gap: an attempt a worker began (its keyed
+// StepStarted is in the log) and whose outcome never arrived has no
+// record, and the lookup says it started, so that a worker beyond the
+// bus's dedupe window does not take it for "never run". A StepStarted
+// under another key, or of another attempt, is not this operation's; once
+// the record exists the record is the answer.
+func TestReconcileLookupAnswersStarted(t *testing.T) {
+	t.Parallel()
+	s := setup(t, engine.Config{})
+	runID := s.start(t, parsePlan(t, payPlan(t, planKey)))
+	js := s.nats.JetStream(t)
+	tk, _ := takeTask(t, js)
+	get := func(op, key string) task.ReconcileReply {
+		t.Helper()
+		req, err := json.Marshal(task.ReconcileRequest{SchemaVersion: 1, RunID: runID, ActivityName: "work",
+			OperationID: op, IdempotencyKey: key})
+		require.NoError(t, err)
+		m, err := s.nats.Conn(t).RequestWithContext(t.Context(), streams.ReconcileSubject, req)
+		require.NoError(t, err)
+		var reply task.ReconcileReply
+		require.NoError(t, json.Unmarshal(m.Data, &reply))
+		require.Empty(t, reply.Error)
+		return reply
+	}
+	require.Nil(t, get(tk.OperationID, tk.IdempotencyKey).Started, "nothing began the attempt yet")
+
+	started := task.NewResult(tk, task.Started, "1", "first")
+	started.Reconcile = &task.ResultReconcile{OperationID: tk.OperationID, IdempotencyKey: tk.IdempotencyKey}
+	publishResult(t, js, started)
+	evs := s.waitEvent(t, runID, events.StepStarted)
+
+	reply := get(tk.OperationID, tk.IdempotencyKey)
+	require.Nil(t, reply.Record, "no outcome, no record")
+	require.NotNil(t, reply.Started, "the log's StepStarted says the attempt began")
+	require.Equal(t, task.ReconcileStarted{StepID: "pay", LogicalAttemptID: "1", EngineAttemptID: "1",
+		WorkerID: "first", StartedAt: eventOf(evs, events.StepStarted, "1").PersistedAt.UTC()}, *reply.Started)
+	require.Nil(t, get(tk.OperationID, "order-43").Started, "another key is another operation")
+	require.Nil(t, get("pay#2", tk.IdempotencyKey).Started, "another attempt is another operation")
+
+	rec := storeRecord(runID, tk.OperationID, tk.IdempotencyKey, task.StatusFailed, time.Now().UTC())
+	rec.ActivityName = "work"
+	s.insertRecords(t, rec)
+	reply = get(tk.OperationID, tk.IdempotencyKey)
+	require.NotNil(t, reply.Record)
+	require.Nil(t, reply.Started, "the record answers")
+}

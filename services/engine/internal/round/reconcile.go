@@ -94,7 +94,9 @@ var ErrBadLookup = errors.New("round: bad reconciliation lookup")
 // ReconciliationGet answers a worker's lookup: the record of the request's
 // operation and the most recently updated record of the same run,
 // activity and key under another operation (task.ReconcileReply.Prior),
-// each nil when there is none. It fails with ErrBadLookup for a request
+// each nil when there is none; and, when the operation has no record, the
+// StepStarted the log holds of its logical attempt with the same activity
+// key (task.ReconcileReply.Started), nil when there is none. It fails with ErrBadLookup for a request
 // that names no operation, and with the database's error otherwise; it
 // never reports "no record" for a lookup it could not make.
 func ReconciliationGet(ctx context.Context, q ReconciliationQuerier, req task.ReconcileRequest) (task.ReconcileReply, error) {
@@ -118,7 +120,39 @@ func ReconciliationGet(ctx context.Context, q ReconciliationQuerier, req task.Re
 		WHERE run_id = $1 AND activity_name = $2 AND operation_id <> $3 AND idempotency_key = $4
 		ORDER BY updated_at DESC, operation_id DESC LIMIT 1`,
 		req.RunID, req.ActivityName, req.OperationID, req.IdempotencyKey)
+	if err != nil || reply.Record != nil {
+		return reply, err
+	}
+	reply.Started, err = startedRow(ctx, q, req)
 	return reply, err
+}
+
+// startedRow reads the first StepStarted of req's logical attempt whose
+// activity key (the payload's activityKey, written for a keyed attempt
+// only) is req's, or nil when the log has none. The key is matched, not
+// assumed: an attempt started under another key is another operation.
+func startedRow(ctx context.Context, q ReconciliationQuerier, req task.ReconcileRequest) (*task.ReconcileStarted, error) {
+	step, attempt, ok := task.StepOfOperation(req.OperationID)
+	if !ok {
+		return nil, nil // no logical attempt: no StepStarted can match
+	}
+	s := task.ReconcileStarted{StepID: step, LogicalAttemptID: attempt}
+	err := q.QueryRow(ctx, `
+		SELECT coalesce(engine_attempt_id, ''), coalesce(event_data->>'workerId', ''), persisted_at
+		FROM run_events
+		WHERE run_id = $1 AND event_type = $2 AND step_id = $3 AND logical_attempt_id = $4
+			AND event_data->>'activityKey' = $5
+		ORDER BY run_seq LIMIT 1`,
+		req.RunID, string(events.StepStarted), step, attempt, req.IdempotencyKey,
+	).Scan(&s.EngineAttemptID, &s.WorkerID, &s.StartedAt)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("round: read the attempt's StepStarted: %w", err)
+	}
+	s.StartedAt = s.StartedAt.UTC()
+	return &s, nil
 }
 
 const reconciliationColumns = `run_id::text, activity_name, operation_id, idempotency_key, version, step_id,
