@@ -58,7 +58,8 @@ type attemptRun struct {
 // a final result unacked reports that result again without running; any
 // other keyed attempt stores its StepStarted before anything runs, and is
 // deferred when it cannot (startKeyed); one that may have run before is
-// reconciled before the activity runs again (reconcile.go).
+// reconciled before the activity runs again (reconcile.go), its record
+// looked up before its own StepStarted is stored (lookupFirst).
 func (w *Worker) execute(ctx context.Context, d delivery, act *activity, mem *keyedEntry, log *slog.Logger) execution {
 	t, attempt := d.t, d.attempt
 	if r, ok := mem.remembered(); ok {
@@ -70,10 +71,14 @@ func (w *Worker) execute(ctx context.Context, d delivery, act *activity, mem *ke
 	in, bad := act.input(t, attempt, secrets)
 	run := &attemptRun{t: t, attempt: attempt, act: act, in: in, scope: act.scope(t, in, bad == nil),
 		limit: act.deadline(t), secrets: secrets, log: log}
+	var early *lookupAnswer
 	if run.scope == nil {
 		defer w.reportStartedAfter(ctx, run)()
-	} else if x, ok := w.beginKeyed(ctx, run); !ok {
-		return x
+	} else {
+		early = w.lookupFirst(ctx, d, mem, run)
+		if x, ok := w.beginKeyed(ctx, run); !ok {
+			return x
+		}
 	}
 	if bad != nil {
 		return execution{result: w.failed(t, attempt, *bad), finished: true, by: settledByWorker}
@@ -83,8 +88,8 @@ func (w *Worker) execute(ctx context.Context, d delivery, act *activity, mem *ke
 	defer w.running.add(t.RunID, t.StepID, cancel)()
 	actx, stop := context.WithTimeoutCause(actx, run.limit, errTimeout)
 	defer stop()
-	if run.scope != nil && (run.begun || w.mayHaveRun(d, mem)) {
-		r, settled := w.reconcile(actx, run)
+	if run.scope != nil && (run.begun || early != nil) {
+		r, settled := w.reconcile(actx, run, early)
 		if ctx.Err() != nil {
 			return execution{}
 		}

@@ -71,14 +71,41 @@ func withStatus(r task.Result, scope *task.ResultReconcile, status task.Reconcil
 	return r
 }
 
+// lookupAnswer is the engine's reply to a lookup, or why there is none.
+type lookupAnswer struct {
+	reply task.ReconcileReply
+	err   error
+}
+
+// lookupFirst looks up the record of keyed attempt run when its delivery
+// may follow an earlier run (mayHaveRun), before the worker stores its own
+// StepStarted: so a StepStarted the engine's answer names
+// (ReconcileReply.Started) is an earlier or another delivery's, never this
+// one's. It returns nil, and looks nothing up, for a delivery that cannot
+// have run before; reconcile looks up then if the StepStarted's PubAck
+// says an earlier delivery began the attempt.
+func (w *Worker) lookupFirst(ctx context.Context, d delivery, mem *keyedEntry, run *attemptRun) *lookupAnswer {
+	if !w.mayHaveRun(d, mem) {
+		return nil
+	}
+	reply, err := w.lookup(ctx, run)
+	return &lookupAnswer{reply: reply, err: err}
+}
+
 // reconcile settles a keyed attempt that may have run before without
 // running the activity, when it can: with the engine's durable record of
 // the operation if there is one, else with the verify hook's answer.
-// settled is false when the activity must run: no record, and no hook or a
-// hook that reports not-completed. A lookup that fails is never taken for
-// "no record": the attempt fails, retryable, as indeterminate.
-func (w *Worker) reconcile(actx context.Context, run *attemptRun) (r task.Result, settled bool) {
-	reply, err := w.lookup(actx, run)
+// settled is false when the activity must run: no record, no StepStarted
+// of another delivery (run.begun, ReconcileReply.Started), and no hook or
+// a hook that reports not-completed. A lookup that fails is never taken
+// for "no record": the attempt fails, retryable, as indeterminate. early
+// is lookupFirst's answer; when nil, reconcile looks up now.
+func (w *Worker) reconcile(actx context.Context, run *attemptRun, early *lookupAnswer) (r task.Result, settled bool) {
+	if early == nil {
+		reply, err := w.lookup(actx, run)
+		early = &lookupAnswer{reply: reply, err: err}
+	}
+	reply, err := early.reply, early.err
 	if err != nil {
 		run.log.WarnContext(actx, "worker: reconciliation lookup failed", "err", err)
 		return w.reconcileFailed(run, task.StatusIndeterminate, events.StepError{
@@ -91,6 +118,12 @@ func (w *Worker) reconcile(actx context.Context, run *attemptRun) (r task.Result
 			"status", reply.Record.Status)
 		return w.fromRecord(run, *reply.Record), true
 	}
+	if reply.Started != nil && !run.begun {
+		run.log.InfoContext(actx, "worker: the engine's log holds this keyed attempt's StepStarted and no outcome; it may have run",
+			"started_by", reply.Started.WorkerID, "started_engine_attempt_id", reply.Started.EngineAttemptID,
+			"started_at", reply.Started.StartedAt)
+		run.begun = true
+	}
 	if run.act.verify == nil {
 		return w.withoutVerify(actx, run)
 	}
@@ -99,12 +132,13 @@ func (w *Worker) reconcile(actx context.Context, run *attemptRun) (r task.Result
 }
 
 // withoutVerify settles, or lets run, a keyed attempt that may have run
-// before, has no record and no verify hook. When the bus holds an earlier
+// before, has no record and no verify hook. When the bus (a duplicate
+// PubAck) or the engine's log (ReconcileReply.Started) holds an earlier
 // delivery's StepStarted (run.begun), that delivery may have run the
 // activity and nothing says it did not: the attempt fails, retryable, as
 // indeterminate, and the activity does not run again. Otherwise no
-// delivery stored a StepStarted within the dedupe window, and the activity
-// runs again, its key the external system's only protection.
+// delivery is known to have stored a StepStarted, and the activity runs
+// again, its key the external system's only protection.
 func (w *Worker) withoutVerify(ctx context.Context, run *attemptRun) (task.Result, bool) {
 	if !run.begun {
 		run.log.InfoContext(ctx, "worker: no reconciliation record and no verify hook; the activity runs again")

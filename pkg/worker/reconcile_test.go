@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/pkg/events"
@@ -28,12 +29,18 @@ type fakeEngine struct {
 	prior    *task.ReconcileRecord
 	failWith string
 	requests []task.ReconcileRequest
+	// started holds, by operationId + "|" + key, the StepStarted the
+	// engine's log would hold of an operation with no record.
+	started map[string]task.ReconcileStarted
+	// bus, when set, answers Started as the engine does once it has logged
+	// the keyed StepStarted the run's result subject holds last.
+	bus jetstream.JetStream
 }
 
 // serveLookups answers the bundle's lookups until the test ends.
 func (b *bundle) serveLookups(t *testing.T) *fakeEngine {
 	t.Helper()
-	f := &fakeEngine{records: map[string]task.ReconcileRecord{}}
+	f := &fakeEngine{records: map[string]task.ReconcileRecord{}, started: map[string]task.ReconcileStarted{}}
 	nc := b.nats.Conn(t)
 	sub, err := nc.QueueSubscribe(streams.ReconcileSubject, streams.ReconcileQueue, func(m *nats.Msg) {
 		var req task.ReconcileRequest
@@ -45,8 +52,14 @@ func (b *bundle) serveLookups(t *testing.T) *fakeEngine {
 		reply := task.ReconcileReply{SchemaVersion: 1, Prior: f.prior, Error: f.failWith}
 		if rec, ok := f.records[req.OperationID+"|"+req.IdempotencyKey]; ok {
 			reply.Record = &rec
+		} else if st, ok := f.started[req.OperationID+"|"+req.IdempotencyKey]; ok {
+			reply.Started = &st
 		}
+		bus := f.bus
 		f.mu.Unlock()
+		if reply.Record == nil && reply.Started == nil && bus != nil {
+			reply.Started = startedOnBus(bus, req)
+		}
 		data, _ := json.Marshal(reply)
 		_ = m.Respond(data)
 	})
@@ -60,6 +73,47 @@ func (f *fakeEngine) put(rec task.ReconcileRecord) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.records[rec.OperationID+"|"+rec.IdempotencyKey] = rec
+}
+
+// putStarted makes the fake answer that operation op of key began, as
+// the engine does when its log holds the attempt's keyed StepStarted.
+func (f *fakeEngine) putStarted(op, key string, st task.ReconcileStarted) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.started[op+"|"+key] = st
+}
+
+// answerFromBus makes the fake answer Started from the run's results on
+// js (startedOnBus).
+func (f *fakeEngine) answerFromBus(js jetstream.JetStream) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.bus = js
+}
+
+// startedOnBus is the Started the engine would answer for req had it
+// logged the last result on the run's subject: that result when it is a
+// StepStarted of req's operation and key, else nil.
+func startedOnBus(js jetstream.JetStream, req task.ReconcileRequest) *task.ReconcileStarted {
+	subject, err := streams.ResultSubject(req.RunID)
+	if err != nil {
+		return nil
+	}
+	stream, err := js.Stream(context.Background(), streams.ResultsStream)
+	if err != nil {
+		return nil
+	}
+	m, err := stream.GetLastMsgForSubject(context.Background(), subject)
+	if err != nil {
+		return nil
+	}
+	var r task.Result
+	if json.Unmarshal(m.Data, &r) != nil || r.Kind != task.Started || r.Reconcile == nil ||
+		r.Reconcile.OperationID != req.OperationID || r.Reconcile.IdempotencyKey != req.IdempotencyKey {
+		return nil
+	}
+	return &task.ReconcileStarted{StepID: r.StepID, LogicalAttemptID: r.LogicalAttemptID,
+		EngineAttemptID: r.EngineAttemptID, WorkerID: r.WorkerID, StartedAt: m.Time}
 }
 
 func (f *fakeEngine) lookups() []task.ReconcileRequest {
