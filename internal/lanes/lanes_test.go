@@ -24,21 +24,7 @@ func TestLanesConsumeTheConsumerCreatedAgain(t *testing.T) {
 	t.Parallel()
 	js := weftest.NewNATS(t).JetStream(t)
 	require.NoError(t, streams.Ensure(t.Context(), js, streams.Config{MaxBytes: 16 << 20}))
-	k, err := streams.NewKeeper(js, streams.EventsStream, jetstream.ConsumerConfig{
-		Durable: "lanes-test", FilterSubject: streams.EventsSubjectPrefix + ".*", AckPolicy: jetstream.AckExplicitPolicy,
-	}, streams.KeeperConfig{Interval: time.Hour}) // found by the Consume's error alone
-	require.NoError(t, err)
-	got := make(chan string, 16)
-	l, err := lanes.Start(t.Context(), k, 2, 4, func(msgs []jetstream.Msg) {
-		for _, m := range msgs {
-			got <- string(m.Data())
-			if err := m.Ack(); err != nil {
-				t.Errorf("ack: %v", err)
-			}
-		}
-	})
-	require.NoError(t, err)
-	t.Cleanup(l.Stop)
+	_, got := startAcking(t, js, "lanes-test") // its keeper finds a deletion by the Consume's error alone
 
 	publish := func(data string) {
 		t.Helper()
@@ -82,21 +68,7 @@ func TestLanesConsumeTheConsumerCreatedAgain(t *testing.T) {
 func TestLanesStartWhileTheirConsumerCannotBeCreated(t *testing.T) {
 	t.Parallel()
 	js := weftest.NewNATS(t).JetStream(t) // no streams yet
-	k, err := streams.NewKeeper(js, streams.EventsStream, jetstream.ConsumerConfig{
-		Durable: "lanes-late", FilterSubject: streams.EventsSubjectPrefix + ".*", AckPolicy: jetstream.AckExplicitPolicy,
-	}, streams.KeeperConfig{Interval: time.Hour})
-	require.NoError(t, err)
-	got := make(chan string, 16)
-	l, err := lanes.Start(t.Context(), k, 2, 4, func(msgs []jetstream.Msg) {
-		for _, m := range msgs {
-			got <- string(m.Data())
-			if err := m.Ack(); err != nil {
-				t.Errorf("ack: %v", err)
-			}
-		}
-	})
-	require.NoError(t, err)
-	t.Cleanup(l.Stop)
+	k, got := startAcking(t, js, "lanes-late")
 	probes, err := health.New(0, health.Consumer(js, streams.EventsStream, "lanes-late"))
 	require.NoError(t, err)
 	require.Equal(t, []string{"consumer lanes-late"}, probes.Check(t.Context()).Failing)
@@ -114,4 +86,27 @@ func TestLanesStartWhileTheirConsumerCannotBeCreated(t *testing.T) {
 	}
 	require.True(t, probes.Check(t.Context()).Ready())
 	require.False(t, k.Missing())
+}
+
+// startAcking starts 2 lanes on the durable consumer named durable of the
+// events stream, kept by a keeper that never checks on its own, and
+// returns the keeper and the data of each message they ack.
+func startAcking(t *testing.T, js jetstream.JetStream, durable string) (*streams.Keeper, <-chan string) {
+	t.Helper()
+	k, err := streams.NewKeeper(js, streams.EventsStream, jetstream.ConsumerConfig{
+		Durable: durable, FilterSubject: streams.EventsSubjectPrefix + ".*", AckPolicy: jetstream.AckExplicitPolicy,
+	}, streams.KeeperConfig{Interval: time.Hour})
+	require.NoError(t, err)
+	got := make(chan string, 16)
+	l, err := lanes.Start(t.Context(), k, 2, 4, func(msgs []jetstream.Msg) {
+		for _, m := range msgs {
+			got <- string(m.Data())
+			if err := m.Ack(); err != nil {
+				t.Errorf("ack: %v", err)
+			}
+		}
+	})
+	require.NoError(t, err)
+	t.Cleanup(l.Stop)
+	return k, got
 }

@@ -157,6 +157,27 @@ func TestKeyedTaskStoredBeforeTheWorkerStartedIsReconciled(t *testing.T) {
 	require.Len(t, engine.lookups(), 1, "the record was looked up first")
 }
 
+// firstWorkerLost has a worker named "first" begin keyed task tk of
+// activity "charge", then closes that worker's connection and restarts the
+// server without the delivery (restartLosingDeliveries), the activity
+// still blocked: as the soak's nats-server kill left it. It returns the
+// activity, shared by every worker as one external system, and a bundle
+// on a fresh connection for a second worker.
+func (b *bundle) firstWorkerLost(t *testing.T, tk task.Task) (*firstBlocks, *bundle) {
+	t.Helper()
+	act, conn := newFirstBlocks(), b.nats.Conn(t)
+	b.startWorker(t, jetstreamOf(t, conn), worker.Config{WorkerID: "first"},
+		func(w *worker.Worker) { require.NoError(t, w.Register("charge", act.run)) })
+	t.Cleanup(func() { close(act.release) }) // before the worker's Stop
+	before := b.saveConsumerState(t)
+	publishTask(t, b.js, tk)
+	<-act.started
+	b.restartLosingDeliveries(t, before, conn.Close)
+	fresh := *b
+	fresh.js = b.nats.JetStream(t)
+	return act, &fresh
+}
+
 // Issue 16, defect 4, across workers (the soak's step "ship"): a keyed
 // attempt began on one worker, which then died with the server; the server
 // came back without the delivery and handed the task to a second worker as
@@ -168,19 +189,9 @@ func TestKeyedTaskStoredBeforeTheWorkerStartedIsReconciled(t *testing.T) {
 func TestKeyedAttemptBegunByAnotherWorkerDoesNotRunAgain(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	act, conn := newFirstBlocks(), b.nats.Conn(t) // one activity, as one external system
-	b.startWorker(t, jetstreamOf(t, conn), worker.Config{WorkerID: "first"},
-		func(w *worker.Worker) { require.NoError(t, w.Register("charge", act.run)) })
-	t.Cleanup(func() { close(act.release) }) // before the worker's Stop
-	before := b.saveConsumerState(t)
 	tk := keyedTask("charge", "1")
-	publishTask(t, b.js, tk)
-	<-act.started
-
-	b.restartLosingDeliveries(t, before, conn.Close)
-	engine := b.serveLookups(t) // no record: the first run's outcome never arrived
-	fresh := *b
-	fresh.js = b.nats.JetStream(t)
+	act, fresh := b.firstWorkerLost(t, tk)
+	engine := fresh.serveLookups(t) // no record: the first run's outcome never arrived
 	results := fresh.results(t, tk.RunID)
 	fresh.startWorker(t, nil, worker.Config{WorkerID: "second"},
 		func(w *worker.Worker) { require.NoError(t, w.Register("charge", act.run)) })

@@ -26,18 +26,8 @@ import (
 func TestKeyedAttemptStartedBeyondTheDedupeWindowDoesNotRunAgain(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	act, conn := newFirstBlocks(), b.nats.Conn(t) // one activity, as one external system
-	b.startWorker(t, jetstreamOf(t, conn), worker.Config{WorkerID: "first"},
-		func(w *worker.Worker) { require.NoError(t, w.Register("charge", act.run)) })
-	t.Cleanup(func() { close(act.release) }) // before the worker's Stop
-	before := b.saveConsumerState(t)
 	tk := keyedTask("charge", "1")
-	publishTask(t, b.js, tk)
-	<-act.started
-
-	b.restartLosingDeliveries(t, before, conn.Close)
-	fresh := *b
-	fresh.js = b.nats.JetStream(t)
+	act, fresh := b.firstWorkerLost(t, tk)
 	require.NoError(t, fresh.js.DeleteStream(t.Context(), streams.ResultsStream), "the dedupe window is past")
 	require.NoError(t, streams.Ensure(t.Context(), fresh.js, streams.Config{MaxBytes: 64 << 20}))
 	engine := fresh.serveLookups(t) // no record: the first run's outcome never arrived
