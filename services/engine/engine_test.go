@@ -173,11 +173,23 @@ func rawWorkerFn(t *testing.T, js jetstream.JetStream, queue string, serve func(
 		md, err := m.Metadata()
 		require.NoError(t, err)
 		attempt := strconv.FormatUint(md.NumDelivered, 10)
+		var unpublished error
 		serve(tk, func(res task.Result) {
-			res.EngineAttemptID = attempt
-			publishResult(t, js, res)
+			if unpublished == nil {
+				res.EngineAttemptID = attempt
+				unpublished = resultPublish(js, res, res.IdempotencyKey)
+			}
 		})
-		require.NoError(t, m.Ack())
+		if unpublished != nil {
+			// As a worker does (docs/worker-protocol.md): a result the bus
+			// did not take (NATS restarting) gives the task back.
+			t.Logf("raw worker: result not published, task given back: %v", unpublished)
+			_ = m.Nak()
+			return
+		}
+		if err := m.Ack(); err != nil {
+			t.Logf("raw worker: ack failed, the task comes back: %v", err)
+		}
 	})
 	require.NoError(t, err)
 	t.Cleanup(sub.Stop)
@@ -189,12 +201,22 @@ func publishResult(t *testing.T, js jetstream.JetStream, r task.Result) {
 
 // publishResultAs publishes r with msgID as its Nats-Msg-Id.
 func publishResultAs(t *testing.T, js jetstream.JetStream, r task.Result, msgID string) {
+	require.NoError(t, resultPublish(js, r, msgID))
+}
+
+// resultPublish publishes r with msgID as its Nats-Msg-Id and waits for
+// its PubAck.
+func resultPublish(js jetstream.JetStream, r task.Result, msgID string) error {
 	subject, err := streams.ResultSubject(r.RunID)
-	require.NoError(t, err)
+	if err != nil {
+		return err
+	}
 	b, err := json.Marshal(r)
-	require.NoError(t, err)
+	if err != nil {
+		return err
+	}
 	_, err = js.Publish(context.Background(), subject, b, jetstream.WithMsgID(msgID))
-	require.NoError(t, err)
+	return err
 }
 
 func echo(tk task.Task) task.Result {
