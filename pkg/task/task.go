@@ -31,8 +31,12 @@ const SchemaVersion = 1
 // timeout, which the worker enforces) to any worker of the queue, with a
 // higher delivery count, which is the attempt's engineAttemptId.
 type Task struct {
-	SchemaVersion    int    `json:"schemaVersion"`
-	RunID            string `json:"runId"`
+	SchemaVersion int    `json:"schemaVersion"`
+	RunID         string `json:"runId"`
+	// TenantID is the tenant of the run: what a worker scopes the task's
+	// secrets and its fair share of the queue by. Empty from an engine
+	// that predates it.
+	TenantID         string `json:"tenantId,omitempty"`
 	StepID           string `json:"stepId"`
 	LogicalAttemptID string `json:"logicalAttemptId"`
 	PlanVersion      string `json:"planVersion"`

@@ -36,7 +36,10 @@ func (d Decision) Empty() bool {
 // LogicalAttempt; RunID, StepID, LogicalAttempt and PlanVersion are what
 // the idempotency keys of those results are computed from.
 type Task struct {
-	RunID          string
+	RunID string
+	// TenantID is the run's tenant. Decide leaves it empty: the shell,
+	// which holds the run's approval, sets it.
+	TenantID       string
 	PlanVersion    string
 	StepID         string
 	LogicalAttempt int

@@ -84,10 +84,11 @@ func (x *Runner) commit(ctx context.Context, tx *pipetx.Tx, results []Result, co
 	return tx.CommitBatch(ctx, commit)
 }
 
-// runView is one run as a transaction sees it: its plan, environment and
-// state so far, or why it cannot be loaded.
+// runView is one run as a transaction sees it: its plan, tenant,
+// environment and state so far, or why it cannot be loaded.
 type runView struct {
 	plan        *plan.Plan
+	tenant      string
 	environment string
 	state       decide.State
 	err         error
@@ -182,7 +183,10 @@ func (x *Runner) decideAll(ctx context.Context, w *writes, rounds []Round, runs 
 			parts, partTraces, partRounds = append(parts, part), append(partTraces, r.Trace), append(partRounds, i)
 		}
 		d := results[i].Decision
-		tasks = append(tasks, d.Tasks...)
+		for _, t := range d.Tasks {
+			t.TenantID = run.tenant
+			tasks = append(tasks, t)
+		}
 		for range d.Tasks {
 			taskTraces = append(taskTraces, r.Trace)
 		}

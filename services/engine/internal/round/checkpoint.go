@@ -276,7 +276,7 @@ func (x *Runner) restoreRun(id string, cp *checkpointView, evs []events.Event) (
 	run := &runView{cp: cp}
 	var approved events.RunApprovedData
 	run.plan, approved, run.err = x.plans.planOf(id, evs)
-	run.environment = approved.EnvironmentID
+	run.tenant, run.environment = approved.TenantID, approved.EnvironmentID
 	if run.err != nil {
 		return run, nil //nolint:nilerr // a run that cannot load carries its error in run.err
 	}

@@ -19,6 +19,7 @@ import (
 // moved past. A failed transaction forgets its runs.
 type warmRun struct {
 	plan        *plan.Plan
+	tenant      string
 	environment string
 	state       decide.State
 	// covered, steps and bytes are the checkpoint's covered runSeq and the
@@ -60,7 +61,7 @@ func (w warmRun) restore(cp *checkpointView, evs []events.Event) (*runView, bool
 	}
 	cp.data, cp.steps, cp.bytes, cp.warm = nil, w.steps, w.bytes, true
 	cp.tally(evs)
-	return &runView{plan: w.plan, environment: w.environment, state: state, cp: cp}, true
+	return &runView{plan: w.plan, tenant: w.tenant, environment: w.environment, state: state, cp: cp}, true
 }
 
 // keepWarm keeps the runs of a committed transaction warm, each as the
@@ -73,7 +74,7 @@ func (x *Runner) keepWarm(runs map[string]*runView) {
 		if run.err != nil {
 			continue
 		}
-		w := warmRun{plan: run.plan, environment: run.environment, state: run.state,
+		w := warmRun{plan: run.plan, tenant: run.tenant, environment: run.environment, state: run.state,
 			covered: run.cp.covered, steps: run.cp.steps, bytes: run.cp.bytes}
 		if run.cp.written != 0 {
 			w.covered, w.steps, w.bytes = run.state.Head, 0, 0

@@ -93,6 +93,7 @@ func wireTask(t decide.Task, now time.Time) task.Task {
 	wt := task.Task{
 		SchemaVersion:    task.SchemaVersion,
 		RunID:            t.RunID,
+		TenantID:         t.TenantID,
 		StepID:           t.StepID,
 		LogicalAttemptID: attempt,
 		PlanVersion:      t.PlanVersion,
