@@ -33,6 +33,10 @@ type Input struct {
 	RunID       string
 	StepID      string
 	PlanVersion string
+	// TenantID is the tenant of the run, as the engine put it on the task
+	// (empty from an engine that predates it). A multi-tenant activity
+	// scopes what it touches by it; TenantSecrets scopes secrets by it.
+	TenantID string
 	// LogicalAttemptID counts the engine's retries of the step ("1"
 	// first); EngineAttemptID counts the deliveries of this logical
 	// attempt ("1" first, higher after a worker crash or stop).

@@ -67,7 +67,7 @@ func (w *Worker) execute(ctx context.Context, d delivery, act *activity, mem *ke
 			"earlier_engine_attempt_id", r.EngineAttemptID)
 		return execution{result: r, finished: true, by: settledByMemory}
 	}
-	secrets := newSecretSet(t.Secrets, w.providers)
+	secrets := newSecretSet(t.TenantID, t.Secrets, w.providers)
 	in, bad := act.input(t, attempt, secrets)
 	run := &attemptRun{t: t, attempt: attempt, act: act, in: in, scope: act.scope(t, in, bad == nil),
 		limit: act.deadline(t), secrets: secrets, log: log}
@@ -281,7 +281,7 @@ func (a *activity) input(t task.Task, attempt string, secrets *secretSet) (Input
 func newInput(t task.Task, attempt string, secrets *secretSet) Input {
 	return Input{
 		JSON: t.Input, IdempotencyKey: t.IdempotencyKey,
-		RunID: t.RunID, StepID: t.StepID, PlanVersion: t.PlanVersion,
+		RunID: t.RunID, TenantID: t.TenantID, StepID: t.StepID, PlanVersion: t.PlanVersion,
 		LogicalAttemptID: t.LogicalAttemptID, EngineAttemptID: attempt, FencingToken: fencingToken(t),
 		Activity: t.Activity, Queue: t.Queue, ScheduledAt: t.ScheduledAt,
 		secrets: secrets,

@@ -21,6 +21,7 @@ const minRedactBytes = 4
 // secretSet resolves the secrets of one attempt and remembers the values,
 // so the worker can keep them out of the attempt's result.
 type secretSet struct {
+	tenant    string
 	refs      []plan.SecretRef
 	providers map[string]SecretsProvider
 
@@ -28,8 +29,8 @@ type secretSet struct {
 	values map[string]string // by secret name
 }
 
-func newSecretSet(refs []plan.SecretRef, providers map[string]SecretsProvider) *secretSet {
-	return &secretSet{refs: refs, providers: providers, values: make(map[string]string)}
+func newSecretSet(tenant string, refs []plan.SecretRef, providers map[string]SecretsProvider) *secretSet {
+	return &secretSet{tenant: tenant, refs: refs, providers: providers, values: make(map[string]string)}
 }
 
 // resolve returns the value of the secret called name, from the cache or
@@ -49,7 +50,7 @@ func (s *secretSet) resolve(ctx context.Context, name string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("%w: secret %q names provider %q", ErrNoSecretsProvider, name, ref.Provider)
 	}
-	v, err := p.Resolve(ctx, ref)
+	v, err := p.Resolve(context.WithValue(ctx, tenantKey{}, s.tenant), ref)
 	if err != nil {
 		return "", fmt.Errorf("worker: secret %q: %w", name, err)
 	}
