@@ -132,16 +132,26 @@ func NewResult(t Task, kind Kind, engineAttemptID, workerID string) Result {
 	}
 }
 
-// Cancel tells the workers of a run to stop its in-flight activities. It is
-// published on weft.cancel.<runId> with core NATS (at most once): a worker
-// that misses it finds out when the engine ignores its late result, and the
-// activity's own timeout bounds the waste.
+// Cancel tells the workers of a run to stop its in-flight activities and
+// not to start its queued ones. The engine writes it to its outbox in the
+// round that cancels the run, and the relay publishes it on
+// weft.cancel.<runId>, where the stream WEFT_CANCELS keeps it: a running
+// worker hears it as it is published, and a worker about to start an
+// attempt looks it up (docs/worker-protocol.md, "Cancellation"). The
+// engine sends at most one notice per run (RunCancelled ends the run), so
+// the last message on the subject is the run's notice.
 type Cancel struct {
 	SchemaVersion int    `json:"schemaVersion"`
 	RunID         string `json:"runId"`
 	// StepIDs lists the steps to stop; empty means every step of the run.
 	StepIDs []string `json:"stepIds,omitempty"`
 	Reason  string   `json:"reason"`
+	// Attempts maps a step of StepIDs to the logical attempt (a decimal,
+	// as Task.LogicalAttemptID) that was in flight when the run was
+	// cancelled: that attempt and earlier ones are cancelled, a later one
+	// is not. A step of StepIDs it does not name has every attempt
+	// cancelled. Empty from an engine that predates it.
+	Attempts map[string]string `json:"attempts,omitempty"`
 }
 
 // DedupeID returns the Nats-Msg-Id of the task of one logical attempt:
