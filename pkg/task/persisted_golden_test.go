@@ -20,6 +20,9 @@ import (
 
 const goldenRun = "0190a8e2-7b3c-7def-8123-456789abcdef"
 
+// goldenToken is a task token as an engine writes it (task.Signer).
+const goldenToken = "v1.AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8"
+
 var goldenT0 = time.Date(2024, 7, 1, 12, 0, 0, 0, time.UTC)
 
 // messageOf is the golden record of a message of T: write builds it as
@@ -56,6 +59,8 @@ func messages() []goldentest.Record {
 	completed.Output, completed.Artifacts = json.RawMessage(`{"rows":3}`), []events.ArtifactRef{artifact}
 	failed := want(task.Failed)
 	failed.Error = stepErr
+	signedStarted := want(task.Started)
+	signedStarted.Token = goldenToken
 	return []goldentest.Record{
 		messageOf("Task_v1", goldenTask, task.Task{
 			SchemaVersion: 1, RunID: goldenRun, StepID: "extract", LogicalAttemptID: "2", PlanVersion: "v3",
@@ -74,6 +79,23 @@ func messages() []goldentest.Record {
 			r.Error = stepErr
 			return r
 		}, failed),
+		messageOf("Task_signed_v1", func() task.Task {
+			tk := goldenTask()
+			tk.Token = goldenToken
+			return tk
+		}, task.Task{
+			SchemaVersion: 1, RunID: goldenRun, StepID: "extract", LogicalAttemptID: "2", PlanVersion: "v3",
+			Activity: "dbt.run", Queue: "default", Input: json.RawMessage(`{"db":{"secretRef":"pg"}}`),
+			Secrets:        []plan.SecretRef{{Name: "pg", Provider: "env", Key: "PG_URL"}},
+			IdempotencyKey: "extract-2024-07-01", TimeoutMillis: 90000, ScheduledAt: goldenT0, Token: goldenToken,
+		}),
+		messageOf("Result_signed_v1", func() task.Result {
+			tk := goldenTask()
+			tk.Token = goldenToken
+			r := task.NewResult(tk, task.Started, "1", "worker-1")
+			r.EmittedAt = goldenT0
+			return r
+		}, signedStarted),
 		messageOf("Cancel_v1", func() task.Cancel {
 			return task.Cancel{SchemaVersion: task.SchemaVersion, RunID: goldenRun, StepIDs: []string{"extract"}, Reason: "run cancelled"}
 		}, task.Cancel{SchemaVersion: 1, RunID: goldenRun, StepIDs: []string{"extract"}, Reason: "run cancelled"}),

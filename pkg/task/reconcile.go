@@ -178,6 +178,10 @@ type ReconcileRequest struct {
 	ActivityName   string `json:"activityName"`
 	OperationID    string `json:"operationId"`
 	IdempotencyKey string `json:"idempotencyKey"`
+	// Token is the Token of the task whose attempt asks, unchanged: the
+	// engine answers only a lookup whose token it signed for RunID and
+	// the step and logical attempt of OperationID.
+	Token string `json:"token,omitempty"`
 }
 
 // ReconcileReply answers a ReconcileRequest.

@@ -66,6 +66,8 @@ func reconcileMessages() []goldentest.Record {
 			ReconciledBy: "verify", Diagnostics: map[string]string{"verifyState": "completed-with-result"}}}
 	request := task.ReconcileRequest{SchemaVersion: 1, RunID: goldenRun, ActivityName: "charge",
 		OperationID: "pay#2", IdempotencyKey: "order-42"}
+	signedRequest := request
+	signedRequest.Token = goldenToken
 	found := task.ReconcileReply{SchemaVersion: 1, Record: new(goldenRecord()), Prior: new(goldenFailedRecord())}
 	refused := task.ReconcileReply{SchemaVersion: 1, Error: "database unreachable"}
 	started := task.ReconcileReply{SchemaVersion: 1, Started: &task.ReconcileStarted{StepID: "pay",
@@ -76,6 +78,7 @@ func reconcileMessages() []goldentest.Record {
 		messageOf("ReconcileRecord_completed_v1", goldenRecord, goldenRecord()),
 		messageOf("ReconcileRecord_indeterminate_v1", goldenFailedRecord, goldenFailedRecord()),
 		messageOf("ReconcileRequest_v1", func() task.ReconcileRequest { return request }, request),
+		messageOf("ReconcileRequest_signed_v1", func() task.ReconcileRequest { return signedRequest }, signedRequest),
 		messageOf("ReconcileReply_found_v1", func() task.ReconcileReply { return found }, found),
 		messageOf("ReconcileReply_none_v1", func() task.ReconcileReply { return task.ReconcileReply{SchemaVersion: 1} },
 			task.ReconcileReply{SchemaVersion: 1}),

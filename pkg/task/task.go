@@ -73,6 +73,11 @@ type Task struct {
 	// looked lost: the activity may have run already, though the message's
 	// delivery count starts again at 1.
 	Resend bool `json:"resend,omitempty"`
+	// Token is the engine's signature of the attempt (RunID, StepID,
+	// LogicalAttemptID; Signer). A worker copies it unchanged into every
+	// Result and ReconcileRequest of the task, and the engine refuses
+	// those without it. Empty from an engine that predates it.
+	Token string `json:"token,omitempty"`
 }
 
 // Timeout returns the attempt's timeout as a duration.
@@ -114,10 +119,14 @@ type Result struct {
 	// Reconcile is set on the results of a keyed attempt
 	// (docs/reconciliation.md).
 	Reconcile *ResultReconcile `json:"reconcile,omitempty"`
+	// Token is the Token of the task the result answers, unchanged. The
+	// engine drops a result whose token it did not sign for the result's
+	// run, step and logical attempt.
+	Token string `json:"token,omitempty"`
 }
 
 // NewResult returns the Result of kind for t's attempt, with its
-// idempotency key and EmittedAt set to now.
+// idempotency key, t's Token and EmittedAt set to now.
 func NewResult(t Task, kind Kind, engineAttemptID, workerID string) Result {
 	return Result{
 		SchemaVersion:    SchemaVersion,
@@ -129,6 +138,7 @@ func NewResult(t Task, kind Kind, engineAttemptID, workerID string) Result {
 		IdempotencyKey:   events.IdempotencyKey(t.RunID, t.StepID, t.LogicalAttemptID, events.Type(kind), t.PlanVersion),
 		WorkerID:         workerID,
 		EmittedAt:        time.Now().UTC(),
+		Token:            t.Token,
 	}
 }
 
