@@ -12,7 +12,7 @@
 //	weft.events.<runId>    WEFT_EVENTS   run events, relayed from the outbox
 //	weft.tasks.<queue>     WEFT_TASKS    activity tasks (work queue)
 //	weft.results.<runId>   WEFT_RESULTS  worker results
-//	weft.cancel.<runId>    (core NATS)   cancel notices to workers
+//	weft.cancel.<runId>    WEFT_CANCELS  cancel notices to workers, relayed from the outbox
 //	weft.signals.<runId>   (core NATS)   the gateway's signal ingress
 //	weft.triggers.<id>     (core NATS)   the gateway's trigger event ingress
 //	weft.engine.reconcile  (core NATS)   reconciliation lookups, request-reply
@@ -72,6 +72,9 @@ type Config struct {
 	Duplicates time.Duration
 	// Replicas is the number of copies in a cluster, 1 to 5. Default 1.
 	Replicas int
+	// CancelsMaxBytes caps WEFT_CANCELS, which discards its oldest notices
+	// when full (Cancels). Default DefaultCancelsMaxBytes.
+	CancelsMaxBytes int64
 }
 
 // ErrInvalidConfig is wrapped by every error Config.Validate returns.
@@ -83,6 +86,7 @@ func (c Config) WithDefaults() Config {
 	c.MaxBytes = cmp.Or(c.MaxBytes, DefaultMaxBytes)
 	c.Duplicates = cmp.Or(c.Duplicates, DefaultDuplicates)
 	c.Replicas = cmp.Or(c.Replicas, DefaultReplicas)
+	c.CancelsMaxBytes = cmp.Or(c.CancelsMaxBytes, DefaultCancelsMaxBytes)
 	return c
 }
 
@@ -95,6 +99,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: MaxAge %v is negative", ErrInvalidConfig, c.MaxAge)
 	case c.MaxBytes < 0:
 		return fmt.Errorf("%w: MaxBytes %d is negative", ErrInvalidConfig, c.MaxBytes)
+	case c.CancelsMaxBytes < 0:
+		return fmt.Errorf("%w: CancelsMaxBytes %d is negative", ErrInvalidConfig, c.CancelsMaxBytes)
 	case c.Duplicates < 0:
 		return fmt.Errorf("%w: Duplicates %v is negative", ErrInvalidConfig, c.Duplicates)
 	case c.Duplicates > c.MaxAge:
@@ -154,7 +160,7 @@ func base(name, description, subject string, cfg Config) jetstream.StreamConfig 
 
 // All returns the definitions of every Weft stream, in creation order.
 func All(cfg Config) []jetstream.StreamConfig {
-	return []jetstream.StreamConfig{Events(cfg), Tasks(cfg), Results(cfg)}
+	return []jetstream.StreamConfig{Events(cfg), Tasks(cfg), Results(cfg), Cancels(cfg)}
 }
 
 // Ensure creates every Weft stream, or updates it to the current

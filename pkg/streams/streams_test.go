@@ -55,7 +55,7 @@ func TestTasksAndResultsDefinitions(t *testing.T) {
 	for _, sc := range streams.All(streams.Config{}) {
 		names = append(names, sc.Name)
 	}
-	require.Equal(t, []string{"WEFT_EVENTS", "WEFT_TASKS", "WEFT_RESULTS"}, names)
+	require.Equal(t, []string{"WEFT_EVENTS", "WEFT_TASKS", "WEFT_RESULTS", "WEFT_CANCELS"}, names)
 }
 
 func TestConfigValidate(t *testing.T) {
@@ -84,7 +84,7 @@ func TestEnsure(t *testing.T) {
 	require.NoError(t, streams.Ensure(ctx, js, cfg))
 	require.NoError(t, streams.Ensure(ctx, js, cfg), "Ensure is idempotent")
 
-	for _, name := range []string{streams.TasksStream, streams.ResultsStream} {
+	for _, name := range []string{streams.TasksStream, streams.ResultsStream, streams.CancelsStream} {
 		_, err := js.Stream(ctx, name)
 		require.NoError(t, err, "Ensure creates %s", name)
 	}

@@ -1,6 +1,8 @@
 package streams
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,7 +17,7 @@ var ErrInvalidToken = errors.New("invalid subject token")
 // Subject prefixes; each is followed by one token.
 const (
 	EventsSubjectPrefix  = "weft.events"   // + run id, captured by WEFT_EVENTS
-	TasksSubjectPrefix   = "weft.tasks"    // + queue, captured by WEFT_TASKS
+	TasksSubjectPrefix   = "weft.tasks"    // + queue [+ lane], captured by WEFT_TASKS
 	ResultsSubjectPrefix = "weft.results"  // + run id, captured by WEFT_RESULTS
 	CancelSubjectPrefix  = "weft.cancel"   // + run id, core NATS
 	SignalSubjectPrefix  = "weft.signals"  // + run id, core NATS: the gateway's signal ingress
@@ -118,4 +120,81 @@ func ValidSubject(subject string) error {
 		}
 	}
 	return nil
+}
+
+// maxPlainLaneToken is the longest tenant id LaneToken uses as it is;
+// a longer one is hashed, so a lane's consumer name stays short.
+const maxPlainLaneToken = 64
+
+// hashedLaneTokenHex is how many hex digits of a tenant id's SHA-256 a
+// hashed lane token keeps (80 bits).
+const hashedLaneTokenHex = 20
+
+// LaneToken returns the subject token of a tenant's lane, or "" for the
+// empty tenant (no lane: the queue's own subject). A tenant id of 1 to 64
+// ASCII letters, digits, '-' and '_' that does not start with '_' is its
+// own token; any other id becomes '_' and 20 hex digits of its SHA-256,
+// so two tenants never share a lane (but for a hash collision) and the
+// token is always a valid subject token and consumer name part.
+func LaneToken(tenant string) string {
+	if tenant == "" {
+		return ""
+	}
+	if plainLaneToken(tenant) {
+		return tenant
+	}
+	sum := sha256.Sum256([]byte(tenant))
+	return "_" + hex.EncodeToString(sum[:])[:hashedLaneTokenHex]
+}
+
+// plainLaneToken reports whether s may be a lane token as it is.
+func plainLaneToken(s string) bool {
+	if s == "" || len(s) > maxPlainLaneToken || s[0] == '_' {
+		return false
+	}
+	return validLaneChars(s)
+}
+
+// validLaneChars reports whether s is only ASCII letters, digits, '-' and
+// '_'.
+func validLaneChars(s string) bool {
+	for i := range len(s) {
+		c := s[i]
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidLaneToken reports whether s is a token LaneToken can return, the
+// check a worker applies to a lane token it finds on the bus.
+func ValidLaneToken(s string) error {
+	if s == "" || len(s) > maxPlainLaneToken+1 || !validLaneChars(s) {
+		return fmt.Errorf("%w: %q is not a lane token", ErrInvalidToken, s)
+	}
+	return nil
+}
+
+// TenantTaskSubject returns the subject of a task of tenant on queue:
+// weft.tasks.<queue>.<LaneToken(tenant)>, or weft.tasks.<queue> when
+// tenant is empty (a task of no tenant, as an engine before lanes
+// published every task).
+func TenantTaskSubject(queue, tenant string) (string, error) {
+	subject, err := TaskSubject(queue)
+	if err != nil || tenant == "" {
+		return subject, err
+	}
+	return subject + "." + LaneToken(tenant), nil
+}
+
+// TaskLanesFilter returns weft.tasks.<queue>.*, the subjects of every
+// tenant lane of queue.
+func TaskLanesFilter(queue string) (string, error) {
+	subject, err := TaskSubject(queue)
+	if err != nil {
+		return "", err
+	}
+	return subject + ".*", nil
 }
