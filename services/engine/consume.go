@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -10,8 +9,6 @@ import (
 
 	"github.com/weftrun/weft/internal/lanes"
 	"github.com/weftrun/weft/pkg/streams"
-	"github.com/weftrun/weft/pkg/task"
-	"github.com/weftrun/weft/services/engine/internal/decide"
 	"github.com/weftrun/weft/services/engine/internal/round"
 )
 
@@ -123,40 +120,15 @@ func (s *Service) settleRound(ctx context.Context, m jetstream.Msg, r round.Roun
 		s.settle(ctx, m.NakWithDelay(s.cfg.RetryDelay))
 		return
 	}
-	s.sendCancels(ctx, res.Decision.Cancels)
+	if n := len(res.Decision.Cancels); n > 0 {
+		// The round's cancel notice went to the outbox with its
+		// RunCancelled (round.cancelMessages); the relay publishes it.
+		s.logger.InfoContext(ctx, "engine: run cancelled; cancel notice queued in the outbox", "run_id", r.RunID, "steps", n)
+	}
 	if s.cfg.TestingKnobs.AfterCommit != nil {
 		s.cfg.TestingKnobs.AfterCommit()
 	}
 	s.settle(ctx, m.Ack())
-}
-
-// sendCancels publishes the round's cancel requests, one notice per run,
-// over core NATS after the round committed. They are at most once by
-// design (docs/worker-protocol.md): RunCancelled is the durable record, a
-// worker that misses the notice has its late result ignored, and the
-// step's timeout bounds the waste.
-func (s *Service) sendCancels(ctx context.Context, cancels []decide.Cancel) {
-	byRun := map[string]*task.Cancel{}
-	for _, c := range cancels {
-		n := byRun[c.RunID]
-		if n == nil {
-			n = &task.Cancel{SchemaVersion: task.SchemaVersion, RunID: c.RunID, Reason: c.Reason}
-			byRun[c.RunID] = n
-		}
-		n.StepIDs = append(n.StepIDs, c.StepID)
-	}
-	for runID, n := range byRun {
-		subject, err := streams.CancelSubject(runID)
-		if err == nil {
-			var b []byte
-			if b, err = json.Marshal(n); err == nil {
-				err = s.nc.Publish(subject, b)
-			}
-		}
-		if err != nil {
-			s.logger.WarnContext(ctx, "engine: cancel notice not sent", "run_id", runID, "err", err)
-		}
-	}
 }
 
 // settle logs a failed ack, nak or term. Nothing else is needed: the

@@ -168,6 +168,7 @@ func (x *Runner) decideAll(ctx context.Context, w *writes, rounds []Round, runs 
 	var partRounds []int
 	var tasks []decide.Task
 	var partTraces, taskTraces []trace.SpanContext
+	var cancels []decide.Cancel
 	for i, r := range rounds {
 		run := runs[r.RunID]
 		if run.err != nil {
@@ -191,6 +192,7 @@ func (x *Runner) decideAll(ctx context.Context, w *writes, rounds []Round, runs 
 			taskTraces = append(taskTraces, r.Trace)
 		}
 		queueTimers(w.b, d.Timers)
+		cancels = append(cancels, d.Cancels...)
 	}
 	var out outgoing
 	var err error
@@ -200,6 +202,11 @@ func (x *Runner) decideAll(ctx context.Context, w *writes, rounds []Round, runs 
 	if out.tasks, err = taskMessages(ctx, tasks, taskTraces); err != nil {
 		return nil, outgoing{}, err
 	}
+	cancelled, err := cancelMessages(cancels)
+	if err != nil {
+		return nil, outgoing{}, err
+	}
+	out.tasks = append(out.tasks, cancelled...)
 	if err := w.flush(ctx); err != nil {
 		return nil, outgoing{}, err
 	}
