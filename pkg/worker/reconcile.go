@@ -154,11 +154,13 @@ func (w *Worker) withoutVerify(ctx context.Context, run *attemptRun) (task.Resul
 
 // lookup asks the engine for the operation's record (task.ReconcileRequest
 // on streams.ReconcileSubject), waiting at most PublishTimeout. An answer
-// the engine could not give is an error.
+// the engine could not give is an error. The request carries the task's
+// token, without which the engine answers nothing.
 func (w *Worker) lookup(ctx context.Context, run *attemptRun) (task.ReconcileReply, error) {
 	var reply task.ReconcileReply
 	req, err := json.Marshal(task.ReconcileRequest{SchemaVersion: task.SchemaVersion, RunID: run.t.RunID,
-		ActivityName: run.t.Activity, OperationID: run.scope.OperationID, IdempotencyKey: run.scope.IdempotencyKey})
+		ActivityName: run.t.Activity, OperationID: run.scope.OperationID, IdempotencyKey: run.scope.IdempotencyKey,
+		Token: run.t.Token})
 	if err != nil {
 		return reply, err
 	}

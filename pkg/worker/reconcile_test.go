@@ -235,6 +235,7 @@ func TestReconcileReportsTheRecord(t *testing.T) {
 		require.NoError(t, w.Register("charge", act.run, worker.WithVerify(ver.verify)))
 	})
 	retryable := &events.StepError{Code: "CARD_DECLINED", Message: "declined", Retryable: true, Category: "ACTIVITY"}
+	var tokens []string
 	for _, rec := range []task.ReconcileRecord{
 		{Status: task.StatusCompleted, Result: &task.ReconcileResult{Output: json.RawMessage(`{"charged":true}`),
 			Artifacts: []events.ArtifactRef{{URI: "s3://b/receipt", Kind: "receipt"}}}},
@@ -242,12 +243,15 @@ func TestReconcileReportsTheRecord(t *testing.T) {
 		{Status: task.StatusCompleted, Error: &events.StepError{Code: worker.CodeReconciliationResultUnavailable, Message: "gone"}},
 	} {
 		tk := keyedTask("charge", "3")
+		tk.Token = "v1.token-of-" + tk.RunID
+		tokens = append(tokens, tk.Token)
 		rec.OperationID, rec.IdempotencyKey = tk.OperationID, tk.IdempotencyKey
 		engine.put(rec)
 		results := b.results(t, tk.RunID)
 		publishTask(t, b.js, tk)
 		r := results.final()
 		requireReconcile(t, tk, r, rec.Status, task.ReconciledByRecord)
+		require.Equal(t, tk.Token, r.Token, "the result echoes the task's token")
 		if rec.Result != nil {
 			requireResult(t, tk, task.Completed, "1", r)
 			require.JSONEq(t, `{"charged":true}`, string(r.Output))
@@ -261,7 +265,7 @@ func TestReconcileReportsTheRecord(t *testing.T) {
 	require.Zero(t, ver.calls.Load(), "the record made verify unnecessary")
 	require.Len(t, engine.lookups(), 3)
 	require.Equal(t, task.ReconcileRequest{SchemaVersion: 1, RunID: engine.lookups()[0].RunID, ActivityName: "charge",
-		OperationID: "build#3", IdempotencyKey: "order-42"}, engine.lookups()[0])
+		OperationID: "build#3", IdempotencyKey: "order-42", Token: tokens[0]}, engine.lookups()[0], "the lookup carries the task's token")
 	b.requireTasksSettled(t)
 }
 

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -145,6 +146,7 @@ func requireCheckpointsMatchLog(t *testing.T, cps []auditedCheckpoint, evs []eve
 // that stops it (idempotent; the test's end calls it too).
 func (s *stack) startEngine(t *testing.T, cfg engine.Config) func() {
 	t.Helper()
+	cfg.TaskKeys = cmp.Or(cfg.TaskKeys, testTaskKeys)
 	eng, err := engine.New(s.db.Pool, s.nats.Conn(t), cfg, s.logger)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

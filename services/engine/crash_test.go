@@ -91,7 +91,8 @@ func requireOncePerAttempt(t *testing.T, evs []events.Event) {
 
 // crashConfig is the engine config of both sides of a crash test: a short
 // AckWait, so the messages the dead engine held come back quickly.
-var crashConfig = engine.Config{AckWait: 2 * time.Second}
+// Both hold the same task keys, as the engines of a deployment do.
+var crashConfig = engine.Config{AckWait: 2 * time.Second, TaskKeys: testTaskKeys}
 
 // crashChild is the child's main: an engine that exits with childExit the
 // n-th time it reaches the crash point. It returns an error if it never

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -76,6 +77,7 @@ func newStack(t *testing.T) *stack {
 // runEngine runs an engine in this process until the test ends.
 func (s *stack) runEngine(t *testing.T, cfg engine.Config) {
 	t.Helper()
+	cfg.TaskKeys = cmp.Or(cfg.TaskKeys, testTaskKeys)
 	eng, err := engine.New(s.db.Pool, s.nats.Conn(t), cfg, s.logger)
 	require.NoError(t, err)
 	runCtx, stop := context.WithCancel(context.Background())

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -53,12 +54,19 @@ const maxErrorMessageBytes = 4 << 10
 // an event the log would refuse.
 const CodeResultTooLarge = "RESULT_TOO_LARGE"
 
-// resultRound maps a worker's result to its round. A completed result too
-// large for the log becomes a failure of the attempt, not retryable.
+// resultRound maps a worker's result to its round. A result without its
+// task's token is dropped (acked, no round; tokens.go) before anything of
+// it is read further. A completed result too large for the log becomes a
+// failure of the attempt, not retryable.
 func (s *Service) resultRound(m jetstream.Msg) (round.Round, bool, error) {
 	var res task.Result
 	if err := json.Unmarshal(m.Data(), &res); err != nil {
 		return round.Round{}, false, fmt.Errorf("decode result: %w", err)
+	}
+	// A message has no context before its round (toRoundFunc): the log
+	// line and the count of a dropped result need none.
+	if s.forgedResult(context.Background(), res) {
+		return round.Round{}, false, nil
 	}
 	if res.Kind == task.Completed {
 		if size := resultSize(res); size > s.cfg.MaxResultBytes {

@@ -59,11 +59,20 @@ func (s *Service) answerReconcile(ctx context.Context, m *nats.Msg) {
 	}
 }
 
-// reconcileLookup decodes a ReconcileRequest and reads its records.
+// ErrLookupToken begins the Error of the reply to a lookup whose token is
+// missing or not the engine's for its run and operation: nothing is read.
+const ErrLookupToken = "the request does not carry its task's token"
+
+// reconcileLookup decodes a ReconcileRequest and, when it carries the
+// token of its run and operation, reads its records.
 func (s *Service) reconcileLookup(ctx context.Context, data []byte) task.ReconcileReply {
 	var req task.ReconcileRequest
 	if err := json.Unmarshal(data, &req); err != nil {
 		return task.ReconcileReply{SchemaVersion: task.SchemaVersion, Error: "the request is not a ReconcileRequest: " + err.Error()}
+	}
+	if reason := s.forgedLookup(ctx, req); reason != "" {
+		return task.ReconcileReply{SchemaVersion: task.SchemaVersion,
+			Error: ErrLookupToken + " (" + reason + ")"}
 	}
 	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
 	defer cancel()

@@ -146,7 +146,7 @@ func TestReconcileLookupOverNATS(t *testing.T) {
 	}
 	request := func(op string) string {
 		b, err := json.Marshal(task.ReconcileRequest{SchemaVersion: 1, RunID: runID, ActivityName: "charge",
-			OperationID: op, IdempotencyKey: "order-42"})
+			OperationID: op, IdempotencyKey: "order-42", Token: lookupToken(runID, op)})
 		require.NoError(t, err)
 		return string(b)
 	}
@@ -158,8 +158,8 @@ func TestReconcileLookupOverNATS(t *testing.T) {
 	require.Nil(t, none.Record)
 	require.Equal(t, &rec, none.Prior)
 	require.Contains(t, ask(`not json`).Error, "not a ReconcileRequest")
-	require.Contains(t, ask(`{"runId":"x","activityName":"charge","operationId":"a#1","idempotencyKey":"k"}`).Error,
-		"bad reconciliation lookup")
+	require.Contains(t, ask(`{"runId":"x","activityName":"charge","operationId":"a#1","idempotencyKey":"k","token":"`+
+		lookupToken("x", "a#1")+`"}`).Error, "bad reconciliation lookup")
 }
 
 // Issue 16, defect 4, last gap: an attempt a worker began (its keyed
@@ -177,7 +177,7 @@ func TestReconcileLookupAnswersStarted(t *testing.T) {
 	get := func(op, key string) task.ReconcileReply {
 		t.Helper()
 		req, err := json.Marshal(task.ReconcileRequest{SchemaVersion: 1, RunID: runID, ActivityName: "work",
-			OperationID: op, IdempotencyKey: key})
+			OperationID: op, IdempotencyKey: key, Token: lookupToken(runID, op)})
 		require.NoError(t, err)
 		m, err := s.nats.Conn(t).RequestWithContext(t.Context(), streams.ReconcileSubject, req)
 		require.NoError(t, err)

@@ -33,6 +33,7 @@ import (
 
 	"github.com/weftrun/weft/internal/admission"
 	"github.com/weftrun/weft/internal/tracing"
+	"github.com/weftrun/weft/pkg/task"
 	"github.com/weftrun/weft/services/engine/internal/round"
 )
 
@@ -135,6 +136,16 @@ type Config struct {
 	// StoreCapabilities, if set, reports the store's capabilities in place
 	// of the event log's own; New checks CheckpointOwnership against them.
 	StoreCapabilities CapabilityReporter
+	// TaskKeys sign the tasks the engine dispatches and verify the token
+	// of every worker result and reconciliation lookup: one without a
+	// token the engine's keys signed for its run, step and logical
+	// attempt is dropped (tokens.go). Every engine of a deployment needs
+	// the same keys. Nil means a random key of this Service only, which
+	// refuses the results of tasks another engine, or this one before a
+	// restart, dispatched (the sweep sends those tasks again): fine for
+	// one engine in tests, never for a deployment (`weft engine` requires
+	// a key).
+	TaskKeys *task.Signer
 	// TestingKnobs are hooks for crash tests. Leave them zero in production.
 	TestingKnobs TestingKnobs
 }
@@ -180,6 +191,7 @@ type Service struct {
 	cfg    Config
 	logger *slog.Logger
 	tracer trace.Tracer // cfg.TracerProvider's, or a no-op one
+	forged forgedMetrics
 }
 
 // New returns the engine over pool and nc. The Weft streams must exist
@@ -211,11 +223,22 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config, logger *slog.Logger) (*S
 	if cfg.TestingKnobs.BeforeCommit != nil {
 		cfg.Round.BeforeCommit = cfg.TestingKnobs.BeforeCommit
 	}
+	if cfg.TaskKeys == nil {
+		if cfg.TaskKeys, err = ephemeralTaskKeys(); err != nil {
+			return nil, err
+		}
+		logger.Warn("engine: no task key configured; using a random key of this process, which refuses the results of tasks other engines dispatched")
+	}
+	cfg.Round.TaskSigner = cfg.TaskKeys
 	runner, err := newTimedRunner(pool, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Service{pool: pool, nc: nc, js: js, cfg: cfg, logger: logger, runner: runner,
+	forged, err := newForgedMetrics(cfg.MeterProvider)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{pool: pool, nc: nc, js: js, cfg: cfg, logger: logger, runner: runner, forged: forged,
 		tracer: tracing.Tracer(cfg.TracerProvider, tracerName)}, nil
 }
 

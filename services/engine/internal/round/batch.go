@@ -199,7 +199,7 @@ func (x *Runner) decideAll(ctx context.Context, w *writes, rounds []Round, runs 
 	if out.appends, err = x.journal.AppendNewBatch(ctx, w.b, parts, partTraces); err != nil {
 		return nil, outgoing{}, err
 	}
-	if out.tasks, err = taskMessages(ctx, tasks, taskTraces); err != nil {
+	if out.tasks, err = taskMessages(ctx, tasks, taskTraces, x.cfg.TaskSigner); err != nil {
 		return nil, outgoing{}, err
 	}
 	cancelled, err := cancelMessages(cancels)

@@ -27,6 +27,7 @@ import (
 	"github.com/weftrun/weft/internal/pipetx"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/plan"
+	"github.com/weftrun/weft/pkg/task"
 	"github.com/weftrun/weft/services/engine/internal/decide"
 )
 
@@ -75,6 +76,10 @@ type Config struct {
 	// negative value keeps none, and every round loads its run from the
 	// checkpoint and the log.
 	WarmRuns int
+	// TaskSigner signs every task the rounds dispatch (task.Task.Token),
+	// so that the engine can tell a worker's result for the task from a
+	// forged one. Nil sends tasks without a token.
+	TaskSigner *task.Signer
 }
 
 // DefaultWarmRuns is Config.WarmRuns's default: a state is a few hundred

@@ -46,8 +46,9 @@ func queueTrackRun(b *pgx.Batch, runID, environment string, d decide.Decision) e
 
 // taskMessages returns the outbox message of each task, on
 // weft.tasks.<queue>, deduplicated per logical attempt, carrying the trace
-// context traces[i] when it is valid, else that of ctx, if any.
-func taskMessages(ctx context.Context, tasks []decide.Task, traces []trace.SpanContext) ([]outbox.Message, error) {
+// context traces[i] when it is valid, else that of ctx, if any, each
+// signed by signer (nil: none).
+func taskMessages(ctx context.Context, tasks []decide.Task, traces []trace.SpanContext, signer *task.Signer) ([]outbox.Message, error) {
 	msgs := make([]outbox.Message, len(tasks))
 	now := time.Now().UTC()
 	for i, t := range tasks {
@@ -55,7 +56,7 @@ func taskMessages(ctx context.Context, tasks []decide.Task, traces []trace.SpanC
 		if err != nil {
 			return nil, fmt.Errorf("round: task of step %s: %w", t.StepID, err)
 		}
-		payload, err := json.Marshal(wireTask(t, now))
+		payload, err := json.Marshal(wireTask(t, now, signer))
 		if err != nil {
 			return nil, fmt.Errorf("round: encode task of step %s: %w", t.StepID, err)
 		}
@@ -83,8 +84,9 @@ func taskMessages(ctx context.Context, tasks []decide.Task, traces []trace.SpanC
 // from the key of any event.
 const activityKeyType events.Type = "ActivityTask"
 
-// wireTask is the protocol form of a decided task (docs/worker-protocol.md).
-func wireTask(t decide.Task, now time.Time) task.Task {
+// wireTask is the protocol form of a decided task (docs/worker-protocol.md),
+// with its token when signer is set.
+func wireTask(t decide.Task, now time.Time, signer *task.Signer) task.Task {
 	attempt := strconv.Itoa(t.LogicalAttempt)
 	key := t.IdempotencyKey
 	if key == "" {
@@ -106,6 +108,9 @@ func wireTask(t decide.Task, now time.Time) task.Task {
 		ScheduledAt:      now,
 	}
 	reconcileTask(t, &wt)
+	if signer != nil {
+		wt.Token = signer.Sign(wt.RunID, wt.StepID, wt.LogicalAttemptID)
+	}
 	return wt
 }
 
