@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/internal/keylimit"
 	"github.com/weftrun/weft/internal/weftest"
 	"github.com/weftrun/weft/pkg/api"
 	gateway "github.com/weftrun/weft/services/signal-gateway"
@@ -71,7 +72,8 @@ func startGateway(b *testing.B) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg := gateway.Config{Keys: keys, Intake: gateway.IntakeConfig{MaxSignalsPerRunMinute: 1 << 30}}
+	// The bench measures the gateway's ceiling: no per-key request rate.
+	cfg := gateway.Config{Keys: keys, KeyRate: keylimit.Off, Intake: gateway.IntakeConfig{MaxSignalsPerRunMinute: 1 << 30}}
 	gw, err := gateway.New(db.Pool, nil, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		b.Fatal(err)

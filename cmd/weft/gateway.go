@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/internal/keylimit"
 	gateway "github.com/weftrun/weft/services/signal-gateway"
 )
 
@@ -25,6 +26,8 @@ type gatewayOptions struct {
 	schedules gateway.ScheduleConfig
 	triggers  gateway.TriggerConfig
 	scheduler *bool
+	keyRate   keylimit.Limit
+	maxBatch  int
 }
 
 // gatewayFlags defines the flags of `weft gateway`; docs/configuration.md
@@ -43,7 +46,17 @@ func gatewayFlags(env *environment) (*flags, *gatewayOptions) {
 	f.intVar(&in.MaxSignalPayloadBytes, "max-signal-payload-bytes", "WEFT_MAX_SIGNAL_PAYLOAD_BYTES", 0, "largest signal payload (0: 65536)")
 	f.intVar(&in.MaxSignalsPerRunMinute, "max-signals-per-run-minute", "WEFT_MAX_SIGNALS_PER_RUN_MINUTE", 0, "signals one run accepts per minute (0: 60)")
 	opt.scheduler = schedulerFlags(f, "WEFT_GATEWAY_SCHEDULER", &opt.schedules, &opt.triggers)
+	keyRateFlags(f, &opt.keyRate)
+	f.intVar(&opt.maxBatch, "max-rpc-batch", "WEFT_MAX_RPC_BATCH", 0, "largest JSON-RPC batch; a longer one is refused whole (0: 100)")
 	return f, opt
+}
+
+// keyRateFlags adds the flags of the per-key request rate (Config.KeyRate)
+// to f.
+func keyRateFlags(f *flags, l *keylimit.Limit) {
+	f.Float64Var(&l.Rate, "key-rate", 0, "requests per second one API key may make to this gateway, all transports together; a JSON-RPC batch counts each call (0: 100; negative: no limit)"+envNote("WEFT_GATEWAY_KEY_RATE"))
+	f.fromEnv("key-rate", "WEFT_GATEWAY_KEY_RATE")
+	f.intVar(&l.Burst, "key-burst", "WEFT_GATEWAY_KEY_BURST", 0, "requests one API key may make at once, after an idle spell (0: 200)")
 }
 
 // schedulerFlags adds the flags of schedules and triggers to f: whether
@@ -55,6 +68,8 @@ func schedulerFlags(f *flags, enabledEnv string, sc *gateway.ScheduleConfig, tc 
 	f.intVar(&sc.MaxCatchupLimit, "max-catchup-limit", "WEFT_MAX_CATCHUP_LIMIT", 0, "the largest maxCatchup a schedule may set (0: 100)")
 	f.intVar(&sc.MaxInputBytes, "max-schedule-input-bytes", "WEFT_MAX_SCHEDULE_INPUT_BYTES", 0, "largest schedule input (0: 65536)")
 	f.intVar(&tc.MaxPayloadBytes, "max-trigger-payload-bytes", "WEFT_MAX_TRIGGER_PAYLOAD_BYTES", 0, "largest trigger event payload (0: 65536)")
+	f.intVar(&sc.MaxPerTenant, "max-schedules-per-tenant", "WEFT_MAX_SCHEDULES_PER_TENANT", 0, "schedules one tenant may have; a create past it is refused with 409 QuotaExceeded (0: 1000)")
+	f.intVar(&tc.MaxPerTenant, "max-triggers-per-tenant", "WEFT_MAX_TRIGGERS_PER_TENANT", 0, "triggers one tenant may have; a create past it is refused with 409 QuotaExceeded (0: 1000)")
 	return on
 }
 
@@ -83,6 +98,7 @@ func runGateway(ctx context.Context, env *environment, args []string) error {
 		gw, err := gateway.New(b.pool, b.nc, gateway.Config{
 			Addr: *opt.addr, Keys: keys, Intake: opt.intake, MeterProvider: o.meters, TracerProvider: o.tracer,
 			Schedules: opt.schedules, Triggers: opt.triggers, DisableScheduler: !*opt.scheduler,
+			KeyRate: opt.keyRate, MaxBatch: opt.maxBatch,
 		}, env.logger)
 		if err != nil {
 			return err

@@ -115,8 +115,9 @@ const (
 	// CodeNotFound: no such run, schedule or trigger, or one of another
 	// tenant. HTTP 404.
 	CodeNotFound = "NotFound"
-	// CodeRateLimited: too many signals for this run; details.retryAfter
-	// says when to try again. HTTP 429.
+	// CodeRateLimited: too many signals for this run, or too many
+	// requests from this API key (details.keyId); details.retryAfter says
+	// when to try again. HTTP 429.
 	CodeRateLimited = "RateLimited"
 	// CodeOverloaded: the environment is at its limit of concurrent runs
 	// under the REJECT policy; details.retryAfter says when to try again.
@@ -132,6 +133,11 @@ const (
 	// answered with the existing one instead). HTTP 409, JSON-RPC
 	// CodeConflict.
 	CodeAlreadyExists = "AlreadyExists"
+	// CodeQuotaExceeded: the tenant has its quota of schedules or
+	// triggers (details.resource, details.limit); nothing was written.
+	// Delete one, or have the operator raise the quota, before creating
+	// another; waiting does not help. HTTP 409, JSON-RPC CodeConflict.
+	CodeQuotaExceeded = "QuotaExceeded"
 	// CodeMethodNotAllowed: the path exists, the method does not. HTTP 405.
 	CodeMethodNotAllowed = "MethodNotAllowed"
 	// CodeInternal: a fault of the gateway or its database; retrying with

@@ -66,11 +66,14 @@ func (s *Service) subscribe(ctx context.Context) (func(), error) {
 }
 
 // natsAdmit authenticates a message by its Authorization header, as HTTP
-// does, and checks its size.
+// does, charges its key one request (Config.KeyRate) and checks its size.
 func (s *Service) natsAdmit(m *nats.Msg) (auth.Principal, error) {
-	p, err := s.cfg.Keys.Authenticate(m.Header.Get("Authorization"))
+	p, err := s.authenticate(m.Header.Get("Authorization"))
 	if err != nil {
-		return auth.Principal{}, &intake.Error{Code: api.CodeUnauthenticated, Message: err.Error()}
+		return auth.Principal{}, err
+	}
+	if err := s.limitKey(p, 1); err != nil {
+		return auth.Principal{}, err
 	}
 	if int64(len(m.Data)) > s.cfg.MaxBodyBytes {
 		return auth.Principal{}, tooLarge(s.cfg.MaxBodyBytes)
@@ -142,6 +145,7 @@ func (s *Service) reply(ctx context.Context, m *nats.Msg, res any, status int, e
 	}
 	if err != nil {
 		e := s.refusal(ctx, err)
+		s.countLimit(ctx, transportNATS, e)
 		status, body = statusOf(e.Code), api.ErrorBody{Error: e.API()}
 		if e.RetryAfter > 0 {
 			out.Header.Set("Retry-After", retryAfterHeader(e))

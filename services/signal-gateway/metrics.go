@@ -40,13 +40,17 @@ const (
 //	weft.gateway.ingress.dropped counter {message} NATS requests dropped for a reply subject that is not an inbox
 //	weft.gateway.signal.denials  counter {signal}  signals their key may not send, by outcome
 //	                                               (recorded, unrecorded, rate_limited; intake.Error.Denial)
+//	weft.gateway.limit.refusals  counter {request} requests refused by a named limit, by limit (key_rate,
+//	                                               schedule_quota, trigger_quota; intake.Error.Limit) and transport
 //
 // For a trigger event, accepted means it started a run. A request refused
 // before intake (unauthenticated, undecodable) is not counted.
 type signalMetrics struct {
 	signals, events, dropped, denials metric.Int64Counter
+	refusals                          metric.Int64Counter
 	opts                              map[[2]string]metric.AddOption // (outcome, transport)
 	denialOpts                        map[string]metric.AddOption    // by intake.Error.Denial
+	limitOpts                         map[[2]string]metric.AddOption // (limit, transport)
 }
 
 func newSignalMetrics(mp metric.MeterProvider) (*signalMetrics, error) {
@@ -73,8 +77,20 @@ func newSignalMetrics(mp metric.MeterProvider) (*signalMetrics, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: metrics: %w", err)
 	}
-	m := &signalMetrics{signals: c, events: ev, dropped: dropped, denials: denials,
-		opts: make(map[[2]string]metric.AddOption), denialOpts: make(map[string]metric.AddOption)}
+	refusals, err := mp.Meter(meterName).Int64Counter("weft.gateway.limit.refusals", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests refused by a named limit, by limit (key_rate: the API key's request rate; schedule_quota, trigger_quota: the tenant's quota) and transport."))
+	if err != nil {
+		return nil, fmt.Errorf("gateway: metrics: %w", err)
+	}
+	m := &signalMetrics{signals: c, events: ev, dropped: dropped, denials: denials, refusals: refusals,
+		opts: make(map[[2]string]metric.AddOption), denialOpts: make(map[string]metric.AddOption),
+		limitOpts: make(map[[2]string]metric.AddOption)}
+	for _, l := range []string{intake.LimitKeyRate, intake.LimitScheduleQuota, intake.LimitTriggerQuota} {
+		for _, tr := range []string{transportHTTP, transportJSONRPC, transportNATS} {
+			m.limitOpts[[2]string{l, tr}] = metric.WithAttributeSet(attribute.NewSet(
+				attribute.String("limit", l), attribute.String("transport", tr)))
+		}
+	}
 	for _, d := range []string{intake.DenialRecorded, intake.DenialUnrecorded, intake.DenialRateLimited} {
 		m.denialOpts[d] = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", d)))
 	}

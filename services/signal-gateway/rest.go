@@ -181,11 +181,15 @@ func writeReply(w http.ResponseWriter, res any) {
 	httpserve.WriteJSON(w, rep.status, rep.body)
 }
 
-// admitAs authenticates r and checks as much of it as adm asks.
+// admitAs authenticates r, charges its key one request (Config.KeyRate)
+// and checks as much of r as adm asks, in that order.
 func (s *Service) admitAs(adm admission, r *http.Request) (auth.Principal, error) {
-	p, err := s.cfg.Keys.Authenticate(r.Header.Get("Authorization"))
+	p, err := s.authenticate(r.Header.Get("Authorization"))
 	if err != nil {
-		return auth.Principal{}, &intake.Error{Code: api.CodeUnauthenticated, Message: err.Error()}
+		return auth.Principal{}, err
+	}
+	if err := s.limitKey(p, 1); err != nil {
+		return auth.Principal{}, err
 	}
 	switch adm {
 	case jsonBody:
@@ -197,16 +201,24 @@ func (s *Service) admitAs(adm admission, r *http.Request) (auth.Principal, error
 	}
 }
 
-// admit authenticates r, checks its content type and reads its body
-// within the limit, in that order: an unauthenticated request is refused
-// before its body is read.
-func (s *Service) admit(r *http.Request) (auth.Principal, []byte, error) {
-	p, err := s.admitAs(jsonBody, r)
+// admitRPC authenticates r, checks its content type, reads its body
+// within the limit and charges its key one request per call of the body
+// (rpcCalls; Config.KeyRate), in that order: an unauthenticated request
+// is refused before its body is read, a batch past the key's rate before
+// any of its calls runs.
+func (s *Service) admitRPC(r *http.Request) (auth.Principal, []byte, error) {
+	p, err := s.authenticate(r.Header.Get("Authorization"))
 	if err != nil {
 		return p, nil, err
 	}
+	if err := checkContentType(r.Header.Get("Content-Type")); err != nil {
+		return p, nil, err
+	}
 	body, err := s.readBody(r)
-	return p, body, err
+	if err != nil {
+		return p, nil, err
+	}
+	return p, body, s.limitKey(p, rpcCalls(body))
 }
 
 // checkEmptyBody requires r's body to be empty or the empty JSON object.
@@ -293,6 +305,7 @@ func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", retryAfterHeader(e))
 	}
+	s.countLimit(r.Context(), transportHTTP, e)
 	httpserve.WriteJSON(w, statusOf(e.Code), api.ErrorBody{Error: e.API()})
 }
 

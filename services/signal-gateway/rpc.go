@@ -14,15 +14,17 @@ import (
 )
 
 // handleRPC serves JSON-RPC 2.0 (internal/jsonrpc). Faults of the HTTP
-// exchange itself (no key, wrong content type, body over the limit) are
+// exchange itself (no key, wrong content type, body over the limit, the
+// key past its rate, Config.KeyRate) are
 // answered with their HTTP status and a JSON-RPC error response with id
 // null; a body that is not strict JSON is a -32700 parse error; anything
 // else is answered 200 with the JSON-RPC response, or 204 when the body
 // held only notifications.
 func (s *Service) handleRPC(w http.ResponseWriter, r *http.Request) {
-	p, body, err := s.admit(r)
+	p, body, err := s.admitRPC(r)
 	if err != nil {
 		e := s.refusal(r.Context(), err)
+		s.countLimit(r.Context(), transportJSONRPC, e)
 		if e.RetryAfter > 0 {
 			w.Header().Set("Retry-After", retryAfterHeader(e))
 		}
@@ -129,7 +131,9 @@ func (s *Service) rpcSignalSend(ctx context.Context, p auth.Principal, sp signal
 // the gateway is -32603 whose data is the REST error's: code Internal and
 // the correlation id it was logged with, never its text.
 func (s *Service) rpcFault(ctx context.Context, err error) error {
-	return rpcError(s.refusal(ctx, err))
+	e := s.refusal(ctx, err)
+	s.countLimit(ctx, transportJSONRPC, e)
+	return rpcError(e)
 }
 
 // rpcError maps a Weft error onto a JSON-RPC error whose data is the Weft
@@ -148,7 +152,7 @@ func rpcError(e *intake.Error) *jsonrpc.Error {
 		code = jsonrpc.CodePermissionDenied
 	case api.CodeNotFound:
 		code = jsonrpc.CodeNotFound
-	case api.CodeSignalAcceptanceIndeterminate, api.CodeAlreadyExists:
+	case api.CodeSignalAcceptanceIndeterminate, api.CodeAlreadyExists, api.CodeQuotaExceeded:
 		code = jsonrpc.CodeConflict
 	case api.CodeRateLimited, api.CodeOverloaded:
 		code = jsonrpc.CodeRateLimited

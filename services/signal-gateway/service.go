@@ -30,6 +30,7 @@ import (
 	"github.com/weftrun/weft/internal/auth"
 	"github.com/weftrun/weft/internal/httpserve"
 	"github.com/weftrun/weft/internal/journal"
+	"github.com/weftrun/weft/internal/keylimit"
 	"github.com/weftrun/weft/internal/tracing"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
@@ -80,8 +81,21 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxDepth bounds the nesting of a body's JSON.
 	MaxDepth int
-	// MaxBatch bounds a JSON-RPC batch.
+	// MaxBatch bounds a JSON-RPC batch: a longer one is refused whole
+	// (-32600) before any call runs. Zero means jsonrpc.DefaultMaxBatch
+	// (100).
 	MaxBatch int
+	// KeyRate bounds the requests of one API key on every transport
+	// together (REST, JSON-RPC, NATS): Rate per second sustained, Burst
+	// at once; a JSON-RPC batch costs one per call. A request past it is
+	// refused with CodeRateLimited (HTTP 429, Retry-After; JSON-RPC
+	// -32029; the NATS reply's Weft-Status 429) after authentication and
+	// before its body is decoded or anything is written, and counted in
+	// weft.gateway.limit.refusals. The zero value means
+	// keylimit.DefaultRate and keylimit.DefaultBurst (100/s, burst 200);
+	// keylimit.Off (a negative Rate) turns it off. The buckets are this
+	// gateway's: N gateways behind a balancer allow up to N times it.
+	KeyRate keylimit.Limit
 	// ReplyPrefixes are the reply subjects the NATS ingress answers: a
 	// request whose reply subject starts with none of them is dropped,
 	// unhandled and unanswered (counted in weft.gateway.ingress.dropped,
@@ -107,8 +121,10 @@ type Config struct {
 	// MeterProvider receives the gateway's metrics: signals and trigger
 	// events by outcome and transport (weft.gateway.signals,
 	// weft.gateway.trigger.events), schedule fires and skipped fire times
-	// (weft.gateway.schedule.fires, weft.gateway.schedule.skipped) and the
-	// events it appends (weft.events.appended). Nil records nothing.
+	// (weft.gateway.schedule.fires, weft.gateway.schedule.skipped),
+	// requests refused by a named limit, by limit and transport
+	// (weft.gateway.limit.refusals) and the events it appends
+	// (weft.events.appended). Nil records nothing.
 	MeterProvider metric.MeterProvider
 }
 
@@ -159,6 +175,7 @@ type Service struct {
 	schedules *schedule.Service
 	triggers  *trigger.Service
 	rpc       *jsonrpc.Server
+	keyRate   *keylimit.Limiter
 	logger    *slog.Logger
 	metrics   *signalMetrics // nil without a MeterProvider
 	tracer    trace.Tracer   // cfg.TracerProvider's, or a no-op one
@@ -191,6 +208,9 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config, logger *slog.Logger) (*S
 	}
 	s := &Service{cfg: cfg, nc: nc, intake: in, metrics: m, logger: logger,
 		tracer: tracing.Tracer(cfg.TracerProvider, tracerName)}
+	if s.keyRate, err = keylimit.New(keylimit.Config{Limit: cfg.KeyRate, Now: cfg.Intake.Now}); err != nil {
+		return nil, fmt.Errorf("gateway: KeyRate: %w", err)
+	}
 	if s.schedules, err = schedule.New(pool, in, cfg.Authorizer, cfg.Schedules, s.logger); err != nil {
 		return nil, err
 	}

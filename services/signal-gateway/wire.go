@@ -132,7 +132,7 @@ func statusOf(code string) int {
 		return http.StatusNotFound
 	case api.CodeRateLimited, api.CodeOverloaded:
 		return http.StatusTooManyRequests
-	case api.CodeSignalAcceptanceIndeterminate, api.CodeAlreadyExists:
+	case api.CodeSignalAcceptanceIndeterminate, api.CodeAlreadyExists, api.CodeQuotaExceeded:
 		return http.StatusConflict
 	case api.CodeMethodNotAllowed:
 		return http.StatusMethodNotAllowed

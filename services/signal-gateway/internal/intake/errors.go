@@ -24,6 +24,30 @@ type Error struct {
 	// DenialRateLimited); empty for every other refusal. It is not sent
 	// to the caller.
 	Denial string
+	// Limit names the gateway limit that refused the request
+	// (LimitKeyRate, LimitScheduleQuota, LimitTriggerQuota), for the
+	// gateway's weft.gateway.limit.refusals; empty for every other
+	// refusal. It is not sent to the caller.
+	Limit string
+}
+
+// The named limits an Error.Limit reports.
+const (
+	// LimitKeyRate: the API key's request rate (Config.KeyRate).
+	LimitKeyRate = "key_rate"
+	// LimitScheduleQuota: the tenant's quota of schedules.
+	LimitScheduleQuota = "schedule_quota"
+	// LimitTriggerQuota: the tenant's quota of triggers.
+	LimitTriggerQuota = "trigger_quota"
+)
+
+// QuotaExceeded is the refusal of a create past a tenant's quota of
+// resource ("schedules" or "triggers"), a CodeQuotaExceeded whose Limit
+// is limit.
+func QuotaExceeded(limit, resource, tenant string, quota int) *Error {
+	return &Error{Code: api.CodeQuotaExceeded, Limit: limit,
+		Message: fmt.Sprintf("tenant %s has %d %s, its quota: delete one before creating another, or ask the operator to raise the quota", tenant, quota, resource),
+		Details: map[string]any{"tenantId": tenant, "resource": resource, "limit": quota}}
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }

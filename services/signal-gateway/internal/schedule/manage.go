@@ -20,7 +20,9 @@ import (
 // fresh UUIDv7. A create that repeats an existing scheduleId with the same
 // definition answers that schedule with created false and changes
 // nothing; with another definition it is refused with CodeAlreadyExists.
-// The first fire time is the first after now.
+// The first fire time is the first after now. A new schedule past the
+// tenant's quota (Config.MaxPerTenant) is refused with CodeQuotaExceeded
+// and nothing is stored.
 func (s *Service) Create(ctx context.Context, p auth.Principal, req api.ScheduleRequest) (sch api.Schedule, created bool, err error) {
 	if req.ScheduleID == "" {
 		req.ScheduleID = events.NewRunID()
@@ -35,10 +37,17 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req api.Schedule
 	sch.CreatedAt, sch.UpdatedAt, sch.RecentSkips = now, now, []api.SkippedFires{}
 	k := Key{sch.TenantID, sch.ScheduleID}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := quotaLockTx(ctx, tx, sch.TenantID); err != nil {
+			return err
+		}
 		if created, err = recordInsertTx(ctx, tx, sch); err != nil {
 			return err
 		}
-		if !created {
+		if created {
+			if err := s.quotaCheckTx(ctx, tx, sch.TenantID); err != nil {
+				return err
+			}
+		} else {
 			same, err := sameDefinitionTx(ctx, tx, k, sch)
 			if err != nil {
 				return err
@@ -54,7 +63,10 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req api.Schedule
 		}
 		return err
 	})
-	return sch, created, err
+	if err != nil {
+		return api.Schedule{}, false, err
+	}
+	return sch, created, nil
 }
 
 // Update replaces the definition of p's schedule id with req, or refuses

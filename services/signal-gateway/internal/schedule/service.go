@@ -22,6 +22,7 @@ const (
 	DefaultMaxCatchupLimit = 100
 	DefaultMaxScan         = 100_000
 	DefaultMaxInputBytes   = 64 << 10
+	DefaultMaxPerTenant    = 1000
 )
 
 // Config tunes schedules. The zero value of each field means its default.
@@ -47,6 +48,12 @@ type Config struct {
 	// schedule down for a long time); beyond it missed fire times are
 	// dropped uncounted.
 	MaxScan int
+	// MaxPerTenant is the quota of schedules one tenant may have: a
+	// create past it is refused with CodeQuotaExceeded and writes
+	// nothing; deleting one makes room. Creates of one tenant are counted
+	// under a transaction-scoped advisory lock, so concurrent creates,
+	// from any number of gateways, never pass it together.
+	MaxPerTenant int
 	// Now is the clock; nil means time.Now. Tests move it.
 	Now func() time.Time
 	// MeterProvider receives weft.gateway.schedule.fires and
@@ -62,6 +69,7 @@ func (c Config) withDefaults() Config {
 	c.MaxCatchupLimit = cmp.Or(c.MaxCatchupLimit, DefaultMaxCatchupLimit)
 	c.MaxScan = cmp.Or(c.MaxScan, DefaultMaxScan)
 	c.MaxInputBytes = cmp.Or(c.MaxInputBytes, DefaultMaxInputBytes)
+	c.MaxPerTenant = cmp.Or(c.MaxPerTenant, DefaultMaxPerTenant)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -70,7 +78,7 @@ func (c Config) withDefaults() Config {
 
 func (c Config) validate() error {
 	switch {
-	case c.PollInterval < 0, c.Lease < 0, c.Batch < 0, c.MisfireGrace < 0, c.MaxCatchupLimit < 0, c.MaxScan < 0, c.MaxInputBytes < 0:
+	case c.PollInterval < 0, c.Lease < 0, c.Batch < 0, c.MisfireGrace < 0, c.MaxCatchupLimit < 0, c.MaxScan < 0, c.MaxInputBytes < 0, c.MaxPerTenant < 0:
 		return errors.New("schedule: config values must not be negative")
 	case c.MisfireGrace < c.PollInterval:
 		return errors.New("schedule: the misfire grace must be at least the poll interval")

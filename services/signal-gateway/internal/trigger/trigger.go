@@ -27,8 +27,11 @@ import (
 	"github.com/weftrun/weft/services/signal-gateway/internal/page"
 )
 
-// DefaultMaxPayloadBytes is Config.MaxPayloadBytes's default.
-const DefaultMaxPayloadBytes = 64 << 10
+// Defaults applied to a zero Config field.
+const (
+	DefaultMaxPayloadBytes = 64 << 10
+	DefaultMaxPerTenant    = 1000
+)
 
 // rowVersion is the persisted-format version of a triggers row.
 const rowVersion = 1
@@ -39,6 +42,12 @@ type Config struct {
 	// run's input wraps it (api.TriggeredRunInput) and must also fit the
 	// gateway's limit of run inputs.
 	MaxPayloadBytes int
+	// MaxPerTenant is the quota of triggers one tenant may have: a create
+	// past it is refused with CodeQuotaExceeded and writes nothing;
+	// deleting one makes room. Creates of one tenant are counted under a
+	// transaction-scoped advisory lock, so concurrent creates, from any
+	// number of gateways, never pass it together.
+	MaxPerTenant int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -55,8 +64,9 @@ type Service struct {
 // New returns the triggers of pool, starting runs through in.
 func New(pool *pgxpool.Pool, in *intake.Intake, authz auth.Authorizer, cfg Config) (*Service, error) {
 	cfg.MaxPayloadBytes = cmp.Or(cfg.MaxPayloadBytes, DefaultMaxPayloadBytes)
-	if cfg.MaxPayloadBytes < 0 {
-		return nil, errors.New("trigger: MaxPayloadBytes must not be negative")
+	cfg.MaxPerTenant = cmp.Or(cfg.MaxPerTenant, DefaultMaxPerTenant)
+	if cfg.MaxPayloadBytes < 0 || cfg.MaxPerTenant < 0 {
+		return nil, errors.New("trigger: MaxPayloadBytes and MaxPerTenant must not be negative")
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -68,7 +78,9 @@ func New(pool *pgxpool.Pool, in *intake.Intake, authz auth.Authorizer, cfg Confi
 // *intake.Error before anything is stored. An empty TriggerID is given a
 // fresh UUIDv7. A create that repeats an existing triggerId with the same
 // definition answers that trigger with created false; with another it is
-// refused with CodeAlreadyExists.
+// refused with CodeAlreadyExists. A new trigger past the tenant's quota
+// (Config.MaxPerTenant) is refused with CodeQuotaExceeded and nothing is
+// stored.
 func (s *Service) Create(ctx context.Context, p auth.Principal, req api.TriggerRequest) (tr api.Trigger, created bool, err error) {
 	req.TriggerID = cmp.Or(req.TriggerID, events.NewRunID())
 	if err := s.check(ctx, p, &req); err != nil {
@@ -77,6 +89,9 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req api.TriggerR
 	id, version := intake.PlanRef(req.Plan)
 	now := s.cfg.Now().UTC().Truncate(time.Microsecond)
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := quotaLockTx(ctx, tx, req.TenantID); err != nil {
+			return err
+		}
 		tag, err := tx.Exec(ctx, `
 			INSERT INTO triggers (tenant_id, trigger_id, version, project_id, environment_id, plan_id, plan_version, plan, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (tenant_id, trigger_id) DO NOTHING`,
@@ -85,10 +100,13 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req api.TriggerR
 			return fmt.Errorf("trigger: insert: %w", err)
 		}
 		created = tag.RowsAffected() == 1
-		if !created {
-			if err := sameDefinitionTx(ctx, tx, req); err != nil {
-				return err
-			}
+		if created {
+			err = s.quotaCheckTx(ctx, tx, req.TenantID)
+		} else {
+			err = sameDefinitionTx(ctx, tx, req)
+		}
+		if err != nil {
+			return err
 		}
 		got, err := triggerGet(ctx, tx, req.TenantID, req.TriggerID, true)
 		if err == nil && got != nil {
@@ -96,7 +114,10 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req api.TriggerR
 		}
 		return err
 	})
-	return tr, created, err
+	if err != nil {
+		return api.Trigger{}, false, err
+	}
+	return tr, created, nil
 }
 
 // check refuses what can be refused before touching the database.
