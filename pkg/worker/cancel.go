@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -42,23 +43,40 @@ func (w *Worker) subscribeCancels(ctx context.Context) (*nats.Subscription, erro
 	return sub, nil
 }
 
-// onCancel cancels the running activities a notice names.
+// onCancel cancels the running activities a notice names, and remembers
+// the notice so that the queued attempts it names are not started.
 func (w *Worker) onCancel(ctx context.Context, m *nats.Msg) {
-	var c task.Cancel
-	if err := json.Unmarshal(m.Data, &c); err != nil || c.RunID == "" {
+	c, err := decodeCancel(m.Data)
+	if err != nil {
 		w.logger.WarnContext(ctx, "worker: undecodable cancel notice ignored", "subject", m.Subject, "err", err)
 		return
 	}
+	w.running.recent.add(c)
 	if n := w.running.cancel(c); n > 0 {
 		w.logger.InfoContext(ctx, "worker: cancel notice stopped running activities",
 			"run_id", c.RunID, "activities", n, "reason", c.Reason)
 	}
 }
 
-// runningSet tracks the running attempts by run, for cancel notices.
+// decodeCancel decodes a cancel notice; one without a run id is an error.
+func decodeCancel(data []byte) (task.Cancel, error) {
+	var c task.Cancel
+	if err := json.Unmarshal(data, &c); err != nil {
+		return task.Cancel{}, err
+	}
+	if c.RunID == "" {
+		return task.Cancel{}, errors.New("the notice has no runId")
+	}
+	return c, nil
+}
+
+// runningSet tracks the running attempts by run, for cancel notices, and
+// the notices heard recently (recent), for the attempts not started yet.
 type runningSet struct {
-	mu    sync.Mutex
-	byRun map[string]map[*runningAttempt]struct{}
+	mu     sync.Mutex
+	byRun  map[string]map[*runningAttempt]struct{}
+	recent recentCancels
+	lookup cancelLookup
 }
 
 type runningAttempt struct {

@@ -18,8 +18,9 @@ import (
 )
 
 // handle runs one delivered task through the protocol (docs/worker-protocol.md,
-// "Taking tasks"): decode, report StepStarted, run, report the outcome and
-// wait for its PubAck, and only then ack. It logs the delivery's start and
+// "Taking tasks"): decode, drop it if its run's cancel notice covers it
+// (dropCancelled), report StepStarted, run, report the outcome and wait
+// for its PubAck, and only then ack. It logs the delivery's start and
 // end (attemptlog.go). beat is the default heartbeat interval. ctx ends on
 // a hard stop, which abandons the task.
 func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, beat time.Duration) {
@@ -33,6 +34,9 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, beat time.Durati
 	defer span.End()
 	log := w.logger.With("run_id", t.RunID, "step_id", t.StepID, "logical_attempt_id", t.LogicalAttemptID,
 		"engine_attempt_id", d.attempt, "activity", t.Activity)
+	if w.dropCancelled(ctx, msg, t, log) {
+		return
+	}
 	begun := time.Now()
 	log.InfoContext(ctx, "worker: attempt started")
 	x := w.runTask(ctx, msg, d, beat, log)

@@ -1,0 +1,142 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/weftrun/weft/pkg/streams"
+	"github.com/weftrun/weft/pkg/task"
+)
+
+// maxRecentCancels bounds the cancel notices a worker remembers (one per
+// run, the oldest forgotten first). It is a cache in front of the lookup
+// in WEFT_CANCELS, not the record: a forgotten notice costs one direct
+// get when a task of its run arrives, never a wrong answer.
+const maxRecentCancels = 4096
+
+// recentCancels remembers the last maxRecentCancels notices heard, by run.
+// The zero value is empty and ready; it is safe for concurrent use.
+type recentCancels struct {
+	mu    sync.Mutex
+	byRun map[string]task.Cancel
+	order []string // runs in the order first heard, oldest first
+}
+
+// add remembers c, the run's latest notice.
+func (r *recentCancels) add(c task.Cancel) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byRun == nil {
+		r.byRun = make(map[string]task.Cancel)
+	}
+	if _, ok := r.byRun[c.RunID]; !ok {
+		if len(r.order) == maxRecentCancels {
+			delete(r.byRun, r.order[0])
+			r.order = r.order[1:]
+		}
+		r.order = append(r.order, c.RunID)
+	}
+	r.byRun[c.RunID] = c
+}
+
+// get returns the run's remembered notice.
+func (r *recentCancels) get(runID string) (task.Cancel, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.byRun[runID]
+	return c, ok
+}
+
+// cancelLookup reads a run's notice from WEFT_CANCELS. It holds the
+// stream's handle once one lookup got it. The zero value is ready.
+type cancelLookup struct {
+	mu     sync.Mutex
+	stream jetstream.Stream
+}
+
+// handle returns the stream's handle, getting it on first use (one
+// STREAM.INFO request; it fails while the stream does not exist).
+func (l *cancelLookup) handle(ctx context.Context, js jetstream.JetStream) (jetstream.Stream, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stream != nil {
+		return l.stream, nil
+	}
+	s, err := js.Stream(ctx, streams.CancelsStream)
+	if err != nil {
+		return nil, err
+	}
+	l.stream = s
+	return s, nil
+}
+
+// last returns the run's notice in WEFT_CANCELS: the last message on
+// weft.cancel.<runID>, by a direct get. ok is false when the run has none.
+func (l *cancelLookup) last(ctx context.Context, js jetstream.JetStream, runID string) (c task.Cancel, ok bool, err error) {
+	subject, err := streams.CancelSubject(runID)
+	if err != nil {
+		return task.Cancel{}, false, err
+	}
+	s, err := l.handle(ctx, js)
+	if err != nil {
+		return task.Cancel{}, false, err
+	}
+	m, err := s.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return task.Cancel{}, false, nil
+	}
+	if err != nil {
+		return task.Cancel{}, false, err
+	}
+	if c, err = decodeCancel(m.Data); err != nil {
+		return task.Cancel{}, false, fmt.Errorf("undecodable notice at stream sequence %d: %w", m.Sequence, err)
+	}
+	if c.RunID != runID {
+		return task.Cancel{}, false, fmt.Errorf("the notice at stream sequence %d is for run %s", m.Sequence, c.RunID)
+	}
+	return c, true, nil
+}
+
+// cancelled reports whether t's attempt was cancelled before it started:
+// by a notice this worker heard (recentCancels), or else by the run's
+// notice in WEFT_CANCELS, which covers notices published while no worker
+// was subscribed. It fails open: when the lookup fails (within
+// PublishTimeout), the attempt is not reported cancelled.
+func (w *Worker) cancelled(ctx context.Context, t task.Task, log *slog.Logger) (task.Cancel, bool) {
+	c, ok := w.running.recent.get(t.RunID)
+	if !ok {
+		lctx, cancel := context.WithTimeout(ctx, w.cfg.PublishTimeout)
+		defer cancel()
+		var err error
+		if c, ok, err = w.running.lookup.last(lctx, w.js, t.RunID); err != nil {
+			log.WarnContext(ctx, "worker: cancel notice lookup failed; starting the attempt", "err", err)
+			return task.Cancel{}, false
+		}
+		if ok {
+			w.running.recent.add(c)
+		}
+	}
+	return c, ok && c.Covers(t.StepID, t.LogicalAttemptID)
+}
+
+// dropCancelled drops a delivered attempt its run's cancel notice covers
+// and reports whether it did: the attempt is not started, nothing is
+// reported (the engine recorded the step CANCELLED with RunCancelled),
+// and the task is terminated so it is never redelivered. A term that
+// fails is logged; the redelivery is dropped the same way.
+func (w *Worker) dropCancelled(ctx context.Context, msg jetstream.Msg, t task.Task, log *slog.Logger) bool {
+	c, ok := w.cancelled(ctx, t, log)
+	if !ok {
+		return false
+	}
+	log.InfoContext(ctx, "worker: attempt of a cancelled run dropped, not started", "reason", c.Reason)
+	if err := msg.TermWithReason("run cancelled"); err != nil {
+		log.WarnContext(ctx, "worker: term of a cancelled attempt failed; it comes back and is dropped again", "err", err)
+	}
+	return true
+}
