@@ -10,7 +10,7 @@
 // Subjects:
 //
 //	weft.events.<runId>    WEFT_EVENTS   run events, relayed from the outbox
-//	weft.tasks.<queue>     WEFT_TASKS    activity tasks (work queue)
+//	weft.tasks.<queue>[.<lane>]  WEFT_TASKS  activity tasks (work queue)
 //	weft.results.<runId>   WEFT_RESULTS  worker results
 //	weft.cancel.<runId>    WEFT_CANCELS  cancel notices to workers, relayed from the outbox
 //	weft.signals.<runId>   (core NATS)   the gateway's signal ingress
@@ -119,14 +119,17 @@ func Events(cfg Config) jetstream.StreamConfig {
 }
 
 // Tasks returns the definition of WEFT_TASKS. Work-queue retention: each
-// task is held until one worker acks it, and each queue has one durable
-// consumer (TaskConsumer) shared by every worker of the queue.
+// task is held until one worker acks it. It captures weft.tasks.>: a
+// queue's tasks of no tenant on weft.tasks.<queue>, read through the
+// queue's durable consumer (TaskConsumer), and each tenant's on its lane,
+// weft.tasks.<queue>.<token>, read through the lane's (TaskLaneConsumer);
+// every worker of the queue shares them.
 //
 // Unlike WEFT_EVENTS it allows deleting a message: an operator may remove a
 // poison task, and the engine's sweep sends again any task that goes
 // missing (docs/engine.md, "Sweeps").
 func Tasks(cfg Config) jetstream.StreamConfig {
-	sc := base(TasksStream, "Weft activity tasks, one subject per queue", TasksSubjectPrefix+".*", cfg)
+	sc := base(TasksStream, "Weft activity tasks, one subject per queue and tenant lane", TasksSubjectPrefix+".>", cfg)
 	sc.Retention = jetstream.WorkQueuePolicy
 	sc.DenyDelete = false
 	return sc

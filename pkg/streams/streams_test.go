@@ -40,7 +40,7 @@ func TestTasksAndResultsDefinitions(t *testing.T) {
 	t.Parallel()
 	tasks := streams.Tasks(streams.Config{})
 	require.Equal(t, streams.TasksStream, tasks.Name)
-	require.Equal(t, []string{"weft.tasks.*"}, tasks.Subjects)
+	require.Equal(t, []string{"weft.tasks.>"}, tasks.Subjects)
 	require.Equal(t, jetstream.WorkQueuePolicy, tasks.Retention, "a task leaves the stream once acked")
 	require.False(t, tasks.DenyDelete, "an operator may delete a poison task")
 	results := streams.Results(streams.Config{})
