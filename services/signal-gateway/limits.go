@@ -25,7 +25,7 @@ func (s *Service) authenticate(header string) (auth.Principal, error) {
 // CodeRateLimited, whose RetryAfter is when the key's bucket will hold n,
 // when it holds fewer now; a refused request takes nothing from it.
 func (s *Service) limitKey(p auth.Principal, n int) error {
-	ok, wait := s.keyRate.Allow(p.TenantID+"/"+p.KeyID, n)
+	ok, wait := s.keyRate.Allow(p.TenantID+"\x00"+p.KeyID, n)
 	if ok {
 		return nil
 	}

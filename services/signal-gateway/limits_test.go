@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -179,4 +180,31 @@ func TestKeyRateRefusesBadConfig(t *testing.T) {
 	_, err := gateway.New(weftest.NewDB(t).Pool, nil, gateway.Config{Keys: testKeys(t), KeyRate: keylimit.Limit{Rate: 1, Burst: -1}},
 		slog.New(slog.DiscardHandler))
 	require.ErrorIs(t, err, keylimit.ErrConfig)
+}
+
+// TestKeyRateParallelStarts reproduces issue #17's 1,000 parallel starts
+// from one key: under the default KeyRate, on a clock that does not move,
+// exactly the burst is approved and every other start is refused 429
+// without a row written.
+func TestKeyRateParallelStarts(t *testing.T) {
+	t.Parallel()
+	const starts = 1000
+	clk := intaketest.NewClock(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+	s := setup(t, gateway.Config{DisableScheduler: true, Intake: gateway.IntakeConfig{Now: clk.Now}})
+	bodies := make([][]byte, starts)
+	for i := range bodies {
+		bodies[i] = startJSON(t, fmt.Sprint("flood-", i))
+	}
+	statuses := make([]int, starts)
+	var wg sync.WaitGroup
+	for i := range starts {
+		wg.Go(func() { statuses[i] = s.postStatus("/v1/runs", operatorToken, bodies[i]) })
+	}
+	wg.Wait()
+	byStatus := map[int]int{}
+	for _, st := range statuses {
+		byStatus[st]++
+	}
+	require.Equal(t, map[int]int{http.StatusCreated: keylimit.DefaultBurst, http.StatusTooManyRequests: starts - keylimit.DefaultBurst}, byStatus)
+	require.Equal(t, keylimit.DefaultBurst, s.counts(t).requests, "a run request row for each approved start, none for a refused one")
 }
