@@ -36,6 +36,13 @@ const (
 	// only their outcome, short enough that a person watching a run sees a
 	// longer one start.
 	DefaultStartedAfter = 100 * time.Millisecond
+	// DefaultLanePollInterval is how often an idle worker asks the stream
+	// which tenant lanes of its queue hold tasks. A task the worker sees
+	// published is taken at once; the poll finds those it did not see
+	// (published before it started, or while it was disconnected) and
+	// those made available again without a publish (given back, or their
+	// AckWait passed).
+	DefaultLanePollInterval = time.Second
 )
 
 // resultHeadroom is the room a result message needs beside its output: ids,
@@ -83,6 +90,16 @@ type Config struct {
 	// activity runs, as a keyed attempt always does. Default
 	// DefaultStartedAfter.
 	StartedAfter time.Duration
+	// LanePollInterval is how often the worker, while it has a free slot
+	// and no task, asks the stream which tenant lanes of its queue hold
+	// tasks. Default DefaultLanePollInterval.
+	LanePollInterval time.Duration
+	// LaneInactiveThreshold is how long a tenant lane's consumer lives with
+	// no worker pulling from it before the server deletes it
+	// (streams.TaskLaneConsumer); at least a second. Default
+	// streams.DefaultLaneInactiveThreshold. Like AckWait, the worker that
+	// created or updated a lane last sets it.
+	LaneInactiveThreshold time.Duration
 	// Logger receives the worker's logs. Nil discards them.
 	Logger *slog.Logger
 	// MeterProvider receives the metrics of the queue's consumer
@@ -106,6 +123,8 @@ func (c Config) WithDefaults() Config {
 	c.PublishTimeout = cmp.Or(c.PublishTimeout, DefaultPublishTimeout)
 	c.RedeliveryDelay = cmp.Or(c.RedeliveryDelay, DefaultRedeliveryDelay)
 	c.StartedAfter = cmp.Or(c.StartedAfter, DefaultStartedAfter)
+	c.LanePollInterval = cmp.Or(c.LanePollInterval, DefaultLanePollInterval)
+	c.LaneInactiveThreshold = cmp.Or(c.LaneInactiveThreshold, streams.DefaultLaneInactiveThreshold)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -113,10 +132,14 @@ func (c Config) WithDefaults() Config {
 }
 
 // Validate reports whether c, after defaults, is usable: a valid queue
-// token, positive counts and durations, an AckWait of at least a second.
+// token without streams.LaneSeparator, positive counts and durations, an
+// AckWait and a LaneInactiveThreshold of at least a second.
 func (c Config) Validate() error {
 	c = c.WithDefaults()
 	if _, err := streams.TaskConsumer(c.Queue, c.AckWait); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if _, err := streams.TaskLaneConsumer(c.Queue, "lane", c.AckWait, c.LaneInactiveThreshold); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	switch {
@@ -128,6 +151,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: PublishTimeout %v is not positive", ErrInvalidConfig, c.PublishTimeout)
 	case c.RedeliveryDelay <= 0:
 		return fmt.Errorf("%w: RedeliveryDelay %v is not positive", ErrInvalidConfig, c.RedeliveryDelay)
+	case c.LanePollInterval <= 0:
+		return fmt.Errorf("%w: LanePollInterval %v is not positive", ErrInvalidConfig, c.LanePollInterval)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -10,11 +9,6 @@ import (
 
 	"github.com/weftrun/weft/pkg/streams"
 )
-
-// fetchWait is how long one pull request waits for tasks. Stop cancels it
-// early; the server drops a request whose client went away, so no task is
-// delivered to a pull nobody reads.
-const fetchWait = 30 * time.Second
 
 // Backoff after a failed pull request (the server unreachable, the consumer
 // gone): doubling from minPullBackoff up to maxPullBackoff.
@@ -24,14 +18,20 @@ const (
 )
 
 // pull takes tasks while soft lasts and runs each on its own goroutine in
-// tasks. It asks JetStream only for as many tasks as it has free slots, so
-// at most Config.Concurrency tasks are delivered to this worker and not yet
-// settled, and none waits here while it could run elsewhere.
+// tasks, fairly across the queue's lanes (lanes.go): for each free slot it
+// pulls one task from the next lane, in round-robin order, that has one,
+// so one tenant's backlog delays another tenant's task by at most one
+// task per slot. It pulls only when it holds a free slot, so at most
+// Config.Concurrency tasks are delivered to this worker and not yet
+// settled, and none waits here while it could run elsewhere. With no task
+// anywhere it waits for news of one: a publish seen on the bus, or its
+// poll of the stream every Config.LanePollInterval.
 //
-// It keeps the consumer meanwhile (keeper.Keep): a failed pull request
-// asks the keeper to check it now. cons addresses the consumer by name, so
-// it pulls from the consumer the keeper creates again. A nil cons (its
-// creation at start failed) is the first one the keeper creates.
+// It keeps the queue's own consumer meanwhile (keeper.Keep): a failed pull
+// from it asks the keeper to check it now. cons addresses the consumer by
+// name, so it pulls from the consumer the keeper creates again. A nil
+// cons (its creation at start failed) is the first one the keeper creates.
+// A tenant lane whose consumer is gone is created again.
 func (w *Worker) pull(ctx, soft context.Context, keeper *streams.Keeper, cons jetstream.Consumer, tasks *sync.WaitGroup, beat time.Duration) {
 	var keeping sync.WaitGroup
 	defer keeping.Wait()
@@ -43,32 +43,86 @@ func (w *Worker) pull(ctx, soft context.Context, keeper *streams.Keeper, cons je
 			return
 		}
 	}
+	ls, err := newLanes(w, cons)
+	if err != nil {
+		w.logger.ErrorContext(ctx, "worker: cannot take tasks", "err", err)
+		return
+	}
+	subs, err := ls.watch()
+	if err != nil {
+		w.logger.WarnContext(ctx, "worker: not watching the queue; new tasks wait for the next poll", "err", err)
+	}
+	defer unsubscribe(subs)
+	ls.poll(soft)
 	slots := make(semaphore, w.cfg.Concurrency)
-	backoff := minPullBackoff
-	for {
-		n := slots.acquire(soft)
-		if n == 0 {
+	for slots.acquire1(soft) {
+		msg, ok := w.next(soft, ls, keeper)
+		if !ok {
 			return
 		}
-		handed, err := w.fetch(ctx, soft, cons, n, func(msg jetstream.Msg) {
-			tasks.Go(func() {
-				defer slots.release(1)
-				w.handle(ctx, msg, beat)
-			})
+		if soft.Err() != nil {
+			w.giveBack(ctx, msg)
+			return
+		}
+		tasks.Go(func() {
+			defer slots.release(1)
+			w.handle(ctx, msg, beat)
 		})
-		slots.release(n - handed)
-		if err == nil {
-			backoff = minPullBackoff
+	}
+}
+
+// next returns the next task for the slot the caller holds, waiting for
+// one as long as soft lasts; ok is false once soft has ended.
+func (w *Worker) next(soft context.Context, ls *lanes, keeper *streams.Keeper) (jetstream.Msg, bool) {
+	poll := time.NewTicker(w.cfg.LanePollInterval)
+	defer poll.Stop()
+	backoff := minPullBackoff
+	for soft.Err() == nil {
+		ls.absorb(soft)
+		msg, l, err := ls.take()
+		if msg != nil {
+			return msg, true
+		}
+		if err != nil {
+			if !w.pullFailed(soft, ls, l, keeper, err, backoff) {
+				return nil, false
+			}
+			backoff = min(2*backoff, maxPullBackoff)
 			continue
 		}
-		keeper.Suspect(err)
-		w.epoch.distrust(time.Now())
-		w.logger.WarnContext(ctx, "worker: pull request failed; retrying", "err", err, "backoff", backoff.String())
-		if !wait(soft, backoff) {
-			return
+		backoff = minPullBackoff
+		select {
+		case <-soft.Done():
+			return nil, false
+		case <-ls.wake:
+		case <-poll.C:
+			ls.poll(soft)
 		}
-		backoff = min(2*backoff, maxPullBackoff)
 	}
+	return nil, false
+}
+
+// pullFailed handles a failed pull from l: it makes the epoch distrusted;
+// a tenant lane whose consumer is gone is dropped and hinted, so that it
+// is created again; another failure of a tenant lane is retried; one of
+// the queue's own consumer asks the keeper to check it. Then it waits
+// backoff. It reports whether soft lasted.
+func (w *Worker) pullFailed(soft context.Context, ls *lanes, l *lane, keeper *streams.Keeper, err error, backoff time.Duration) bool {
+	if soft.Err() != nil {
+		return false
+	}
+	w.epoch.distrust(time.Now())
+	if l.token != "" && gone(err) {
+		w.logger.InfoContext(soft, "worker: a tenant lane's consumer is gone; creating it again", "lane", l.token, "err", err)
+		ls.drop(l)
+		ls.hint(ls.queue + "." + l.token)
+		return wait(soft, backoff)
+	}
+	if l.token == "" {
+		keeper.Suspect(err)
+	}
+	w.logger.WarnContext(soft, "worker: pull request failed; retrying", "lane", l.token, "err", err, "backoff", backoff.String())
+	return wait(soft, backoff)
 }
 
 // keep runs keeper.Keep in keeping until soft ends. Each consumer the
@@ -88,33 +142,6 @@ func (w *Worker) keep(soft context.Context, keeper *streams.Keeper, keeping *syn
 	return created
 }
 
-// fetch sends one pull request for up to n tasks and hands each delivered
-// task to run, except those delivered once soft has ended, which it gives
-// back at once. It returns how many tasks it handed to run (each holds a
-// slot until run's goroutine ends), and the request's error unless the
-// request merely expired or was cancelled by Stop.
-func (w *Worker) fetch(ctx, soft context.Context, cons jetstream.Consumer, n int, run func(jetstream.Msg)) (int, error) {
-	fctx, cancel := context.WithTimeout(soft, fetchWait)
-	defer cancel()
-	batch, err := cons.Fetch(n, jetstream.FetchContext(fctx))
-	if err != nil {
-		return 0, err
-	}
-	handed := 0
-	for msg := range batch.Messages() {
-		if soft.Err() != nil {
-			w.giveBack(ctx, msg)
-			continue
-		}
-		run(msg)
-		handed++
-	}
-	if err := batch.Error(); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-		return handed, err
-	}
-	return handed, nil
-}
-
 // giveBack naks a task this worker will not run, so JetStream hands it to
 // another worker now rather than after AckWait.
 func (w *Worker) giveBack(ctx context.Context, msg jetstream.Msg) {
@@ -126,24 +153,15 @@ func (w *Worker) giveBack(ctx context.Context, msg jetstream.Msg) {
 // semaphore counts the busy task slots: one token per slot in use.
 type semaphore chan struct{}
 
-// acquire waits for at least one free slot and takes every free slot,
-// returning how many it took, or 0 once ctx ends.
-func (s semaphore) acquire(ctx context.Context) int {
+// acquire1 waits for a free slot and takes it; it reports false, taking
+// none, once ctx ends.
+func (s semaphore) acquire1(ctx context.Context) bool {
 	select {
 	case s <- struct{}{}:
+		return true
 	case <-ctx.Done():
-		return 0
+		return false
 	}
-	n := 1
-	for n < cap(s) {
-		select {
-		case s <- struct{}{}:
-			n++
-		default:
-			return n
-		}
-	}
-	return n
 }
 
 // release frees n slots.

@@ -1,0 +1,242 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/weftrun/weft/pkg/streams"
+)
+
+// lane is one consumer the worker takes tasks from: the queue's own, of
+// the tasks of no tenant (token ""), or a tenant's lane.
+type lane struct {
+	token string
+	cons  jetstream.Consumer
+	// ready is set when the lane may hold a task no worker holds (a task
+	// published on it, or the stream counting tasks on it) and cleared
+	// when a pull from it finds none.
+	ready bool
+}
+
+// lanes is the fair scheduler's view of the queue: its lanes in a fixed
+// round-robin order, the queue's own first, and the tokens of lanes that
+// news of a task (a publish seen on the bus, a poll of the stream) has
+// marked ready since the scheduler last looked. Only the scheduler's
+// goroutine uses list and last; hints is shared with the NATS callback.
+type lanes struct {
+	w      *Worker
+	queue  string // weft.tasks.<queue>
+	filter string // weft.tasks.<queue>.*
+	list   []*lane
+	last   *lane // the lane of the last task taken
+
+	mu    sync.Mutex
+	hints map[string]struct{}
+	wake  chan struct{}
+}
+
+// newLanes returns the lanes of the worker's queue, with the queue's own
+// consumer as the only lane so far, marked ready.
+func newLanes(w *Worker, own jetstream.Consumer) (*lanes, error) {
+	queue, err := streams.TaskSubject(w.cfg.Queue)
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	return &lanes{w: w, queue: queue, filter: queue + ".*",
+		list:  []*lane{{cons: own, ready: true}},
+		hints: make(map[string]struct{}),
+		wake:  make(chan struct{}, 1),
+	}, nil
+}
+
+// watch subscribes to the queue's subjects on core NATS: each task the
+// engine publishes reaches the worker too, and marks its lane ready, so an
+// idle worker takes it at once instead of at its next poll. The caller
+// unsubscribes. A worker not allowed to subscribe still takes every task,
+// at its next poll (Config.LanePollInterval).
+func (ls *lanes) watch() ([]*nats.Subscription, error) {
+	nc := ls.w.js.Conn()
+	if nc == nil {
+		return nil, nil
+	}
+	var subs []*nats.Subscription
+	for _, subject := range []string{ls.queue, ls.filter} {
+		sub, err := nc.Subscribe(subject, func(m *nats.Msg) { ls.hint(m.Subject) })
+		if err != nil {
+			unsubscribe(subs)
+			return nil, fmt.Errorf("worker: watch %s: %w", subject, err)
+		}
+		subs = append(subs, sub)
+	}
+	return subs, nil
+}
+
+func unsubscribe(subs []*nats.Subscription) {
+	for _, s := range subs {
+		_ = s.Unsubscribe()
+	}
+}
+
+// hint marks the lane of subject ready and wakes the scheduler. It never
+// blocks.
+func (ls *lanes) hint(subject string) {
+	token := ""
+	if subject != ls.queue {
+		token = strings.TrimPrefix(subject, ls.queue+".")
+	}
+	ls.mu.Lock()
+	ls.hints[token] = struct{}{}
+	ls.mu.Unlock()
+	select {
+	case ls.wake <- struct{}{}:
+	default:
+	}
+}
+
+// absorb marks ready every lane hinted since the last call, creating the
+// lane consumers of tenants the worker has not seen (or whose consumer
+// went away).
+func (ls *lanes) absorb(ctx context.Context) {
+	ls.mu.Lock()
+	hints := ls.hints
+	ls.hints = make(map[string]struct{})
+	ls.mu.Unlock()
+	for token := range hints {
+		if l := ls.lane(ctx, token); l != nil {
+			l.ready = true
+		}
+	}
+}
+
+// lane returns the lane of token, creating its consumer when the worker
+// has none; nil when the token is not a lane token or the creation fails
+// (the next poll tries again).
+func (ls *lanes) lane(ctx context.Context, token string) *lane {
+	for _, l := range ls.list {
+		if l.token == token {
+			return l
+		}
+	}
+	cons, err := ls.ensure(ctx, token)
+	if err != nil {
+		ls.w.logger.WarnContext(ctx, "worker: cannot create a tenant lane's consumer", "lane", token, "err", err)
+		return nil
+	}
+	l := &lane{token: token, cons: cons}
+	ls.list = append(ls.list, l)
+	return l
+}
+
+// ensure creates or updates the consumer of the lane token. A consumer
+// that did not exist makes the delivery epoch distrusted: the tasks on the
+// lane may have been delivered before, through a lane deleted since.
+func (ls *lanes) ensure(ctx context.Context, token string) (jetstream.Consumer, error) {
+	cc, err := streams.TaskLaneConsumer(ls.w.cfg.Queue, token, ls.w.cfg.AckWait, ls.w.cfg.LaneInactiveThreshold)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := ls.w.js.Consumer(ctx, streams.TasksStream, cc.Durable); errors.Is(err, jetstream.ErrConsumerNotFound) {
+		ls.w.epoch.distrust(time.Now())
+	}
+	cons, err := ls.w.js.CreateOrUpdateConsumer(ctx, streams.TasksStream, cc)
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s: %w", cc.Durable, err)
+	}
+	return cons, nil
+}
+
+// poll asks the stream which lanes hold tasks and hints each, and the
+// queue's own consumer: it finds the tenants whose tasks were published
+// while the worker was not watching, and tasks made available again
+// without a publish (given back, or their AckWait passed).
+func (ls *lanes) poll(ctx context.Context) {
+	ls.hint(ls.queue)
+	stream, err := ls.w.js.Stream(ctx, streams.TasksStream)
+	if err != nil {
+		ls.w.logger.DebugContext(ctx, "worker: lanes poll failed", "err", err)
+		return
+	}
+	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(ls.filter))
+	if err != nil {
+		ls.w.logger.DebugContext(ctx, "worker: lanes poll failed", "err", err)
+		return
+	}
+	for subject, n := range info.State.Subjects {
+		if n > 0 {
+			ls.hint(subject)
+		}
+	}
+}
+
+// drop removes the lane of a tenant whose consumer is gone; a later hint
+// or poll creates it again.
+func (ls *lanes) drop(l *lane) {
+	for i, x := range ls.list {
+		if x == l {
+			ls.list = append(ls.list[:i], ls.list[i+1:]...)
+			return
+		}
+	}
+}
+
+// take pulls one task from the first ready lane after the lane of the
+// last task taken, in round-robin order, so that while k lanes have work
+// each gets every k-th free slot, a lane added since included. It returns
+// a nil msg when no ready lane has a task, and the lane of a failed pull
+// with its error.
+func (ls *lanes) take() (jetstream.Msg, *lane, error) {
+	n := len(ls.list)
+	start := 0
+	for i, l := range ls.list {
+		if l == ls.last {
+			start = i + 1
+		}
+	}
+	for i := range n {
+		l := ls.list[(start+i)%n]
+		if !l.ready {
+			continue
+		}
+		msg, err := fetchOne(l.cons)
+		if err != nil {
+			return nil, l, err
+		}
+		if msg == nil {
+			l.ready = false
+			continue
+		}
+		ls.last = l
+		return msg, l, nil
+	}
+	return nil, nil, nil
+}
+
+// fetchOne pulls at most one task, without waiting for one.
+func fetchOne(cons jetstream.Consumer) (jetstream.Msg, error) {
+	batch, err := cons.FetchNoWait(1)
+	if err != nil {
+		return nil, err
+	}
+	var msg jetstream.Msg
+	for m := range batch.Messages() {
+		msg = m
+	}
+	if err := batch.Error(); err != nil {
+		return msg, err
+	}
+	return msg, nil
+}
+
+// gone reports whether err says a lane's consumer no longer exists.
+func gone(err error) bool {
+	return errors.Is(err, jetstream.ErrConsumerDeleted) ||
+		errors.Is(err, jetstream.ErrConsumerNotFound) ||
+		errors.Is(err, nats.ErrNoResponders)
+}
