@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/weftrun/weft/internal/metrics"
 	"github.com/weftrun/weft/internal/metrics/metricstest"
+	"github.com/weftrun/weft/internal/weftest"
 	"github.com/weftrun/weft/pkg/api"
 	gateway "github.com/weftrun/weft/services/signal-gateway"
 	"github.com/weftrun/weft/services/signal-gateway/internal/jsonrpc"
@@ -152,4 +154,17 @@ func (s *stack) postStatus(path, token string, body []byte) int {
 	}
 	_ = resp.Body.Close()
 	return resp.StatusCode
+}
+
+func TestTenantQuotaRefusesNegative(t *testing.T) {
+	t.Parallel()
+	pool := weftest.NewDB(t).Pool
+	for _, cfg := range []gateway.Config{
+		{Schedules: gateway.ScheduleConfig{MaxPerTenant: -1}},
+		{Triggers: gateway.TriggerConfig{MaxPerTenant: -1}},
+	} {
+		cfg.Keys = testKeys(t)
+		_, err := gateway.New(pool, nil, cfg, slog.New(slog.DiscardHandler))
+		require.ErrorContains(t, err, "negative", "%+v", cfg)
+	}
 }
