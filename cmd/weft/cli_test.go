@@ -118,7 +118,7 @@ func TestExamplesParse(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob(example("*.yaml"))
 	require.NoError(t, err)
-	require.Len(t, files, 5)
+	require.Len(t, files, 6)
 	readme, err := os.ReadFile(example("README.md"))
 	require.NoError(t, err)
 	for _, f := range files {
@@ -140,8 +140,31 @@ func TestCLIAgainstTheDevStack(t *testing.T) {
 	t.Run("pause and cancel", func(t *testing.T) { testPauseCancel(t, s) })
 	t.Run("failing plan", func(t *testing.T) { testFailingPlan(t, s) })
 	t.Run("reads", func(t *testing.T) { testReads(t, s) })
+	t.Run("data flow", func(t *testing.T) { testDataFlow(t, s) })
 	t.Run("bad input", func(t *testing.T) { testBadInput(t, s) })
 	t.Run("dev token file", func(t *testing.T) { testDevTokenFile(t, s) })
+}
+
+// data-flow's run input reaches its first step, whose output reaches the
+// second, as the example's README says.
+func testDataFlow(t *testing.T, s *cliStack) {
+	t.Parallel()
+	r := s.weft(t, "run", "start", "-f", example("data-flow.yaml"), "--wait", "-o", "json",
+		"--input", `{"customer": "Ada", "items": [{"sku": "tea", "qty": 2}, {"sku": "cake", "qty": 1}]}`)
+	require.Equal(t, exitOK, r.code, "err: %v\nstderr: %s", r.err, r.errOut)
+	v := decode[api.RunView](t, r)
+	require.Equal(t, events.RunStatusCompleted, v.Status)
+	page := decode[api.EventPage](t, s.weft(t, "run", "events", v.RunID, "-o", "json"))
+	outputs := map[string]string{}
+	for _, e := range page.Events {
+		if e.EventType == events.StepCompleted {
+			var d events.StepCompletedData
+			require.NoError(t, e.Data(&d))
+			outputs[e.StepID] = string(d.Output)
+		}
+	}
+	require.JSONEq(t, `{"customer": "Ada", "skus": ["tea", "cake"], "lines": 2}`, outputs["order"])
+	require.JSONEq(t, `{"line": "Ada ordered tea, cake", "run": "`+v.RunID+`"}`, outputs["receipt"])
 }
 
 // hello, fan-out and retry run to COMPLETED under --wait -o json, exit 0,

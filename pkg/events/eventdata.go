@@ -80,6 +80,12 @@ type RunStartedData struct {
 type StepScheduledData struct {
 	Activity string `json:"activity"`
 	Queue    string `json:"queue"`
+	// Input is the input the attempt was dispatched with, its expressions
+	// resolved, when the plan step's input holds expressions (plan schema
+	// version 2); absent otherwise, when the plan's input is what ran. It
+	// is the record replay, the task, the UI and the CLI read: an
+	// expression is evaluated once, when its attempt is scheduled.
+	Input json.RawMessage `json:"input,omitempty"`
 }
 
 // StepStartedData is the payload of StepStarted.

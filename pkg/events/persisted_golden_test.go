@@ -83,6 +83,8 @@ func persistedRecords() []goldentest.Record {
 		payloadRecord("RunStarted", RunStartedData{EngineRunRef: json.RawMessage(`{"engine":"weft"}`),
 			DelayedUntil: goldenT0.Add(time.Minute)}),
 		payloadRecord("StepScheduled", StepScheduledData{Activity: "dbt.run", Queue: "default"}),
+		payloadRecord("StepScheduledResolved", StepScheduledData{Activity: "dbt.run", Queue: "default",
+			Input: json.RawMessage(`{"date":"2024-07-01","rows":3}`)}),
 		payloadRecord("StepStarted", StepStartedData{WorkerID: "worker-1"}),
 		payloadRecord("StepCompleted", completed),
 		payloadRecord("StepFailed", StepFailedData{Error: stepErr}),

@@ -81,6 +81,14 @@ const (
 	CodeDuplicateDependency = "DUPLICATE_DEPENDENCY"
 	// CodeCycle: the dependencies form a cycle; the message lists its path.
 	CodeCycle = "CYCLE"
+	// CodeInvalidExpression: an expression in a step's input that does not
+	// compile: a syntax error, an unknown variable, a step that is not an
+	// ancestor of this one, a type error known at submission, an unclosed
+	// "${{", or an expression longer than Limits.MaxExpressionBytes. The
+	// problem's field is the JSON path of the string in the step
+	// ("input.customer.name"), and its message starts with the column in the
+	// expression when there is one.
+	CodeInvalidExpression = "INVALID_EXPRESSION"
 )
 
 // Problem is one reason a plan was rejected.

@@ -85,6 +85,22 @@ func (g *graph) topo() []int {
 // declaration order.
 func (p *Plan) Dependants(id string) []string {
 	g := newGraph(p)
+	return g.reach(id, g.rdeps)
+}
+
+// Ancestors returns the ids of every step that step id depends on,
+// directly or transitively, in TopoOrder's order: the steps whose results
+// its expressions may read. It returns nil for an unknown id or a step
+// with no dependencies.
+func (p *Plan) Ancestors(id string) []string {
+	g := newGraph(p)
+	return g.reach(id, g.deps)
+}
+
+// reach returns the steps reached from step id along edges, id itself
+// left out, in topological order, then those topo leaves out in
+// declaration order.
+func (g *graph) reach(id string, edges [][]int) []string {
 	start, ok := g.index[id]
 	if !ok {
 		return nil
@@ -94,7 +110,7 @@ func (p *Plan) Dependants(id string) []string {
 	for len(stack) > 0 {
 		i := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for _, j := range g.rdeps[i] {
+		for _, j := range edges[i] {
 			if !reached[j] {
 				reached[j] = true
 				stack = append(stack, j)

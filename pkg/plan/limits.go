@@ -1,6 +1,10 @@
 package plan
 
-import "cmp"
+import (
+	"cmp"
+
+	"github.com/weftrun/weft/pkg/plan/expr"
+)
 
 // Default limits; see Limits.
 const (
@@ -31,16 +35,20 @@ type Limits struct {
 	// MaxIDBytes bounds planId, planVersion, step ids, queue and signal
 	// names, activity names, secret names and idempotency keys. Default 128.
 	MaxIDBytes int
+	// MaxExpressionBytes bounds the source of each expression in a step's
+	// input. Default expr.DefaultMaxExpressionBytes (4 KiB).
+	MaxExpressionBytes int
 }
 
 // DefaultLimits returns the limits the zero Limits stands for.
 func DefaultLimits() Limits {
 	return Limits{
-		MaxPlanBytes:      DefaultMaxPlanBytes,
-		MaxSteps:          DefaultMaxSteps,
-		MaxStepInputBytes: DefaultMaxStepInputBytes,
-		MaxDepth:          DefaultMaxDepth,
-		MaxIDBytes:        DefaultMaxIDBytes,
+		MaxPlanBytes:       DefaultMaxPlanBytes,
+		MaxSteps:           DefaultMaxSteps,
+		MaxStepInputBytes:  DefaultMaxStepInputBytes,
+		MaxDepth:           DefaultMaxDepth,
+		MaxIDBytes:         DefaultMaxIDBytes,
+		MaxExpressionBytes: expr.DefaultMaxExpressionBytes,
 	}
 }
 
@@ -49,10 +57,11 @@ func DefaultLimits() Limits {
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
 	return Limits{
-		MaxPlanBytes:      cmp.Or(max(l.MaxPlanBytes, 0), d.MaxPlanBytes),
-		MaxSteps:          cmp.Or(max(l.MaxSteps, 0), d.MaxSteps),
-		MaxStepInputBytes: cmp.Or(max(l.MaxStepInputBytes, 0), d.MaxStepInputBytes),
-		MaxDepth:          cmp.Or(max(l.MaxDepth, 0), d.MaxDepth),
-		MaxIDBytes:        cmp.Or(max(l.MaxIDBytes, 0), d.MaxIDBytes),
+		MaxPlanBytes:       cmp.Or(max(l.MaxPlanBytes, 0), d.MaxPlanBytes),
+		MaxSteps:           cmp.Or(max(l.MaxSteps, 0), d.MaxSteps),
+		MaxStepInputBytes:  cmp.Or(max(l.MaxStepInputBytes, 0), d.MaxStepInputBytes),
+		MaxDepth:           cmp.Or(max(l.MaxDepth, 0), d.MaxDepth),
+		MaxIDBytes:         cmp.Or(max(l.MaxIDBytes, 0), d.MaxIDBytes),
+		MaxExpressionBytes: cmp.Or(max(l.MaxExpressionBytes, 0), d.MaxExpressionBytes),
 	}
 }

@@ -58,7 +58,7 @@ func TestParseTestdata(t *testing.T) {
 			t.Parallel()
 			p, err := Parse(readTestdata(t, tt.file), Limits{})
 			require.NoError(t, err)
-			require.Equal(t, SchemaVersion, p.SchemaVersion)
+			require.Equal(t, 1, p.SchemaVersion, "a plan without expressions is of version 1")
 			require.Equal(t, tt.topo, p.TopoOrder())
 			require.Equal(t, tt.roots, p.Roots())
 			tt.check(t, p)
@@ -163,7 +163,7 @@ func TestParseStrict(t *testing.T) {
 		{"object for an array", `{"planId":"p","planVersion":"1","steps":{"id":"a"}}`, CodeMalformed, "", "steps", "must be an array"},
 		{"string for an array", `{"planId":"p","planVersion":"1","steps":[{"id":"a","activity":"echo","dependsOn":"b"}]}`, CodeMalformed, "a", "dependsOn", "must be an array"},
 		{"null array element", `{"planId":"p","planVersion":"1","steps":[null]}`, CodeMalformed, "", "steps[0]", "not null"},
-		{"newer schema version", `{"schemaVersion":2,"planId":"p","planVersion":"1","triggers":[],` + steps + `}`, CodeUnsupportedSchemaVersion, "", "schemaVersion", "upgrade"},
+		{"newer schema version", `{"schemaVersion":3,"planId":"p","planVersion":"1","triggers":[],` + steps + `}`, CodeUnsupportedSchemaVersion, "", "schemaVersion", "upgrade"},
 		{"schema version as a string", `{"schemaVersion":"1","planId":"p","planVersion":"1",` + steps + `}`, CodeMalformed, "", "schemaVersion", "integer"},
 		{"negative schema version", `{"schemaVersion":-1,"planId":"p","planVersion":"1",` + steps + `}`, CodeUnsupportedSchemaVersion, "", "schemaVersion", ""},
 	}
@@ -209,8 +209,8 @@ func TestParseNeverEchoesSecretKeys(t *testing.T) {
 func TestLimitsDefaults(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, DefaultLimits(), Limits{}.withDefaults())
-	require.Equal(t, DefaultLimits(), Limits{MaxPlanBytes: -1, MaxSteps: -1, MaxStepInputBytes: -1, MaxDepth: -1, MaxIDBytes: -1}.withDefaults())
-	require.Equal(t, Limits{MaxPlanBytes: 1 << 20, MaxSteps: 1000, MaxStepInputBytes: 64 << 10, MaxDepth: 64, MaxIDBytes: 128}, DefaultLimits())
+	require.Equal(t, DefaultLimits(), Limits{MaxPlanBytes: -1, MaxSteps: -1, MaxStepInputBytes: -1, MaxDepth: -1, MaxIDBytes: -1, MaxExpressionBytes: -1}.withDefaults())
+	require.Equal(t, Limits{MaxPlanBytes: 1 << 20, MaxSteps: 1000, MaxStepInputBytes: 64 << 10, MaxDepth: 64, MaxIDBytes: 128, MaxExpressionBytes: 4 << 10}, DefaultLimits())
 }
 
 // padTo pads a JSON document with spaces to exactly n bytes.

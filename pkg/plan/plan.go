@@ -5,9 +5,10 @@ import (
 	"time"
 )
 
-// SchemaVersion is the newest plan schema version this code reads and the
-// one it writes. Parse rejects a plan whose schemaVersion is higher.
-const SchemaVersion = 1
+// SchemaVersion is the newest plan schema version this code reads. Parse
+// rejects a plan whose schemaVersion is higher. Version 2 reads the
+// expressions of step inputs (SchemaVersionExpressions).
+const SchemaVersion = 2
 
 // Defaults applied by ApplyDefaults (and so by Parse) to activity steps.
 const (
@@ -22,8 +23,9 @@ const (
 // Field names and meanings never change within a SchemaVersion; additions
 // that older readers would misread need a new SchemaVersion.
 type Plan struct {
-	// SchemaVersion is the version of this JSON shape. Zero means 1; Parse
-	// and ApplyDefaults set it to SchemaVersion.
+	// SchemaVersion is the version of this JSON shape. Zero means the
+	// first version with what the plan uses: Parse and ApplyDefaults set it
+	// to SchemaVersionExpressions when a step's input holds "${{", else 1.
 	SchemaVersion int `json:"schemaVersion,omitempty"`
 	// PlanID names the plan. Required; obeys the id rules (see Validate).
 	PlanID string `json:"planId"`
@@ -126,7 +128,8 @@ func (s *Step) EffectiveKind() Kind {
 	return s.Kind
 }
 
-// ApplyDefaults fills in what a plan leaves to defaults: SchemaVersion, and
+// ApplyDefaults fills in what a plan leaves to defaults: SchemaVersion (see
+// the field), and
 // for each activity step Kind, Queue, Timeout and Retry (nil becomes
 // DefaultRetryPolicy; a RetryPolicy that is set is taken literally). It
 // also normalises empty lists to nil and Input to its compact JSON form
@@ -135,7 +138,7 @@ func (s *Step) EffectiveKind() Kind {
 // It does not validate.
 func (p *Plan) ApplyDefaults() {
 	if p.SchemaVersion == 0 {
-		p.SchemaVersion = SchemaVersion
+		p.SchemaVersion = p.schemaVersionFor()
 	}
 	for i := range p.Steps {
 		p.Steps[i].applyDefaults()

@@ -51,8 +51,12 @@ func (p *Plan) Validate(limits Limits) error {
 		v.validate(first)
 	}
 	if len(p.Steps) <= l.MaxSteps {
-		for _, c := range newGraph(p).cycles() {
+		cycles := newGraph(p).cycles()
+		for _, c := range cycles {
 			ps.add(c[0], "dependsOn", CodeCycle, "dependency cycle: %s (each step depends on the next)", formatCycle(c))
+		}
+		if len(cycles) == 0 {
+			p.expressions(&ps, l)
 		}
 	}
 	return ps.err()

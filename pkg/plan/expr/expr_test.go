@@ -15,7 +15,7 @@ var scope = expr.Scope{Ancestors: []string{"fetch", "price-check"}}
 var vars = expr.Vars{
 	Input: json.RawMessage(`{"customer": {"name": "Ada", "tier": "gold"}, "count": 2, "ratio": 0.5, "big": 9007199254740993}`),
 	Steps: map[string]expr.StepVars{
-		"fetch":       {Status: "COMPLETED", Output: json.RawMessage(`{"items": [{"sku": "a", "qty": 1}, {"sku": "b", "qty": 3}]}`), Artifacts: json.RawMessage(`[]`)},
+		"fetch":       {Status: "SUCCESS", Completed: true, Output: json.RawMessage(`{"items": [{"sku": "a", "qty": 1}, {"sku": "b", "qty": 3}]}`), Artifacts: json.RawMessage(`[]`)},
 		"price-check": {Status: "SKIPPED"},
 	},
 	Run: expr.RunVars{ID: "run-1", PlanID: "orders", PlanVersion: "3", TenantID: "acme", ProjectID: "p", EnvironmentID: "prod"},
@@ -81,9 +81,9 @@ func TestCompileProblems(t *testing.T) {
 	}{
 		{`{"a": "${{ input. }}"}`, "input.a", 7, "Syntax error", scope},
 		{`{"a": {"b": ["x", "${{ nope + 1 }}"]}}`, "input.a.b[1]", 1, "undeclared reference to 'nope'", scope},
-		{`{"a": "${{ steps.other.output }}"}`, "input.a", 6, `step "other" is not a step this one depends on`, scope},
-		{`{"a": "${{ steps['other'].output }}"}`, "input.a", 6, `step "other" is not a step this one depends on`, scope},
-		{`{"a": "${{ steps[input.name].output }}"}`, "input.a", 6, "indexed with a step id in quotes", scope},
+		{`{"a": "${{ steps.other.output }}"}`, "input.a", 7, `step "other" is not a step this one depends on`, scope},
+		{`{"a": "${{ steps['other'].output }}"}`, "input.a", 7, `step "other" is not a step this one depends on`, scope},
+		{`{"a": "${{ steps[input.name].output }}"}`, "input.a", 7, "indexed with a step id in quotes", scope},
 		{`{"a": "${{ item }}"}`, "input.a", 1, "undeclared reference to 'item'", scope},
 		{`{"a": "${{ 1 + }}"}`, "input.a", 0, "", scope},
 		{`{"a": "${{ input.x"}`, "input.a", 0, "is not closed with }}", scope},

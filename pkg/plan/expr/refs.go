@@ -17,9 +17,10 @@ import (
 func (c *compiler) refsOK(path string, ast *cel.Ast) bool {
 	native := ast.NativeRep()
 	ok := true
-	bad := func(id int64, format string, args ...any) {
+	// bad records a problem at the node id, shifted by skip columns.
+	bad := func(id int64, skip int, format string, args ...any) {
 		if ok {
-			c.add(path, native.SourceInfo().GetStartLocation(id).Column()+1, format, args...)
+			c.add(path, native.SourceInfo().GetStartLocation(id).Column()+1+skip, format, args...)
 			ok = false
 		}
 	}
@@ -27,7 +28,7 @@ func (c *compiler) refsOK(path string, ast *cel.Ast) bool {
 		switch e.Kind() {
 		case celast.SelectKind:
 			if sel := e.AsSelect(); isSteps(sel.Operand()) {
-				c.checkStep(sel.FieldName(), e.ID(), bad)
+				c.checkStep(sel.FieldName(), e.ID(), 1, bad) // a select is located at its '.'
 			}
 		case celast.CallKind:
 			call := e.AsCall()
@@ -36,9 +37,9 @@ func (c *compiler) refsOK(path string, ast *cel.Ast) bool {
 				return
 			}
 			if id, isString := stringLiteral(args[1]); isString {
-				c.checkStep(id, e.ID(), bad)
+				c.checkStep(id, args[1].ID(), 0, bad)
 			} else {
-				bad(e.ID(), "steps must be indexed with a step id in quotes, as steps[\"<id>\"]")
+				bad(e.ID(), 1, "steps must be indexed with a step id in quotes, as steps[\"<id>\"]")
 			}
 		default:
 		}
@@ -47,9 +48,9 @@ func (c *compiler) refsOK(path string, ast *cel.Ast) bool {
 }
 
 // checkStep reports id through bad unless it is an ancestor.
-func (c *compiler) checkStep(id string, at int64, bad func(int64, string, ...any)) {
+func (c *compiler) checkStep(id string, at int64, skip int, bad func(int64, int, string, ...any)) {
 	if !slices.Contains(c.scope.Ancestors, id) {
-		bad(at, "step %q is not a step this one depends on, directly or not: only their results can be read", id)
+		bad(at, skip, "step %q is not a step this one depends on, directly or not: only their results can be read", id)
 	}
 }
 

@@ -31,9 +31,11 @@ type Vars struct {
 
 // StepVars is what an expression reads of a step: steps.<id>.status,
 // .output and .artifacts. Output and Artifacts are absent (reading them is
-// an evaluation error) unless the step completed.
+// an evaluation error) unless the step completed; then they are null and
+// [] when empty.
 type StepVars struct {
 	Status    string
+	Completed bool
 	Output    json.RawMessage
 	Artifacts json.RawMessage
 }
@@ -52,12 +54,15 @@ func (v Vars) activation() (map[string]any, error) {
 	steps := make(map[string]any, len(v.Steps))
 	for id, s := range v.Steps {
 		m := map[string]any{"status": s.Status}
-		if s.Output != nil || s.Status == "COMPLETED" {
+		if s.Completed {
 			if m["output"], err = fromJSON(s.Output); err != nil {
 				return nil, fmt.Errorf("expr: the output of step %q: %w", id, err)
 			}
 			if m["artifacts"], err = fromJSON(s.Artifacts); err != nil {
 				return nil, fmt.Errorf("expr: the artifacts of step %q: %w", id, err)
+			}
+			if m["artifacts"] == nil {
+				m["artifacts"] = []any{}
 			}
 		}
 		steps[id] = m

@@ -46,6 +46,16 @@ type checkpointRecord struct {
 	Signals        []checkpointRef           `json:"signals,omitempty"`
 	Pending        []checkpointSignal        `json:"pending,omitempty"`
 	Buffered       []checkpointSignal        `json:"buffered,omitempty"`
+	Run            checkpointRun             `json:"run,omitzero"`
+}
+
+// checkpointRun is a RunInfo as a checkpoint records it.
+type checkpointRun struct {
+	TenantID      string `json:"tenantId,omitempty"`
+	ProjectID     string `json:"projectId,omitempty"`
+	EnvironmentID string `json:"environmentId,omitempty"`
+	PlanID        string `json:"planId,omitempty"`
+	Input         string `json:"input,omitempty"`
 }
 
 // checkpointStep is a StepState that left its initial state. It has
@@ -64,6 +74,9 @@ type checkpointStep struct {
 	ScheduledAt     time.Time         `json:"scheduledAt,omitzero"`
 	StartedAt       time.Time         `json:"startedAt,omitzero"`
 	ActivityKey     string            `json:"activityKey,omitempty"`
+	Input           string            `json:"input,omitempty"`
+	Output          string            `json:"output,omitempty"`
+	Artifacts       string            `json:"artifacts,omitempty"`
 }
 
 // checkpointRef is a SignalRef as a checkpoint records it.
@@ -95,7 +108,7 @@ func MarshalCheckpoint(p *plan.Plan, s State) ([]byte, error) {
 		Format: CheckpointFormat, RunID: s.RunID, PlanVersion: p.PlanVersion, Head: s.Head, Status: s.Status,
 		Pauses: s.Pauses, Resumes: s.Resumes, Failures: s.Failures, SignalsApplied: s.SignalsApplied,
 		Queued: s.Queued, DelayedUntil: s.DelayedUntil,
-		Pending: signalsOut(s.Pending), Buffered: signalsOut(s.Buffered),
+		Pending: signalsOut(s.Pending), Buffered: signalsOut(s.Buffered), Run: checkpointRun(s.Run),
 	}
 	for id, st := range s.Steps {
 		if st == initialStep() {
@@ -138,6 +151,7 @@ func RestoreCheckpoint(p *plan.Plan, data []byte) (State, error) {
 		s.Signals[SignalRef(ref)] = true
 	}
 	s.Pending, s.Buffered = signalsIn(rec.Pending), signalsIn(rec.Buffered)
+	s.Run = RunInfo(rec.Run)
 	return s, nil
 }
 

@@ -77,7 +77,8 @@ func checkpointGolden() State {
 		RunID: testRun, Status: events.RunStatusPaused, Head: 42,
 		Steps: map[string]StepState{
 			"a": {Status: events.StepStatusSuccess, Attempt: 2, Scheduled: true, EngineAttemptID: "3", SeriesStart: 1,
-				ScheduledAt: at, StartedAt: at.Add(time.Second), ActivityKey: "order-7"},
+				ScheduledAt: at, StartedAt: at.Add(time.Second), ActivityKey: "order-7",
+				Input: `{"order":7}`, Output: `{"rows":3,"note":"<ok>"}`, Artifacts: `[{"uri":"s3://b/k","kind":"csv"}]`},
 			"b": {Status: events.StepStatusPending, Attempt: 2, SeriesStart: 2, RetryAt: at.Add(time.Minute),
 				Error: events.StepError{Code: "BOOM", Message: "boom", Retryable: true, Category: "USER"}},
 			"w": {Status: events.StepStatusRunning, Attempt: 1, Scheduled: true, SeriesStart: 1,
@@ -90,6 +91,7 @@ func checkpointGolden() State {
 		Pending: []SignalAccepted{{SignalID: "s-3", Name: "later", Payload: json.RawMessage(`{"n": 1, "s": "x"}`),
 			EventID: "0190a8e2-7b3c-7000-8000-000000000003"}},
 		Buffered: []SignalAccepted{{SignalID: "s-1", Name: "go", EventID: "0190a8e2-7b3c-7000-8000-000000000001"}},
+		Run:      RunInfo{TenantID: "acme", ProjectID: "shop", EnvironmentID: "prod", PlanID: "p", Input: `{"date":"2024-07-01"}`},
 	}
 }
 
@@ -166,7 +168,7 @@ func TestCheckpointCoversState(t *testing.T) {
 		return out
 	}
 	require.Equal(t, []string{"RunID", "Status", "Head", "Steps", "Signals", "Pauses", "Resumes", "Failures",
-		"SignalsApplied", "Queued", "DelayedUntil", "Pending", "Buffered"}, fields(State{}),
+		"SignalsApplied", "Queued", "DelayedUntil", "Pending", "Buffered", "Run"}, fields(State{}),
 		"a State field changed: record it in checkpointRecord (checkpoint.go) and update this list")
 	// Now is never set on a signal the state keeps (accept drops it).
 	require.Equal(t, []string{"SignalID", "Name", "Payload", "EventID", "Now"}, fields(SignalAccepted{}),

@@ -107,4 +107,9 @@ const (
 	// CodeCancelled is the error of the reconciliation record of an
 	// attempt in flight when its run was cancelled.
 	CodeCancelled = "CANCELLED"
+	// CodeExpressionError fails, for good, a step whose input's
+	// expressions could not be evaluated when it was to be scheduled: a
+	// missing key, a type error, the cost budget, or a resolved input over
+	// plan.DefaultMaxStepInputBytes. The message names the JSON path.
+	CodeExpressionError = "EXPRESSION_ERROR"
 )

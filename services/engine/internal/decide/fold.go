@@ -49,6 +49,10 @@ func factOf(e events.Event) (fact, error) {
 		f.data, err = decode[events.SignalAcceptedData](e)
 	case events.RunStarted:
 		f.data, err = decode[events.RunStartedData](e)
+	case events.RunApproved:
+		f.data, err = decode[runApprovedData](e)
+	case events.StepCompleted:
+		f.data, err = decode[events.StepCompletedData](e)
 	default: // the other payloads hold nothing the state keeps
 	}
 	return f, err
@@ -74,6 +78,10 @@ func (s *State) apply(f fact) {
 		events.RunCompleted, events.RunFailed, events.RunCancelled:
 		if d, ok := f.data.(events.RunStartedData); ok && f.typ == events.RunStarted {
 			s.DelayedUntil = d.DelayedUntil
+		}
+		if d, ok := f.data.(runApprovedData); ok && s.Status == events.RunStatusPending {
+			s.Run = RunInfo{TenantID: d.TenantID, ProjectID: d.ProjectID, EnvironmentID: d.EnvironmentID,
+				PlanID: d.PlanID, Input: compactJSON(d.Input)}
 		}
 		s.applyRun(f.typ)
 	case events.StepScheduled, events.StepStarted, events.StepCompleted, events.StepFailed,
@@ -204,6 +212,7 @@ func (s *State) applyStep(f fact) {
 	case events.StepScheduled:
 		d, _ := f.data.(stepScheduledData)
 		st.Scheduled, st.RetryAt, st.Deadline, st.ScheduledAt = true, time.Time{}, d.Deadline, f.at
+		st.Input = compactJSON(d.Input)
 	case events.StepStarted:
 		if st.Status == events.StepStatusPending {
 			st.Status, st.Error, st.StartedAt = events.StepStatusRunning, events.StepError{}, f.at
@@ -228,7 +237,9 @@ func finish(st StepState, f fact) StepState {
 	}
 	switch f.typ {
 	case events.StepCompleted:
+		d := completedOf(f.data)
 		st.Status, st.Error = events.StepStatusSuccess, events.StepError{}
+		st.Output, st.Artifacts = compactJSON(d.Output), artifactsJSON(d.Artifacts)
 	case events.StepFailed:
 		d, _ := f.data.(events.StepFailedData)
 		st.Status, st.Error = events.StepStatusFailed, d.Error

@@ -38,6 +38,13 @@ type bundle struct {
 // ApplyDefaults from writing to steps that parallel tests share.
 func setup(t *testing.T, steps ...plan.Step) *bundle {
 	t.Helper()
+	return setupWith(t, events.RunApprovedData{}, steps...)
+}
+
+// setupWith is setup with the approval's tenant, project, environment and
+// input from approved.
+func setupWith(t *testing.T, approved events.RunApprovedData, steps ...plan.Step) *bundle {
+	t.Helper()
 	steps = slices.Clone(steps)
 	for i := range steps {
 		if r := steps[i].Retry; r != nil {
@@ -50,8 +57,8 @@ func setup(t *testing.T, steps ...plan.Step) *bundle {
 	p.ApplyDefaults()
 	b := &bundle{t: t, p: p, s: NewState(p), now: t0,
 		snap: events.RunSnapshot{RunID: testRun, Status: events.RunStatusPending}}
-	b.append(events.Spec{RunID: testRun, Type: events.RunApproved, PlanVersion: "v1",
-		Data: events.RunApprovedData{PlanID: "p", PlanVersion: "v1"}})
+	approved.PlanID, approved.PlanVersion = "p", "v1"
+	b.append(events.Spec{RunID: testRun, Type: events.RunApproved, PlanVersion: "v1", Data: approved})
 	return b
 }
 

@@ -1,6 +1,8 @@
 package decide
 
 import (
+	"bytes"
+	"encoding/json"
 	"time"
 
 	"github.com/weftrun/weft/pkg/events"
@@ -36,4 +38,50 @@ type stepStartedData struct {
 type stepCompletedData struct {
 	events.StepCompletedData
 	ReconciledBy string `json:"reconciledBy,omitempty"`
+}
+
+// runApprovedData is what the state reads of RunApproved's payload: the
+// run's identity and input, without its plan.
+type runApprovedData struct {
+	TenantID      string          `json:"tenantId"`
+	ProjectID     string          `json:"projectId"`
+	EnvironmentID string          `json:"environmentId"`
+	PlanID        string          `json:"planId"`
+	Input         json.RawMessage `json:"input,omitempty"`
+}
+
+// completedOf returns the StepCompleted payload in data, as the log or
+// the decider gives it.
+func completedOf(data any) events.StepCompletedData {
+	switch d := data.(type) {
+	case events.StepCompletedData:
+		return d
+	case stepCompletedData:
+		return d.StepCompletedData
+	default:
+		return events.StepCompletedData{}
+	}
+}
+
+// compactJSON returns doc as compact JSON text, without HTML escaping, so
+// a document folded from the log and the same document as the decider
+// emitted it give the same text; empty for none or JSON null.
+func compactJSON(doc json.RawMessage) string {
+	var b bytes.Buffer
+	if len(doc) == 0 || json.Compact(&b, doc) != nil || b.String() == "null" {
+		return ""
+	}
+	return b.String()
+}
+
+// artifactsJSON returns the artifacts as JSON text; empty for none.
+func artifactsJSON(refs []events.ArtifactRef) string {
+	if len(refs) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(refs)
+	if err != nil {
+		return ""
+	}
+	return compactJSON(b)
 }

@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -42,7 +43,7 @@ func TestDecideProperties(t *testing.T) {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
 			t.Parallel()
 			r := rand.New(rand.NewPCG(seed, 0x5eed))
-			w := &world{t: t, r: r, b: setup(t, randomPlan(r)...)}
+			w := &world{t: t, r: r, b: setupWith(t, events.RunApprovedData{Input: json.RawMessage(`{"n": 1}`)}, randomPlan(r)...)}
 			w.bag = []message{{in: approve()}}
 			for round := 0; w.step(); round++ {
 				require.Less(t, round, 5000, "the run does not end")
@@ -53,7 +54,9 @@ func TestDecideProperties(t *testing.T) {
 }
 
 // randomPlan returns 1 to 6 steps; each depends on some earlier ones, and
-// about one in five waits for a signal.
+// about one in five waits for a signal. About half the activity steps
+// read the run's input and their dependencies' results through
+// expressions, and some of those fail to evaluate.
 func randomPlan(r *rand.Rand) []plan.Step {
 	steps := make([]plan.Step, 1+r.IntN(6))
 	for i := range steps {
@@ -69,8 +72,27 @@ func randomPlan(r *rand.Rand) []plan.Step {
 			continue
 		}
 		steps[i] = withRetry(act(id, deps...), 1+r.IntN(3), time.Duration(r.IntN(2))*time.Second)
+		if r.IntN(2) == 0 {
+			steps[i].Input = randomExpressions(r, deps)
+		}
 	}
 	return steps
+}
+
+// randomExpressions returns an input reading the run's input and the
+// status and output of each dependency; one in eight reads a key the
+// run's input does not have, which fails the step (EXPRESSION_ERROR).
+func randomExpressions(r *rand.Rand, deps []string) json.RawMessage {
+	key := "n"
+	if r.IntN(8) == 0 {
+		key = "missing"
+	}
+	in := map[string]string{"n": "${{ input." + key + " + 1 }}", "text": "n=${{ input.n }}"}
+	for _, d := range deps {
+		in[d] = "${{ steps." + d + ".status == 'SUCCESS' ? steps." + d + ".output : null }}"
+	}
+	b, _ := json.Marshal(in)
+	return b
 }
 
 // step delivers one message and reports whether the run goes on.

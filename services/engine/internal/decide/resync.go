@@ -17,7 +17,11 @@ func (d *decider) resync(in Resync) {
 	for _, id := range d.order {
 		ps, _ := d.p.Step(id)
 		if st := d.s.Steps[id]; ps.EffectiveKind() == plan.KindActivity && d.lost(st, ps, in) {
-			t := d.taskOf(ps, st.Attempt)
+			input, _, failure := d.inputOf(ps)
+			if failure != nil { // a scheduled attempt's input was resolved: not reached
+				continue
+			}
+			t := d.taskOf(ps, st.Attempt, input)
 			t.Resend = true
 			d.out.Tasks = append(d.out.Tasks, t)
 		}

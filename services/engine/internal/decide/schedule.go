@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -60,9 +61,17 @@ func (d *decider) schedule(id string) {
 		}
 		return
 	}
+	input, resolved, failure := d.inputOf(ps)
+	if failure != nil {
+		d.failStep(id, attempt, *failure, "")
+		return
+	}
 	data := stepScheduledData{StepScheduledData: events.StepScheduledData{Activity: ps.Activity, Queue: queueOf(ps)}}
+	if resolved {
+		data.Input = input
+	}
 	d.emit(id, attempt, events.StepScheduled, data, "")
-	d.out.Tasks = append(d.out.Tasks, d.taskOf(ps, attempt))
+	d.out.Tasks = append(d.out.Tasks, d.taskOf(ps, attempt, input))
 }
 
 // takeBuffered completes attempt of waitSignal step ps at once with the
@@ -88,11 +97,11 @@ func (d *decider) takeBuffered(ps *plan.Step, attempt int) bool {
 	return true
 }
 
-// taskOf is the task of attempt of activity step ps.
-func (d *decider) taskOf(ps *plan.Step, attempt int) Task {
+// taskOf is the task of attempt of activity step ps, with input.
+func (d *decider) taskOf(ps *plan.Step, attempt int, input json.RawMessage) Task {
 	return Task{
 		RunID: d.s.RunID, PlanVersion: d.p.PlanVersion, StepID: ps.ID, LogicalAttempt: attempt,
-		Activity: ps.Activity, Queue: queueOf(ps), Input: slices.Clone(ps.Input),
+		Activity: ps.Activity, Queue: queueOf(ps), Input: slices.Clone(input),
 		Secrets: slices.Clone(ps.Secrets), IdempotencyKey: ps.IdempotencyKey, Timeout: timeoutOf(ps),
 	}
 }

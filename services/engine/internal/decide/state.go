@@ -49,6 +49,15 @@ type State struct {
 	// their payloads: the next step to wait for a signal of its name takes
 	// the first one.
 	Buffered []SignalAccepted
+	// Run is what RunApproved says of the run that expressions read.
+	Run RunInfo
+}
+
+// RunInfo is the identity and input of a run, from its RunApproved.
+type RunInfo struct {
+	TenantID, ProjectID, EnvironmentID, PlanID string
+	// Input is the run's input, as compact JSON text; empty for none.
+	Input string
 }
 
 // StepState is one step as of its current logical attempt.
@@ -81,6 +90,14 @@ type StepState struct {
 	// Attempt reported in its StepStarted, for a keyed attempt; empty
 	// otherwise.
 	ActivityKey string
+	// Input is the resolved input Attempt was dispatched with, as compact
+	// JSON text, when the step's input holds expressions (StepScheduled
+	// records it); empty otherwise.
+	Input string
+	// Output and Artifacts are what the attempt produced, as compact JSON
+	// text, once it completed; empty otherwise. Expressions of the steps
+	// after it read them.
+	Output, Artifacts string
 }
 
 // InFlight reports whether the attempt is dispatched and has no outcome.

@@ -1,0 +1,80 @@
+package plan
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/weftrun/weft/pkg/plan/expr"
+)
+
+// SchemaVersionExpressions is the first plan schema version whose step
+// inputs may hold expressions ("${{ EXPR }}", package expr). In a plan of
+// an earlier version such strings are plain text, as they always were, so
+// a plan stored before expressions existed reads as it did then.
+const SchemaVersionExpressions = 2
+
+// hasExpressions reports whether step s's input holds an expression
+// opener, read as text (under any schema version).
+func (s *Step) hasExpressions() bool {
+	return s.EffectiveKind() == KindActivity && bytes.Contains(s.Input, []byte(expr.Open))
+}
+
+// Expressive reports whether p's step inputs are read as templates: p's
+// schema version, or the one ApplyDefaults would give it, is
+// SchemaVersionExpressions or later.
+func (p *Plan) Expressive() bool {
+	v := p.SchemaVersion
+	if v == 0 {
+		v = p.schemaVersionFor()
+	}
+	return v >= SchemaVersionExpressions
+}
+
+// schemaVersionFor returns the version ApplyDefaults gives a plan that
+// does not state one: the first version with what it uses.
+func (p *Plan) schemaVersionFor() int {
+	for i := range p.Steps {
+		if p.Steps[i].hasExpressions() {
+			return SchemaVersionExpressions
+		}
+	}
+	return 1
+}
+
+// InputTemplate compiles the input of step id for evaluation. It returns
+// nil, and no error, when the step's input holds no expression or p is
+// not Expressive. An error means the plan did not pass Validate.
+func (p *Plan) InputTemplate(id string, lim expr.Limits) (*expr.Template, error) {
+	s, ok := p.Step(id)
+	if !ok || !p.Expressive() || !s.hasExpressions() {
+		return nil, nil
+	}
+	t, problems := expr.Compile(s.Input, "input", expr.Scope{Ancestors: p.Ancestors(id)}, lim)
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("plan: step %s: %s", quote(id), problems[0])
+	}
+	return t, nil
+}
+
+// expressions checks the expressions of every step's input, for a plan
+// whose dependencies are sound (no cycle), and adds their problems.
+func (p *Plan) expressions(ps *problems, l Limits) {
+	if !p.Expressive() {
+		return
+	}
+	for i := range p.Steps {
+		s := &p.Steps[i]
+		if !s.hasExpressions() {
+			continue
+		}
+		scope := expr.Scope{Ancestors: p.Ancestors(s.ID)}
+		_, found := expr.Compile(s.Input, "input", scope, expr.Limits{MaxExpressionBytes: l.MaxExpressionBytes})
+		for _, f := range found {
+			msg := f.Message
+			if f.Column > 0 {
+				msg = fmt.Sprintf("column %d: %s", f.Column, f.Message)
+			}
+			ps.add(s.ID, f.Path, CodeInvalidExpression, "%s", msg)
+		}
+	}
+}

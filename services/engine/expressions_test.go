@@ -1,0 +1,57 @@
+package engine_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftrun/weft/internal/journal"
+	"github.com/weftrun/weft/internal/runstart"
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/services/engine"
+)
+
+// Data flows through a run: the run's input reaches the first step, each
+// step's output the next, through the expressions of their inputs, and
+// every StepScheduled records the input its attempt ran with.
+func TestRunInputAndOutputsFlowThroughExpressions(t *testing.T) {
+	t.Parallel()
+	s := setup(t, engine.Config{})
+	rawWorker(t, s.js, "default", echo)
+	p := parsePlan(t, `{"planId":"flow","planVersion":"1","steps":[
+		{"id":"a","activity":"echo","input":{"order":"${{ input.orderId }}","qty":"${{ input.qty * 2 }}"}},
+		{"id":"b","activity":"echo","dependsOn":["a"],"input":{"line":"order ${{ steps.a.output.order }} x${{ steps.a.output.qty }} for ${{ run.tenantId }}"}}]}`)
+	var runID string
+	err := pgx.BeginFunc(t.Context(), s.db.Pool, func(tx pgx.Tx) error {
+		var err error
+		runID, err = runstart.Approver{Journal: journal.New(s.log)}.ApproveTx(t.Context(), tx,
+			runstart.Request{Plan: p, TenantID: "acme", Input: json.RawMessage(`{"orderId": "o-17", "qty": 3}`)})
+		return err
+	})
+	require.NoError(t, err)
+
+	evs := s.waitTerminal(t, runID)
+	snap, err := events.Project(runID, evs)
+	require.NoError(t, err)
+	require.Equal(t, events.RunStatusCompleted, snap.Status)
+	outputs := map[string]string{}
+	inputs := map[string]string{}
+	for _, e := range evs {
+		switch e.EventType {
+		case events.StepCompleted:
+			var d events.StepCompletedData
+			require.NoError(t, e.Data(&d))
+			outputs[e.StepID] = string(d.Output)
+		case events.StepScheduled:
+			var d events.StepScheduledData
+			require.NoError(t, e.Data(&d))
+			inputs[e.StepID] = string(d.Input)
+		default:
+		}
+	}
+	require.JSONEq(t, `{"order": "o-17", "qty": 6}`, outputs["a"])
+	require.JSONEq(t, `{"line": "order o-17 x6 for acme"}`, outputs["b"])
+	require.JSONEq(t, outputs["b"], inputs["b"], "the recorded input is what the activity got")
+}

@@ -1,0 +1,63 @@
+package decide
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/plan"
+	"github.com/weftrun/weft/pkg/plan/expr"
+)
+
+// inputOf returns the input attempt of activity step ps is dispatched
+// with. It is the plan's input, unless that holds expressions: then it is
+// the input the attempt's StepScheduled recorded, or, for an attempt not
+// yet scheduled, what the expressions resolve to now, from the run's input
+// and the results of the step's ancestors in the state (resolved is true:
+// the caller records it). A failure is the step's EXPRESSION_ERROR.
+func (d *decider) inputOf(ps *plan.Step) (input json.RawMessage, resolved bool, failure *events.StepError) {
+	st := d.s.Steps[ps.ID]
+	if st.Scheduled && st.Input != "" {
+		return json.RawMessage(st.Input), false, nil
+	}
+	tpl, err := d.p.InputTemplate(ps.ID, expr.Limits{})
+	if err != nil {
+		return nil, false, expressionError(err)
+	}
+	if !tpl.HasExpressions() {
+		return ps.Input, false, nil
+	}
+	out, err := tpl.Eval(d.vars(ps.ID))
+	if err != nil {
+		return nil, false, expressionError(err)
+	}
+	if len(out) > plan.DefaultMaxStepInputBytes {
+		return nil, false, expressionError(fmt.Errorf("the resolved input is %d bytes of JSON, over the limit of %d",
+			len(out), plan.DefaultMaxStepInputBytes))
+	}
+	return out, true, nil
+}
+
+// vars returns what the expressions of step id read: the run, its input,
+// and the step's ancestors.
+func (d *decider) vars(id string) expr.Vars {
+	ancestors := d.p.Ancestors(id)
+	v := expr.Vars{
+		Input: json.RawMessage(d.s.Run.Input),
+		Steps: make(map[string]expr.StepVars, len(ancestors)),
+		Run: expr.RunVars{ID: d.s.RunID, PlanID: d.s.Run.PlanID, PlanVersion: d.p.PlanVersion,
+			TenantID: d.s.Run.TenantID, ProjectID: d.s.Run.ProjectID, EnvironmentID: d.s.Run.EnvironmentID},
+	}
+	for _, a := range ancestors {
+		st := d.s.Steps[a]
+		v.Steps[a] = expr.StepVars{Status: string(st.Status), Completed: st.Status == events.StepStatusSuccess,
+			Output: json.RawMessage(st.Output), Artifacts: json.RawMessage(st.Artifacts)}
+	}
+	return v
+}
+
+// expressionError is the step error of a failed evaluation: not retried,
+// since the same values give the same failure.
+func expressionError(err error) *events.StepError {
+	return &events.StepError{Code: CodeExpressionError, Message: err.Error(), Retryable: false, Category: "USER"}
+}
