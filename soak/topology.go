@@ -312,6 +312,9 @@ func startServices(ctx context.Context, t *topology, rng *rand.Rand) error {
 	return nil
 }
 
+// soakTaskKey is the engines' task key: base64 of 32 bytes.
+const soakTaskKey = "c29hay10YXNrLWtleS1vZi10aGUtZW5naW5lcy0zMmI="
+
 // serviceEnv is the environment of one service process.
 func serviceEnv(ctx context.Context, t *topology, kind, keys string, rng *rand.Rand) ([]string, error) {
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
@@ -320,6 +323,8 @@ func serviceEnv(ctx context.Context, t *topology, kind, keys string, rng *rand.R
 		env = append(env, "WEFT_DATABASE_URL="+t.dbURL(role))
 	}
 	switch kind {
+	case "engine": // every engine holds the same task key (docs/security.md)
+		env = append(env, "WEFT_TASK_KEY="+soakTaskKey)
 	case "gateway":
 		addr, err := freeAddr(ctx, rng)
 		if err != nil {

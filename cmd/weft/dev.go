@@ -101,8 +101,11 @@ func devStack(ctx context.Context, env *environment, cfg devConfig) (err error) 
 	if err := devPortsFree(ctx, cfg); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(cfg.dir, 0o700); err != nil { // it holds the token and the NATS password
+	if err := os.MkdirAll(cfg.dir, 0o700); err != nil { // it holds the token, the NATS password and the task key
 		return fmt.Errorf("dev folder: %w", err)
+	}
+	if cfg.engine.TaskKeys, err = devTaskKeys(cfg.dir); err != nil {
+		return err
 	}
 	o, err := newOps(ctx, env, "weft-dev", cfg.opsAddr, "--ops-addr or WEFT_DEV_OPS_ADDR")
 	if err != nil {

@@ -19,6 +19,7 @@ type engineOptions struct {
 	concurrency *int
 	checkpoints checkpointOptions
 	sweep       *sweepOptions
+	taskKeyFile *string
 }
 
 // sweepOptions are the flags of the engine's sweep timings
@@ -93,6 +94,7 @@ func engineFlags(env *environment) (*flags, engineOptions) {
 		concurrency: f.int("concurrency", "WEFT_ENGINE_CONCURRENCY", "rounds in flight per consumer (0: default)"),
 		checkpoints: checkpointFlags(f),
 		sweep:       sweepFlags(f),
+		taskKeyFile: taskKeyFileFlag(f),
 	}
 }
 
@@ -116,6 +118,9 @@ func runEngine(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	defer b.close()
+	if cfg.TaskKeys, err = loadTaskKeys(env, *opt.taskKeyFile); err != nil {
+		return fmt.Errorf("weft engine: %w", err)
+	}
 	uses := []string{streams.EventsStream, streams.ResultsStream} // its consumers'
 	checks := append(b.checks(uses...), consumerChecks(b, engineConsumers()...)...)
 	return withOps(ctx, env, o, checks, func(ctx context.Context) error {
