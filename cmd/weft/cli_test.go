@@ -157,12 +157,19 @@ func testDataFlow(t *testing.T, s *cliStack) {
 	page := decode[api.EventPage](t, s.weft(t, "run", "events", v.RunID, "-o", "json"))
 	outputs := map[string]string{}
 	for _, e := range page.Events {
-		if e.EventType == events.StepCompleted {
+		switch e.EventType {
+		case events.StepCompleted:
 			var d events.StepCompletedData
 			require.NoError(t, e.Data(&d))
 			outputs[e.StepID] = string(d.Output)
+		case events.StepSkipped:
+			var d events.StepSkippedData
+			require.NoError(t, e.Data(&d))
+			outputs[e.StepID] = d.Reason
+		default:
 		}
 	}
+	require.Equal(t, "CONDITION_FALSE", outputs["gift-wrap"], "no gift asked for")
 	require.JSONEq(t, `{"customer": "Ada", "skus": ["tea", "cake"], "lines": 2}`, outputs["order"])
 	require.JSONEq(t, `{"line": "Ada ordered tea, cake", "run": "`+v.RunID+`"}`, outputs["receipt"])
 }

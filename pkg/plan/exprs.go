@@ -13,11 +13,18 @@ import (
 // a plan stored before expressions existed reads as it did then.
 const SchemaVersionExpressions = 2
 
+// ConditionFalse is the reason of the StepSkipped of a step whose If
+// was false.
+const ConditionFalse = "CONDITION_FALSE"
+
 // hasExpressions reports whether step s's input holds an expression
 // opener, read as text (under any schema version).
 func (s *Step) hasExpressions() bool {
 	return s.EffectiveKind() == KindActivity && bytes.Contains(s.Input, []byte(expr.Open))
 }
+
+// needsExpressions reports whether s uses what schema version 2 brought.
+func (s *Step) needsExpressions() bool { return s.hasExpressions() || s.If != "" }
 
 // Expressive reports whether p's step inputs are read as templates: p's
 // schema version, or the one ApplyDefaults would give it, is
@@ -34,7 +41,7 @@ func (p *Plan) Expressive() bool {
 // does not state one: the first version with what it uses.
 func (p *Plan) schemaVersionFor() int {
 	for i := range p.Steps {
-		if p.Steps[i].hasExpressions() {
+		if p.Steps[i].needsExpressions() {
 			return SchemaVersionExpressions
 		}
 	}
@@ -56,19 +63,41 @@ func (p *Plan) InputTemplate(id string, lim expr.Limits) (*expr.Template, error)
 	return t, nil
 }
 
-// expressions checks the expressions of every step's input, for a plan
-// whose dependencies are sound (no cycle), and adds their problems.
-func (p *Plan) expressions(ps *problems, l Limits) {
-	if !p.Expressive() {
-		return
+// Condition compiles the If of step id. It returns nil, and no error,
+// when the step has none. An error means the plan did not pass Validate.
+func (p *Plan) Condition(id string, lim expr.Limits) (*expr.Condition, error) {
+	s, ok := p.Step(id)
+	if !ok || s.If == "" {
+		return nil, nil
 	}
+	c, problems := expr.CompileCondition(s.If, "if", expr.Scope{Ancestors: p.Ancestors(id)}, lim)
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("plan: step %s: %s", quote(id), problems[0])
+	}
+	return c, nil
+}
+
+// expressions checks the expressions of every step's input and its If,
+// for a plan whose dependencies are sound (no cycle), and adds their
+// problems.
+func (p *Plan) expressions(ps *problems, l Limits) {
+	lim := expr.Limits{MaxExpressionBytes: l.MaxExpressionBytes}
 	for i := range p.Steps {
 		s := &p.Steps[i]
-		if !s.hasExpressions() {
+		if !p.Expressive() {
+			if s.If != "" {
+				ps.add(s.ID, "if", CodeFieldNotAllowed, "a condition needs schemaVersion %d", SchemaVersionExpressions)
+			}
 			continue
 		}
-		scope := expr.Scope{Ancestors: p.Ancestors(s.ID)}
-		_, found := expr.Compile(s.Input, "input", scope, expr.Limits{MaxExpressionBytes: l.MaxExpressionBytes})
+		var found []expr.Problem
+		if s.hasExpressions() {
+			_, found = expr.Compile(s.Input, "input", expr.Scope{Ancestors: p.Ancestors(s.ID)}, lim)
+		}
+		if s.If != "" {
+			_, more := expr.CompileCondition(s.If, "if", expr.Scope{Ancestors: p.Ancestors(s.ID)}, lim)
+			found = append(found, more...)
+		}
 		for _, f := range found {
 			msg := f.Message
 			if f.Column > 0 {

@@ -80,3 +80,31 @@ func TestMaxExpressionBytesEdge(t *testing.T) {
 	requireOnly(t, err, CodeInvalidExpression)
 	require.ErrorContains(t, err, "over the limit of 96")
 }
+
+func TestConditions(t *testing.T) {
+	t.Parallel()
+	doc := func(version, cond string) []byte {
+		return []byte(`{` + version + `"planId":"p","planVersion":"1","steps":[{"id":"a","activity":"echo"},
+			{"id":"b","activity":"echo","dependsOn":["a"],"if":` + cond + `}]}`)
+	}
+	for _, ok := range []string{`"steps.a.output.ok"`, `"${{ input.n > 1 }}"`, `"true"`} {
+		p, err := Parse(doc("", ok), Limits{})
+		require.NoError(t, err, ok)
+		require.Equal(t, SchemaVersionExpressions, p.SchemaVersion, "a condition makes a plan of version 2")
+		c, err := p.Condition("b", expr.Limits{})
+		require.NoError(t, err)
+		require.NotNil(t, c)
+	}
+	for cond, want := range map[string]string{
+		`"input.n + 1"`:           "a condition must yield a bool, not int",
+		`"steps.b.status == 'x'"`: `column 7: step "b" is not a step this one depends on`,
+		`"input.n >"`:             "column 10: Syntax error",
+	} {
+		_, err := Parse(doc("", cond), Limits{})
+		requireOnly(t, err, CodeInvalidExpression)
+		require.ErrorContains(t, err, `step "b": if: `+want, cond)
+	}
+	_, err := Parse(doc(`"schemaVersion":1,`, `"true"`), Limits{})
+	requireOnly(t, err, CodeFieldNotAllowed)
+	require.ErrorContains(t, err, "a condition needs schemaVersion 2")
+}

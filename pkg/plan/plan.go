@@ -86,6 +86,11 @@ type Step struct {
 	// activity's side effect with its recorded result. Not allowed on
 	// waitSignal steps.
 	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+	// If is a condition, a CEL expression that yields a bool (docs/plans.md),
+	// evaluated when the step is otherwise ready to run: false skips the
+	// step (StepSkipped, reason CONDITION_FALSE), and the steps that depend
+	// on it with it. Empty means always. Schema version 2.
+	If string `json:"if,omitempty"`
 }
 
 // SecretRef names a secret the worker resolves through a secrets provider

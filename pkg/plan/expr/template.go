@@ -112,9 +112,12 @@ func (c *compiler) field(path, s string) *field {
 		return nil
 	}
 	f := &field{path: path, texts: texts}
-	interpolated := len(sources) > 1 || texts[0] != "" || texts[1] != ""
+	var check func(*cel.Type) string
+	if len(sources) > 1 || texts[0] != "" || texts[1] != "" {
+		check = scalar
+	}
 	for _, src := range sources {
-		prg, ok := c.compile(path, src, interpolated)
+		prg, ok := c.compile(path, src, check)
 		if !ok {
 			return nil
 		}
@@ -124,8 +127,9 @@ func (c *compiler) field(path, s string) *field {
 	return f
 }
 
-// compile compiles one expression's source.
-func (c *compiler) compile(path, src string, interpolated bool) (cel.Program, bool) {
+// compile compiles one expression's source; check, if set, says what is
+// wrong with the expression's type, or "".
+func (c *compiler) compile(path, src string, check func(*cel.Type) string) (cel.Program, bool) {
 	switch {
 	case src == "":
 		c.add(path, 0, "an empty expression")
@@ -143,9 +147,11 @@ func (c *compiler) compile(path, src string, interpolated bool) (cel.Program, bo
 	if !c.refsOK(path, ast) {
 		return nil, false
 	}
-	if interpolated && !scalar(ast.OutputType()) {
-		c.add(path, 0, "an expression inside text must yield a string, number or bool, not %s", ast.OutputType())
-		return nil, false
+	if check != nil {
+		if why := check(ast.OutputType()); why != "" {
+			c.add(path, 0, "%s", why)
+			return nil, false
+		}
 	}
 	prg, err := c.env.Program(ast, cel.CostLimit(c.lim.CostBudget))
 	if err != nil {
@@ -155,15 +161,15 @@ func (c *compiler) compile(path, src string, interpolated bool) (cel.Program, bo
 	return prg, true
 }
 
-// scalar reports whether t may be interpolated into text: a string, a
-// number, a bool, or a type known only at run time.
-func scalar(t *cel.Type) bool {
+// scalar says why t may not be interpolated into text, unless it is a
+// string, a number, a bool, or a type known only at run time.
+func scalar(t *cel.Type) string {
 	switch t.Kind() {
 	case cel.StringType.Kind(), cel.IntType.Kind(), cel.UintType.Kind(), cel.DoubleType.Kind(),
 		cel.BoolType.Kind(), cel.DynType.Kind(), cel.AnyType.Kind():
-		return true
+		return ""
 	default:
-		return false
+		return "an expression inside text must yield a string, number or bool, not " + t.String()
 	}
 }
 

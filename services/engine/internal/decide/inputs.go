@@ -38,6 +38,23 @@ func (d *decider) inputOf(ps *plan.Step) (input json.RawMessage, resolved bool, 
 	return out, true, nil
 }
 
+// condition evaluates step ps's If: run is false when the step is to be
+// skipped. A failure is the step's EXPRESSION_ERROR.
+func (d *decider) condition(ps *plan.Step) (run bool, failure *events.StepError) {
+	c, err := d.p.Condition(ps.ID, expr.Limits{})
+	if err != nil {
+		return false, expressionError(err)
+	}
+	if c == nil {
+		return true, nil
+	}
+	ok, err := c.Eval(d.vars(ps.ID))
+	if err != nil {
+		return false, expressionError(err)
+	}
+	return ok, nil
+}
+
 // vars returns what the expressions of step id read: the run, its input,
 // and the step's ancestors.
 func (d *decider) vars(id string) expr.Vars {

@@ -107,3 +107,48 @@ func TestResolvedInputLimit(t *testing.T) {
 		}
 	}
 }
+
+// withIf returns s with condition cond.
+func withIf(s plan.Step, cond string) plan.Step {
+	s.If = cond
+	return s
+}
+
+// A false condition skips its step and the steps after it; the rest of
+// the run goes on, and a run whose steps all succeeded or were skipped so
+// completes.
+func TestConditionSkipsStepAndDependants(t *testing.T) {
+	t.Parallel()
+	b := setupWith(t, events.RunApprovedData{Input: json.RawMessage(`{"express": false}`)},
+		act("a"),
+		withIf(act("ship-express", "a"), "input.express"),
+		act("notify-express", "ship-express"),
+		withIf(act("ship-normal", "a"), "${{ !input.express && steps.a.output.ok }}"),
+		withIf(wait("gate", "go", 0, "a"), "steps.a.status != 'SUCCESS'"),
+	)
+	b.decide(approve())
+	b.decide(start("a", 1))
+	d := b.decide(done("a", 1))
+	require.Equal(t, []string{
+		"StepCompleted a 1",
+		"StepSkipped ship-express 1", "StepSkipped notify-express 1",
+		"StepScheduled ship-normal 1",
+		"StepSkipped gate 1",
+	}, descs(d.Events))
+	require.Equal(t, plan.ConditionFalse, d.Events[1].Data.(events.StepSkippedData).Reason)
+	require.Equal(t, `dependency "ship-express" was skipped`, d.Events[2].Data.(events.StepSkippedData).Reason)
+	b.decide(start("ship-normal", 1))
+	d = b.decide(done("ship-normal", 1))
+	require.Equal(t, []string{"StepCompleted ship-normal 1", "RunCompleted"}, descs(d.Events))
+}
+
+func TestConditionThatCannotBeEvaluatedFailsTheStep(t *testing.T) {
+	t.Parallel()
+	b := setupWith(t, events.RunApprovedData{Input: json.RawMessage(`{"n": "text"}`)},
+		withIf(act("a"), "input.n > 1"))
+	d := b.decide(approve())
+	require.Equal(t, []string{"RunStarted", "StepFailed a 1", "RunFailed 1"}, descs(d.Events))
+	failed := d.Events[1].Data.(events.StepFailedData).Error
+	require.Equal(t, CodeExpressionError, failed.Code)
+	require.Contains(t, failed.Message, "if: no such overload")
+}

@@ -56,7 +56,8 @@ func TestDecideProperties(t *testing.T) {
 // randomPlan returns 1 to 6 steps; each depends on some earlier ones, and
 // about one in five waits for a signal. About half the activity steps
 // read the run's input and their dependencies' results through
-// expressions, and some of those fail to evaluate.
+// expressions, and some of those fail to evaluate; about one step in four
+// has a condition, true, false, or failing to evaluate.
 func randomPlan(r *rand.Rand) []plan.Step {
 	steps := make([]plan.Step, 1+r.IntN(6))
 	for i := range steps {
@@ -69,11 +70,14 @@ func randomPlan(r *rand.Rand) []plan.Step {
 		}
 		if r.IntN(5) == 0 {
 			steps[i] = wait(id, "sig-"+id, time.Duration(r.IntN(2))*time.Minute, deps...)
-			continue
+		} else {
+			steps[i] = withRetry(act(id, deps...), 1+r.IntN(3), time.Duration(r.IntN(2))*time.Second)
+			if r.IntN(2) == 0 {
+				steps[i].Input = randomExpressions(r, deps)
+			}
 		}
-		steps[i] = withRetry(act(id, deps...), 1+r.IntN(3), time.Duration(r.IntN(2))*time.Second)
-		if r.IntN(2) == 0 {
-			steps[i].Input = randomExpressions(r, deps)
+		if r.IntN(4) == 0 {
+			steps[i].If = []string{"input.n > 0", "input.n < 0", "input.nope"}[r.IntN(3)]
 		}
 	}
 	return steps
@@ -287,7 +291,15 @@ func requireRunInvariants(t *testing.T, b *bundle) {
 	requireAcceptanceOrder(t, b.log)
 	switch b.s.Status {
 	case events.RunStatusCompleted:
+		// Every step succeeded, or was skipped by its condition or with a
+		// dependency that was.
 		for id, st := range b.s.Steps {
+			if st.Status == events.StepStatusSkipped {
+				ps, _ := b.p.Step(id)
+				skippedDep := slices.ContainsFunc(ps.DependsOn, func(d string) bool { return b.s.Steps[d].Status == events.StepStatusSkipped })
+				require.True(t, ps.If != "" || skippedDep, "%s skipped in a completed run", id)
+				continue
+			}
 			require.Equal(t, events.StepStatusSuccess, st.Status, id)
 		}
 	case events.RunStatusFailed:

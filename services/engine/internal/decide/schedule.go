@@ -18,10 +18,32 @@ func (d *decider) dispatch() {
 		return
 	}
 	for _, id := range d.order {
-		if d.ready(id) {
+		switch {
+		case d.ready(id):
 			d.schedule(id)
+		case d.afterSkipped(id) != "":
+			st := d.s.Steps[id]
+			reason := fmt.Sprintf("dependency %q was skipped", d.afterSkipped(id))
+			d.emit(id, st.Attempt, events.StepSkipped, events.StepSkippedData{Reason: reason}, "")
 		}
 	}
+}
+
+// afterSkipped returns the first dependency of step id that was skipped,
+// when id has not been dispatched: a step runs only after each of its
+// dependencies succeeded, so it is skipped with it. "" otherwise.
+func (d *decider) afterSkipped(id string) string {
+	st := d.s.Steps[id]
+	ps, ok := d.p.Step(id)
+	if !ok || st.Status != events.StepStatusPending || st.Scheduled {
+		return ""
+	}
+	for _, dep := range ps.DependsOn {
+		if d.s.Steps[dep].Status == events.StepStatusSkipped {
+			return dep
+		}
+	}
+	return ""
 }
 
 // ready reports whether step id may be dispatched now: PENDING, not yet
@@ -46,6 +68,13 @@ func (d *decider) ready(id string) bool {
 func (d *decider) schedule(id string) {
 	ps, _ := d.p.Step(id)
 	attempt := d.s.Steps[id].Attempt
+	if run, failure := d.condition(ps); failure != nil {
+		d.failStep(id, attempt, *failure, "")
+		return
+	} else if !run {
+		d.emit(id, attempt, events.StepSkipped, events.StepSkippedData{Reason: plan.ConditionFalse}, "")
+		return
+	}
 	if ps.EffectiveKind() == plan.KindWaitSignal {
 		if d.takeBuffered(ps, attempt) {
 			return
@@ -141,7 +170,7 @@ func (d *decider) settle() {
 		if st.InFlight() {
 			return
 		}
-		all = all && st.Status == events.StepStatusSuccess
+		all = all && (st.Status == events.StepStatusSuccess || st.Status == events.StepStatusSkipped)
 	}
 	failed := d.failedStep()
 	switch {
