@@ -36,6 +36,14 @@ func projectorFlags(env *environment) (*flags, *projectorOptions) {
 	f.durationVar(&cfg.LagAlert, "lag-alert", "WEFT_PROJECTOR_LAG_ALERT", 0, "lag above which PROJECTOR_LAG_HIGH is raised (0: 5s)")
 	f.durationVar(&cfg.ResyncLag, "resync-lag", "WEFT_PROJECTOR_RESYNC_LAG", 0, "lag above which a run resyncs from the log (0: 10s)")
 	f.durationVar(&cfg.MaxWait, "max-wait", "WEFT_PROJECTOR_MAX_WAIT", 0, "longest long poll (0: 60s)")
+	f.durationVar(&cfg.WaitRecheck, "wait-recheck", "WEFT_PROJECTOR_WAIT_RECHECK", 0,
+		"how often a long poll rereads its run with no notification of a change, a safety net (0: 30s)")
+	f.intVar(&cfg.MaxLongPollsPerKey, "max-long-polls-per-key", "WEFT_PROJECTOR_MAX_LONG_POLLS_PER_KEY", 0,
+		"long polls one API key may hold open at once; more answer 429 (0: 100, negative: no cap)")
+	f.Float64Var(&cfg.KeyRate.Rate, "key-rate", 0,
+		"read API requests per second per API key; more answer 429 (0: 100, negative: no limit)"+envNote("WEFT_PROJECTOR_KEY_RATE"))
+	f.fromEnv("key-rate", "WEFT_PROJECTOR_KEY_RATE")
+	f.intVar(&cfg.KeyRate.Burst, "key-burst", "WEFT_PROJECTOR_KEY_BURST", 0, "read API requests one API key may make at once (0: 200)")
 	f.intVar(&cfg.Concurrency, "concurrency", "WEFT_PROJECTOR_CONCURRENCY", 0, "batches applied in parallel (0: 4)")
 	return f, opt
 }

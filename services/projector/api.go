@@ -3,11 +3,16 @@ package projector
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
+	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/weftrun/weft/internal/auth"
 	"github.com/weftrun/weft/internal/httpserve"
@@ -41,14 +46,20 @@ func (s *Service) Handler() http.Handler {
 // authedFunc is a handler that knows its caller.
 type authedFunc func(w http.ResponseWriter, r *http.Request, p auth.Principal)
 
-// authed authenticates the request's API key and checks that it may read
-// runs of its tenant before calling h.
+// authed authenticates the request's API key, holds it to its request
+// rate (Config.KeyRate) and checks that it may read runs of its tenant
+// before calling h.
 func (s *Service) authed(h authedFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.cfg.Keys.Authenticate(r.Header.Get("Authorization"))
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="weft"`)
 			writeError(w, http.StatusUnauthorized, api.CodeUnauthenticated, err.Error())
+			return
+		}
+		if ok, wait := s.rate.Allow(p.KeyID, 1); !ok {
+			s.refuse(w, r, p, refusedRate, wait,
+				fmt.Sprintf("API key %q is over its read rate of %s", p.KeyID, s.rate.Limit()))
 			return
 		}
 		if d := s.cfg.Authorizer.Authorize(r.Context(), p, auth.ActionRunRead, auth.Resource{TenantID: p.TenantID}); !d.Allowed {
@@ -73,6 +84,17 @@ func runIDOf(w http.ResponseWriter, r *http.Request) (string, bool) {
 // writeError answers in the Weft error shape (docs/api.md).
 func writeError(w http.ResponseWriter, status int, code, message string) {
 	httpserve.WriteJSON(w, status, api.ErrorBody{Error: api.Error{Code: code, Message: message}})
+}
+
+// refuse answers 429 RateLimited with Retry-After and details.retryAfter
+// (whole seconds, at least 1) and counts the refusal by reason.
+func (s *Service) refuse(w http.ResponseWriter, r *http.Request, p auth.Principal, reason string, wait time.Duration, msg string) {
+	s.metrics.refused.Add(r.Context(), 1, metric.WithAttributes(
+		attribute.String("reason", reason), attribute.String("key", p.KeyID)))
+	secs := max(1, int((wait+time.Second-1)/time.Second))
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	httpserve.WriteJSON(w, http.StatusTooManyRequests, api.ErrorBody{Error: api.Error{
+		Code: api.CodeRateLimited, Message: msg, Details: map[string]any{"retryAfter": secs}}})
 }
 
 // writeFault answers a failure of the projector itself: 503 when the

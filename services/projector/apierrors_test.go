@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/internal/keylimit"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/services/projector"
@@ -204,6 +205,9 @@ func TestNewValidatesConfig(t *testing.T) {
 		{projector.Config{Keys: keys, GatewayURL: "http://"}, "GatewayURL"},
 		{projector.Config{Keys: keys, GatewayURL: "gateway:8080"}, "GatewayURL"},
 		{projector.Config{Keys: keys, MaxWait: -time.Second}, "MaxWait"},
+		{projector.Config{Keys: keys, WaitRecheck: -time.Second}, "WaitRecheck"},
+		{projector.Config{Keys: keys, KeyRate: keylimit.Limit{Burst: -1}}, "KeyRate"},
+		{projector.Config{Keys: keys, KeyRate: keylimit.Off, MaxLongPollsPerKey: -1}, ""},
 		{projector.Config{Keys: keys, GatewayURL: "https://gateway.example:8443"}, ""},
 		{projector.Config{Keys: keys}, ""},
 	} {

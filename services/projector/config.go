@@ -11,6 +11,7 @@ import (
 
 	"github.com/weftrun/weft/internal/auth"
 	"github.com/weftrun/weft/internal/httpserve"
+	"github.com/weftrun/weft/internal/keylimit"
 )
 
 // Defaults applied to a zero Config field.
@@ -26,7 +27,7 @@ const (
 	DefaultMaxWait        = 60 * time.Second
 	DefaultForgedAlertFor = time.Hour
 	DefaultFetchPage      = 500
-	DefaultWaitRecheck    = 500 * time.Millisecond
+	DefaultWaitRecheck    = 30 * time.Second
 	DefaultListLimit      = 50
 	MaxListLimit          = 200
 	DefaultEventsLimit    = 100
@@ -70,6 +71,19 @@ type Config struct {
 	ResyncEvery time.Duration
 	// MaxWait caps a long poll's timeout (waitForSeq).
 	MaxWait time.Duration
+	// WaitRecheck is how often a long poll reads its run again with no
+	// notification: a safety net, as commits wake long polls through
+	// Postgres LISTEN/NOTIFY (listen.go).
+	WaitRecheck time.Duration
+	// MaxLongPollsPerKey caps the long polls one API key holds open at
+	// once; the next one is refused with 429 before any query. Zero means
+	// keylimit.DefaultMaxInFlight (100); negative, no cap.
+	MaxLongPollsPerKey int
+	// KeyRate is the read API's request rate per API key (list, get, long
+	// polls, events, alerts): past it a request is refused with 429 and
+	// Retry-After before any query. The zero value means keylimit's
+	// defaults (100/s, burst 200); keylimit.Off turns it off.
+	KeyRate keylimit.Limit
 	// ForgedAlertFor is how long a run's PROJECTOR_FORGED_EVENT alert stays
 	// active after the last bus message the log refuted.
 	ForgedAlertFor time.Duration
@@ -89,6 +103,16 @@ type TestingKnobs struct {
 	// BeforeCommit runs inside a batch's transaction just before it
 	// commits, with the number of runs the batch changed.
 	BeforeCommit func(runs int)
+	// BeforeListen runs before each attempt to connect the LISTEN for
+	// other projectors' commits (listen.go); a test blocks in it to hold
+	// the projector without one.
+	BeforeListen func()
+	// Listening runs each time that LISTEN is (re)established, after every
+	// long poll was woken to recheck, with the connection's backend pid.
+	Listening func(pid uint32)
+	// LongPollWaiting runs each time a long poll has read its run and
+	// starts waiting for a change.
+	LongPollWaiting func()
 }
 
 func (c Config) withDefaults() Config {
@@ -101,6 +125,7 @@ func (c Config) withDefaults() Config {
 	c.ResyncLag = cmp.Or(c.ResyncLag, DefaultResyncLag)
 	c.ResyncEvery = cmp.Or(c.ResyncEvery, DefaultResyncEvery)
 	c.MaxWait = cmp.Or(c.MaxWait, DefaultMaxWait)
+	c.WaitRecheck = cmp.Or(c.WaitRecheck, DefaultWaitRecheck)
 	c.ForgedAlertFor = cmp.Or(c.ForgedAlertFor, DefaultForgedAlertFor)
 	c.HTTP = c.HTTP.WithDefaults()
 	c.HTTP.WriteTimeout = max(c.HTTP.WriteTimeout, c.MaxWait+10*time.Second)
@@ -116,8 +141,8 @@ func (c Config) validate() error {
 		return errors.New("projector: no API keys configured")
 	case c.Concurrency < 1, c.MaxBatch < 1:
 		return errors.New("projector: Concurrency and MaxBatch must be positive")
-	case c.LagAlert <= 0, c.ResyncLag <= 0, c.ResyncEvery <= 0, c.MaxWait <= 0, c.ForgedAlertFor <= 0:
-		return errors.New("projector: LagAlert, ResyncLag, ResyncEvery, MaxWait and ForgedAlertFor must be positive")
+	case c.LagAlert <= 0, c.ResyncLag <= 0, c.ResyncEvery <= 0, c.MaxWait <= 0, c.WaitRecheck <= 0, c.ForgedAlertFor <= 0:
+		return errors.New("projector: LagAlert, ResyncLag, ResyncEvery, MaxWait, WaitRecheck and ForgedAlertFor must be positive")
 	}
 	if c.GatewayURL != "" {
 		u, err := url.Parse(c.GatewayURL)

@@ -91,7 +91,8 @@ func (s *Service) handleBatch(ctx context.Context, msgs []jetstream.Msg) {
 // alerts in one transaction of two round trips (internal/pipetx): BEGIN
 // with the creation and locking of the runs' rows, then the writes with
 // COMMIT. A resync that reads the log adds its reads. After the commit it
-// reports alerts, records lag and wakes the readers waiting on the runs.
+// tells the other projectors which runs changed (notifyChanged), reports
+// alerts, records lag and wakes the readers waiting on the runs.
 // It returns what it did to each run.
 func (s *Service) applyRuns(ctx context.Context, byRun map[string][]events.Event) (map[string]runChange, error) {
 	runIDs := sortedKeys(byRun)
@@ -104,6 +105,7 @@ func (s *Service) applyRuns(ctx context.Context, byRun map[string][]events.Event
 	if err != nil {
 		return nil, err
 	}
+	s.notifyChanged(ctx, changedRuns(runIDs, changes))
 	s.afterCommit(ctx, changes)
 	return changes, nil
 }
@@ -146,6 +148,17 @@ func (s *Service) applyTx(ctx context.Context, tx *pipetx.Tx, runIDs []string, b
 		return nil, fmt.Errorf("projector: save snapshots: %w", err)
 	}
 	return changes, nil
+}
+
+// changedRuns returns the runs of runIDs whose snapshot changes.
+func changedRuns(runIDs []string, changes map[string]runChange) []string {
+	var out []string
+	for _, id := range runIDs {
+		if changes[id].changed {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // settle logs a failed ack, nak or term; the message comes back after

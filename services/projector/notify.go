@@ -2,9 +2,11 @@ package projector
 
 import "sync"
 
-// notifier wakes the long polls waiting on a run when this process commits
-// a change to it. Long polls also recheck Postgres every WaitRecheck, so a
-// change another projector committed is seen too.
+// notifier wakes the long polls waiting on a run when a change to it is
+// committed: by this process (afterCommit), or by another projector or a
+// rebuild (listenLoop, through Postgres NOTIFY). Long polls also recheck
+// Postgres every WaitRecheck, a safety net for a notification lost to a
+// LISTEN connection that died silently.
 type notifier struct {
 	mu      sync.Mutex
 	waiters map[string]map[chan struct{}]struct{}
@@ -43,4 +45,17 @@ func (n *notifier) notify(runID string) {
 		close(ch)
 	}
 	delete(n.waiters, runID)
+}
+
+// notifyAll wakes every waiter of every run: each rechecks its run. It is
+// what a (re)connected LISTEN does, for the commits it may have missed.
+func (n *notifier) notifyAll() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, chs := range n.waiters {
+		for ch := range chs {
+			close(ch)
+		}
+	}
+	clear(n.waiters)
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/metric"
 
@@ -233,7 +234,7 @@ func NewRebuilder(pool *pgxpool.Pool, cfg Config, mp metric.MeterProvider, logge
 		return nil, fmt.Errorf("projector: metrics: %w", err)
 	}
 	return &Service{cfg: cfg.withDefaults(), pool: pool, log: eventlog.New(pool), metrics: m,
-		logger: logger.With("service", "projector")}, nil
+		logger: logger.With("service", "projector"), origin: uuid.NewString()}, nil
 }
 
 // rebuildKey marks a context whose applyRuns call is a rebuild.

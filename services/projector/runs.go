@@ -91,6 +91,17 @@ func (s *Service) handleRunGet(w http.ResponseWriter, r *http.Request, p auth.Pr
 		writeError(w, http.StatusBadRequest, api.CodeInvalidArgument, err.Error())
 		return
 	}
+	if wait.timeout > 0 { // a long poll: one of the key's MaxLongPollsPerKey places
+		release, ok := s.longPolls.Acquire(p.KeyID)
+		if !ok {
+			s.refuse(w, r, p, refusedLongPolls, longPollRetryAfter, fmt.Sprintf(
+				"API key %q holds its limit of %d long polls open at once", p.KeyID, s.longPolls.Max()))
+			return
+		}
+		s.metrics.polls.Add(r.Context(), 1)
+		defer s.metrics.polls.Add(r.Context(), -1) // after release: the gauge never shows a place still held as free
+		defer release()
+	}
 	v, err := s.waitForRun(r, runID, p.TenantID, wait)
 	switch {
 	case errors.Is(err, errNoRun):
@@ -109,6 +120,10 @@ func (s *Service) handleRunGet(w http.ResponseWriter, r *http.Request, p auth.Pr
 	}
 	httpserve.WriteJSON(w, http.StatusOK, v)
 }
+
+// longPollRetryAfter is the Retry-After of a long poll refused for its
+// key's cap: about when one of the key's polls may have answered.
+const longPollRetryAfter = time.Second
 
 // noneMatch reports whether an If-None-Match header (a list of entity
 // tags, or "*") matches tag, by weak comparison (RFC 9110 §13.1.2): W/"7"
@@ -199,8 +214,9 @@ func parseTimeout(t string) (time.Duration, error) {
 // wait.seq, its gap state is not the one the caller last saw (from its
 // If-None-Match, else the one the first read finds), or wait.timeout
 // passes, whichever is first. Until the run exists it waits for that too, and answers errNoRun
-// at the timeout. Changes this process commits wake it at once; changes of
-// other projectors are seen at the next recheck.
+// at the timeout. Every commit that changes the run wakes it at once,
+// this process's or another projector's (listen.go); it also rereads the
+// run every WaitRecheck.
 func (s *Service) waitForRun(r *http.Request, runID, tenant string, wait waitSpec) (RunView, error) {
 	deadline := time.Now().Add(wait.timeout)
 	first := true
@@ -224,7 +240,10 @@ func (s *Service) waitForRun(r *http.Request, runID, tenant string, wait waitSpe
 			stop()
 			return v, err
 		}
-		t := time.NewTimer(min(left, DefaultWaitRecheck))
+		if k := s.cfg.TestingKnobs.LongPollWaiting; k != nil {
+			k()
+		}
+		t := time.NewTimer(min(left, s.cfg.WaitRecheck))
 		select {
 		case <-changed:
 		case <-t.C:

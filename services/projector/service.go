@@ -8,12 +8,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/weftrun/weft/internal/httpserve"
+	"github.com/weftrun/weft/internal/keylimit"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
 )
@@ -29,6 +31,13 @@ type Service struct {
 	mp       metric.MeterProvider // its consumer keeper's; nil records nothing
 	lagAlarm lagAlarm
 	changes  notifier
+	// origin names this process in its notifications (listen.go); wakes
+	// holds the runs to notify.
+	origin string
+	wakes  *wakeQueue
+	// longPolls caps each key's long polls in flight; rate its requests.
+	longPolls *keylimit.Concurrency
+	rate      *keylimit.Limiter
 }
 
 // New returns the projector over pool (snapshots, alerts and the event log)
@@ -43,8 +52,13 @@ func New(pool *pgxpool.Pool, js jetstream.JetStream, cfg Config, mp metric.Meter
 	if err != nil {
 		return nil, fmt.Errorf("projector: metrics: %w", err)
 	}
+	rate, err := keylimit.New(keylimit.Config{Limit: cfg.KeyRate})
+	if err != nil {
+		return nil, fmt.Errorf("projector: KeyRate: %w", err)
+	}
 	return &Service{cfg: cfg, pool: pool, log: eventlog.New(pool), js: js, metrics: m, mp: mp,
-		logger: logger.With("service", "projector")}, nil
+		logger: logger.With("service", "projector"), origin: uuid.NewString(), wakes: newWakeQueue(),
+		longPolls: keylimit.NewConcurrency(cfg.MaxLongPollsPerKey), rate: rate}, nil
 }
 
 // Run listens on Config.Addr and runs until ctx ends (see Serve).
@@ -56,8 +70,8 @@ func (s *Service) Run(ctx context.Context) error {
 	return s.Serve(ctx, ln)
 }
 
-// Serve consumes events, runs the resync and rebuild loops and serves the
-// read API and the UI on ln until ctx ends. Then it stops consuming
+// Serve consumes events, runs the resync and rebuild loops, listens for
+// other projectors' commits (listen.go) and serves the read API and the UI on ln until ctx ends. Then it stops consuming
 // (unacked messages are redelivered to another projector or the next
 // start) and drains the HTTP requests in flight.
 func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
@@ -75,6 +89,8 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	defer wg.Wait()
 	wg.Go(func() { s.resyncLoop(ctx) })
 	wg.Go(func() { s.rebuildLoop(ctx) })
+	wg.Go(func() { s.listenLoop(ctx) })
+	wg.Go(func() { s.sendLoop(ctx) })
 	return httpserve.Serve(ctx, ln, s.Handler(), s.cfg.HTTP, "projector", s.logger)
 }
 
