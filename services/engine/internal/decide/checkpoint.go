@@ -63,20 +63,21 @@ type checkpointRun struct {
 // StepState stops the conversions here from compiling until the record
 // has it too.
 type checkpointStep struct {
-	Status          events.StepStatus `json:"status"`
-	Attempt         int               `json:"attempt"`
-	Scheduled       bool              `json:"scheduled,omitzero"`
-	EngineAttemptID string            `json:"engineAttemptId,omitempty"`
-	RetryAt         time.Time         `json:"retryAt,omitzero"`
-	SeriesStart     int               `json:"seriesStart"`
-	Deadline        time.Time         `json:"deadline,omitzero"`
-	Error           events.StepError  `json:"error,omitzero"`
-	ScheduledAt     time.Time         `json:"scheduledAt,omitzero"`
-	StartedAt       time.Time         `json:"startedAt,omitzero"`
-	ActivityKey     string            `json:"activityKey,omitempty"`
-	Input           string            `json:"input,omitempty"`
-	Output          string            `json:"output,omitempty"`
-	Artifacts       string            `json:"artifacts,omitempty"`
+	Status             events.StepStatus `json:"status"`
+	Attempt            int               `json:"attempt"`
+	Scheduled          bool              `json:"scheduled,omitzero"`
+	EngineAttemptID    string            `json:"engineAttemptId,omitempty"`
+	RetryAt            time.Time         `json:"retryAt,omitzero"`
+	SeriesStart        int               `json:"seriesStart"`
+	Deadline           time.Time         `json:"deadline,omitzero"`
+	Error              events.StepError  `json:"error,omitzero"`
+	ScheduledAt        time.Time         `json:"scheduledAt,omitzero"`
+	StartedAt          time.Time         `json:"startedAt,omitzero"`
+	ActivityKey        string            `json:"activityKey,omitempty"`
+	Input              string            `json:"input,omitempty"`
+	Output             string            `json:"output,omitempty"`
+	Artifacts          string            `json:"artifacts,omitempty"`
+	SkippedByCondition string            `json:"skippedByCondition,omitempty"`
 }
 
 // checkpointRef is a SignalRef as a checkpoint records it.

@@ -65,7 +65,7 @@ func requireCheckpointsFaithful(t *testing.T, p *plan.Plan, log []events.Event) 
 // checkpointPlan is the plan of the golden checkpoint.
 func checkpointPlan(t *testing.T) *plan.Plan {
 	t.Helper()
-	b := setup(t, withRetry(act("a"), 3, time.Second), act("b", "a"), wait("w", "go", time.Minute), act("c", "b", "w"))
+	b := setup(t, withRetry(act("a"), 3, time.Second), act("b", "a"), wait("w", "go", time.Minute), act("c", "b", "w"), act("d", "a"))
 	return b.p
 }
 
@@ -84,6 +84,7 @@ func checkpointGolden() State {
 			"w": {Status: events.StepStatusRunning, Attempt: 1, Scheduled: true, SeriesStart: 1,
 				Deadline: at.Add(time.Hour), ScheduledAt: at, StartedAt: at},
 			"c": {Status: events.StepStatusPending, Attempt: 1, SeriesStart: 1},
+			"d": {Status: events.StepStatusSkipped, Attempt: 1, SeriesStart: 1, SkippedByCondition: "d"},
 		},
 		Signals: map[SignalRef]bool{{Name: "PAUSE", ID: "s-2"}: true, {Name: "go", ID: "s-1"}: true},
 		Pauses:  1, Resumes: 2, Failures: 3, SignalsApplied: 4,

@@ -53,6 +53,8 @@ func factOf(e events.Event) (fact, error) {
 		f.data, err = decode[runApprovedData](e)
 	case events.StepCompleted:
 		f.data, err = decode[events.StepCompletedData](e)
+	case events.StepSkipped:
+		f.data, err = decode[stepSkippedData](e)
 	default: // the other payloads hold nothing the state keeps
 	}
 	return f, err
@@ -244,7 +246,8 @@ func finish(st StepState, f fact) StepState {
 		d, _ := f.data.(events.StepFailedData)
 		st.Status, st.Error = events.StepStatusFailed, d.Error
 	default:
-		st.Status = events.StepStatusSkipped
+		d, _ := f.data.(stepSkippedData)
+		st.Status, st.SkippedByCondition = events.StepStatusSkipped, d.Condition
 	}
 	if f.engine != "" {
 		st.EngineAttemptID = f.engine

@@ -135,8 +135,10 @@ func TestConditionSkipsStepAndDependants(t *testing.T) {
 		"StepScheduled ship-normal 1",
 		"StepSkipped gate 1",
 	}, descs(d.Events))
-	require.Equal(t, plan.ConditionFalse, d.Events[1].Data.(events.StepSkippedData).Reason)
-	require.Equal(t, `dependency "ship-express" was skipped`, d.Events[2].Data.(events.StepSkippedData).Reason)
+	require.Equal(t, stepSkippedData{StepSkippedData: events.StepSkippedData{Reason: plan.ConditionFalse}, Condition: "ship-express"},
+		d.Events[1].Data)
+	require.Equal(t, stepSkippedData{StepSkippedData: events.StepSkippedData{Reason: `dependency "ship-express" was skipped`}, Condition: "ship-express"},
+		d.Events[2].Data)
 	b.decide(start("ship-normal", 1))
 	d = b.decide(done("ship-normal", 1))
 	require.Equal(t, []string{"StepCompleted ship-normal 1", "RunCompleted"}, descs(d.Events))
@@ -151,4 +153,31 @@ func TestConditionThatCannotBeEvaluatedFailsTheStep(t *testing.T) {
 	failed := d.Events[1].Data.(events.StepFailedData).Error
 	require.Equal(t, CodeExpressionError, failed.Code)
 	require.Contains(t, failed.Message, "if: no such overload")
+}
+
+// RETRY_STEP brings back the steps a failure skipped, not those a false
+// condition did: their conditions read ancestors that all succeeded.
+func TestRetryStepLeavesConditionSkipsAlone(t *testing.T) {
+	t.Parallel()
+	b := setupWith(t, events.RunApprovedData{Input: json.RawMessage(`{"n": 0}`)},
+		act("a"),
+		withIf(act("never", "a"), "input.n > 0"),
+		act("after-never", "never"),
+		act("b", "a"),
+		act("after-b", "b"),
+	)
+	b.decide(approve())
+	b.decide(start("a", 1))
+	b.decide(done("a", 1))
+	b.decide(start("b", 1))
+	d := b.decide(fail("b", 1, false))
+	require.Equal(t, []string{"StepFailed b 1", "StepSkipped after-b 1", "RunFailed 1"}, descs(d.Events))
+
+	d = b.decide(retryStep(1, "b"))
+	require.Equal(t, []string{"b", "after-b"}, applied(t, d).StepIDs)
+	require.Equal(t, events.StepStatusSkipped, b.s.Steps["never"].Status)
+	require.Equal(t, events.StepStatusSkipped, b.s.Steps["after-never"].Status)
+	b.decide(start("b", 2))
+	d = b.decide(done("b", 2))
+	require.Equal(t, []string{"StepCompleted b 2", "StepScheduled after-b 2"}, descs(d.Events))
 }

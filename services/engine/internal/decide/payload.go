@@ -40,6 +40,16 @@ type stepCompletedData struct {
 	ReconciledBy string `json:"reconciledBy,omitempty"`
 }
 
+// stepSkippedData is the payload of StepSkipped: events'
+// StepSkippedData plus, for a step skipped because a condition was false,
+// the step whose condition it was (the step itself, or an ancestor it was
+// skipped with). Written only for such a skip; RETRY_STEP brings back the
+// steps a failure skipped, never these.
+type stepSkippedData struct {
+	events.StepSkippedData
+	Condition string `json:"condition,omitempty"`
+}
+
 // runApprovedData is what the state reads of RunApproved's payload: the
 // run's identity and input, without its plan.
 type runApprovedData struct {

@@ -94,3 +94,21 @@ func TestFoldSkipsUnknownEventType(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, events.StepStatusRunning, after.Steps["a"].Status, "the fold goes on after an unknown type")
 }
+
+// TestPersistedGoldenStepSkippedCondition: the StepSkipped payload of a
+// false condition decodes, with today's reader, to its fields and, with
+// pkg/events' reader (the projector's), to the plain reason; today's
+// writer writes the golden byte for byte.
+func TestPersistedGoldenStepSkippedCondition(t *testing.T) {
+	t.Parallel()
+	want := stepSkippedData{StepSkippedData: events.StepSkippedData{Reason: `dependency "express" was skipped`}, Condition: "express"}
+	written, err := events.MarshalData(want)
+	require.NoError(t, err)
+	golden := goldentest.Compare(t, filepath.Join("testdata", "persisted", "StepSkipped_condition.json"), written)
+	var got stepSkippedData
+	require.NoError(t, events.Event{EventData: golden}.Data(&got))
+	require.Equal(t, want, got)
+	var plain events.StepSkippedData
+	require.NoError(t, events.Event{EventData: golden}.Data(&plain))
+	require.Equal(t, want.StepSkippedData, plain)
+}

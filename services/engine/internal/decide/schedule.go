@@ -22,9 +22,10 @@ func (d *decider) dispatch() {
 		case d.ready(id):
 			d.schedule(id)
 		case d.afterSkipped(id) != "":
-			st := d.s.Steps[id]
-			reason := fmt.Sprintf("dependency %q was skipped", d.afterSkipped(id))
-			d.emit(id, st.Attempt, events.StepSkipped, events.StepSkippedData{Reason: reason}, "")
+			dep := d.afterSkipped(id)
+			reason := fmt.Sprintf("dependency %q was skipped", dep)
+			d.emit(id, d.s.Steps[id].Attempt, events.StepSkipped,
+				stepSkippedData{StepSkippedData: events.StepSkippedData{Reason: reason}, Condition: d.s.Steps[dep].SkippedByCondition}, "")
 		}
 	}
 }
@@ -72,7 +73,8 @@ func (d *decider) schedule(id string) {
 		d.failStep(id, attempt, *failure, "")
 		return
 	} else if !run {
-		d.emit(id, attempt, events.StepSkipped, events.StepSkippedData{Reason: plan.ConditionFalse}, "")
+		d.emit(id, attempt, events.StepSkipped,
+			stepSkippedData{StepSkippedData: events.StepSkippedData{Reason: plan.ConditionFalse}, Condition: id}, "")
 		return
 	}
 	if ps.EffectiveKind() == plan.KindWaitSignal {

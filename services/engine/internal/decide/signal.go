@@ -184,9 +184,10 @@ func (d *decider) retryStep(payload json.RawMessage) verdict {
 	skipped := events.StepError{Code: events.CodeSkipped, Message: fmt.Sprintf("brought back by RETRY_STEP of %q", req.StepID)}
 	// Every skipped step no failure blocks any more comes back: the
 	// retried step's dependants, and, on a reopened run, the steps the
-	// run's failure skipped.
+	// run's failure skipped. A step a false condition skipped stays: its
+	// condition read the results of ancestors that all succeeded.
 	for _, dep := range d.order {
-		if dst := d.s.Steps[dep]; dst.Status == events.StepStatusSkipped && !d.failedAncestor(dep) {
+		if dst := d.s.Steps[dep]; dst.Status == events.StepStatusSkipped && dst.SkippedByCondition == "" && !d.failedAncestor(dep) {
 			d.emit(dep, dst.Attempt, events.StepRetryScheduled, events.StepRetryScheduledData{
 				Error: skipped, RetryAt: d.now, NextLogicalAttemptID: attemptID(dst.Attempt + 1),
 			}, "")

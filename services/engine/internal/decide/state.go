@@ -98,6 +98,9 @@ type StepState struct {
 	// text, once it completed; empty otherwise. Expressions of the steps
 	// after it read them.
 	Output, Artifacts string
+	// SkippedByCondition is, for a step skipped because a condition was
+	// false, the step whose condition it was; empty otherwise.
+	SkippedByCondition string
 }
 
 // InFlight reports whether the attempt is dispatched and has no outcome.
