@@ -32,7 +32,7 @@ var secretVars = []string{
 	"WEFT_PG_RELAY_PASSWORD", "WEFT_PG_PROJECTOR_PASSWORD",
 	"WEFT_NATS_MIGRATE_PASSWORD", "WEFT_NATS_RELAY_PASSWORD", "WEFT_NATS_ENGINE_PASSWORD",
 	"WEFT_NATS_WORKER_PASSWORD", "WEFT_NATS_PROJECTOR_PASSWORD", "WEFT_NATS_GATEWAY_PASSWORD",
-	"WEFT_NATS_CLIENT_PASSWORD",
+	"WEFT_NATS_CLIENT_PASSWORD", "WEFT_TASK_KEY",
 }
 
 func secretOf(v string) string { return "s3cret-" + strings.ToLower(v) }
@@ -45,12 +45,48 @@ func loadProject(t *testing.T, extra ...string) *types.Project {
 	for _, v := range secretVars {
 		env = append(env, v+"="+secretOf(v))
 	}
-	opts, err := cli.NewProjectOptions([]string{"compose.yaml"},
-		cli.WithWorkingDirectory("."), cli.WithName("weft"), cli.WithEnv(env))
-	require.NoError(t, err)
-	project, err := opts.LoadProject(context.Background())
+	project, err := loadProjectEnv(env)
 	require.NoError(t, err)
 	return project
+}
+
+// loadProjectEnv loads compose.yaml with env alone.
+func loadProjectEnv(env []string) (*types.Project, error) {
+	opts, err := cli.NewProjectOptions([]string{"compose.yaml"},
+		cli.WithWorkingDirectory("."), cli.WithName("weft"), cli.WithEnv(env))
+	if err != nil {
+		return nil, err
+	}
+	return opts.LoadProject(context.Background())
+}
+
+// The engine's task key comes from WEFT_TASK_KEY, which has no default (a
+// key in the file would be everyone's): compose refuses to start without
+// it, naming the variable. Only the engine gets it: a worker with the key
+// could sign its own forgeries.
+func TestTaskKeyIsTheEnginesAlone(t *testing.T) {
+	t.Parallel()
+	p := loadProject(t)
+	require.Equal(t, secretOf("WEFT_TASK_KEY"), env(service(t, p, "engine"), "WEFT_TASK_KEY"))
+	for name, svc := range p.Services {
+		if name == "engine" {
+			continue
+		}
+		require.NotContains(t, svc.Environment, "WEFT_TASK_KEY", name)
+		for k, v := range svc.Environment {
+			if v != nil {
+				require.NotContains(t, *v, secretOf("WEFT_TASK_KEY"), "%s: %s", name, k)
+			}
+		}
+	}
+	var without []string
+	for _, v := range secretVars {
+		if v != "WEFT_TASK_KEY" {
+			without = append(without, v+"="+secretOf(v))
+		}
+	}
+	_, err := loadProjectEnv(without)
+	require.ErrorContains(t, err, "WEFT_TASK_KEY")
 }
 
 func service(t *testing.T, p *types.Project, name string) types.ServiceConfig {

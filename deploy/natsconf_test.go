@@ -115,11 +115,14 @@ func TestNATSConfLeastPrivilege(t *testing.T) { // not parallel: t.Setenv, nats.
 		{"migrate", "$JS.API.STREAM.CREATE.WEFT_EVENTS", true, false},
 		{"migrate", "$JS.API.STREAM.UPDATE.WEFT_RESULTS", true, false},
 		{"migrate", "$JS.API.STREAM.DELETE.WEFT_EVENTS", false, false},
+		{"migrate", "$JS.API.STREAM.CREATE.WEFT_CANCELS", true, false},
 		{"migrate", "weft.events.r1", false, false},
 		{"migrate", "_INBOX_migrate.x.y", false, true},
 		// The relay publishes events and tasks, nothing else.
 		{"relay", "weft.events.r1", true, false},
 		{"relay", "weft.tasks.default", true, false},
+		{"relay", "weft.tasks.default.acme", true, false}, // a tenant lane
+		{"relay", "weft.cancel.r1", true, false},
 		{"relay", "weft.results.r1", false, false},
 		{"relay", "$JS.API.STREAM.UPDATE.WEFT_EVENTS", false, false},
 		{"relay", "$JS.API.STREAM.INFO.WEFT_TASKS", true, false},
@@ -142,11 +145,30 @@ func TestNATSConfLeastPrivilege(t *testing.T) { // not parallel: t.Setenv, nats.
 		{"engine", "_INBOX_worker.abc.1", false, false},
 		// The worker: its queue's tasks, results, cancel notices.
 		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-default.weft.tasks.default", true, false},
+		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-default.weft.tasks.default.>", true, false}, // its lanes
+		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-default.weft.tasks.default.acme", true, false},
+		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-default.weft.tasks.other", false, false},
+		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-default", false, false}, // unfiltered: every queue
 		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-other.weft.tasks.other", false, false},
+		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-other.weft.tasks.default", false, false},
+		{"worker", "$JS.API.CONSUMER.DURABLE.CREATE.WEFT_TASKS.tasks-other", false, false},
+		{"worker", "$JS.API.CONSUMER.INFO.WEFT_TASKS.tasks-other", false, false},
+		{"worker", "$JS.API.CONSUMER.MSG.NEXT.WEFT_TASKS.tasks-other", false, false},
+		{"worker", "$JS.API.CONSUMER.MSG.NEXT.WEFT_TASKS.tasks-default-acme", false, false},
+		{"worker", "$JS.ACK.WEFT_TASKS.tasks-other.1.2.3", false, false},
+		{"worker", "$JS.API.CONSUMER.DELETE.WEFT_TASKS.tasks-default", false, false},
+		{"worker", "$JS.API.STREAM.MSG.GET.WEFT_TASKS", false, false},
 		{"worker", "$JS.ACK.WEFT_TASKS.tasks-default.1.2.3", true, false},
 		{"worker", "weft.results.r1", true, false},
-		{"worker", "weft.tasks.default", false, false},
 		{"worker", "weft.cancel.r1", false, true},
+		{"worker", "$JS.API.DIRECT.GET.WEFT_CANCELS.weft.cancel.r1", true, false},
+		{"worker", "$JS.API.DIRECT.GET.WEFT_EVENTS.weft.events.r1", false, false},
+		{"worker", "weft.tasks.default", false, true}, // it watches its queue
+		{"worker", "weft.tasks.default.acme", false, true},
+		{"worker", "weft.tasks.other", false, false},
+		{"worker", "weft.tasks.other.acme", false, false},
+		// Tenant lanes' consumers cannot be scoped per queue: refused.
+		{"worker", "$JS.API.CONSUMER.MSG.NEXT.WEFT_TASKS.tasks-default~acme", false, false},
 		{"worker", "weft.events.r1", false, false},
 		{"worker", streams.ReconcileSubject, true, false},
 		// The projector: its consumer of events.

@@ -23,6 +23,9 @@ import (
 // testToken is the API key of the topology's gateway and projector.
 const testToken = "weft_topology_test_token"
 
+// testTaskKey is the engine's task key (base64 of 32 bytes).
+const testTaskKey = "dG9wb2xvZ3ktdGVzdC10YXNrLWtleS0zMi1ieXRlcyE="
+
 // topology is the compose topology run as local processes.
 type topology struct {
 	bin       binaries
@@ -144,7 +147,7 @@ func startTopology(t *testing.T) *topology {
 		env  []string
 	}{
 		{"relay", []string{"WEFT_DATABASE_URL=" + top.db.url("weft_relay")}},
-		{"engine", []string{"WEFT_DATABASE_URL=" + top.db.url("weft_engine")}},
+		{"engine", []string{"WEFT_DATABASE_URL=" + top.db.url("weft_engine"), "WEFT_TASK_KEY=" + testTaskKey}},
 		{"worker", nil},
 		{"gateway", []string{"WEFT_DATABASE_URL=" + top.db.url("weft_gateway"), "WEFT_GATEWAY_ADDR=" + gatewayAddr, keys}},
 		{"projector", []string{"WEFT_DATABASE_URL=" + top.db.url("weft_projector"), "WEFT_PROJECTOR_ADDR=" + projectorAddr,

@@ -1,0 +1,128 @@
+package deploy
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftrun/weft/pkg/streams"
+)
+
+// queueWorkerConf returns nats.conf with a worker user for queue added, made
+// as nats.conf tells an operator to: a copy of the worker user's block with
+// worker-<queue>, its password variable, its inbox and its queue's
+// consumer and subject in place of the default queue's.
+func queueWorkerConf(t *testing.T, queue string) string {
+	t.Helper()
+	conf, err := os.ReadFile("nats.conf")
+	require.NoError(t, err)
+	text := string(conf)
+	start := strings.Index(text, "      {\n        user: worker\n")
+	require.Positive(t, start, "nats.conf has the worker user's block")
+	end := start + strings.Index(text[start:], "\n      }\n") + len("\n      }\n")
+	block := strings.NewReplacer(
+		"user: worker\n", "user: worker-"+queue+"\n",
+		"$WEFT_NATS_WORKER_PASSWORD", "$WEFT_NATS_WORKER_"+strings.ToUpper(queue)+"_PASSWORD",
+		"_INBOX_worker.", "_INBOX_worker-"+queue+".",
+		"tasks-default", "tasks-"+queue,
+		"weft.tasks.default", "weft.tasks."+queue,
+	).Replace(text[start:end])
+	return text[:end] + block + text[end:]
+}
+
+// startQueueServer runs an embedded nats-server from nats.conf with a
+// worker user for queue "batch" beside the default queue's, and Weft's
+// streams.
+func startQueueServer(t *testing.T) *server.Server {
+	t.Helper()
+	loadNATSConf(t) // sets the users' passwords
+	t.Setenv("WEFT_NATS_WORKER_BATCH_PASSWORD", "pw-worker-batch")
+	path := filepath.Join(t.TempDir(), "nats.conf")
+	require.NoError(t, os.WriteFile(path, []byte(queueWorkerConf(t, "batch")), 0o600))
+	opts, err := server.ProcessConfigFile(path)
+	require.NoError(t, err)
+	opts.Host, opts.Port, opts.HTTPPort = "127.0.0.1", -1, 0
+	opts.StoreDir = t.TempDir()
+	opts.NoSigs, opts.NoLog = true, true
+	srv, err := server.NewServer(opts)
+	require.NoError(t, err)
+	srv.Start()
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	require.True(t, srv.ReadyForConnections(10*time.Second))
+	migrate := connectAs(t, srv, "migrate")
+	for _, sc := range []jetstream.StreamConfig{streams.Tasks(streams.Config{}), streams.Results(streams.Config{})} {
+		_, err := migrate.CreateOrUpdateStream(t.Context(), sc)
+		require.NoError(t, err, sc.Name)
+	}
+	return srv
+}
+
+// Per-queue worker users (issue #17, item 3): a worker of the queue
+// "default" and one of "batch" each take their own queue's task, and
+// neither can create, read, pull from or ack the other queue's consumer,
+// on a real server with a pending task in it. Not parallel: t.Setenv.
+func TestQueueWorkerCannotTakeAnotherQueuesTasks(t *testing.T) {
+	srv := startQueueServer(t)
+	ctx := t.Context()
+	relay := connectAs(t, srv, "relay")
+	for _, q := range []string{"default", "batch"} {
+		_, err := relay.Publish(ctx, "weft.tasks."+q, []byte(`{"queue":"`+q+`"}`))
+		require.NoError(t, err)
+	}
+	workers := map[string]jetstream.JetStream{"default": connectAs(t, srv, "worker"), "batch": connectAs(t, srv, "worker-batch")}
+	consumers := map[string]jetstream.Consumer{}
+	for q, js := range workers {
+		cc, err := streams.TaskConsumer(q, 0)
+		require.NoError(t, err)
+		c, err := js.CreateOrUpdateConsumer(ctx, streams.TasksStream, cc)
+		require.NoError(t, err, "the worker of %s creates its consumer", q)
+		consumers[q] = c
+	}
+
+	for q, other := range map[string]string{"default": "batch", "batch": "default"} {
+		js := workers[q]
+		refused := func(what string, call func(context.Context) error) {
+			t.Helper()
+			cctx, cancel := context.WithTimeout(ctx, refusedWithin)
+			defer cancel()
+			require.Error(t, call(cctx), "the worker of %s may not %s of %s", q, what, other)
+		}
+		refused("create the consumer", func(c context.Context) error {
+			cc, err := streams.TaskConsumer(other, 0)
+			require.NoError(t, err)
+			_, err = js.CreateOrUpdateConsumer(c, streams.TasksStream, cc)
+			return err
+		})
+		refused("read the consumer", func(c context.Context) error {
+			_, err := js.Consumer(c, streams.TasksStream, "tasks-"+other)
+			return err
+		})
+		refused("pull from the consumer", func(c context.Context) error {
+			_, err := js.Conn().RequestWithContext(c, "$JS.API.CONSUMER.MSG.NEXT.WEFT_TASKS.tasks-"+other, []byte(`{"batch":1,"no_wait":true}`))
+			return err
+		})
+		refused("take the queue's tasks in its own consumer", func(c context.Context) error {
+			_, err := js.CreateOrUpdateConsumer(c, streams.TasksStream, jetstream.ConsumerConfig{
+				Durable: "tasks-" + q, FilterSubject: "weft.tasks." + other, AckPolicy: jetstream.AckExplicitPolicy})
+			return err
+		})
+	}
+
+	// Each queue's task is still there for its own worker, and only its.
+	for q, c := range consumers {
+		batch, err := c.Fetch(1, jetstream.FetchMaxWait(refusedWithin))
+		require.NoError(t, err)
+		m, ok := <-batch.Messages()
+		require.True(t, ok, "the worker of %s takes its task", q)
+		require.JSONEq(t, `{"queue":"`+q+`"}`, string(m.Data()))
+		require.NoError(t, m.DoubleAck(ctx), "the worker of %s acks its task", q)
+	}
+	require.NoError(t, workers["batch"].Conn().Publish("weft.results.r1", []byte("{}")), "workers report results")
+}
