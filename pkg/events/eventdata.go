@@ -132,6 +132,13 @@ type RunFailedData struct {
 	Error  *StepError `json:"error,omitempty"`
 }
 
+// RunCompletedData is the payload of RunCompleted: the run's output, when
+// its plan has one (plan.Plan.Output). An older writer wrote no payload,
+// and a run of a plan without an output has none.
+type RunCompletedData struct {
+	Output json.RawMessage `json:"output,omitempty"`
+}
+
 // RunCancelledData is the payload of RunCancelled.
 type RunCancelledData struct {
 	Reason string `json:"reason"`

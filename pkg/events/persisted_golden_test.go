@@ -92,6 +92,7 @@ func persistedRecords() []goldentest.Record {
 		payloadRecord("StepRetryScheduled", StepRetryScheduledData{Error: stepErr, RetryAt: goldenT0.Add(time.Second),
 			NextLogicalAttemptID: "3"}),
 		payloadRecord("RunFailed", RunFailedData{Reason: "step failed", StepID: "extract", Error: &stepErr}),
+		payloadRecord("RunCompleted", RunCompletedData{Output: json.RawMessage(`{"rows":3,"report":"s3://bucket/run/report.csv"}`)}),
 		payloadRecord("RunCancelled", RunCancelledData{Reason: "operator"}),
 		payloadRecord("RunPaused", RunPausedData{Reason: "maintenance"}),
 		payloadRecord("SignalAccepted", SignalAcceptedData{SignalName: "approve", SignalID: "sig-1",

@@ -166,12 +166,15 @@ func (p *projection) apply(e Event) error {
 // terminal check so that a malformed event is reported whatever the state.
 func (p *projection) applyRun(e Event) error {
 	var started RunStartedData
+	var completed RunCompletedData
 	var failed RunFailedData
 	var cancelled RunCancelledData
 	var err error
 	switch e.EventType {
 	case RunStarted:
 		err = e.Data(&started)
+	case RunCompleted:
+		err = e.Data(&completed)
 	case RunFailed:
 		err = e.Data(&failed)
 	case RunCancelled:
@@ -197,6 +200,7 @@ func (p *projection) applyRun(e Event) error {
 	case RunResumed:
 		p.s.Status = RunStatusRunning
 	case RunCompleted:
+		p.s.Output = slices.Clone(completed.Output)
 		p.finish(e, RunStatusCompleted)
 	case RunFailed:
 		p.s.Error = p.rootCause(failed)

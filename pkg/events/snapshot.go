@@ -88,6 +88,8 @@ type RunSnapshot struct {
 	EngineRunRef json.RawMessage `json:"engineRunRef,omitempty"`
 	// Error is the root cause of a FAILED run.
 	Error *StepError `json:"error,omitempty"`
+	// Output is the output of a COMPLETED run whose plan has one.
+	Output json.RawMessage `json:"output,omitempty"`
 }
 
 // StepSnapshot is the state of one step of a run, as of its current
@@ -128,6 +130,7 @@ func (s RunSnapshot) clone() RunSnapshot {
 	c.TotalDurationMs = clonePtr(s.TotalDurationMs)
 	c.EngineRunRef = slices.Clone(s.EngineRunRef)
 	c.Error = clonePtr(s.Error)
+	c.Output = slices.Clone(s.Output)
 	return c
 }
 

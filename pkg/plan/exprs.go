@@ -40,6 +40,9 @@ func (p *Plan) Expressive() bool {
 // schemaVersionFor returns the version ApplyDefaults gives a plan that
 // does not state one: the first version with what it uses.
 func (p *Plan) schemaVersionFor() int {
+	if p.Output != "" {
+		return SchemaVersionExpressions
+	}
 	for i := range p.Steps {
 		if p.Steps[i].needsExpressions() {
 			return SchemaVersionExpressions
@@ -77,11 +80,31 @@ func (p *Plan) Condition(id string, lim expr.Limits) (*expr.Condition, error) {
 	return c, nil
 }
 
-// expressions checks the expressions of every step's input and its If,
-// for a plan whose dependencies are sound (no cycle), and adds their
-// problems.
+// OutputValue compiles p's Output. It returns nil, and no error, when p
+// has none. An error means the plan did not pass Validate.
+func (p *Plan) OutputValue(lim expr.Limits) (*expr.Value, error) {
+	if p.Output == "" {
+		return nil, nil
+	}
+	v, problems := expr.CompileValue(p.Output, "output", expr.Scope{Ancestors: p.TopoOrder()}, lim)
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("plan: %s", problems[0])
+	}
+	return v, nil
+}
+
+// expressions checks the plan's expressions (each step's input and If,
+// and the plan's Output), for a plan whose dependencies are sound (no
+// cycle), and adds their problems.
 func (p *Plan) expressions(ps *problems, l Limits) {
 	lim := expr.Limits{MaxExpressionBytes: l.MaxExpressionBytes}
+	switch {
+	case p.Output != "" && !p.Expressive():
+		ps.add("", "output", CodeFieldNotAllowed, "an output needs schemaVersion %d", SchemaVersionExpressions)
+	case p.Output != "":
+		_, found := expr.CompileValue(p.Output, "output", expr.Scope{Ancestors: p.TopoOrder()}, lim)
+		addExpressionProblems(ps, "", found)
+	}
 	for i := range p.Steps {
 		s := &p.Steps[i]
 		if !p.Expressive() {
@@ -98,12 +121,18 @@ func (p *Plan) expressions(ps *problems, l Limits) {
 			_, more := expr.CompileCondition(s.If, "if", expr.Scope{Ancestors: p.Ancestors(s.ID)}, lim)
 			found = append(found, more...)
 		}
-		for _, f := range found {
-			msg := f.Message
-			if f.Column > 0 {
-				msg = fmt.Sprintf("column %d: %s", f.Column, f.Message)
-			}
-			ps.add(s.ID, f.Path, CodeInvalidExpression, "%s", msg)
+		addExpressionProblems(ps, s.ID, found)
+	}
+}
+
+// addExpressionProblems adds found, the problems of step stepID's (or the
+// plan's) expressions, each message led by its column.
+func addExpressionProblems(ps *problems, stepID string, found []expr.Problem) {
+	for _, f := range found {
+		msg := f.Message
+		if f.Column > 0 {
+			msg = fmt.Sprintf("column %d: %s", f.Column, f.Message)
 		}
+		ps.add(stepID, f.Path, CodeInvalidExpression, "%s", msg)
 	}
 }

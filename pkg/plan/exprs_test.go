@@ -108,3 +108,24 @@ func TestConditions(t *testing.T) {
 	requireOnly(t, err, CodeFieldNotAllowed)
 	require.ErrorContains(t, err, "a condition needs schemaVersion 2")
 }
+
+func TestOutput(t *testing.T) {
+	t.Parallel()
+	doc := func(version, out string) []byte {
+		return []byte(`{` + version + `"planId":"p","planVersion":"1","output":` + out + `,
+			"steps":[{"id":"a","activity":"echo"},{"id":"b","activity":"echo","dependsOn":["a"]}]}`)
+	}
+	p, err := Parse(doc("", `"{'b': steps.b.output, 'in': input}"`), Limits{})
+	require.NoError(t, err)
+	require.Equal(t, SchemaVersionExpressions, p.SchemaVersion, "an output makes a plan of version 2")
+	v, err := p.OutputValue(expr.Limits{})
+	require.NoError(t, err)
+	require.NotNil(t, v)
+	requireRoundTrip(t, p)
+
+	_, err = Parse(doc("", `"steps.c.output"`), Limits{})
+	requireOnly(t, err, CodeInvalidExpression)
+	require.ErrorContains(t, err, `output: column 7: step "c" is not a step this one depends on`)
+	_, err = Parse(doc(`"schemaVersion":1,`, `"input"`), Limits{})
+	requireOnly(t, err, CodeFieldNotAllowed)
+}

@@ -13,6 +13,9 @@ const (
 	DefaultMaxStepInputBytes = 64 << 10 // 64 KiB
 	DefaultMaxDepth          = 64
 	DefaultMaxIDBytes        = 128
+	// DefaultMaxRunOutputBytes bounds a run's output (Plan.Output) as the
+	// engine evaluates it; a larger one fails the run (EXPRESSION_ERROR).
+	DefaultMaxRunOutputBytes = 64 << 10 // 64 KiB
 )
 
 // Limits bounds what Parse and Validate accept. The zero value of each field

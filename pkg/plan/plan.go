@@ -35,6 +35,11 @@ type Plan struct {
 	// Steps lists the steps. Their order is the declaration order that
 	// breaks ties in TopoOrder and orders problems.
 	Steps []Step `json:"steps"`
+	// Output is the run's output: a CEL expression (docs/plans.md) over the
+	// run's input and every step's results, evaluated when the run
+	// completes and recorded on RunCompleted. Empty: no output. Schema
+	// version 2.
+	Output string `json:"output,omitempty"`
 }
 
 // Kind is the kind of a step.

@@ -164,9 +164,16 @@ func rawWorker(t *testing.T, js jetstream.JetStream, queue string, behave func(t
 // task (stamped with the delivery count), then acks the task.
 func rawWorkerFn(t *testing.T, js jetstream.JetStream, queue string, serve func(tk task.Task, report func(task.Result))) {
 	t.Helper()
-	ctx := t.Context()
 	cc, err := streams.TaskConsumer(queue, 0)
 	require.NoError(t, err)
+	rawWorkerOn(t, js, cc, serve)
+}
+
+// rawWorkerOn is rawWorkerFn on the task consumer cc: a queue's own, or
+// one of its tenant lanes (streams.TaskLaneConsumer).
+func rawWorkerOn(t *testing.T, js jetstream.JetStream, cc jetstream.ConsumerConfig, serve func(tk task.Task, report func(task.Result))) {
+	t.Helper()
+	ctx := t.Context()
 	cons, err := js.CreateOrUpdateConsumer(ctx, streams.TasksStream, cc)
 	require.NoError(t, err)
 	sub, err := cons.Consume(func(m jetstream.Msg) {

@@ -10,6 +10,8 @@ import (
 	"github.com/weftrun/weft/internal/journal"
 	"github.com/weftrun/weft/internal/runstart"
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/streams"
+	"github.com/weftrun/weft/pkg/task"
 	"github.com/weftrun/weft/services/engine"
 )
 
@@ -19,12 +21,17 @@ import (
 func TestRunInputAndOutputsFlowThroughExpressions(t *testing.T) {
 	t.Parallel()
 	s := setup(t, engine.Config{})
-	rawWorker(t, s.js, "default", echo)
-	p := parsePlan(t, `{"planId":"flow","planVersion":"1","steps":[
+	lane, err := streams.TaskLaneConsumer("default", streams.LaneToken("acme"), 0, 0)
+	require.NoError(t, err)
+	rawWorkerOn(t, s.js, lane, func(tk task.Task, report func(task.Result)) { // acme's tasks
+		report(task.NewResult(tk, task.Started, "", "raw"))
+		report(echo(tk))
+	})
+	p := parsePlan(t, `{"planId":"flow","planVersion":"1","output":"steps.b.output.line","steps":[
 		{"id":"a","activity":"echo","input":{"order":"${{ input.orderId }}","qty":"${{ input.qty * 2 }}"}},
 		{"id":"b","activity":"echo","dependsOn":["a"],"input":{"line":"order ${{ steps.a.output.order }} x${{ steps.a.output.qty }} for ${{ run.tenantId }}"}}]}`)
 	var runID string
-	err := pgx.BeginFunc(t.Context(), s.db.Pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(t.Context(), s.db.Pool, func(tx pgx.Tx) error {
 		var err error
 		runID, err = runstart.Approver{Journal: journal.New(s.log)}.ApproveTx(t.Context(), tx,
 			runstart.Request{Plan: p, TenantID: "acme", Input: json.RawMessage(`{"orderId": "o-17", "qty": 3}`)})
@@ -36,6 +43,7 @@ func TestRunInputAndOutputsFlowThroughExpressions(t *testing.T) {
 	snap, err := events.Project(runID, evs)
 	require.NoError(t, err)
 	require.Equal(t, events.RunStatusCompleted, snap.Status)
+	require.JSONEq(t, `"order o-17 x6 for acme"`, string(snap.Output), "the plan's output, recorded on RunCompleted")
 	outputs := map[string]string{}
 	inputs := map[string]string{}
 	for _, e := range evs {

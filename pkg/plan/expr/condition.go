@@ -1,6 +1,8 @@
 package expr
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 
 	"cel.dev/cel-go/cel"
@@ -18,6 +20,15 @@ type Condition struct {
 // expression, bare or written as one "${{ EXPR }}", that must yield a
 // bool (a type known only at run time is checked then).
 func CompileCondition(src, path string, scope Scope, lim Limits) (*Condition, []Problem) {
+	prg, problems := compileBare(src, path, scope, lim, boolean)
+	if len(problems) > 0 {
+		return nil, problems
+	}
+	return &Condition{path: path, prg: prg}, nil
+}
+
+// compileBare compiles src, a bare expression or one "${{ EXPR }}".
+func compileBare(src, path string, scope Scope, lim Limits, check func(*cel.Type) string) (cel.Program, []Problem) {
 	env, err := envFor(scope)
 	if err != nil {
 		return nil, []Problem{{Path: path, Message: err.Error()}}
@@ -27,11 +38,50 @@ func CompileCondition(src, path string, scope Scope, lim Limits) (*Condition, []
 	if texts, sources, problem := split(src); problem == "" && len(sources) == 1 && texts[0] == "" && texts[1] == "" {
 		src = sources[0]
 	}
-	prg, ok := c.compile(path, src, boolean)
+	prg, ok := c.compile(path, src, check)
 	if !ok {
 		return nil, c.problems
 	}
-	return &Condition{path: path, prg: prg}, nil
+	return prg, nil
+}
+
+// Value is a compiled expression whose value, of any type, becomes a JSON
+// document: a plan's output. It is immutable and safe for concurrent use.
+type Value struct {
+	path string
+	prg  cel.Program
+}
+
+// CompileValue compiles src, at JSON path path, against scope: a CEL
+// expression, bare or written as one "${{ EXPR }}".
+func CompileValue(src, path string, scope Scope, lim Limits) (*Value, []Problem) {
+	prg, problems := compileBare(src, path, scope, lim, nil)
+	if len(problems) > 0 {
+		return nil, problems
+	}
+	return &Value{path: path, prg: prg}, nil
+}
+
+// Eval evaluates the expression with vars and returns its JSON value. It
+// fails with an *EvalError.
+func (v *Value) Eval(vars Vars) (json.RawMessage, error) {
+	act, err := vars.activation()
+	if err != nil {
+		return nil, err
+	}
+	out, _, err := v.prg.Eval(act)
+	if err != nil {
+		return nil, &EvalError{Path: v.path, Message: err.Error()}
+	}
+	doc, err := toJSON(out)
+	if err != nil {
+		return nil, &EvalError{Path: v.path, Message: err.Error()}
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("expr: encode the value: %w", err)
+	}
+	return b, nil
 }
 
 // boolean says why t may not be a condition's type, unless it is bool or

@@ -55,10 +55,33 @@ func (d *decider) condition(ps *plan.Step) (run bool, failure *events.StepError)
 	return ok, nil
 }
 
+// output evaluates the plan's output over every step: nil without one. A
+// failure is the run's EXPRESSION_ERROR.
+func (d *decider) output() (json.RawMessage, *events.StepError) {
+	v, err := d.p.OutputValue(expr.Limits{})
+	if err != nil {
+		return nil, expressionError(err)
+	}
+	if v == nil {
+		return nil, nil
+	}
+	out, err := v.Eval(d.varsOf(d.order))
+	if err != nil {
+		return nil, expressionError(err)
+	}
+	if len(out) > plan.DefaultMaxRunOutputBytes {
+		return nil, expressionError(fmt.Errorf("the output is %d bytes of JSON, over the limit of %d",
+			len(out), plan.DefaultMaxRunOutputBytes))
+	}
+	return out, nil
+}
+
 // vars returns what the expressions of step id read: the run, its input,
 // and the step's ancestors.
-func (d *decider) vars(id string) expr.Vars {
-	ancestors := d.p.Ancestors(id)
+func (d *decider) vars(id string) expr.Vars { return d.varsOf(d.p.Ancestors(id)) }
+
+// varsOf returns what an expression reads that may read the steps of ids.
+func (d *decider) varsOf(ancestors []string) expr.Vars {
 	v := expr.Vars{
 		Input: json.RawMessage(d.s.Run.Input),
 		Steps: make(map[string]expr.StepVars, len(ancestors)),

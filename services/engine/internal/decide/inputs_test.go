@@ -181,3 +181,38 @@ func TestRetryStepLeavesConditionSkipsAlone(t *testing.T) {
 	d = b.decide(done("b", 2))
 	require.Equal(t, []string{"StepCompleted b 2", "StepScheduled after-b 2"}, descs(d.Events))
 }
+
+// setupPlanOutput is setupWith for a plan whose output is out.
+func setupPlanOutput(t *testing.T, input, out string, steps ...plan.Step) *bundle {
+	t.Helper()
+	b := setupWith(t, events.RunApprovedData{Input: json.RawMessage(input)}, steps...)
+	b.p.Output = out
+	require.NoError(t, b.p.Validate(plan.Limits{}))
+	return b
+}
+
+// The plan's output is evaluated when the run completes and recorded on
+// RunCompleted; one that cannot be evaluated fails the run.
+func TestRunOutput(t *testing.T) {
+	t.Parallel()
+	b := setupPlanOutput(t, `{"who": "Ada"}`, `{"who": input.who, "a": steps.a.output, "skipped": steps.b.status}`,
+		act("a"), withIf(act("b"), "false"))
+	b.decide(approve())
+	b.decide(start("a", 1))
+	d := b.decide(done("a", 1))
+	last := d.Events[len(d.Events)-1]
+	require.Equal(t, events.RunCompleted, last.Type)
+	require.JSONEq(t, `{"who": "Ada", "a": {"ok": true}, "skipped": "SKIPPED"}`,
+		string(last.Data.(events.RunCompletedData).Output))
+
+	b = setupPlanOutput(t, `{}`, `steps.b.output`, act("a"), withIf(act("b"), "false"))
+	b.decide(approve())
+	b.decide(start("a", 1))
+	d = b.decide(done("a", 1))
+	last = d.Events[len(d.Events)-1]
+	require.Equal(t, events.RunFailed, last.Type)
+	failed := last.Data.(events.RunFailedData)
+	require.Equal(t, CodeExpressionError, failed.Error.Code)
+	require.Contains(t, failed.Error.Message, "output: no such key: output", "a skipped step has no output")
+	require.Equal(t, events.RunStatusFailed, b.s.Status)
+}

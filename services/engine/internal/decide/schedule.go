@@ -177,10 +177,26 @@ func (d *decider) settle() {
 	failed := d.failedStep()
 	switch {
 	case failed == "" && all:
-		d.emit("", 0, events.RunCompleted, nil, "")
+		d.complete()
 	case failed != "":
 		d.failRun(failed)
 	}
+}
+
+// complete ends the run COMPLETED, with its plan's output, or FAILED with
+// EXPRESSION_ERROR when the output cannot be evaluated.
+func (d *decider) complete() {
+	out, failure := d.output()
+	if failure != nil {
+		d.emit("", d.s.Failures+1, events.RunFailed, events.RunFailedData{
+			Reason: "the run's output: " + failure.Code, Error: failure}, "")
+		return
+	}
+	var data any
+	if out != nil {
+		data = events.RunCompletedData{Output: out}
+	}
+	d.emit("", 0, events.RunCompleted, data, "")
 }
 
 // failRun skips every step that never ran and fails the run, naming the
