@@ -71,6 +71,9 @@ func printRun(w io.Writer, v *api.RunView, now time.Time) error {
 	if v.Error != nil {
 		tw.row("Error\t%s\n", stepErrorText(v.Error))
 	}
+	if len(v.Output) > 0 {
+		tw.row("Output\t%s\n", shorten(string(v.Output), maxOutputShown))
+	}
 	if v.Stale && v.Gap != nil {
 		tw.row("Stale\tevents after runSeq %d are missing (seen %d); the projector is catching up\n", v.Gap.AfterSeq, v.Gap.SeenSeq)
 	}
@@ -81,6 +84,10 @@ func printRun(w io.Writer, v *api.RunView, now time.Time) error {
 	}
 	return tw.flush()
 }
+
+// maxOutputShown bounds the run's output printRun shows; -o json shows it
+// all.
+const maxOutputShown = 2000
 
 // runStatusLine is "COMPLETED, 3/3 steps done, 2s".
 func runStatusLine(v *api.RunView, now time.Time) string {

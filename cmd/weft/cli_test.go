@@ -154,6 +154,10 @@ func testDataFlow(t *testing.T, s *cliStack) {
 	require.Equal(t, exitOK, r.code, "err: %v\nstderr: %s", r.err, r.errOut)
 	v := decode[api.RunView](t, r)
 	require.Equal(t, events.RunStatusCompleted, v.Status)
+	require.JSONEq(t, `"Ada ordered tea, cake"`, string(v.Output), "the plan's output")
+	text := s.weft(t, "run", "get", v.RunID)
+	require.NoError(t, text.err)
+	require.Contains(t, text.out, `Output  "Ada ordered tea, cake"`)
 	page := decode[api.EventPage](t, s.weft(t, "run", "events", v.RunID, "-o", "json"))
 	outputs := map[string]string{}
 	for _, e := range page.Events {
