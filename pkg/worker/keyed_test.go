@@ -111,7 +111,11 @@ func TestKeyedAttemptRunsOnceWhenTheServerForgetsTheDelivery(t *testing.T) {
 	for _, l := range started {
 		require.Equal(t, "1", l["engine_attempt_id"], "the server handed the task out again as delivery 1")
 	}
-	ended := b.logLines(t, "worker: attempt ended", tk.RunID)
+	var ended []map[string]any
+	require.Eventually(t, func() bool { // logged once the ack is confirmed
+		ended = b.logLines(t, "worker: attempt ended", tk.RunID)
+		return len(ended) >= 2
+	}, waitFor, 10*time.Millisecond)
 	require.Len(t, ended, 2)
 	require.Equal(t, "activity", ended[0]["settled_by"])
 	require.Equal(t, false, ended[0]["published"])

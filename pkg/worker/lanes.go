@@ -23,7 +23,18 @@ type lane struct {
 	// published on it, or the stream counting tasks on it) and cleared
 	// when a pull from it finds none.
 	ready bool
+	// published is set when the worker saw a task published on the lane
+	// and has not pulled from it since: the publish may reach the worker
+	// before the stream has stored the task, so the next pull waits a
+	// moment for it (publishSettle).
+	published bool
 }
+
+// publishSettle bounds the wait of a pull from a lane the worker saw a
+// task published on, for the stream to store it. A stream stores a task
+// within microseconds of its publish; a worker that finds nothing then
+// (another worker took the task) has lost no more than this.
+const publishSettle = 20 * time.Millisecond
 
 // lanes is the fair scheduler's view of the queue: its lanes in a fixed
 // round-robin order, the queue's own first, and the tokens of lanes that
@@ -38,7 +49,7 @@ type lanes struct {
 	last   *lane // the lane of the last task taken
 
 	mu    sync.Mutex
-	hints map[string]struct{}
+	hints map[string]bool // lane token: seen published (else polled)
 	wake  chan struct{}
 }
 
@@ -51,7 +62,7 @@ func newLanes(w *Worker, own jetstream.Consumer) (*lanes, error) {
 	}
 	return &lanes{w: w, queue: queue, filter: queue + ".*",
 		list:  []*lane{{cons: own, ready: true}},
-		hints: make(map[string]struct{}),
+		hints: make(map[string]bool),
 		wake:  make(chan struct{}, 1),
 	}, nil
 }
@@ -68,7 +79,7 @@ func (ls *lanes) watch() ([]*nats.Subscription, error) {
 	}
 	var subs []*nats.Subscription
 	for _, subject := range []string{ls.queue, ls.filter} {
-		sub, err := nc.Subscribe(subject, func(m *nats.Msg) { ls.hint(m.Subject) })
+		sub, err := nc.Subscribe(subject, func(m *nats.Msg) { ls.hint(m.Subject, true) })
 		if err != nil {
 			unsubscribe(subs)
 			return nil, fmt.Errorf("worker: watch %s: %w", subject, err)
@@ -84,15 +95,15 @@ func unsubscribe(subs []*nats.Subscription) {
 	}
 }
 
-// hint marks the lane of subject ready and wakes the scheduler. It never
-// blocks.
-func (ls *lanes) hint(subject string) {
+// hint marks the lane of subject ready, and published when a task was
+// seen published on it, and wakes the scheduler. It never blocks.
+func (ls *lanes) hint(subject string, published bool) {
 	token := ""
 	if subject != ls.queue {
 		token = strings.TrimPrefix(subject, ls.queue+".")
 	}
 	ls.mu.Lock()
-	ls.hints[token] = struct{}{}
+	ls.hints[token] = ls.hints[token] || published
 	ls.mu.Unlock()
 	select {
 	case ls.wake <- struct{}{}:
@@ -106,11 +117,12 @@ func (ls *lanes) hint(subject string) {
 func (ls *lanes) absorb(ctx context.Context) {
 	ls.mu.Lock()
 	hints := ls.hints
-	ls.hints = make(map[string]struct{})
+	ls.hints = make(map[string]bool)
 	ls.mu.Unlock()
-	for token := range hints {
+	for token, published := range hints {
 		if l := ls.lane(ctx, token); l != nil {
 			l.ready = true
+			l.published = l.published || published
 		}
 	}
 }
@@ -157,7 +169,7 @@ func (ls *lanes) ensure(ctx context.Context, token string) (jetstream.Consumer, 
 // while the worker was not watching, and tasks made available again
 // without a publish (given back, or their AckWait passed).
 func (ls *lanes) poll(ctx context.Context) {
-	ls.hint(ls.queue)
+	ls.hint(ls.queue, false)
 	stream, err := ls.w.js.Stream(ctx, streams.TasksStream)
 	if err != nil {
 		ls.w.logger.DebugContext(ctx, "worker: lanes poll failed", "err", err)
@@ -170,7 +182,7 @@ func (ls *lanes) poll(ctx context.Context) {
 	}
 	for subject, n := range info.State.Subjects {
 		if n > 0 {
-			ls.hint(subject)
+			ls.hint(subject, false)
 		}
 	}
 }
@@ -204,7 +216,8 @@ func (ls *lanes) take() (jetstream.Msg, *lane, error) {
 		if !l.ready {
 			continue
 		}
-		msg, err := fetchOne(l.cons)
+		msg, err := fetchOne(l.cons, l.published)
+		l.published = false
 		if err != nil {
 			return nil, l, err
 		}
@@ -218,9 +231,16 @@ func (ls *lanes) take() (jetstream.Msg, *lane, error) {
 	return nil, nil, nil
 }
 
-// fetchOne pulls at most one task, without waiting for one.
-func fetchOne(cons jetstream.Consumer) (jetstream.Msg, error) {
-	batch, err := cons.FetchNoWait(1)
+// fetchOne pulls at most one task, without waiting for one, or for up to
+// publishSettle when settle is set.
+func fetchOne(cons jetstream.Consumer, settle bool) (jetstream.Msg, error) {
+	var batch jetstream.MessageBatch
+	var err error
+	if settle {
+		batch, err = cons.Fetch(1, jetstream.FetchMaxWait(publishSettle))
+	} else {
+		batch, err = cons.FetchNoWait(1)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -115,7 +115,7 @@ func (w *Worker) pullFailed(soft context.Context, ls *lanes, l *lane, keeper *st
 	if l.token != "" && gone(err) {
 		w.logger.InfoContext(soft, "worker: a tenant lane's consumer is gone; creating it again", "lane", l.token, "err", err)
 		ls.drop(l)
-		ls.hint(ls.queue + "." + l.token)
+		ls.hint(ls.queue+"."+l.token, false)
 		return wait(soft, backoff)
 	}
 	if l.token == "" {
