@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -52,11 +53,48 @@ func (r *recentCancels) get(runID string) (task.Cancel, bool) {
 	return c, ok
 }
 
+// cancelLookupPause is how long a worker makes no lookup in WEFT_CANCELS
+// after one failed. A lookup that fails has cost up to PublishTimeout (a
+// server without the stream, a user without the permission to read it,
+// an unreachable server); the pause keeps that cost off every task of a
+// busy queue, at the price of starting, meanwhile, the attempts of runs
+// cancelled while the worker was not subscribed, as it would without the
+// stream.
+const cancelLookupPause = 30 * time.Second
+
+// errLookupPaused is the error of a lookup skipped in a cancelLookupPause.
+var errLookupPaused = errors.New("lookups paused after a failure")
+
 // cancelLookup reads a run's notice from WEFT_CANCELS. It holds the
-// stream's handle once one lookup got it. The zero value is ready.
+// stream's handle once one lookup got it, and pauses after a failure. The
+// zero value is ready; now, when set, is its clock.
 type cancelLookup struct {
-	mu     sync.Mutex
-	stream jetstream.Stream
+	mu       sync.Mutex
+	stream   jetstream.Stream
+	failedAt time.Time
+	now      func() time.Time
+}
+
+// paused reports whether a lookup now falls in the pause after the last
+// failure.
+func (l *cancelLookup) paused() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.failedAt.IsZero() && l.clock().Sub(l.failedAt) < cancelLookupPause
+}
+
+// failed starts a pause.
+func (l *cancelLookup) failed() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.failedAt = l.clock()
+}
+
+func (l *cancelLookup) clock() time.Time {
+	if l.now != nil {
+		return l.now()
+	}
+	return time.Now()
 }
 
 // handle returns the stream's handle, getting it on first use (one
@@ -77,13 +115,19 @@ func (l *cancelLookup) handle(ctx context.Context, js jetstream.JetStream) (jets
 
 // last returns the run's notice in WEFT_CANCELS: the last message on
 // weft.cancel.<runID>, by a direct get. ok is false when the run has none.
+// A failure to reach the stream pauses lookups for cancelLookupPause; one
+// made in the pause fails with errLookupPaused at once.
 func (l *cancelLookup) last(ctx context.Context, js jetstream.JetStream, runID string) (c task.Cancel, ok bool, err error) {
 	subject, err := streams.CancelSubject(runID)
 	if err != nil {
 		return task.Cancel{}, false, err
 	}
+	if l.paused() {
+		return task.Cancel{}, false, errLookupPaused
+	}
 	s, err := l.handle(ctx, js)
 	if err != nil {
+		l.failed()
 		return task.Cancel{}, false, err
 	}
 	m, err := s.GetLastMsgForSubject(ctx, subject)
@@ -91,6 +135,7 @@ func (l *cancelLookup) last(ctx context.Context, js jetstream.JetStream, runID s
 		return task.Cancel{}, false, nil
 	}
 	if err != nil {
+		l.failed()
 		return task.Cancel{}, false, err
 	}
 	if c, err = decodeCancel(m.Data); err != nil {
@@ -106,7 +151,8 @@ func (l *cancelLookup) last(ctx context.Context, js jetstream.JetStream, runID s
 // by a notice this worker heard (recentCancels), or else by the run's
 // notice in WEFT_CANCELS, which covers notices published while no worker
 // was subscribed. It fails open: when the lookup fails (within
-// PublishTimeout), the attempt is not reported cancelled.
+// PublishTimeout) or is paused after a failure, the attempt is not
+// reported cancelled.
 func (w *Worker) cancelled(ctx context.Context, t task.Task, log *slog.Logger) (task.Cancel, bool) {
 	c, ok := w.running.recent.get(t.RunID)
 	if !ok {
@@ -114,7 +160,11 @@ func (w *Worker) cancelled(ctx context.Context, t task.Task, log *slog.Logger) (
 		defer cancel()
 		var err error
 		if c, ok, err = w.running.lookup.last(lctx, w.js, t.RunID); err != nil {
-			log.WarnContext(ctx, "worker: cancel notice lookup failed; starting the attempt", "err", err)
+			level := slog.LevelWarn
+			if errors.Is(err, errLookupPaused) {
+				level = slog.LevelDebug
+			}
+			log.Log(ctx, level, "worker: cancel notice lookup failed; starting the attempt", "err", err)
 			return task.Cancel{}, false
 		}
 		if ok {

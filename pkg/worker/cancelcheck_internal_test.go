@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/internal/weftest"
@@ -38,6 +40,37 @@ func TestRecentCancelsBound(t *testing.T) {
 		_, ok := r.get(run(i))
 		require.True(t, ok, "run %d", i)
 	}
+}
+
+// After a failed lookup (here: no WEFT_CANCELS yet) lookups pause for
+// cancelLookupPause: one just inside it fails at once without a request;
+// one at its end reaches the stream again.
+func TestCancelLookupPause(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	js := weftest.NewNATS(t).JetStream(t)
+	t0 := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	now := t0
+	l := cancelLookup{now: func() time.Time { return now }}
+
+	_, _, err := l.last(ctx, js, "run-1")
+	require.ErrorIs(t, err, jetstream.ErrStreamNotFound)
+	require.NoError(t, streams.Ensure(ctx, js, streams.Config{MaxBytes: 16 << 20}))
+
+	now = t0.Add(cancelLookupPause - time.Nanosecond)
+	_, _, err = l.last(ctx, js, "run-1")
+	require.ErrorIs(t, err, errLookupPaused, "inside the pause")
+
+	now = t0.Add(cancelLookupPause)
+	_, ok, err := l.last(ctx, js, "run-1")
+	require.NoError(t, err, "the pause is over")
+	require.False(t, ok)
+	_, err = js.Publish(ctx, "weft.cancel.run-1", []byte(`{"schemaVersion":1,"runId":"run-1","reason":"stop"}`))
+	require.NoError(t, err)
+	c, ok, err := l.last(ctx, js, "run-1")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "stop", c.Reason)
 }
 
 // BenchmarkCancelLookup measures the check a worker makes before it starts
