@@ -34,11 +34,12 @@ const e2eRuns = 1000
 //     completion: the engine's own rate, with the queue full.
 func BenchmarkEndToEnd(b *testing.B) {
 	plans := map[string]string{
-		"linear3":  linear3Plan,
-		"fanout10": fanoutPlan(10),
+		"linear3":     linear3Plan,
+		"linear3expr": linear3ExprPlan,
+		"fanout10":    fanoutPlan(10),
 	}
 	for _, mode := range []string{"live", "backlog"} {
-		for _, name := range []string{"linear3", "fanout10"} {
+		for _, name := range []string{"linear3", "linear3expr", "fanout10"} {
 			b.Run("mode="+mode+"/plan="+name, func(b *testing.B) {
 				p, err := plan.Parse([]byte(plans[name]), plan.Limits{})
 				if err != nil {
@@ -56,6 +57,13 @@ func BenchmarkEndToEnd(b *testing.B) {
 const linear3Plan = `{"planId":"linear3","planVersion":"1","steps":[
 	{"id":"a","activity":"noop"},{"id":"b","activity":"noop","dependsOn":["a"]},
 	{"id":"c","activity":"noop","dependsOn":["b"]}]}`
+
+// linear3ExprPlan is linear3 with expressions in every step's input (issue
+// #18: their cost, set against linear3's in the same run).
+const linear3ExprPlan = `{"planId":"linear3expr","planVersion":"1","steps":[
+	{"id":"a","activity":"noop","input":{"run":"${{ run.id }}","n":"${{ 1 + 2 }}"}},
+	{"id":"b","activity":"noop","dependsOn":["a"],"input":{"prev":"${{ steps.a.status }}","out":"${{ steps.a.output }}"}},
+	{"id":"c","activity":"noop","dependsOn":["b"],"input":{"line":"after ${{ steps.b.status }} in ${{ run.planId }}"}}]}`
 
 // fanoutPlan is a root, n parallel steps after it, and a join.
 func fanoutPlan(n int) string {

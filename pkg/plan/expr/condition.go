@@ -20,7 +20,7 @@ type Condition struct {
 // expression, bare or written as one "${{ EXPR }}", that must yield a
 // bool (a type known only at run time is checked then).
 func CompileCondition(src, path string, scope Scope, lim Limits) (*Condition, []Problem) {
-	prg, problems := compileBare(src, path, scope, lim, boolean)
+	prg, problems := compileBare(src, path, scope, lim, boolType)
 	if len(problems) > 0 {
 		return nil, problems
 	}
@@ -28,7 +28,7 @@ func CompileCondition(src, path string, scope Scope, lim Limits) (*Condition, []
 }
 
 // compileBare compiles src, a bare expression or one "${{ EXPR }}".
-func compileBare(src, path string, scope Scope, lim Limits, check func(*cel.Type) string) (cel.Program, []Problem) {
+func compileBare(src, path string, scope Scope, lim Limits, check typeCheck) (cel.Program, []Problem) {
 	env, err := envFor(scope)
 	if err != nil {
 		return nil, []Problem{{Path: path, Message: err.Error()}}
@@ -55,7 +55,7 @@ type Value struct {
 // CompileValue compiles src, at JSON path path, against scope: a CEL
 // expression, bare or written as one "${{ EXPR }}".
 func CompileValue(src, path string, scope Scope, lim Limits) (*Value, []Problem) {
-	prg, problems := compileBare(src, path, scope, lim, nil)
+	prg, problems := compileBare(src, path, scope, lim, anyType)
 	if len(problems) > 0 {
 		return nil, problems
 	}

@@ -112,9 +112,9 @@ func (c *compiler) field(path, s string) *field {
 		return nil
 	}
 	f := &field{path: path, texts: texts}
-	var check func(*cel.Type) string
+	check := anyType
 	if len(sources) > 1 || texts[0] != "" || texts[1] != "" {
-		check = scalar
+		check = scalarType
 	}
 	for _, src := range sources {
 		prg, ok := c.compile(path, src, check)
@@ -128,8 +128,22 @@ func (c *compiler) field(path, s string) *field {
 }
 
 // compile compiles one expression's source; check, if set, says what is
-// wrong with the expression's type, or "".
-func (c *compiler) compile(path, src string, check func(*cel.Type) string) (cel.Program, bool) {
+// wrong with the expression's type, or "". An expression that compiled
+// before in the same scope comes from the cache.
+func (c *compiler) compile(path, src string, check typeCheck) (cel.Program, bool) {
+	key := c.programKey(src, check.name)
+	if prg, ok := cachedProgram(key); ok {
+		return prg, true
+	}
+	prg, ok := c.compileNew(path, src, check)
+	if ok {
+		cacheProgram(key, prg)
+	}
+	return prg, ok
+}
+
+// compileNew compiles one expression's source.
+func (c *compiler) compileNew(path, src string, check typeCheck) (cel.Program, bool) {
 	switch {
 	case src == "":
 		c.add(path, 0, "an empty expression")
@@ -147,8 +161,8 @@ func (c *compiler) compile(path, src string, check func(*cel.Type) string) (cel.
 	if !c.refsOK(path, ast) {
 		return nil, false
 	}
-	if check != nil {
-		if why := check(ast.OutputType()); why != "" {
+	if check.why != nil {
+		if why := check.why(ast.OutputType()); why != "" {
 			c.add(path, 0, "%s", why)
 			return nil, false
 		}
@@ -160,6 +174,20 @@ func (c *compiler) compile(path, src string, check func(*cel.Type) string) (cel.
 	}
 	return prg, true
 }
+
+// typeCheck says why an expression's type does not fit where it is, or
+// "" when it does; name tells checks apart in the cache.
+type typeCheck struct {
+	name string
+	why  func(*cel.Type) string
+}
+
+// The type checks: any type, what text can hold, a condition's.
+var (
+	anyType    = typeCheck{name: "any"}
+	scalarType = typeCheck{name: "scalar", why: scalar}
+	boolType   = typeCheck{name: "bool", why: boolean}
+)
 
 // scalar says why t may not be interpolated into text, unless it is a
 // string, a number, a bool, or a type known only at run time.
