@@ -15,8 +15,14 @@
 //
 // # Flow of a task
 //
-// The worker pulls from the queue's durable consumer (streams.TaskConsumer)
-// only as many tasks as it has free slots (Config.Concurrency). For each:
+// The worker pulls from the queue's durable consumers only as many tasks
+// as it has free slots (Config.Concurrency), one per free slot, fairly
+// across tenants: a run's tasks go on its tenant's lane
+// (weft.tasks.<queue>.<lane>, streams.TaskLaneConsumer; tasks of no tenant
+// on weft.tasks.<queue>, streams.TaskConsumer), and each free slot takes a
+// task from the next lane, in round-robin order, that has one. So one
+// tenant's backlog delays another tenant's task by at most one task per
+// slot. For each task:
 //
 //  1. Decode it. A message that is not a task is terminated and logged at
 //     error level: redelivering it would fail the same way.

@@ -46,7 +46,8 @@ type lanes struct {
 	queue  string // weft.tasks.<queue>
 	filter string // weft.tasks.<queue>.*
 	list   []*lane
-	last   *lane // the lane of the last task taken
+	last   *lane            // the lane of the last task taken
+	stream jetstream.Stream // WEFT_TASKS, once poll found it
 
 	mu    sync.Mutex
 	hints map[string]bool // lane token: seen published (else polled)
@@ -170,12 +171,15 @@ func (ls *lanes) ensure(ctx context.Context, token string) (jetstream.Consumer, 
 // without a publish (given back, or their AckWait passed).
 func (ls *lanes) poll(ctx context.Context) {
 	ls.hint(ls.queue, false)
-	stream, err := ls.w.js.Stream(ctx, streams.TasksStream)
-	if err != nil {
-		ls.w.logger.DebugContext(ctx, "worker: lanes poll failed", "err", err)
-		return
+	if ls.stream == nil {
+		stream, err := ls.w.js.Stream(ctx, streams.TasksStream)
+		if err != nil {
+			ls.w.logger.DebugContext(ctx, "worker: lanes poll failed", "err", err)
+			return
+		}
+		ls.stream = stream // addresses the stream by name: valid once it is created again
 	}
-	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(ls.filter))
+	info, err := ls.stream.Info(ctx, jetstream.WithSubjectFilter(ls.filter))
 	if err != nil {
 		ls.w.logger.DebugContext(ctx, "worker: lanes poll failed", "err", err)
 		return

@@ -186,3 +186,56 @@ func TestLaneConfigEdges(t *testing.T) {
 	require.Equal(t, worker.DefaultLanePollInterval, c.LanePollInterval)
 	require.Equal(t, streams.DefaultLaneInactiveThreshold, c.LaneInactiveThreshold)
 }
+
+// Two workers of one slot each share the lanes: B's task still takes the
+// first slot that frees on either, and the lane never has more tasks
+// delivered than the workers have slots.
+func TestTenantFairnessAcrossWorkers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	g := newGate()
+	started := make(starts, 16)
+	for range 2 {
+		b.startWorker(t, nil, worker.Config{Concurrency: 1}, func(w *worker.Worker) {
+			require.NoError(t, w.Register("sleep", func(ctx context.Context, in worker.Input) (worker.Output, error) {
+				started <- in.TenantID
+				return g.run(ctx, in)
+			}))
+		})
+	}
+	for range 6 {
+		publishTenantTask(t, b.js, tenantTask("a", "sleep"))
+	}
+	require.Equal(t, "a", started.next(t))
+	require.Equal(t, "a", started.next(t))
+	require.Equal(t, 2, b.laneAckPending(t, "a"))
+	publishTenantTask(t, b.js, tenantTask("b", "sleep"))
+	g.release <- struct{}{}
+	require.Equal(t, "b", started.next(t))
+	close(g.release)
+	for range 4 {
+		require.Equal(t, "a", started.next(t))
+	}
+	b.requireTasksSettled(t)
+}
+
+// A tenant id that is not a plain lane token (here with a '.') travels on
+// its hashed lane.
+func TestHashedLaneTenant(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.startWorker(t, nil, worker.Config{}, func(w *worker.Worker) {
+		require.NoError(t, w.Register("echo", func(_ context.Context, in worker.Input) (worker.Output, error) {
+			return worker.NewOutput(map[string]string{"tenant": in.TenantID})
+		}))
+	})
+	tk := tenantTask("acme.eu", "echo")
+	results := b.results(t, tk.RunID)
+	publishTenantTask(t, b.js, tk)
+	r := results.final()
+	requireResult(t, tk, task.Completed, "1", r)
+	require.JSONEq(t, `{"tenant":"acme.eu"}`, string(r.Output))
+	_, err := b.js.Consumer(t.Context(), streams.TasksStream, "tasks-default~"+streams.LaneToken("acme.eu"))
+	require.NoError(t, err)
+	b.requireTasksSettled(t)
+}
