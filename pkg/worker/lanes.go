@@ -36,6 +36,12 @@ type lane struct {
 // (another worker took the task) has lost no more than this.
 const publishSettle = 20 * time.Millisecond
 
+// laneRetryAfter is how long the worker leaves a lane whose consumer it
+// could not create (its NATS user not allowed to, the server failing)
+// before it tries again, so that one such lane does not hold up the
+// others at every poll.
+const laneRetryAfter = 30 * time.Second
+
 // lanes is the fair scheduler's view of the queue: its lanes in a fixed
 // round-robin order, the queue's own first, and the tokens of lanes that
 // news of a task (a publish seen on the bus, a poll of the stream) has
@@ -46,8 +52,9 @@ type lanes struct {
 	queue  string // weft.tasks.<queue>
 	filter string // weft.tasks.<queue>.*
 	list   []*lane
-	last   *lane            // the lane of the last task taken
-	stream jetstream.Stream // WEFT_TASKS, once poll found it
+	last   *lane                // the lane of the last task taken
+	stream jetstream.Stream     // WEFT_TASKS, once poll found it
+	failed map[string]time.Time // lane token: when to try creating it again
 
 	mu    sync.Mutex
 	hints map[string]bool // lane token: seen published (else polled)
@@ -62,9 +69,10 @@ func newLanes(w *Worker, own jetstream.Consumer) (*lanes, error) {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
 	return &lanes{w: w, queue: queue, filter: queue + ".*",
-		list:  []*lane{{cons: own, ready: true}},
-		hints: make(map[string]bool),
-		wake:  make(chan struct{}, 1),
+		list:   []*lane{{cons: own, ready: true}},
+		failed: make(map[string]time.Time),
+		hints:  make(map[string]bool),
+		wake:   make(chan struct{}, 1),
 	}, nil
 }
 
@@ -130,18 +138,25 @@ func (ls *lanes) absorb(ctx context.Context) {
 
 // lane returns the lane of token, creating its consumer when the worker
 // has none; nil when the token is not a lane token or the creation fails
-// (the next poll tries again).
+// (tried again laneRetryAfter later), each creation bounded by
+// Config.PublishTimeout.
 func (ls *lanes) lane(ctx context.Context, token string) *lane {
 	for _, l := range ls.list {
 		if l.token == token {
 			return l
 		}
 	}
-	cons, err := ls.ensure(ctx, token)
-	if err != nil {
-		ls.w.logger.WarnContext(ctx, "worker: cannot create a tenant lane's consumer", "lane", token, "err", err)
+	if time.Now().Before(ls.failed[token]) {
 		return nil
 	}
+	cons, err := ls.ensure(ctx, token)
+	if err != nil {
+		ls.failed[token] = time.Now().Add(laneRetryAfter)
+		ls.w.logger.WarnContext(ctx, "worker: cannot create a tenant lane's consumer; its tasks wait",
+			"lane", token, "err", err, "retry_after", laneRetryAfter.String())
+		return nil
+	}
+	delete(ls.failed, token)
 	l := &lane{token: token, cons: cons}
 	ls.list = append(ls.list, l)
 	return l
@@ -151,6 +166,8 @@ func (ls *lanes) lane(ctx context.Context, token string) *lane {
 // that did not exist makes the delivery epoch distrusted: the tasks on the
 // lane may have been delivered before, through a lane deleted since.
 func (ls *lanes) ensure(ctx context.Context, token string) (jetstream.Consumer, error) {
+	ctx, cancel := context.WithTimeout(ctx, ls.w.cfg.PublishTimeout)
+	defer cancel()
 	cc, err := streams.TaskLaneConsumer(ls.w.cfg.Queue, token, ls.w.cfg.AckWait, ls.w.cfg.LaneInactiveThreshold)
 	if err != nil {
 		return nil, err
