@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/weftrun/weft/pkg/streams"
+	"github.com/weftrun/weft/pkg/worker"
 	activityworker "github.com/weftrun/weft/services/activity-worker"
 	"github.com/weftrun/weft/services/engine"
 )
@@ -146,13 +147,15 @@ type workerOptions struct {
 	// httpGetAllow and httpGetAllowPrivate widen http-get's address policy.
 	httpGetAllow        *string
 	httpGetAllowPrivate *bool
+	// lanePoll and laneInactive tune the tenant lanes (worker.Config).
+	lanePoll, laneInactive time.Duration
 }
 
 // workerFlags defines the flags of `weft worker`; docs/configuration.md
 // is generated from them (configdoc_test.go).
 func workerFlags(env *environment) (*flags, workerOptions) {
 	f := newFlags("worker", env)
-	return f, workerOptions{
+	opt := workerOptions{
 		nats:        natsFlag(f),
 		ensure:      ensureFlag(f),
 		ops:         opsFlag(f, "WEFT_WORKER_OPS_ADDR", workerOpsAddr),
@@ -163,6 +166,11 @@ func workerFlags(env *environment) (*flags, workerOptions) {
 		httpGetAllowPrivate: f.bool("http-get-allow-private", "WEFT_WORKER_HTTP_GET_ALLOW_PRIVATE", false,
 			"let http-get reach every internal address except cloud metadata (169.254.169.254, fd00:ec2::254)"),
 	}
+	f.durationVar(&opt.lanePoll, "lane-poll-interval", "WEFT_WORKER_LANE_POLL_INTERVAL", worker.DefaultLanePollInterval,
+		"how often an idle worker asks the stream which tenant lanes of its queue hold tasks")
+	f.durationVar(&opt.laneInactive, "lane-inactive-threshold", "WEFT_WORKER_LANE_INACTIVE_THRESHOLD", streams.DefaultLaneInactiveThreshold,
+		"how long a tenant lane's consumer lives with no worker pulling from it before the server deletes it (at least 1s)")
+	return f, opt
 }
 
 // runWorker is `weft worker`: an activity worker with the demo activities
@@ -198,6 +206,7 @@ func runWorker(ctx context.Context, env *environment, args []string) error {
 		w, err := activityworker.New(b.nc, activityworker.Config{
 			Queue: *opt.queue, Concurrency: *opt.concurrency, MeterProvider: o.meters, TracerProvider: o.tracer,
 			HTTPGetAllow: allow, HTTPGetAllowPrivate: *opt.httpGetAllowPrivate,
+			LanePollInterval: opt.lanePoll, LaneInactiveThreshold: opt.laneInactive,
 		}, env.logger)
 		if err != nil {
 			return err

@@ -59,6 +59,9 @@ type Config struct {
 	// HTTPGetAllowPrivate lets http-get reach every internal address but
 	// the cloud-metadata ones (which only HTTPGetAllow can admit).
 	HTTPGetAllowPrivate bool
+	// LanePollInterval and LaneInactiveThreshold tune the tenant lanes
+	// (worker.Config). Zero means their defaults.
+	LanePollInterval, LaneInactiveThreshold time.Duration
 }
 
 // Service is the activity-worker service.
@@ -86,6 +89,7 @@ func New(nc *nats.Conn, cfg Config, logger *slog.Logger) (*Service, error) {
 	w, err := worker.New(js, worker.Config{
 		Queue: cfg.Queue, Concurrency: cfg.Concurrency, WorkerID: cfg.WorkerID, AckWait: cfg.AckWait, Logger: logger,
 		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
+		LanePollInterval: cfg.LanePollInterval, LaneInactiveThreshold: cfg.LaneInactiveThreshold,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("activity-worker: %w", err)
