@@ -137,7 +137,7 @@ func TestNATSConfLeastPrivilege(t *testing.T) { // not parallel: t.Setenv, nats.
 		{"engine", "$JS.ACK.WEFT_EVENTS.engine-events.1.2.3.4.5.6.7", true, false},
 		{"engine", "$JS.API.CONSUMER.CREATE.WEFT_EVENTS.projector.weft.events.*", false, false},
 		{"engine", "$JS.API.CONSUMER.DELETE.WEFT_EVENTS.engine-events", false, false},
-		{"engine", "weft.cancel.r1", true, false},
+		{"engine", "weft.cancel.r1", false, false}, // cancel notices come from the relay
 		{"engine", "weft.events.r1", false, false},
 		{"engine", "weft.tasks.default", false, false},
 		// and answers reconciliation lookups, in its queue group.
@@ -145,17 +145,21 @@ func TestNATSConfLeastPrivilege(t *testing.T) { // not parallel: t.Setenv, nats.
 		{"engine", "_INBOX_worker.abc.1", false, false},
 		// The worker: its queue's tasks, results, cancel notices.
 		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-default.weft.tasks.default", true, false},
-		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-default.weft.tasks.default.>", true, false}, // its lanes
 		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-default.weft.tasks.default.acme", true, false},
 		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-default.weft.tasks.other", false, false},
 		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-default", false, false}, // unfiltered: every queue
 		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-other.weft.tasks.other", false, false},
 		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-other.weft.tasks.default", false, false},
 		{"worker", "$JS.API.CONSUMER.DURABLE.CREATE.WEFT_TASKS.tasks-other", false, false},
-		{"worker", "$JS.API.CONSUMER.INFO.WEFT_TASKS.tasks-other", false, false},
-		{"worker", "$JS.API.CONSUMER.MSG.NEXT.WEFT_TASKS.tasks-other", false, false},
-		{"worker", "$JS.API.CONSUMER.MSG.NEXT.WEFT_TASKS.tasks-default-acme", false, false},
-		{"worker", "$JS.ACK.WEFT_TASKS.tasks-other.1.2.3", false, false},
+		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-default~acme.weft.tasks.default.acme", true, false}, // its lanes
+		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-other~acme.weft.tasks.other.acme", false, false},
+		// Lane consumers are one token each, allowed by wildcard: a queue's
+		// user may read and pull any consumer of WEFT_TASKS, another
+		// queue's included (docs/security.md, "Queues"; not yet confined).
+		{"worker", "$JS.API.CONSUMER.INFO.WEFT_TASKS.tasks-default~acme", true, false},
+		{"worker", "$JS.API.CONSUMER.MSG.NEXT.WEFT_TASKS.tasks-default~acme", true, false},
+		{"worker", "$JS.API.CONSUMER.MSG.NEXT.WEFT_TASKS.tasks-other", true, false},
+		{"worker", "$JS.ACK.WEFT_TASKS.tasks-default~acme.1.2.3", true, false},
 		{"worker", "$JS.API.CONSUMER.DELETE.WEFT_TASKS.tasks-default", false, false},
 		{"worker", "$JS.API.STREAM.MSG.GET.WEFT_TASKS", false, false},
 		{"worker", "$JS.ACK.WEFT_TASKS.tasks-default.1.2.3", true, false},
@@ -167,8 +171,6 @@ func TestNATSConfLeastPrivilege(t *testing.T) { // not parallel: t.Setenv, nats.
 		{"worker", "weft.tasks.default.acme", false, true},
 		{"worker", "weft.tasks.other", false, false},
 		{"worker", "weft.tasks.other.acme", false, false},
-		// Tenant lanes' consumers cannot be scoped per queue: refused.
-		{"worker", "$JS.API.CONSUMER.MSG.NEXT.WEFT_TASKS.tasks-default~acme", false, false},
 		{"worker", "weft.events.r1", false, false},
 		{"worker", streams.ReconcileSubject, true, false},
 		// The projector: its consumer of events.

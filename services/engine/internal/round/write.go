@@ -44,15 +44,17 @@ func queueTrackRun(b *pgx.Batch, runID, environment string, d decide.Decision) e
 	return nil
 }
 
-// taskMessages returns the outbox message of each task, on
-// weft.tasks.<queue>, deduplicated per logical attempt, carrying the trace
-// context traces[i] when it is valid, else that of ctx, if any, each
+// taskMessages returns the outbox message of each task, on its tenant's
+// lane weft.tasks.<queue>.<lane> (weft.tasks.<queue> for a run of no
+// tenant; streams.TenantTaskSubject) so that workers take the tasks of a
+// shared queue fairly across tenants, deduplicated per logical attempt,
+// carrying the trace context traces[i] when it is valid, else that of ctx, if any, each
 // signed by signer (nil: none).
 func taskMessages(ctx context.Context, tasks []decide.Task, traces []trace.SpanContext, signer *task.Signer) ([]outbox.Message, error) {
 	msgs := make([]outbox.Message, len(tasks))
 	now := time.Now().UTC()
 	for i, t := range tasks {
-		subject, err := streams.TaskSubject(t.Queue)
+		subject, err := streams.TenantTaskSubject(t.Queue, t.TenantID)
 		if err != nil {
 			return nil, fmt.Errorf("round: task of step %s: %w", t.StepID, err)
 		}
