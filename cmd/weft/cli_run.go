@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/weftrun/weft/pkg/api"
@@ -32,7 +33,7 @@ func runStart(ctx context.Context, env *environment, args []string) error {
 	cmd := newAPICommand(env, "run start", startSynopsis, exitCodesHelp)
 	var sf startFlags
 	addPlanFileFlag(cmd.flags, &sf.file)
-	cmd.StringVar(&sf.input, "input", "", "the run's input, a JSON document")
+	cmd.StringVar(&sf.input, "input", "", "the run's input, a JSON document, @FILE, or - for stdin")
 	cmd.StringVar(&sf.runRequestID, "run-request-id", "", "your id for this start: repeating it starts no second run (default: a fresh id)")
 	wait := cmd.Bool("wait", false, "follow the run's progress until it ends, and exit with its outcome")
 	timeout := cmd.Duration("timeout", 0, "with --wait: stop waiting after this long and exit 4 (default: wait as long as the run takes)")
@@ -124,17 +125,67 @@ func planError(file string, err error) error {
 	return errors.New(msg)
 }
 
-// jsonArg checks that the flag's value is one JSON document; an empty
-// value, the flag not given, is none (nil).
+// maxJSONArgBytes bounds a JSON document read from a file or stdin for a
+// flag; the gateway applies its own, smaller limits.
+const maxJSONArgBytes = 32 << 20
+
+// jsonArg returns a flag's JSON document: value itself, or, for "@PATH",
+// the file's contents, or, for "-", standard input's; nil for "". It fails
+// unless the document is JSON.
 func jsonArg(flagName, value string) (json.RawMessage, error) {
-	if value == "" {
+	return jsonArgFrom(flagName, value, os.Stdin)
+}
+
+// jsonArgFrom is jsonArg reading "-" from stdin.
+func jsonArgFrom(flagName, value string, stdin io.Reader) (json.RawMessage, error) {
+	doc, from := []byte(value), ""
+	switch {
+	case value == "":
 		return nil, nil
+	case value == "-":
+		from = "standard input"
+		b, err := io.ReadAll(io.LimitReader(stdin, maxJSONArgBytes+1))
+		if err != nil {
+			return nil, fmt.Errorf("%s -: read standard input: %w", flagName, err)
+		}
+		doc = b
+	case strings.HasPrefix(value, "@"):
+		from = value[1:]
+		b, err := readLimited(from, maxJSONArgBytes)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", flagName, value, err)
+		}
+		doc = b
+	}
+	if len(doc) > maxJSONArgBytes {
+		return nil, fmt.Errorf("%s: %s holds more than %d bytes", flagName, from, maxJSONArgBytes)
 	}
 	var v any
-	if err := json.Unmarshal([]byte(value), &v); err != nil {
-		return nil, fmt.Errorf("%s is not JSON: %w (quote it for the shell: %s '{\"key\": \"value\"}')", flagName, err, flagName)
+	if err := json.Unmarshal(doc, &v); err != nil {
+		if from != "" {
+			return nil, fmt.Errorf("%s: %s is not JSON: %w", flagName, from, err)
+		}
+		return nil, fmt.Errorf("%s is not JSON: %w (quote it for the shell: %s '{\"key\": \"value\"}', or pass @FILE or - for stdin)", flagName, err, flagName)
 	}
-	return json.RawMessage(value), nil
+	return json.RawMessage(doc), nil
+}
+
+// readLimited reads the file at path, failing when it holds more than max
+// bytes.
+func readLimited(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }() // read-only
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("the file holds more than %d bytes", limit)
+	}
+	return b, nil
 }
 
 // printStarted reports a start; unless waiting, it says how to follow the

@@ -83,7 +83,7 @@ waits: check with 'weft run get RUN_ID' that it is RUNNING first.
 func runSignal(ctx context.Context, env *environment, args []string) error {
 	cmd := newAPICommand(env, "signal", signalSynopsis, signalHelp)
 	var req api.SignalRequest
-	payload := cmd.String("payload", "", "the signal's payload, a JSON document")
+	payload := cmd.String("payload", "", "the signal's payload, a JSON document, @FILE, or - for stdin")
 	cmd.StringVar(&req.SignalID, "signal-id", "", "your id for this signal: repeating it sends it once (default: a fresh id)")
 	pos, err := cmd.parse(args, "RUN_ID", "NAME")
 	if err != nil {

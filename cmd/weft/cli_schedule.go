@@ -47,7 +47,7 @@ func scheduleCreate(ctx context.Context, env *environment, args []string) error 
 	cmd.StringVar(&req.Cron, "cron", "", "the cron expression, five fields (required)")
 	cmd.StringVar(&req.Timezone, "timezone", "", "the IANA timezone of the expression (default UTC)")
 	cmd.StringVar(&req.ScheduleID, "id", "", "the schedule's id: repeating the command creates it once (default: a fresh id)")
-	cmd.StringVar(&input, "input", "", "the input of every run, a JSON document")
+	cmd.StringVar(&input, "input", "", "the input of every run, a JSON document, @FILE, or - for stdin")
 	cmd.StringVar(&req.MisfirePolicy, "misfire", "", "misfire policy: skip, catchup or compress (default skip)")
 	cmd.IntVar(&req.MaxCatchup, "max-catchup", 0, "with --misfire catchup: the most missed fire times replayed (default 10)")
 	cmd.StringVar(&req.OverlapPolicy, "overlap", "", "overlap policy: skip, buffer-one, allow or cancel-previous (default skip)")

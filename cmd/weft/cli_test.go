@@ -439,3 +439,32 @@ func testDevTokenFile(t *testing.T, s *cliStack) {
 	require.Equal(t, exitError, r.code)
 	require.ErrorContains(t, r.err, api.CodeUnauthenticated, "--token wins over the file")
 }
+
+// --input and --payload read a document from @FILE or - (stdin), and
+// say which when it is not JSON.
+func TestJSONArgSources(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	big := `{"s": "` + strings.Repeat("x", 200<<10) + `"}` // beyond a shell argument's comfort
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "in.json"), []byte(big), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.json"), []byte(`{"a":`), 0o600))
+
+	doc, err := jsonArgFrom("--input", "@"+filepath.Join(dir, "in.json"), nil)
+	require.NoError(t, err)
+	require.JSONEq(t, big, string(doc))
+	doc, err = jsonArgFrom("--payload", "-", strings.NewReader(`{"from": "stdin"}`))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"from": "stdin"}`, string(doc))
+	doc, err = jsonArgFrom("--input", "", nil)
+	require.NoError(t, err)
+	require.Nil(t, doc)
+
+	_, err = jsonArgFrom("--input", "@"+filepath.Join(dir, "bad.json"), nil)
+	require.ErrorContains(t, err, "bad.json is not JSON")
+	_, err = jsonArgFrom("--input", "@"+filepath.Join(dir, "missing.json"), nil)
+	require.ErrorContains(t, err, "missing.json")
+	_, err = jsonArgFrom("--payload", "-", strings.NewReader(`nope`))
+	require.ErrorContains(t, err, "standard input is not JSON")
+	_, err = jsonArgFrom("--payload", "-", strings.NewReader(`"`+strings.Repeat("x", maxJSONArgBytes)+`"`))
+	require.ErrorContains(t, err, "more than")
+}

@@ -70,7 +70,7 @@ const triggerSendSynopsis = "weft trigger send TRIGGER_ID [--event-id ID] [--pay
 func triggerSend(ctx context.Context, env *environment, args []string) error {
 	cmd := newAPICommand(env, "trigger send", triggerSendSynopsis, "")
 	var ev api.TriggerEvent
-	payload := cmd.String("payload", "", "the event, a JSON document")
+	payload := cmd.String("payload", "", "the event, a JSON document, @FILE, or - for stdin")
 	cmd.StringVar(&ev.EventID, "event-id", "", "the event's stable id: sending it again starts nothing (default: a fresh id)")
 	pos, err := cmd.parse(args, "TRIGGER_ID")
 	if err != nil {
