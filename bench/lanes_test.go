@@ -146,6 +146,9 @@ func laneBenchJS(b *testing.B) jetstream.JetStream {
 	if err := streams.Ensure(context.Background(), js, streams.Config{MaxBytes: 1 << 30}); err != nil {
 		b.Fatal(err)
 	}
+	if err := streams.EnsureTaskLanes(context.Background(), js, streams.Config{MaxBytes: 1 << 30}, worker.DefaultQueue); err != nil {
+		b.Fatal(err)
+	}
 	return js
 }
 
@@ -199,19 +202,31 @@ func publishBenchTask(b *testing.B, js jetstream.JetStream, tenant, activity str
 	}
 }
 
-// waitTasksSettled waits until WEFT_TASKS is empty: every task acked.
+// waitTasksSettled waits until WEFT_TASKS and the queue's lanes stream
+// are empty: every task acked.
 func waitTasksSettled(ctx context.Context, b *testing.B, js jetstream.JetStream) {
 	b.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
-		s, err := js.Stream(ctx, streams.TasksStream)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if info, err := s.Info(ctx); err == nil && info.State.Msgs == 0 {
+		if tasksLeft(ctx, b, js, streams.TasksStream) == 0 && tasksLeft(ctx, b, js, streams.TaskLanesStream(worker.DefaultQueue)) == 0 {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	b.Fatal("the tasks were not all acked in 2 minutes")
+}
+
+// tasksLeft returns how many tasks stream holds, or -1 when it cannot
+// tell.
+func tasksLeft(ctx context.Context, b *testing.B, js jetstream.JetStream, name string) int {
+	b.Helper()
+	s, err := js.Stream(ctx, name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return -1
+	}
+	return int(info.State.Msgs)
 }

@@ -33,6 +33,7 @@ func queueWorkerConf(t *testing.T, queue string) string {
 		"_INBOX_worker.", "_INBOX_worker-"+queue+".",
 		"tasks-default", "tasks-"+queue,
 		"weft.tasks.default", "weft.tasks."+queue,
+		"WEFT_TASKS_default", "WEFT_TASKS_"+queue,
 	).Replace(text[start:end])
 	return text[:end] + block + text[end:]
 }
@@ -61,16 +62,18 @@ func startQueueServer(t *testing.T) *server.Server {
 		_, err := migrate.CreateOrUpdateStream(t.Context(), sc)
 		require.NoError(t, err, sc.Name)
 	}
+	engine := connectAs(t, srv, "engine")
+	for _, q := range []string{"default", "batch"} {
+		require.NoError(t, streams.EnsureTaskLanes(t.Context(), engine, streams.Config{}, q), "the engine makes the lanes stream of %s", q)
+	}
 	return srv
 }
 
 // Per-queue worker users (issue #17, item 3): a worker of the queue
-// "default" and one of "batch" each take their own queue's task, and
-// neither can create a consumer, queue-wide or a tenant lane's, on the
-// other queue's subjects, nor point its own consumer at them, on a real
-// server with a pending task in it. Reading and pulling another queue's
-// existing consumers is not confined (docs/security.md, "Queues"). Not
-// parallel: t.Setenv.
+// "default" and one of "batch" each take their own queue's tasks, a
+// tenant's on its lane included, and neither can create, read, pull from
+// or ack the other queue's consumers, queue-wide or a lane's, on a real
+// server with pending tasks in it. Not parallel: t.Setenv.
 func TestQueueWorkerCannotTakeAnotherQueuesTasks(t *testing.T) {
 	srv := startQueueServer(t)
 	ctx := t.Context()
@@ -78,6 +81,8 @@ func TestQueueWorkerCannotTakeAnotherQueuesTasks(t *testing.T) {
 	for _, q := range []string{"default", "batch"} {
 		_, err := relay.Publish(ctx, "weft.tasks."+q, []byte(`{"queue":"`+q+`"}`))
 		require.NoError(t, err)
+		_, err = relay.Publish(ctx, "weft.tasks."+q+".acme", []byte(`{"queue":"`+q+`","lane":"acme"}`))
+		require.NoError(t, err, "a tenant's task lands in the queue's lanes stream")
 	}
 	workers := map[string]jetstream.JetStream{"default": connectAs(t, srv, "worker"), "batch": connectAs(t, srv, "worker-batch")}
 	consumers := map[string]jetstream.Consumer{}
@@ -87,6 +92,14 @@ func TestQueueWorkerCannotTakeAnotherQueuesTasks(t *testing.T) {
 		c, err := js.CreateOrUpdateConsumer(ctx, streams.TasksStream, cc)
 		require.NoError(t, err, "the worker of %s creates its consumer", q)
 		consumers[q] = c
+	}
+	lanes := map[string]jetstream.Consumer{}
+	for q, js := range workers {
+		cc, err := streams.TaskLaneConsumer(q, "acme", 0, 0)
+		require.NoError(t, err)
+		c, err := js.CreateOrUpdateConsumer(ctx, streams.TaskLanesStream(q), cc)
+		require.NoError(t, err, "the worker of %s creates its lane's consumer", q)
+		lanes[q] = c
 	}
 
 	for q, other := range map[string]string{"default": "batch", "batch": "default"} {
@@ -103,15 +116,25 @@ func TestQueueWorkerCannotTakeAnotherQueuesTasks(t *testing.T) {
 			_, err = js.CreateOrUpdateConsumer(c, streams.TasksStream, cc)
 			return err
 		})
+		refused("read the consumer", func(c context.Context) error {
+			_, err := js.Consumer(c, streams.TasksStream, "tasks-"+other)
+			return err
+		})
+		refused("pull from the consumer", func(c context.Context) error {
+			_, err := js.Conn().RequestWithContext(c, "$JS.API.CONSUMER.MSG.NEXT.WEFT_TASKS.tasks-"+other, []byte(`{"batch":1,"no_wait":true}`))
+			return err
+		})
 		refused("create a lane consumer", func(c context.Context) error {
 			cc, err := streams.TaskLaneConsumer(other, "acme", 0, 0)
 			require.NoError(t, err)
-			_, err = js.CreateOrUpdateConsumer(c, streams.TasksStream, cc)
+			_, err = js.CreateOrUpdateConsumer(c, streams.TaskLanesStream(other), cc)
 			return err
 		})
-		// Reading and pulling another queue's existing consumers is not
-		// refused: lane consumers (one name token each) are allowed by
-		// wildcard (docs/security.md, "Queues").
+		refused("pull from a lane", func(c context.Context) error {
+			_, err := js.Conn().RequestWithContext(c, "$JS.API.CONSUMER.MSG.NEXT."+streams.TaskLanesStream(other)+".tasks-"+other+"~acme",
+				[]byte(`{"batch":1,"no_wait":true}`))
+			return err
+		})
 		refused("take the queue's tasks in its own consumer", func(c context.Context) error {
 			_, err := js.CreateOrUpdateConsumer(c, streams.TasksStream, jetstream.ConsumerConfig{
 				Durable: "tasks-" + q, FilterSubject: "weft.tasks." + other, AckPolicy: jetstream.AckExplicitPolicy})
@@ -119,7 +142,7 @@ func TestQueueWorkerCannotTakeAnotherQueuesTasks(t *testing.T) {
 		})
 	}
 
-	// Each queue's task is still there for its own worker, and only its.
+	// Each queue's tasks are still there for its own worker, and only its.
 	for q, c := range consumers {
 		batch, err := c.Fetch(1, jetstream.FetchMaxWait(refusedWithin))
 		require.NoError(t, err)
@@ -127,6 +150,14 @@ func TestQueueWorkerCannotTakeAnotherQueuesTasks(t *testing.T) {
 		require.True(t, ok, "the worker of %s takes its task", q)
 		require.JSONEq(t, `{"queue":"`+q+`"}`, string(m.Data()))
 		require.NoError(t, m.DoubleAck(ctx), "the worker of %s acks its task", q)
+	}
+	for q, c := range lanes {
+		batch, err := c.Fetch(1, jetstream.FetchMaxWait(refusedWithin))
+		require.NoError(t, err)
+		m, ok := <-batch.Messages()
+		require.True(t, ok, "the worker of %s takes its lane's task", q)
+		require.JSONEq(t, `{"queue":"`+q+`","lane":"acme"}`, string(m.Data()))
+		require.NoError(t, m.DoubleAck(ctx), "the worker of %s acks its lane's task", q)
 	}
 	require.NoError(t, workers["batch"].Conn().Publish("weft.results.r1", []byte("{}")), "workers report results")
 }

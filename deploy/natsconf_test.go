@@ -31,12 +31,16 @@ func loadNATSConf(t *testing.T) map[string]*server.User {
 	require.Equal(t, "0.0.0.0", opts.Host)
 	require.Equal(t, "127.0.0.1", opts.HTTPHost)
 	require.Equal(t, 8222, opts.HTTPPort)
-	// JetStream reserves every stream's MaxBytes.
+	// JetStream reserves every stream's MaxBytes: Weft's streams and the
+	// lanes streams of three task queues.
 	var reserved int64
 	for _, sc := range streams.All(streams.Config{}) {
 		reserved += sc.MaxBytes
 	}
-	require.GreaterOrEqual(t, opts.JetStreamMaxStore, reserved, "max_file_store holds Weft's streams")
+	lanes, err := streams.TaskLanes(streams.Config{}, "default")
+	require.NoError(t, err)
+	reserved += 3 * lanes.MaxBytes
+	require.GreaterOrEqual(t, opts.JetStreamMaxStore, reserved, "max_file_store holds Weft's streams and three queues' lanes")
 	users := map[string]*server.User{}
 	for _, u := range opts.Users {
 		users[u.Username] = u
@@ -137,7 +141,9 @@ func TestNATSConfLeastPrivilege(t *testing.T) { // not parallel: t.Setenv, nats.
 		{"engine", "$JS.ACK.WEFT_EVENTS.engine-events.1.2.3.4.5.6.7", true, false},
 		{"engine", "$JS.API.CONSUMER.CREATE.WEFT_EVENTS.projector.weft.events.*", false, false},
 		{"engine", "$JS.API.CONSUMER.DELETE.WEFT_EVENTS.engine-events", false, false},
-		{"engine", "weft.cancel.r1", false, false}, // cancel notices come from the relay
+		{"engine", "weft.cancel.r1", false, false},                          // cancel notices come from the relay
+		{"engine", "$JS.API.STREAM.CREATE.WEFT_TASKS_default", true, false}, // a queue's lanes stream
+		{"engine", "$JS.API.STREAM.UPDATE.WEFT_TASKS_default", true, false},
 		{"engine", "weft.events.r1", false, false},
 		{"engine", "weft.tasks.default", false, false},
 		// and answers reconciliation lookups, in its queue group.
@@ -145,21 +151,27 @@ func TestNATSConfLeastPrivilege(t *testing.T) { // not parallel: t.Setenv, nats.
 		{"engine", "_INBOX_worker.abc.1", false, false},
 		// The worker: its queue's tasks, results, cancel notices.
 		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-default.weft.tasks.default", true, false},
-		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-default.weft.tasks.default.acme", true, false},
+		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-default.weft.tasks.default.acme", false, false}, // lanes are in WEFT_TASKS_default
 		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-default.weft.tasks.other", false, false},
 		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-default", false, false}, // unfiltered: every queue
 		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-other.weft.tasks.other", false, false},
 		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-other.weft.tasks.default", false, false},
 		{"worker", "$JS.API.CONSUMER.DURABLE.CREATE.WEFT_TASKS.tasks-other", false, false},
-		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-default~acme.weft.tasks.default.acme", true, false}, // its lanes
-		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-other~acme.weft.tasks.other.acme", false, false},
-		// Lane consumers are one token each, allowed by wildcard: a queue's
-		// user may read and pull any consumer of WEFT_TASKS, another
-		// queue's included (docs/security.md, "Queues"; not yet confined).
-		{"worker", "$JS.API.CONSUMER.INFO.WEFT_TASKS.tasks-default~acme", true, false},
-		{"worker", "$JS.API.CONSUMER.MSG.NEXT.WEFT_TASKS.tasks-default~acme", true, false},
-		{"worker", "$JS.API.CONSUMER.MSG.NEXT.WEFT_TASKS.tasks-other", true, false},
-		{"worker", "$JS.ACK.WEFT_TASKS.tasks-default~acme.1.2.3", true, false},
+		{"worker", "$JS.API.CONSUMER.INFO.WEFT_TASKS.tasks-other", false, false},
+		{"worker", "$JS.API.CONSUMER.MSG.NEXT.WEFT_TASKS.tasks-other", false, false},
+		{"worker", "$JS.ACK.WEFT_TASKS.tasks-other.1.2.3", false, false},
+		// Its tenant lanes, on its queue's lanes stream, and no other's.
+		{"worker", "$JS.API.STREAM.INFO.WEFT_TASKS_default", true, false},
+		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS_default.tasks-default~acme.weft.tasks.default.acme", true, false},
+		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS_default.tasks-default~acme.weft.tasks.other.acme", false, false},
+		{"worker", "$JS.API.CONSUMER.INFO.WEFT_TASKS_default.tasks-default~acme", true, false},
+		{"worker", "$JS.API.CONSUMER.MSG.NEXT.WEFT_TASKS_default.tasks-default~acme", true, false},
+		{"worker", "$JS.ACK.WEFT_TASKS_default.tasks-default~acme.1.2.3", true, false},
+		{"worker", "$JS.API.STREAM.INFO.WEFT_TASKS_other", false, false},
+		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS_other.tasks-other~acme.weft.tasks.other.acme", false, false},
+		{"worker", "$JS.API.CONSUMER.MSG.NEXT.WEFT_TASKS_other.tasks-other~acme", false, false},
+		{"worker", "$JS.ACK.WEFT_TASKS_other.tasks-other~acme.1.2.3", false, false},
+		{"worker", "$JS.API.STREAM.CREATE.WEFT_TASKS_default", false, false}, // the engine makes it
 		{"worker", "$JS.API.CONSUMER.DELETE.WEFT_TASKS.tasks-default", false, false},
 		{"worker", "$JS.API.STREAM.MSG.GET.WEFT_TASKS", false, false},
 		{"worker", "$JS.ACK.WEFT_TASKS.tasks-default.1.2.3", true, false},

@@ -64,7 +64,7 @@ func TaskLaneConsumerPrefix(queue string) string { return "tasks-" + queue + Lan
 
 // TaskLaneConsumer returns the durable pull consumer of one tenant lane of
 // a task queue, shared by every worker of the queue: "tasks-<queue>~<token>"
-// on WEFT_TASKS, filtered to weft.tasks.<queue>.<token>, with the AckWait
+// on the queue's lanes stream (TaskLanesStream), filtered to weft.tasks.<queue>.<token>, with the AckWait
 // and MaxDeliver of TaskConsumer and an InactiveThreshold after which the
 // server deletes a lane nobody pulls from. ackWait zero means
 // DefaultTaskAckWait, inactive zero DefaultLaneInactiveThreshold. It fails

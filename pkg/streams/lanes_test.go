@@ -76,40 +76,49 @@ func TestTaskLaneConsumer(t *testing.T) {
 	require.ErrorIs(t, err, streams.ErrInvalidToken)
 }
 
-// A WEFT_TASKS created before lanes (weft.tasks.*) is widened by Ensure to
-// weft.tasks.>, keeping its tasks; then the queue's consumer and a lane's
-// live side by side on the work queue, each reading its own subject.
-func TestEnsureWidensAnOldTasksStream(t *testing.T) {
+// A queue's lanes live in a stream of their own beside WEFT_TASKS, which
+// keeps the queue's tasks of no tenant: each consumer reads its own
+// subject. A WEFT_TASKS an earlier build widened to weft.tasks.> is
+// narrowed back by Ensure, so the lanes stream can take the lanes.
+func TestTaskLanesStreamBesideTasks(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	js := weftest.NewNATS(t).JetStream(t)
-	old := streams.Tasks(streams.Config{MaxBytes: 64 << 20})
-	old.Subjects = []string{"weft.tasks.*"}
-	_, err := js.CreateStream(ctx, old)
+	cfg := streams.Config{MaxBytes: 64 << 20}
+	wide := streams.Tasks(cfg)
+	wide.Subjects = []string{"weft.tasks.>"}
+	_, err := js.CreateStream(ctx, wide)
 	require.NoError(t, err)
-	_, err = js.Publish(ctx, "weft.tasks.default", []byte("legacy"))
-	require.NoError(t, err)
-	_, err = js.Publish(ctx, "weft.tasks.default.acme", []byte("lost"))
-	require.Error(t, err, "the old stream does not capture a lane")
-
-	require.NoError(t, streams.Ensure(ctx, js, streams.Config{MaxBytes: 64 << 20}))
+	require.NoError(t, streams.Ensure(ctx, js, cfg))
+	require.NoError(t, streams.EnsureTaskLanes(ctx, js, cfg, "default"))
+	require.NoError(t, streams.EnsureTaskLanes(ctx, js, cfg, "default"), "idempotent")
 	s, err := js.Stream(ctx, streams.TasksStream)
 	require.NoError(t, err)
-	require.Equal(t, []string{"weft.tasks.>"}, s.CachedInfo().Config.Subjects)
-	_, err = js.Publish(ctx, "weft.tasks.default.acme", []byte("lane"))
+	require.Equal(t, []string{"weft.tasks.*"}, s.CachedInfo().Config.Subjects)
+
+	_, err = js.Publish(ctx, "weft.tasks.default", []byte("legacy"))
 	require.NoError(t, err)
+	ack, err := js.Publish(ctx, "weft.tasks.default.acme", []byte("lane"))
+	require.NoError(t, err)
+	require.Equal(t, "WEFT_TASKS_default", ack.Stream)
+	_, err = js.Publish(ctx, "weft.tasks.other.acme", []byte("lost"))
+	require.Error(t, err, "a queue whose lanes stream does not exist yet captures nothing")
 
 	queue, err := streams.TaskConsumer("default", 0)
 	require.NoError(t, err)
 	lane, err := streams.TaskLaneConsumer("default", "acme", 0, 0)
 	require.NoError(t, err)
-	for want, cc := range map[string]jetstream.ConsumerConfig{"legacy": queue, "lane": lane} {
-		cons, err := js.CreateOrUpdateConsumer(ctx, streams.TasksStream, cc)
+	for want, c := range map[string]struct {
+		stream string
+		cc     jetstream.ConsumerConfig
+	}{"legacy": {streams.TasksStream, queue}, "lane": {streams.TaskLanesStream("default"), lane}} {
+		cons, err := js.CreateOrUpdateConsumer(ctx, c.stream, c.cc)
 		require.NoError(t, err)
 		msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
 		require.NoError(t, err)
 		require.Equal(t, want, string(msg.Data()))
 		require.NoError(t, msg.DoubleAck(ctx))
 	}
+	require.Equal(t, "WEFT_TASKS__"+streams.LaneToken("a/b")[1:], streams.TaskLanesStream("a/b"), "a queue that is no plain token is hashed")
 }

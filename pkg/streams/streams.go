@@ -58,6 +58,10 @@ const (
 	// DefaultReplicas is 1, right for one server (weft dev). A JetStream
 	// cluster runs R3.
 	DefaultReplicas = 1
+	// DefaultLanesMaxBytes bounds each task queue's lanes stream
+	// (TaskLanes). There is one per queue, and JetStream reserves each
+	// stream's MaxBytes up front, so it is smaller than the others'.
+	DefaultLanesMaxBytes int64 = 1 << 30
 )
 
 // Config sets the limits shared by Weft's streams. The zero value of each
@@ -75,6 +79,9 @@ type Config struct {
 	// CancelsMaxBytes caps WEFT_CANCELS, which discards its oldest notices
 	// when full (Cancels). Default DefaultCancelsMaxBytes.
 	CancelsMaxBytes int64
+	// LanesMaxBytes caps each task queue's lanes stream (TaskLanes).
+	// Default DefaultLanesMaxBytes.
+	LanesMaxBytes int64
 }
 
 // ErrInvalidConfig is wrapped by every error Config.Validate returns.
@@ -87,6 +94,7 @@ func (c Config) WithDefaults() Config {
 	c.Duplicates = cmp.Or(c.Duplicates, DefaultDuplicates)
 	c.Replicas = cmp.Or(c.Replicas, DefaultReplicas)
 	c.CancelsMaxBytes = cmp.Or(c.CancelsMaxBytes, DefaultCancelsMaxBytes)
+	c.LanesMaxBytes = cmp.Or(c.LanesMaxBytes, DefaultLanesMaxBytes)
 	return c
 }
 
@@ -101,6 +109,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: MaxBytes %d is negative", ErrInvalidConfig, c.MaxBytes)
 	case c.CancelsMaxBytes < 0:
 		return fmt.Errorf("%w: CancelsMaxBytes %d is negative", ErrInvalidConfig, c.CancelsMaxBytes)
+	case c.LanesMaxBytes < 0:
+		return fmt.Errorf("%w: LanesMaxBytes %d is negative", ErrInvalidConfig, c.LanesMaxBytes)
 	case c.Duplicates < 0:
 		return fmt.Errorf("%w: Duplicates %v is negative", ErrInvalidConfig, c.Duplicates)
 	case c.Duplicates > c.MaxAge:
@@ -119,20 +129,60 @@ func Events(cfg Config) jetstream.StreamConfig {
 }
 
 // Tasks returns the definition of WEFT_TASKS. Work-queue retention: each
-// task is held until one worker acks it. It captures weft.tasks.>: a
-// queue's tasks of no tenant on weft.tasks.<queue>, read through the
-// queue's durable consumer (TaskConsumer), and each tenant's on its lane,
-// weft.tasks.<queue>.<token>, read through the lane's (TaskLaneConsumer);
-// every worker of the queue shares them.
+// task is held until one worker acks it. It captures weft.tasks.*: a
+// queue's tasks of no tenant (an engine's before tenant lanes), read
+// through the queue's durable consumer (TaskConsumer). A tenant's tasks
+// are on its lane, in the queue's own lanes stream (TaskLanes).
 //
 // Unlike WEFT_EVENTS it allows deleting a message: an operator may remove a
 // poison task, and the engine's sweep sends again any task that goes
 // missing (docs/engine.md, "Sweeps").
 func Tasks(cfg Config) jetstream.StreamConfig {
-	sc := base(TasksStream, "Weft activity tasks, one subject per queue and tenant lane", TasksSubjectPrefix+".>", cfg)
+	sc := base(TasksStream, "Weft activity tasks of no tenant, one subject per queue", TasksSubjectPrefix+".*", cfg)
 	sc.Retention = jetstream.WorkQueuePolicy
 	sc.DenyDelete = false
 	return sc
+}
+
+// TaskLanesStream returns the name of queue's lanes stream,
+// "WEFT_TASKS_<LaneToken(queue)>". A stream name is one token of the
+// JetStream API's subjects, so NATS permissions can give a queue's
+// workers its lanes' consumers, and no other queue's.
+func TaskLanesStream(queue string) string { return TasksStream + "_" + LaneToken(queue) }
+
+// TaskLanes returns the definition of queue's lanes stream
+// (TaskLanesStream), at most cfg.LanesMaxBytes: work-queue retention, like
+// WEFT_TASKS, capturing
+// weft.tasks.<queue>.*, one subject per tenant lane, each read through
+// the lane's durable consumer (TaskLaneConsumer). The engine creates it
+// (EnsureTaskLanes) before it dispatches the queue's first task of a
+// tenant. It fails when queue is not a valid subject token.
+func TaskLanes(cfg Config, queue string) (jetstream.StreamConfig, error) {
+	filter, err := TaskLanesFilter(queue)
+	if err != nil {
+		return jetstream.StreamConfig{}, err
+	}
+	sc := base(TaskLanesStream(queue), "Weft activity tasks of queue "+queue+", one subject per tenant lane", filter, cfg)
+	sc.MaxBytes = cfg.WithDefaults().LanesMaxBytes
+	sc.Retention = jetstream.WorkQueuePolicy
+	sc.DenyDelete = false
+	return sc, nil
+}
+
+// EnsureTaskLanes creates queue's lanes stream, or updates it to the
+// current definition; idempotent, like Ensure.
+func EnsureTaskLanes(ctx context.Context, js jetstream.JetStream, cfg Config, queue string) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	sc, err := TaskLanes(cfg, queue)
+	if err != nil {
+		return err
+	}
+	if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
+		return fmt.Errorf("streams: ensure %s: %w", sc.Name, err)
+	}
+	return nil
 }
 
 // Results returns the definition of WEFT_RESULTS, which captures

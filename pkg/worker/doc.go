@@ -18,7 +18,8 @@
 // The worker pulls from the queue's durable consumers only as many tasks
 // as it has free slots (Config.Concurrency), one per free slot, fairly
 // across tenants: a run's tasks go on its tenant's lane
-// (weft.tasks.<queue>.<lane>, streams.TaskLaneConsumer; tasks of no tenant
+// (weft.tasks.<queue>.<lane> in the queue's lanes stream,
+// streams.TaskLanesStream and streams.TaskLaneConsumer; tasks of no tenant
 // on weft.tasks.<queue>, streams.TaskConsumer), and each free slot takes a
 // task from the next lane, in round-robin order, that has one. So one
 // tenant's backlog delays another tenant's task by at most one task per

@@ -51,9 +51,10 @@ type lanes struct {
 	w      *Worker
 	queue  string // weft.tasks.<queue>
 	filter string // weft.tasks.<queue>.*
+	name   string // the queue's lanes stream, streams.TaskLanesStream
 	list   []*lane
 	last   *lane                // the lane of the last task taken
-	stream jetstream.Stream     // WEFT_TASKS, once poll found it
+	stream jetstream.Stream     // the lanes stream, once poll found it
 	failed map[string]time.Time // lane token: when to try creating it again
 
 	mu    sync.Mutex
@@ -68,7 +69,7 @@ func newLanes(w *Worker, own jetstream.Consumer) (*lanes, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
-	return &lanes{w: w, queue: queue, filter: queue + ".*",
+	return &lanes{w: w, queue: queue, filter: queue + ".*", name: streams.TaskLanesStream(w.cfg.Queue),
 		list:   []*lane{{cons: own, ready: true}},
 		failed: make(map[string]time.Time),
 		hints:  make(map[string]bool),
@@ -172,10 +173,10 @@ func (ls *lanes) ensure(ctx context.Context, token string) (jetstream.Consumer, 
 	if err != nil {
 		return nil, err
 	}
-	if _, err := ls.w.js.Consumer(ctx, streams.TasksStream, cc.Durable); errors.Is(err, jetstream.ErrConsumerNotFound) {
+	if _, err := ls.w.js.Consumer(ctx, ls.name, cc.Durable); errors.Is(err, jetstream.ErrConsumerNotFound) {
 		ls.w.epoch.distrust(time.Now())
 	}
-	cons, err := ls.w.js.CreateOrUpdateConsumer(ctx, streams.TasksStream, cc)
+	cons, err := ls.w.js.CreateOrUpdateConsumer(ctx, ls.name, cc)
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s: %w", cc.Durable, err)
 	}
@@ -189,7 +190,7 @@ func (ls *lanes) ensure(ctx context.Context, token string) (jetstream.Consumer, 
 func (ls *lanes) poll(ctx context.Context) {
 	ls.hint(ls.queue, false)
 	if ls.stream == nil {
-		stream, err := ls.w.js.Stream(ctx, streams.TasksStream)
+		stream, err := ls.w.js.Stream(ctx, ls.name) // made by the engine with the queue's first tenant task
 		if err != nil {
 			ls.w.logger.DebugContext(ctx, "worker: lanes poll failed", "err", err)
 			return

@@ -15,9 +15,11 @@ import (
 	"github.com/weftrun/weft/pkg/worker"
 )
 
-// publishTenantTask publishes tk on its tenant's lane, as the engine does.
+// publishTenantTask publishes tk on its tenant's lane, as the engine does,
+// making the queue's lanes stream first.
 func publishTenantTask(t *testing.T, js jetstream.JetStream, tk task.Task) {
 	t.Helper()
+	require.NoError(t, streams.EnsureTaskLanes(t.Context(), js, streams.Config{MaxBytes: 64 << 20}, tk.Queue))
 	data, err := json.Marshal(tk)
 	require.NoError(t, err)
 	subject, err := streams.TenantTaskSubject(tk.Queue, tk.TenantID)
@@ -53,7 +55,7 @@ func (b *bundle) laneAckPending(t *testing.T, tenant string) int {
 	t.Helper()
 	cc, err := streams.TaskLaneConsumer(worker.DefaultQueue, streams.LaneToken(tenant), 0, 0)
 	require.NoError(t, err)
-	cons, err := b.js.Consumer(t.Context(), streams.TasksStream, cc.Durable)
+	cons, err := b.js.Consumer(t.Context(), streams.TaskLanesStream(worker.DefaultQueue), cc.Durable)
 	require.NoError(t, err)
 	info, err := cons.Info(t.Context())
 	require.NoError(t, err)
@@ -169,7 +171,7 @@ func TestLaneConsumerDeletedIsCreatedAgain(t *testing.T) {
 		publishTenantTask(t, b.js, tk)
 		requireResult(t, tk, task.Completed, "1", results.final())
 		if round < 2 {
-			require.NoError(t, b.js.DeleteConsumer(t.Context(), streams.TasksStream, "tasks-default~acme"))
+			require.NoError(t, b.js.DeleteConsumer(t.Context(), streams.TaskLanesStream(worker.DefaultQueue), "tasks-default~acme"))
 		}
 	}
 	b.requireTasksSettled(t)
@@ -235,7 +237,7 @@ func TestHashedLaneTenant(t *testing.T) {
 	r := results.final()
 	requireResult(t, tk, task.Completed, "1", r)
 	require.JSONEq(t, `{"tenant":"acme.eu"}`, string(r.Output))
-	_, err := b.js.Consumer(t.Context(), streams.TasksStream, "tasks-default~"+streams.LaneToken("acme.eu"))
+	_, err := b.js.Consumer(t.Context(), streams.TaskLanesStream(worker.DefaultQueue), "tasks-default~"+streams.LaneToken("acme.eu"))
 	require.NoError(t, err)
 	b.requireTasksSettled(t)
 }

@@ -166,15 +166,16 @@ func rawWorkerFn(t *testing.T, js jetstream.JetStream, queue string, serve func(
 	t.Helper()
 	cc, err := streams.TaskConsumer(queue, 0)
 	require.NoError(t, err)
-	rawWorkerOn(t, js, cc, serve)
+	rawWorkerOn(t, js, streams.TasksStream, cc, serve)
 }
 
-// rawWorkerOn is rawWorkerFn on the task consumer cc: a queue's own, or
-// one of its tenant lanes (streams.TaskLaneConsumer).
-func rawWorkerOn(t *testing.T, js jetstream.JetStream, cc jetstream.ConsumerConfig, serve func(tk task.Task, report func(task.Result))) {
+// rawWorkerOn is rawWorkerFn on the task consumer cc of stream: a queue's
+// own on WEFT_TASKS, or one of its tenant lanes on the queue's lanes
+// stream (streams.TaskLaneConsumer, streams.TaskLanesStream).
+func rawWorkerOn(t *testing.T, js jetstream.JetStream, stream string, cc jetstream.ConsumerConfig, serve func(tk task.Task, report func(task.Result))) {
 	t.Helper()
 	ctx := t.Context()
-	cons, err := js.CreateOrUpdateConsumer(ctx, streams.TasksStream, cc)
+	cons, err := js.CreateOrUpdateConsumer(ctx, stream, cc)
 	require.NoError(t, err)
 	sub, err := cons.Consume(func(m jetstream.Msg) {
 		var tk task.Task

@@ -27,10 +27,10 @@ func TestRunInputAndOutputsFlowThroughExpressions(t *testing.T) {
 		report(task.NewResult(tk, task.Started, "", "raw"))
 		report(echo(tk))
 	}
-	rawWorkerOn(t, s.js, lane, serve) // acme's tasks, on its lane
-	// and on the queue's own subject while the engine publishes there
-	// (the lanes' publish is held back: docs/security.md, deploy/nats.conf).
-	rawWorkerFn(t, s.js, "default", serve)
+	// The engine makes the queue's lanes stream with its first task; the
+	// raw worker's consumer needs it first.
+	require.NoError(t, streams.EnsureTaskLanes(t.Context(), s.js, streams.Config{}, "default"))
+	rawWorkerOn(t, s.js, streams.TaskLanesStream("default"), lane, serve) // acme's tasks, on its lane
 	p := parsePlan(t, `{"planId":"flow","planVersion":"1","output":"steps.b.output.line","steps":[
 		{"id":"a","activity":"echo","input":{"order":"${{ input.orderId }}","qty":"${{ input.qty * 2 }}"}},
 		{"id":"b","activity":"echo","dependsOn":["a"],"input":{"line":"order ${{ steps.a.output.order }} x${{ steps.a.output.qty }} for ${{ run.tenantId }}"}}]}`)

@@ -33,6 +33,7 @@ import (
 
 	"github.com/weftrun/weft/internal/admission"
 	"github.com/weftrun/weft/internal/tracing"
+	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/task"
 	"github.com/weftrun/weft/services/engine/internal/round"
 )
@@ -146,6 +147,10 @@ type Config struct {
 	// one engine in tests, never for a deployment (`weft engine` requires
 	// a key).
 	TaskKeys *task.Signer
+	// Streams are the limits of the lanes streams the engine creates, one
+	// per task queue (streams.TaskLanes); the zero value means
+	// streams.Config's defaults, as `weft migrate` gives the other streams.
+	Streams streams.Config
 	// TestingKnobs are hooks for crash tests. Leave them zero in production.
 	TestingKnobs TestingKnobs
 }
@@ -230,6 +235,7 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config, logger *slog.Logger) (*S
 		logger.Warn("engine: no task key configured; using a random key of this process, which refuses the results of tasks other engines dispatched")
 	}
 	cfg.Round.TaskSigner = cfg.TaskKeys
+	cfg.Round.EnsureLanes = newLaneStreams(js, cfg.Streams).ensure
 	runner, err := newTimedRunner(pool, cfg)
 	if err != nil {
 		return nil, err

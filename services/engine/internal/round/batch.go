@@ -199,6 +199,9 @@ func (x *Runner) decideAll(ctx context.Context, w *writes, rounds []Round, runs 
 	if out.appends, err = x.journal.AppendNewBatch(ctx, w.b, parts, partTraces); err != nil {
 		return nil, outgoing{}, err
 	}
+	if err := x.ensureLanes(ctx, tasks); err != nil {
+		return nil, outgoing{}, err
+	}
 	if out.tasks, err = taskMessages(ctx, tasks, taskTraces, x.cfg.TaskSigner); err != nil {
 		return nil, outgoing{}, err
 	}
@@ -214,6 +217,25 @@ func (x *Runner) decideAll(ctx context.Context, w *writes, rounds []Round, runs 
 		results[partRounds[p]].Appended = len(part.Events)
 	}
 	return results, out, nil
+}
+
+// ensureLanes makes sure the lanes stream of each queue a tenant's task of
+// tasks goes to exists (Config.EnsureLanes).
+func (x *Runner) ensureLanes(ctx context.Context, tasks []decide.Task) error {
+	if x.cfg.EnsureLanes == nil {
+		return nil
+	}
+	done := map[string]bool{}
+	for _, t := range tasks {
+		if t.TenantID == "" || done[t.Queue] {
+			continue
+		}
+		if err := x.cfg.EnsureLanes(ctx, t.Queue); err != nil {
+			return fmt.Errorf("round: lanes of queue %s: %w", t.Queue, err)
+		}
+		done[t.Queue] = true
+	}
+	return nil
 }
 
 // step is one round on a loaded run: admission, the decision, and the

@@ -80,6 +80,12 @@ type Config struct {
 	// so that the engine can tell a worker's result for the task from a
 	// forged one. Nil sends tasks without a token.
 	TaskSigner *task.Signer
+	// EnsureLanes, if set, makes sure a queue's lanes stream exists
+	// (streams.EnsureTaskLanes) before a round writes a tenant's task of
+	// that queue to the outbox: the relay cannot publish a task no stream
+	// captures. It is called in the round's transaction, so it should
+	// remember the queues it ensured; an error fails the round.
+	EnsureLanes func(ctx context.Context, queue string) error
 }
 
 // DefaultWarmRuns is Config.WarmRuns's default: a state is a few hundred

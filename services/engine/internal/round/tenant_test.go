@@ -1,7 +1,9 @@
 package round_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -54,4 +56,45 @@ func TestTasksCarryTheRunsTenant(t *testing.T) {
 	}
 	require.NoError(t, rows.Err())
 	require.Equal(t, []string{"a:acme", "b:acme"}, tenants)
+}
+
+// A round makes sure the lanes stream of each queue a tenant's task goes
+// to exists before it writes the task (Config.EnsureLanes), once per
+// queue in a batch; a run of no tenant needs none, and a failure fails
+// the round, so no task is written that no stream would capture.
+func TestRoundsEnsureTheQueuesLanes(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db := weftest.NewDB(t)
+	approver := runstart.Approver{Journal: journal.New(eventlog.New(db.Pool))}
+	p := &plan.Plan{PlanID: "fan", PlanVersion: "1", Steps: []plan.Step{
+		{ID: "a", Activity: "echo"}, {ID: "b", Activity: "echo"}, {ID: "c", Activity: "echo", Queue: "batch"},
+	}}
+	require.NoError(t, p.Validate(plan.Limits{}))
+	var ensured []string
+	fail := false
+	x := round.New(db.Pool, round.Config{EnsureLanes: func(_ context.Context, queue string) error {
+		if fail {
+			return errors.New("no stream for you")
+		}
+		ensured = append(ensured, queue)
+		return nil
+	}})
+	start := func(tenant string) error {
+		runID, err := approver.Approve(ctx, db.Pool, runstart.Request{TenantID: tenant, EnvironmentID: "prod", Plan: p})
+		require.NoError(t, err)
+		_, err = x.Run(ctx, round.Round{RunID: runID, Input: decide.RunApproved{Now: time.Now().UTC()}})
+		return err
+	}
+	require.NoError(t, start("acme"))
+	require.ElementsMatch(t, []string{"default", "batch"}, ensured, "each queue once")
+	ensured = nil
+	require.NoError(t, start(""))
+	require.Empty(t, ensured, "tasks of no tenant go on the queue's own subject")
+	var before, after int
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT count(*) FROM outbox`).Scan(&before))
+	fail = true
+	require.ErrorContains(t, start("globex"), "no stream for you")
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT count(*) FROM outbox`).Scan(&after))
+	require.Equal(t, before+1, after, "only the approval's own row: the failed round wrote no task")
 }
