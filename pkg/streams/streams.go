@@ -169,8 +169,10 @@ func TaskLanes(cfg Config, queue string) (jetstream.StreamConfig, error) {
 	return sc, nil
 }
 
-// EnsureTaskLanes creates queue's lanes stream, or updates it to the
-// current definition; idempotent, like Ensure.
+// EnsureTaskLanes creates queue's lanes stream, or updates one of another
+// definition to the current one; idempotent, like Ensure. A stream that
+// already has the definition is left alone: no update, which would race
+// the consumers its workers create meanwhile.
 func EnsureTaskLanes(ctx context.Context, js jetstream.JetStream, cfg Config, queue string) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -179,7 +181,11 @@ func EnsureTaskLanes(ctx context.Context, js jetstream.JetStream, cfg Config, qu
 	if err != nil {
 		return err
 	}
-	if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
+	_, err = js.CreateStream(ctx, sc)
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		_, err = js.UpdateStream(ctx, sc)
+	}
+	if err != nil {
 		return fmt.Errorf("streams: ensure %s: %w", sc.Name, err)
 	}
 	return nil
