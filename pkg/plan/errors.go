@@ -89,6 +89,9 @@ const (
 	// ("input.customer.name"), and its message starts with the column in the
 	// expression when there is one.
 	CodeInvalidExpression = "INVALID_EXPRESSION"
+	// CodeInvalidRunIf: a runIf other than allSucceeded, allDone and
+	// anyFailed, or a handles entry that is not an ancestor of its step.
+	CodeInvalidRunIf = "INVALID_RUN_IF"
 )
 
 // Problem is one reason a plan was rejected.

@@ -24,7 +24,9 @@ func (s *Step) hasExpressions() bool {
 }
 
 // needsExpressions reports whether s uses what schema version 2 brought.
-func (s *Step) needsExpressions() bool { return s.hasExpressions() || s.If != "" }
+func (s *Step) needsExpressions() bool {
+	return s.hasExpressions() || s.If != "" || s.RunIf != "" || len(s.Handles) > 0
+}
 
 // Expressive reports whether p's step inputs are read as templates: p's
 // schema version, or the one ApplyDefaults would give it, is

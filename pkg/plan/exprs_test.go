@@ -129,3 +129,33 @@ func TestOutput(t *testing.T) {
 	_, err = Parse(doc(`"schemaVersion":1,`, `"input"`), Limits{})
 	requireOnly(t, err, CodeFieldNotAllowed)
 }
+
+func TestRunIfAndHandles(t *testing.T) {
+	t.Parallel()
+	doc := func(version, extra string) []byte {
+		return []byte(`{` + version + `"planId":"p","planVersion":"1","steps":[{"id":"a","activity":"echo"},{"id":"x","activity":"echo"},
+			{"id":"b","activity":"echo","dependsOn":["a"]` + extra + `}]}`)
+	}
+	p, err := Parse(doc("", `,"runIf":"anyFailed","handles":["a"]`), Limits{})
+	require.NoError(t, err)
+	require.Equal(t, SchemaVersionExpressions, p.SchemaVersion)
+	s, _ := p.Step("b")
+	require.Equal(t, RunIfAnyFailed, s.EffectiveRunIf())
+	requireRoundTrip(t, p)
+	a, _ := p.Step("a")
+	require.Equal(t, RunIfAllSucceeded, a.EffectiveRunIf())
+
+	for extra, code := range map[string]string{
+		`,"runIf":"sometimes"`:                      CodeInvalidRunIf,
+		`,"runIf":"allDone","handles":["a"]`:        CodeFieldNotAllowed,
+		`,"handles":["a"]`:                          CodeFieldNotAllowed,
+		`,"runIf":"anyFailed","handles":["x"]`:      CodeInvalidRunIf,
+		`,"runIf":"anyFailed","handles":["nobody"]`: CodeInvalidRunIf,
+	} {
+		_, err := Parse(doc("", extra), Limits{})
+		requireOnly(t, err, code)
+	}
+	_, err = Parse(doc(`"schemaVersion":1,`, `,"runIf":"allDone"`), Limits{})
+	requireOnly(t, err, CodeFieldNotAllowed)
+	require.ErrorContains(t, err, "need schemaVersion 2")
+}

@@ -91,6 +91,14 @@ type Step struct {
 	// activity's side effect with its recorded result. Not allowed on
 	// waitSignal steps.
 	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+	// RunIf says which outcomes of its dependencies the step runs after:
+	// RunIfAllSucceeded (empty: the default), RunIfAllDone or
+	// RunIfAnyFailed (docs/plans.md). Schema version 2.
+	RunIf RunIf `json:"runIf,omitempty"`
+	// Handles lists the steps whose failure this RunIfAnyFailed step
+	// handles: once it succeeds, their failure no longer fails the run.
+	// Each must be an ancestor of the step. Schema version 2.
+	Handles []string `json:"handles,omitempty"`
 	// If is a condition, a CEL expression that yields a bool (docs/plans.md),
 	// evaluated when the step is otherwise ready to run: false skips the
 	// step (StepSkipped, reason CONDITION_FALSE), and the steps that depend
@@ -157,6 +165,7 @@ func (p *Plan) ApplyDefaults() {
 
 func (s *Step) applyDefaults() {
 	s.DependsOn = nilIfEmpty(s.DependsOn)
+	s.Handles = nilIfEmpty(s.Handles)
 	s.Secrets = nilIfEmpty(s.Secrets)
 	s.Input = compactInput(s.Input)
 	if s.Retry != nil {

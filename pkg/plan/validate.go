@@ -57,6 +57,7 @@ func (p *Plan) Validate(limits Limits) error {
 		}
 		if len(cycles) == 0 {
 			p.expressions(&ps, l)
+			p.runIfs(&ps)
 		}
 	}
 	return ps.err()

@@ -67,3 +67,37 @@ func TestRunInputAndOutputsFlowThroughExpressions(t *testing.T) {
 	require.JSONEq(t, `{"line": "order o-17 x6 for acme"}`, outputs["b"])
 	require.JSONEq(t, outputs["b"], inputs["b"], "the recorded input is what the activity got")
 }
+
+// A failure handled by an anyFailed step does not fail the run: the
+// compensation runs, the cleanup runs after everything, and the run
+// completes with the failed step recorded FAILED.
+func TestHandledFailureCompletesTheRun(t *testing.T) {
+	t.Parallel()
+	s := setup(t, engine.Config{})
+	rawWorker(t, s.js, "default", func(tk task.Task) task.Result {
+		if tk.StepID != "charge" {
+			return echo(tk)
+		}
+		r := task.NewResult(tk, task.Failed, "", "raw")
+		r.Error = &events.StepError{Code: "CARD_DECLINED", Message: "no", Retryable: false}
+		return r
+	})
+	runID := s.start(t, parsePlan(t, `{"planId":"order","planVersion":"1","steps":[
+		{"id":"charge","activity":"x"},
+		{"id":"ship","activity":"x","dependsOn":["charge"]},
+		{"id":"refund","activity":"x","dependsOn":["charge"],"runIf":"anyFailed","handles":["charge"]},
+		{"id":"close","activity":"x","dependsOn":["ship","refund"],"runIf":"allDone"}]}`))
+
+	evs := s.waitTerminal(t, runID)
+	require.Equal(t, events.RunCompleted, terminal(evs))
+	snap, err := events.Project(runID, evs)
+	require.NoError(t, err)
+	status := map[string]events.StepStatus{}
+	for _, st := range snap.Steps {
+		status[st.StepID] = st.Status
+	}
+	require.Equal(t, map[string]events.StepStatus{
+		"charge": events.StepStatusFailed, "ship": events.StepStatusSkipped,
+		"refund": events.StepStatusSuccess, "close": events.StepStatusSuccess,
+	}, status)
+}

@@ -57,7 +57,9 @@ func TestDecideProperties(t *testing.T) {
 // about one in five waits for a signal. About half the activity steps
 // read the run's input and their dependencies' results through
 // expressions, and some of those fail to evaluate; about one step in four
-// has a condition, true, false, or failing to evaluate.
+// has a condition, true, false, or failing to evaluate; about one step
+// with dependencies in three runs after all of them ended (allDone) or
+// after one failed (anyFailed), half of the latter handling that failure.
 func randomPlan(r *rand.Rand) []plan.Step {
 	steps := make([]plan.Step, 1+r.IntN(6))
 	for i := range steps {
@@ -78,6 +80,12 @@ func randomPlan(r *rand.Rand) []plan.Step {
 		}
 		if r.IntN(4) == 0 {
 			steps[i].If = []string{"input.n > 0", "input.n < 0", "input.nope"}[r.IntN(3)]
+		}
+		if len(deps) > 0 && r.IntN(3) == 0 {
+			steps[i].RunIf = []plan.RunIf{plan.RunIfAllDone, plan.RunIfAnyFailed}[r.IntN(2)]
+			if steps[i].RunIf == plan.RunIfAnyFailed && r.IntN(2) == 0 {
+				steps[i].Handles = []string{deps[r.IntN(len(deps))]}
+			}
 		}
 	}
 	return steps
@@ -249,8 +257,18 @@ func requireScheduledWhenReady(t *testing.T, p *plan.Plan, s State, d Decision) 
 		if e.Type == events.StepScheduled {
 			ps, ok := p.Step(e.StepID)
 			require.True(t, ok)
+			failed := false
 			for _, dep := range ps.DependsOn {
-				require.Equal(t, events.StepStatusSuccess, s.Steps[dep].Status, "%s scheduled before %s succeeded", e.StepID, dep)
+				st := s.Steps[dep].Status
+				failed = failed || st == events.StepStatusFailed
+				if ps.EffectiveRunIf() == plan.RunIfAllSucceeded {
+					require.Equal(t, events.StepStatusSuccess, st, "%s scheduled before %s succeeded", e.StepID, dep)
+				} else {
+					require.True(t, st.Terminal(), "%s (%s) scheduled before %s ended", e.StepID, ps.RunIf, dep)
+				}
+			}
+			if ps.RunIf == plan.RunIfAnyFailed {
+				require.True(t, failed, "%s (anyFailed) scheduled with no dependency failed", e.StepID)
 			}
 		}
 		n, _ := strconv.Atoi(e.LogicalAttemptID)
@@ -291,16 +309,24 @@ func requireRunInvariants(t *testing.T, b *bundle) {
 	requireAcceptanceOrder(t, b.log)
 	switch b.s.Status {
 	case events.RunStatusCompleted:
-		// Every step succeeded, or was skipped by its condition or with a
-		// dependency that was.
+		// Every step succeeded; or was skipped by its condition, as an
+		// anyFailed step with no failure, or with a dependency that failed
+		// or was skipped; or failed, and a step that handles it succeeded.
 		for id, st := range b.s.Steps {
-			if st.Status == events.StepStatusSkipped {
-				ps, _ := b.p.Step(id)
-				skippedDep := slices.ContainsFunc(ps.DependsOn, func(d string) bool { return b.s.Steps[d].Status == events.StepStatusSkipped })
-				require.True(t, ps.If != "" || skippedDep, "%s skipped in a completed run", id)
-				continue
+			ps, _ := b.p.Step(id)
+			switch st.Status {
+			case events.StepStatusSkipped:
+				afterDep := slices.ContainsFunc(ps.DependsOn, func(d string) bool {
+					return b.s.Steps[d].Status == events.StepStatusSkipped || b.s.Steps[d].Status == events.StepStatusFailed
+				})
+				require.True(t, ps.If != "" || ps.RunIf == plan.RunIfAnyFailed || afterDep, "%s skipped in a completed run", id)
+			case events.StepStatusFailed:
+				require.True(t, slices.ContainsFunc(b.p.Steps, func(h plan.Step) bool {
+					return slices.Contains(h.Handles, id) && b.s.Steps[h.ID].Status == events.StepStatusSuccess
+				}), "%s failed in a completed run, handled by no step that succeeded", id)
+			default:
+				require.Equal(t, events.StepStatusSuccess, st.Status, id)
 			}
-			require.Equal(t, events.StepStatusSuccess, st.Status, id)
 		}
 	case events.RunStatusFailed:
 		var failed bool

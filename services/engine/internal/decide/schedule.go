@@ -2,66 +2,12 @@ package decide
 
 import (
 	"encoding/json"
-	"fmt"
 	"slices"
 	"time"
 
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/plan"
 )
-
-// dispatch schedules, in topological order, every ready step of a RUNNING
-// run that has no failed step. Nothing is dispatched while the run is
-// PAUSED, before a DELAY start's time, or once a step has failed for good.
-func (d *decider) dispatch() {
-	if d.s.Status != events.RunStatusRunning || d.failedStep() != "" || d.now.Before(d.s.DelayedUntil) {
-		return
-	}
-	for _, id := range d.order {
-		switch {
-		case d.ready(id):
-			d.schedule(id)
-		case d.afterSkipped(id) != "":
-			dep := d.afterSkipped(id)
-			reason := fmt.Sprintf("dependency %q was skipped", dep)
-			d.emit(id, d.s.Steps[id].Attempt, events.StepSkipped,
-				stepSkippedData{StepSkippedData: events.StepSkippedData{Reason: reason}, Condition: d.s.Steps[dep].SkippedByCondition}, "")
-		}
-	}
-}
-
-// afterSkipped returns the first dependency of step id that was skipped,
-// when id has not been dispatched: a step runs only after each of its
-// dependencies succeeded, so it is skipped with it. "" otherwise.
-func (d *decider) afterSkipped(id string) string {
-	st := d.s.Steps[id]
-	ps, ok := d.p.Step(id)
-	if !ok || st.Status != events.StepStatusPending || st.Scheduled {
-		return ""
-	}
-	for _, dep := range ps.DependsOn {
-		if d.s.Steps[dep].Status == events.StepStatusSkipped {
-			return dep
-		}
-	}
-	return ""
-}
-
-// ready reports whether step id may be dispatched now: PENDING, not yet
-// scheduled in its attempt, past any retry time, every dependency SUCCESS.
-func (d *decider) ready(id string) bool {
-	st := d.s.Steps[id]
-	ps, ok := d.p.Step(id)
-	if !ok || st.Status != events.StepStatusPending || st.Scheduled || d.now.Before(st.RetryAt) {
-		return false
-	}
-	for _, dep := range ps.DependsOn {
-		if d.s.Steps[dep].Status != events.StepStatusSuccess {
-			return false
-		}
-	}
-	return true
-}
 
 // schedule dispatches step id's current attempt: StepScheduled and a Task
 // for an activity; StepScheduled, StepStarted and a timeout timer (when the
@@ -145,44 +91,6 @@ func timeoutOf(ps *plan.Step) time.Duration {
 	return plan.DefaultTimeout
 }
 
-// failStep fails a step for good and skips its transitive dependants that
-// have not run, then settles the run.
-func (d *decider) failStep(id string, attempt int, e events.StepError, engine string) {
-	d.emit(id, attempt, events.StepFailed, events.StepFailedData{Error: e}, engine)
-	reason := fmt.Sprintf("dependency %q failed", id)
-	for _, dep := range d.p.Dependants(id) {
-		if st := d.s.Steps[dep]; st.Status == events.StepStatusPending && !st.Scheduled {
-			d.emit(dep, st.Attempt, events.StepSkipped, events.StepSkippedData{Reason: reason}, "")
-		}
-	}
-	d.settle()
-}
-
-// settle ends a RUNNING run with nothing in flight: RunCompleted when every
-// step succeeded; RunFailed, after skipping the steps that never ran, when
-// one failed. Otherwise (steps in flight, retries waiting on their timers,
-// or a PAUSED run) it does nothing.
-func (d *decider) settle() {
-	if d.s.Status != events.RunStatusRunning {
-		return
-	}
-	all := true
-	for _, id := range d.order {
-		st := d.s.Steps[id]
-		if st.InFlight() {
-			return
-		}
-		all = all && (st.Status == events.StepStatusSuccess || st.Status == events.StepStatusSkipped)
-	}
-	failed := d.failedStep()
-	switch {
-	case failed == "" && all:
-		d.complete()
-	case failed != "":
-		d.failRun(failed)
-	}
-}
-
 // complete ends the run COMPLETED, with its plan's output, or FAILED with
 // EXPRESSION_ERROR when the output cannot be evaluated.
 func (d *decider) complete() {
@@ -197,31 +105,6 @@ func (d *decider) complete() {
 		data = events.RunCompletedData{Output: out}
 	}
 	d.emit("", 0, events.RunCompleted, data, "")
-}
-
-// failRun skips every step that never ran and fails the run, naming the
-// step that failed it.
-func (d *decider) failRun(failed string) {
-	reason := fmt.Sprintf("run failed: step %q failed", failed)
-	for _, id := range d.order {
-		if st := d.s.Steps[id]; st.Status == events.StepStatusPending && !st.Scheduled {
-			d.emit(id, st.Attempt, events.StepSkipped, events.StepSkippedData{Reason: reason}, "")
-		}
-	}
-	cause := d.s.Steps[failed].Error
-	d.emit("", d.s.Failures+1, events.RunFailed, events.RunFailedData{
-		Reason: fmt.Sprintf("step %q failed: %s", failed, cause.Code), StepID: failed, Error: &cause,
-	}, "")
-}
-
-// failedStep returns the first FAILED step in topological order, or "".
-func (d *decider) failedStep() string {
-	for _, id := range d.order {
-		if d.s.Steps[id].Status == events.StepStatusFailed {
-			return id
-		}
-	}
-	return ""
 }
 
 // failedAncestor reports whether a step that id depends on, directly or
