@@ -333,14 +333,7 @@ func TestRetryThenSucceed(t *testing.T) {
 func TestFailureSkipsDependantsAndFailsRun(t *testing.T) {
 	t.Parallel()
 	s := setup(t, engine.Config{})
-	rawWorker(t, s.js, "default", func(tk task.Task) task.Result {
-		if tk.StepID != "bad" {
-			return echo(tk)
-		}
-		r := task.NewResult(tk, task.Failed, "", "raw")
-		r.Error = &events.StepError{Code: "BAD_INPUT", Message: "no", Retryable: false}
-		return r
-	})
+	rawWorker(t, s.js, "default", failOn("bad", "BAD_INPUT"))
 	runID := s.start(t, parsePlan(t, `{"planId":"fail","planVersion":"1","steps":[
 		{"id":"bad","activity":"x"},
 		{"id":"after","activity":"x","dependsOn":["bad"]},
@@ -348,13 +341,32 @@ func TestFailureSkipsDependantsAndFailsRun(t *testing.T) {
 
 	evs := s.waitTerminal(t, runID)
 	require.Equal(t, events.RunFailed, terminal(evs))
+	require.Equal(t, map[string]events.StepStatus{
+		"bad": events.StepStatusFailed, "after": events.StepStatusSkipped, "later": events.StepStatusSkipped,
+	}, stepStatuses(t, runID, evs))
+}
+
+// failOn is a raw worker's behaviour: step fails for good with code, every
+// other step echoes its input.
+func failOn(step, code string) func(task.Task) task.Result {
+	return func(tk task.Task) task.Result {
+		if tk.StepID != step {
+			return echo(tk)
+		}
+		r := task.NewResult(tk, task.Failed, "", "raw")
+		r.Error = &events.StepError{Code: code, Message: "no", Retryable: false}
+		return r
+	}
+}
+
+// stepStatuses returns the status of each step of the run's log.
+func stepStatuses(t *testing.T, runID string, evs []events.Event) map[string]events.StepStatus {
+	t.Helper()
 	snap, err := events.Project(runID, evs)
 	require.NoError(t, err)
 	status := map[string]events.StepStatus{}
 	for _, st := range snap.Steps {
 		status[st.StepID] = st.Status
 	}
-	require.Equal(t, map[string]events.StepStatus{
-		"bad": events.StepStatusFailed, "after": events.StepStatusSkipped, "later": events.StepStatusSkipped,
-	}, status)
+	return status
 }

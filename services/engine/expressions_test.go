@@ -74,14 +74,7 @@ func TestRunInputAndOutputsFlowThroughExpressions(t *testing.T) {
 func TestHandledFailureCompletesTheRun(t *testing.T) {
 	t.Parallel()
 	s := setup(t, engine.Config{})
-	rawWorker(t, s.js, "default", func(tk task.Task) task.Result {
-		if tk.StepID != "charge" {
-			return echo(tk)
-		}
-		r := task.NewResult(tk, task.Failed, "", "raw")
-		r.Error = &events.StepError{Code: "CARD_DECLINED", Message: "no", Retryable: false}
-		return r
-	})
+	rawWorker(t, s.js, "default", failOn("charge", "CARD_DECLINED"))
 	runID := s.start(t, parsePlan(t, `{"planId":"order","planVersion":"1","steps":[
 		{"id":"charge","activity":"x"},
 		{"id":"ship","activity":"x","dependsOn":["charge"]},
@@ -90,14 +83,8 @@ func TestHandledFailureCompletesTheRun(t *testing.T) {
 
 	evs := s.waitTerminal(t, runID)
 	require.Equal(t, events.RunCompleted, terminal(evs))
-	snap, err := events.Project(runID, evs)
-	require.NoError(t, err)
-	status := map[string]events.StepStatus{}
-	for _, st := range snap.Steps {
-		status[st.StepID] = st.Status
-	}
 	require.Equal(t, map[string]events.StepStatus{
 		"charge": events.StepStatusFailed, "ship": events.StepStatusSkipped,
 		"refund": events.StepStatusSuccess, "close": events.StepStatusSuccess,
-	}, status)
+	}, stepStatuses(t, runID, evs))
 }

@@ -7,31 +7,22 @@ import (
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
 )
 
-// Condition is a compiled bool expression: a step's "if". It is immutable
-// and safe for concurrent use.
-type Condition struct {
+// bare is a compiled expression written alone, bare or as one
+// "${{ EXPR }}", at a JSON path: a condition or a value.
+type bare struct {
 	path string
 	prg  cel.Program
 }
 
-// CompileCondition compiles src, at JSON path path, against scope: a CEL
-// expression, bare or written as one "${{ EXPR }}", that must yield a
-// bool (a type known only at run time is checked then).
-func CompileCondition(src, path string, scope Scope, lim Limits) (*Condition, []Problem) {
-	prg, problems := compileBare(src, path, scope, lim, boolType)
-	if len(problems) > 0 {
-		return nil, problems
-	}
-	return &Condition{path: path, prg: prg}, nil
-}
-
-// compileBare compiles src, a bare expression or one "${{ EXPR }}".
-func compileBare(src, path string, scope Scope, lim Limits, check typeCheck) (cel.Program, []Problem) {
+// compileBare compiles src, at JSON path path, against scope, checking
+// its type with check.
+func compileBare(src, path string, scope Scope, lim Limits, check typeCheck) (bare, []Problem) {
 	env, err := envFor(scope)
 	if err != nil {
-		return nil, []Problem{{Path: path, Message: err.Error()}}
+		return bare{}, []Problem{{Path: path, Message: err.Error()}}
 	}
 	c := compiler{env: env, scope: scope, lim: lim.withDefaults()}
 	src = strings.TrimSpace(src)
@@ -40,38 +31,74 @@ func compileBare(src, path string, scope Scope, lim Limits, check typeCheck) (ce
 	}
 	prg, ok := c.compile(path, src, check)
 	if !ok {
-		return nil, c.problems
+		return bare{}, c.problems
 	}
-	return prg, nil
+	return bare{path: path, prg: prg}, nil
+}
+
+// eval evaluates the expression with vars; an evaluation error is an
+// *EvalError.
+func (b bare) eval(vars Vars) (ref.Val, error) {
+	act, err := vars.activation()
+	if err != nil {
+		return nil, err
+	}
+	out, _, err := b.prg.Eval(act)
+	if err != nil {
+		return nil, &EvalError{Path: b.path, Message: err.Error()}
+	}
+	return out, nil
+}
+
+// Condition is a compiled bool expression: a step's "if". It is immutable
+// and safe for concurrent use.
+type Condition struct{ bare }
+
+// CompileCondition compiles src, at JSON path path, against scope: a CEL
+// expression, bare or written as one "${{ EXPR }}", that must yield a
+// bool (a type known only at run time is checked then).
+func CompileCondition(src, path string, scope Scope, lim Limits) (*Condition, []Problem) {
+	b, problems := compileBare(src, path, scope, lim, boolType)
+	if len(problems) > 0 {
+		return nil, problems
+	}
+	return &Condition{b}, nil
+}
+
+// Eval evaluates the condition with vars. It fails with an *EvalError for
+// an evaluation error or a value that is not a bool.
+func (c *Condition) Eval(vars Vars) (bool, error) {
+	out, err := c.eval(vars)
+	if err != nil {
+		return false, err
+	}
+	b, ok := out.(types.Bool)
+	if !ok {
+		return false, &EvalError{Path: c.path, Message: "a condition must yield a bool, not " + out.Type().TypeName()}
+	}
+	return bool(b), nil
 }
 
 // Value is a compiled expression whose value, of any type, becomes a JSON
 // document: a plan's output. It is immutable and safe for concurrent use.
-type Value struct {
-	path string
-	prg  cel.Program
-}
+type Value struct{ bare }
 
 // CompileValue compiles src, at JSON path path, against scope: a CEL
 // expression, bare or written as one "${{ EXPR }}".
 func CompileValue(src, path string, scope Scope, lim Limits) (*Value, []Problem) {
-	prg, problems := compileBare(src, path, scope, lim, anyType)
+	b, problems := compileBare(src, path, scope, lim, anyType)
 	if len(problems) > 0 {
 		return nil, problems
 	}
-	return &Value{path: path, prg: prg}, nil
+	return &Value{b}, nil
 }
 
 // Eval evaluates the expression with vars and returns its JSON value. It
 // fails with an *EvalError.
 func (v *Value) Eval(vars Vars) (json.RawMessage, error) {
-	act, err := vars.activation()
+	out, err := v.eval(vars)
 	if err != nil {
 		return nil, err
-	}
-	out, _, err := v.prg.Eval(act)
-	if err != nil {
-		return nil, &EvalError{Path: v.path, Message: err.Error()}
 	}
 	doc, err := toJSON(out)
 	if err != nil {
@@ -93,22 +120,4 @@ func boolean(t *cel.Type) string {
 	default:
 		return "a condition must yield a bool, not " + t.String()
 	}
-}
-
-// Eval evaluates the condition with vars. It fails with an *EvalError for
-// an evaluation error or a value that is not a bool.
-func (c *Condition) Eval(vars Vars) (bool, error) {
-	act, err := vars.activation()
-	if err != nil {
-		return false, err
-	}
-	out, _, err := c.prg.Eval(act)
-	if err != nil {
-		return false, &EvalError{Path: c.path, Message: err.Error()}
-	}
-	b, ok := out.(types.Bool)
-	if !ok {
-		return false, &EvalError{Path: c.path, Message: "a condition must yield a bool, not " + out.Type().TypeName()}
-	}
-	return bool(b), nil
 }

@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -31,7 +32,9 @@ func (d *decider) dispatch() {
 		case runNow:
 			if !d.now.Before(d.s.Steps[id].RetryAt) {
 				d.schedule(id)
-				blocked = d.blockingFailure() != "" // the step may have failed at once
+				if d.s.Steps[id].Status == events.StepStatusFailed { // its input or condition could not be evaluated
+					blocked = d.blockingFailure() != ""
+				}
 			}
 		case skipNow:
 			d.emit(id, d.s.Steps[id].Attempt, events.StepSkipped, why, "")
@@ -70,7 +73,7 @@ func (d *decider) verdict(ps *plan.Step) (int, stepSkippedData) {
 		case events.StepStatusFailed:
 			failed = true
 		case events.StepStatusSkipped:
-			skipped = cmpOr(skipped, dep)
+			skipped = cmp.Or(skipped, dep)
 		default:
 			ended = false
 		}
@@ -100,13 +103,6 @@ func verdictIf(ok bool, v int) int {
 		return v
 	}
 	return waitFor
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // failStep fails a step for good and skips the steps after it that only

@@ -28,14 +28,8 @@ func (d *decider) inputOf(ps *plan.Step) (input json.RawMessage, resolved bool, 
 		return ps.Input, false, nil
 	}
 	out, err := tpl.Eval(d.vars(ps.ID))
-	if err != nil {
-		return nil, false, expressionError(err)
-	}
-	if len(out) > plan.DefaultMaxStepInputBytes {
-		return nil, false, expressionError(fmt.Errorf("the resolved input is %d bytes of JSON, over the limit of %d",
-			len(out), plan.DefaultMaxStepInputBytes))
-	}
-	return out, true, nil
+	input, failure = bounded(out, err, "the resolved input", plan.DefaultMaxStepInputBytes)
+	return input, failure == nil, failure
 }
 
 // condition evaluates step ps's If: run is false when the step is to be
@@ -66,12 +60,18 @@ func (d *decider) output() (json.RawMessage, *events.StepError) {
 		return nil, nil
 	}
 	out, err := v.Eval(d.varsOf(d.order))
-	if err != nil {
+	return bounded(out, err, "the output", plan.DefaultMaxRunOutputBytes)
+}
+
+// bounded returns out, the JSON document an evaluation gave, or the
+// EXPRESSION_ERROR of the evaluation's err or of a document, called what,
+// over limit bytes.
+func bounded(out json.RawMessage, err error, what string, limit int) (json.RawMessage, *events.StepError) {
+	switch {
+	case err != nil:
 		return nil, expressionError(err)
-	}
-	if len(out) > plan.DefaultMaxRunOutputBytes {
-		return nil, expressionError(fmt.Errorf("the output is %d bytes of JSON, over the limit of %d",
-			len(out), plan.DefaultMaxRunOutputBytes))
+	case len(out) > limit:
+		return nil, expressionError(fmt.Errorf("%s is %d bytes of JSON, over the limit of %d", what, len(out), limit))
 	}
 	return out, nil
 }

@@ -37,14 +37,14 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req api.Schedule
 	sch.CreatedAt, sch.UpdatedAt, sch.RecentSkips = now, now, []api.SkippedFires{}
 	k := Key{sch.TenantID, sch.ScheduleID}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := quotaLockTx(ctx, tx, sch.TenantID); err != nil {
+		if err := s.quota().LockTx(ctx, tx, sch.TenantID); err != nil {
 			return err
 		}
 		if created, err = recordInsertTx(ctx, tx, sch); err != nil {
 			return err
 		}
 		if created {
-			if err := s.quotaCheckTx(ctx, tx, sch.TenantID); err != nil {
+			if err := s.quota().CheckTx(ctx, tx, sch.TenantID); err != nil {
 				return err
 			}
 		} else {
@@ -214,3 +214,8 @@ func cmpErr(err error, fallback *intake.Error) error {
 
 // errAs reports whether err is a refusal.
 func errAs(err error) (*intake.Error, bool) { return errors.AsType[*intake.Error](err) }
+
+// quota is the tenant's quota of schedules (Config.MaxPerTenant).
+func (s *Service) quota() intake.Quota {
+	return intake.Quota{Table: "schedules", Limit: intake.LimitScheduleQuota, Max: s.cfg.MaxPerTenant}
+}

@@ -89,7 +89,7 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req api.TriggerR
 	id, version := intake.PlanRef(req.Plan)
 	now := s.cfg.Now().UTC().Truncate(time.Microsecond)
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := quotaLockTx(ctx, tx, req.TenantID); err != nil {
+		if err := s.quota().LockTx(ctx, tx, req.TenantID); err != nil {
 			return err
 		}
 		tag, err := tx.Exec(ctx, `
@@ -101,7 +101,7 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req api.TriggerR
 		}
 		created = tag.RowsAffected() == 1
 		if created {
-			err = s.quotaCheckTx(ctx, tx, req.TenantID)
+			err = s.quota().CheckTx(ctx, tx, req.TenantID)
 		} else {
 			err = sameDefinitionTx(ctx, tx, req)
 		}
@@ -245,4 +245,9 @@ func checkEventID(id string) error {
 		return intake.Invalid("eventId", "%v", err)
 	}
 	return nil
+}
+
+// quota is the tenant's quota of triggers (Config.MaxPerTenant).
+func (s *Service) quota() intake.Quota {
+	return intake.Quota{Table: "triggers", Limit: intake.LimitTriggerQuota, Max: s.cfg.MaxPerTenant}
 }
