@@ -86,6 +86,23 @@ type StepScheduledData struct {
 	// is the record replay, the task, the UI and the CLI read: an
 	// expression is evaluated once, when its attempt is scheduled.
 	Input json.RawMessage `json:"input,omitempty"`
+	// ForEach is set on the StepScheduled of a forEach step, which the
+	// engine records when it evaluated the step's list: Input is then that
+	// list, Activity the activity each element runs, and no task is sent
+	// for the step itself. Its elements run as child steps
+	// (ChildStepID); the engine ends the step with StepCompleted (output:
+	// the children's outputs in element order) or StepFailed.
+	ForEach *ForEachData `json:"forEach,omitempty"`
+}
+
+// ForEachData describes the fan-out of a forEach step.
+type ForEachData struct {
+	// Count is the number of elements: one child step per element.
+	Count int `json:"count"`
+	// MaxParallel is how many children may be in flight at once.
+	MaxParallel int `json:"maxParallel"`
+	// FailFast reports that the first failed child stops the step.
+	FailFast bool `json:"failFast"`
 }
 
 // StepStartedData is the payload of StepStarted.
