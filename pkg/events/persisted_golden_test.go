@@ -155,6 +155,41 @@ func persistedRecords() []goldentest.Record {
 			Artifacts: []ArtifactRef{}, StartedAt: timePtr(goldenT0.Add(2 * time.Second)),
 			CompletedAt: timePtr(goldenT0.Add(4 * time.Second)), TotalDurationMs: new(int64(2000)),
 		}, json.Unmarshal),
+		// A forEach step three children in: the run's input, the fan-out
+		// and its children's progress.
+		goldentest.JSON("RunSnapshotForEach", func(t testing.TB) RunSnapshot {
+			t.Helper()
+			ev := func(typ Type, stepID, data string) Event {
+				return Event{EventType: typ, StepID: stepID, LogicalAttemptID: "1", EventData: json.RawMessage(data)}
+			}
+			evs := []Event{
+				ev(RunApproved, "", `{"input":{"orders":[1,2,3]}}`),
+				ev(StepScheduled, "each", `{"activity":"ship","queue":"q","input":[1,2,3],"forEach":{"count":3,"maxParallel":2,"failFast":false}}`),
+				ev(StepStarted, "each[0]", ``),
+				ev(StepCompleted, "each[0]", `{"output":1}`),
+				ev(StepStarted, "each[1]", ``),
+				ev(StepFailed, "each[1]", `{"error":{"code":"E","message":"m"}}`),
+			}
+			for i := range evs {
+				evs[i].SchemaVersion, evs[i].RunID, evs[i].RunSeq = 1, goldenRun, int64(i+1)
+				evs[i].EmittedAt = goldenT0.Add(time.Duration(i+1) * time.Second)
+			}
+			s, err := Project(goldenRun, evs)
+			require.NoError(t, err)
+			return s
+		}, RunSnapshot{
+			RunID: goldenRun, Status: RunStatusApproved, LastEventSeq: 6,
+			Steps: []StepSnapshot{
+				{StepID: "each", Status: StepStatusPending, LogicalAttemptID: "1", Artifacts: []ArtifactRef{},
+					ForEach: &ForEachProgress{ForEachData: ForEachData{Count: 3, MaxParallel: 2}, Done: 1, Failed: 1}},
+				{StepID: "each[0]", Status: StepStatusSuccess, LogicalAttemptID: "1", Artifacts: []ArtifactRef{},
+					StartedAt: timePtr(goldenT0.Add(3 * time.Second)), CompletedAt: timePtr(goldenT0.Add(4 * time.Second)), Attempts: 1},
+				{StepID: "each[1]", Status: StepStatusFailed, LogicalAttemptID: "1", Artifacts: []ArtifactRef{},
+					StartedAt: timePtr(goldenT0.Add(5 * time.Second)), CompletedAt: timePtr(goldenT0.Add(6 * time.Second)),
+					Error: &StepError{Code: "E", Message: "m"}, Attempts: 1},
+			},
+			Artifacts: []ArtifactRef{}, Input: json.RawMessage(`{"orders":[1,2,3]}`),
+		}, json.Unmarshal),
 	}
 }
 

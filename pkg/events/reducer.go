@@ -1,6 +1,7 @@
 package events
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -76,7 +77,7 @@ func Project(runID string, events []Event) (RunSnapshot, error) {
 // Reduction rules (execution-semantics §1.5), with time meaning persistedAt,
 // or emittedAt when persistedAt is zero:
 //
-//   - RunApproved: APPROVED. RunPaused: PAUSED. RunResumed: RUNNING.
+//   - RunApproved: APPROVED, and the run's input. RunPaused: PAUSED. RunResumed: RUNNING.
 //   - RunStarted: RUNNING; engineRunRef from the envelope, else from the
 //     payload; startedAt set by the first RunStarted.
 //   - RunCompleted, RunFailed, RunCancelled: that status; completedAt, and
@@ -101,7 +102,8 @@ func Project(runID string, events []Event) (RunSnapshot, error) {
 //     starts a fresh attempt, and within an attempt a step only moves
 //     forward (PENDING, RUNNING, then its first outcome).
 //   - Artifacts is the concatenation of the steps' artifacts in step order;
-//     FailedSteps counts the steps whose status is FAILED.
+//     FailedSteps counts the steps whose status is FAILED, but for the
+//     children of forEach steps, which their parent's ForEach counts.
 func ProjectIncremental(s RunSnapshot, events []Event) (RunSnapshot, error) {
 	p := newProjection(s)
 	err := p.applyAll(events)
@@ -165,12 +167,17 @@ func (p *projection) apply(e Event) error {
 // applyRun applies a run-level event; payloads are decoded before the
 // terminal check so that a malformed event is reported whatever the state.
 func (p *projection) applyRun(e Event) error {
+	var approved struct {
+		Input json.RawMessage `json:"input"`
+	}
 	var started RunStartedData
 	var completed RunCompletedData
 	var failed RunFailedData
 	var cancelled RunCancelledData
 	var err error
 	switch e.EventType {
+	case RunApproved:
+		err = e.Data(&approved)
 	case RunStarted:
 		err = e.Data(&started)
 	case RunCompleted:
@@ -193,6 +200,7 @@ func (p *projection) applyRun(e Event) error {
 	switch e.EventType {
 	case RunApproved:
 		p.s.Status = RunStatusApproved
+		p.s.Input = slices.Clone(approved.Input)
 	case RunStarted:
 		p.start(e, started)
 	case RunPaused:
@@ -276,13 +284,34 @@ func (p *projection) result() RunSnapshot {
 	s := p.s
 	s.Artifacts = make([]ArtifactRef, 0, len(s.Artifacts))
 	s.FailedSteps = 0
+	for i := range s.Steps {
+		if f := s.Steps[i].ForEach; f != nil {
+			f.Done, f.Running, f.Failed = 0, 0, 0
+		}
+	}
 	for _, st := range s.Steps {
 		s.Artifacts = append(s.Artifacts, st.Artifacts...)
-		if st.Status == StepStatusFailed {
+		if f := p.forEachOf(st.StepID); f != nil {
+			f.count(st.Status)
+		} else if st.Status == StepStatusFailed {
 			s.FailedSteps++
 		}
 	}
 	return s
+}
+
+// forEachOf returns the progress of the forEach step whose child stepID
+// is, or nil when stepID is no such child.
+func (p *projection) forEachOf(stepID string) *ForEachProgress {
+	parent, _, ok := ParseChildStepID(stepID)
+	if !ok {
+		return nil
+	}
+	i, ok := p.steps[parent]
+	if !ok {
+		return nil
+	}
+	return p.s.Steps[i].ForEach
 }
 
 // eventTime is the time the reducer records for an event: when the log

@@ -10,6 +10,9 @@ import (
 // stepPayload holds the decoded payload of a step event; only the field of
 // the event's type is set.
 type stepPayload struct {
+	scheduled struct {
+		ForEach *ForEachData `json:"forEach"`
+	}
 	completed StepCompletedData
 	failed    StepFailedData
 	skipped   StepSkippedData
@@ -26,7 +29,9 @@ type stepPayload struct {
 //     PENDING, with the previous attempt's engineAttemptId, startedAt,
 //     completedAt, artifacts and error cleared. An empty logicalAttemptId
 //     means the current attempt.
-//   - StepScheduled: nothing more (it only creates the step or attempt).
+//   - StepScheduled: nothing more (it only creates the step or attempt),
+//     but that one with forEach records the fan-out in ForEach, which
+//     later attempts of the step keep.
 //   - StepStarted: attempts+1, startedAt if unset, engineAttemptId raised to
 //     the event's; a PENDING step becomes RUNNING and drops the error kept
 //     from a retried attempt. A late StepStarted (one delivered through the
@@ -71,7 +76,10 @@ func (p *projection) applyStep(e Event) error {
 		st.finish(e, at, StepStatusSkipped, &StepError{Code: CodeSkipped, Message: d.skipped.Reason})
 	case StepRetryScheduled:
 		st.retry(d.retry)
-	default: // StepScheduled: creating the step or attempt above is all it does
+	default: // StepScheduled: creating the step or attempt above, and a fan-out
+		if f := d.scheduled.ForEach; f != nil {
+			st.ForEach = &ForEachProgress{ForEachData: *f}
+		}
 	}
 	return nil
 }
@@ -82,6 +90,8 @@ func decodeStepPayload(e Event) (stepPayload, error) {
 	var d stepPayload
 	var err error
 	switch e.EventType {
+	case StepScheduled:
+		err = e.Data(&d.scheduled)
 	case StepCompleted:
 		err = e.Data(&d.completed)
 	case StepFailed:
@@ -90,7 +100,7 @@ func decodeStepPayload(e Event) (stepPayload, error) {
 		err = e.Data(&d.skipped)
 	case StepRetryScheduled:
 		err = e.Data(&d.retry)
-	default: // StepScheduled and StepStarted payloads are not recorded
+	default: // StepStarted payloads are not recorded
 	}
 	return d, err
 }
@@ -113,7 +123,8 @@ func (p *projection) step(stepID, logicalAttemptID string) *StepSnapshot {
 }
 
 // newAttempt resets st to a fresh, PENDING logical attempt id. Attempts is
-// kept: it counts starts over the step's whole life.
+// kept: it counts starts over the step's whole life; so is ForEach: a
+// forEach step's new attempt reruns the children that failed.
 func (st *StepSnapshot) newAttempt(id string) {
 	*st = StepSnapshot{
 		StepID:           st.StepID,
@@ -121,6 +132,7 @@ func (st *StepSnapshot) newAttempt(id string) {
 		LogicalAttemptID: id,
 		Artifacts:        []ArtifactRef{},
 		Attempts:         st.Attempts,
+		ForEach:          st.ForEach,
 	}
 }
 

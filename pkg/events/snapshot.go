@@ -83,11 +83,16 @@ type RunSnapshot struct {
 	// TotalDurationMs is CompletedAt-StartedAt in milliseconds, clamped at
 	// zero; set only when the run is terminal and had started.
 	TotalDurationMs *int64 `json:"totalDurationMs,omitempty"`
-	// FailedSteps is the number of steps whose status is FAILED.
+	// FailedSteps is the number of steps whose status is FAILED, not
+	// counting the children of forEach steps: their parent's ForEach
+	// counts them, and a failed child fails its parent.
 	FailedSteps  int             `json:"failedSteps"`
 	EngineRunRef json.RawMessage `json:"engineRunRef,omitempty"`
 	// Error is the root cause of a FAILED run.
 	Error *StepError `json:"error,omitempty"`
+	// Input is the run's input document, from its RunApproved; absent
+	// when the run has none.
+	Input json.RawMessage `json:"input,omitempty"`
 	// Output is the output of a COMPLETED run whose plan has one.
 	Output json.RawMessage `json:"output,omitempty"`
 }
@@ -115,6 +120,35 @@ type StepSnapshot struct {
 	// Attempts counts the StepStarted events applied to the step over all
 	// its logical and engine attempts.
 	Attempts int `json:"attempts"`
+	// ForEach is set on a forEach step once its StepScheduled recorded the
+	// fan-out. The step's inputs and outputs, and those of its children,
+	// are not in the snapshot: they stay in the event log (StepDetails),
+	// so the snapshot grows by one small entry per child and no more.
+	ForEach *ForEachProgress `json:"forEach,omitempty"`
+}
+
+// ForEachProgress is the fan-out of a forEach step and how far its
+// children (the steps ChildStepID names) got: Done, Running and Failed
+// count the children whose status is SUCCESS, RUNNING and FAILED; the
+// rest of Count are pending, skipped or cancelled.
+type ForEachProgress struct {
+	ForEachData
+	Done    int `json:"done"`
+	Running int `json:"running"`
+	Failed  int `json:"failed"`
+}
+
+// count adds a child in status st to the progress.
+func (f *ForEachProgress) count(st StepStatus) {
+	switch st {
+	case StepStatusSuccess:
+		f.Done++
+	case StepStatusRunning:
+		f.Running++
+	case StepStatusFailed:
+		f.Failed++
+	default: // pending, skipped and cancelled children are not counted
+	}
 }
 
 // clone returns a deep copy of s with non-nil slices.
@@ -130,6 +164,7 @@ func (s RunSnapshot) clone() RunSnapshot {
 	c.TotalDurationMs = clonePtr(s.TotalDurationMs)
 	c.EngineRunRef = slices.Clone(s.EngineRunRef)
 	c.Error = clonePtr(s.Error)
+	c.Input = slices.Clone(s.Input)
 	c.Output = slices.Clone(s.Output)
 	return c
 }
@@ -141,6 +176,7 @@ func (s StepSnapshot) clone() StepSnapshot {
 	c.CompletedAt = clonePtr(s.CompletedAt)
 	c.Artifacts = cloneArtifacts(s.Artifacts)
 	c.Error = clonePtr(s.Error)
+	c.ForEach = clonePtr(s.ForEach)
 	return c
 }
 
