@@ -17,7 +17,8 @@ const (
 	// are skipped with reason SkipCatchupLimit.
 	MisfireCatchup = "catchup"
 	// MisfireCompress starts one run for every fire time that came due,
-	// with the window it covers (FireWindow) in its input.
+	// with the window it covers (FireWindow) in its input's
+	// schedule.window.
 	MisfireCompress = "compress"
 )
 
@@ -85,7 +86,9 @@ type ScheduleRequest struct {
 	Timezone string `json:"timezone,omitempty"`
 	// Plan is the plan each fire starts a run of.
 	Plan json.RawMessage `json:"plan"`
-	// Input is passed to every run as ScheduledRunInput.Input.
+	// Input is the base of every run's input: a JSON object, or none,
+	// without the keys a fire sets (FireKeyScheduledFor, FireKeySchedule); each fire
+	// adds them (ScheduleFireInput).
 	Input json.RawMessage `json:"input,omitempty"`
 	// MisfirePolicy is skip (default), catchup or compress.
 	MisfirePolicy string `json:"misfirePolicy,omitempty"`
@@ -170,8 +173,36 @@ type FireWindow struct {
 	MissedCount int       `json:"missedCount"`
 }
 
-// ScheduledRunInput is the input of a run a schedule starts. Its run
+// ScheduleFireInput is what a schedule's fire sets in the input of the
+// run it starts: the input is the schedule's own input (a JSON object, or
+// none) with these two keys set, the fire's values winning over any the
+// schedule's input holds (docs/schedules.md, "The run's input"). Its run
 // request id is "{scheduleId}:{scheduledFor in RFC 3339 UTC}".
+type ScheduleFireInput struct {
+	// ScheduledFor is the fire time, RFC 3339 in UTC.
+	ScheduledFor time.Time `json:"scheduledFor"`
+	// Schedule names the schedule that fired.
+	Schedule FiredSchedule `json:"schedule"`
+}
+
+// FiredSchedule is the "schedule" key of a fire's run input.
+type FiredSchedule struct {
+	ID string `json:"id"`
+	// Window is set for a compressed fire: the fire times the run covers.
+	Window *FireWindow `json:"window,omitempty"`
+}
+
+// The keys of a run's input that a fire sets (ScheduleFireInput): a
+// schedule's input may not hold them.
+const (
+	FireKeyScheduledFor = "scheduledFor"
+	FireKeySchedule     = "schedule"
+)
+
+// ScheduledRunInput is the input that builds before issue 18 gave the
+// runs their schedules started: the schedule's input under "input". No
+// build writes it now; it is kept so that the inputs recorded in those
+// runs' RunApproved keep being read (docs/persisted-format.md).
 type ScheduledRunInput struct {
 	ScheduleID   string          `json:"scheduleId"`
 	ScheduledFor time.Time       `json:"scheduledFor"`
@@ -189,6 +220,12 @@ type TriggerRequest struct {
 	ProjectID     string          `json:"projectId"`
 	EnvironmentID string          `json:"environmentId"`
 	Plan          json.RawMessage `json:"plan"`
+	// Input, when set, is a CEL expression (bare or as one "${{ EXPR }}",
+	// at most 4 KiB) over event, a TriggerInputEvent, whose JSON value is
+	// the input of each run an event starts; it is compiled and
+	// type-checked at create. Without it the event's payload is the run's
+	// input.
+	Input string `json:"input,omitempty"`
 }
 
 // Trigger is a trigger as the gateway holds it.
@@ -200,8 +237,10 @@ type Trigger struct {
 	PlanID        string `json:"planId"`
 	PlanVersion   string `json:"planVersion"`
 	// Plan is left out of lists.
-	Plan      json.RawMessage `json:"plan,omitempty"`
-	CreatedAt time.Time       `json:"createdAt"`
+	Plan json.RawMessage `json:"plan,omitempty"`
+	// Input is the trigger's input expression, if it has one.
+	Input     string    `json:"input,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
 }
 
 // TriggerList is a page of triggers (GET /v1/triggers), ordered by
@@ -232,8 +271,21 @@ type TriggerEventResult struct {
 	StartRunResult
 }
 
-// TriggeredRunInput is the input of a run a trigger event starts. Its run
-// request id is "{triggerId}:{eventId}".
+// TriggerInputEvent is the variable event a trigger's input expression
+// reads: the event and the trigger it was sent to. It holds no clock, so
+// an event's run input depends on the event alone.
+type TriggerInputEvent struct {
+	ID        string `json:"id"`
+	TriggerID string `json:"triggerId"`
+	// Payload is the event's payload, null when it has none.
+	Payload json.RawMessage `json:"payload"`
+}
+
+// TriggeredRunInput is the input that builds before issue 18 gave the
+// runs their trigger events started; its run request id was, as now,
+// "{triggerId}:{eventId}". No build writes it now; it is kept so that the
+// inputs recorded in those runs' RunApproved keep being read
+// (docs/persisted-format.md).
 type TriggeredRunInput struct {
 	TriggerID string          `json:"triggerId"`
 	EventID   string          `json:"eventId"`

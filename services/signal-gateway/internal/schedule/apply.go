@@ -45,11 +45,7 @@ func (s *Service) applyTx(ctx context.Context, tx pgx.Tx, r *record, d Decision,
 				return out, err
 			}
 		}
-		input, err := runInput(r.Schedule, a.Fire)
-		if err != nil {
-			return out, fmt.Errorf("schedule: encode the run input: %w", err)
-		}
-		res, err := s.intake.RunStartTx(ctx, tx, p, startRequest(r.Schedule, runRequestID(r.ScheduleID, a.Fire.ScheduledFor), input))
+		res, err := s.startTx(ctx, tx, p, r, a.Fire)
 		if e, ok := errAs(err); ok {
 			if e.Code == api.CodeOverloaded {
 				return out, &backoffError{retryAt: now.Add(e.RetryAfter), cause: err}
@@ -70,6 +66,16 @@ func (s *Service) applyTx(ctx context.Context, tx pgx.Tx, r *record, d Decision,
 		out.lastRunID, out.lastFireAt = res.RunID, &at
 	}
 	return out, nil
+}
+
+// startTx starts the run of fire f of r in tx, refused like a start when
+// r's input cannot make the run's input.
+func (s *Service) startTx(ctx context.Context, tx pgx.Tx, p auth.Principal, r *record, f Fire) (intake.RunResult, error) {
+	input, err := runInput(r.Schedule, f)
+	if err != nil {
+		return intake.RunResult{}, err
+	}
+	return s.intake.RunStartTx(ctx, tx, p, startRequest(r.Schedule, runRequestID(r.ScheduleID, f.ScheduledFor), input))
 }
 
 // cancelTx sends runID the CANCEL of cancel-previous, through the

@@ -83,12 +83,15 @@ func (s *Service) checkRun(sch *api.Schedule) error {
 			Message: fmt.Sprintf("input is %d bytes, more than the limit of %d", n, s.cfg.MaxInputBytes),
 			Details: map[string]any{"field": "input", "limit": s.cfg.MaxInputBytes}}
 	}
+	if err := checkInput(sch.Input); err != nil {
+		return err
+	}
 	sch.PlanID, sch.PlanVersion = intake.PlanRef(sch.Plan)
 	// The largest input a fire can give its run: a compressed one.
 	when := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 	input, err := runInput(*sch, Fire{ScheduledFor: when, Window: &api.FireWindow{From: when, To: when, MissedCount: math.MaxInt32}})
 	if err != nil {
-		return intake.Invalid("input", "is not a JSON document")
+		return err
 	}
 	return s.intake.CheckStart(startRequest(*sch, runRequestID(sch.ScheduleID, when), input))
 }
@@ -97,12 +100,6 @@ func (s *Service) checkRun(sch *api.Schedule) error {
 // in RFC 3339 UTC.
 func runRequestID(scheduleID string, scheduledFor time.Time) string {
 	return scheduleID + ":" + scheduledFor.UTC().Format(time.RFC3339)
-}
-
-// runInput is the input of the run f starts.
-func runInput(sch api.Schedule, f Fire) (json.RawMessage, error) {
-	return json.Marshal(api.ScheduledRunInput{ScheduleID: sch.ScheduleID, ScheduledFor: f.ScheduledFor.UTC(),
-		Window: f.Window, Input: sch.Input})
 }
 
 // startRequest is the start of a run of sch.

@@ -30,7 +30,8 @@ func TestCreateRefusesBadInput(t *testing.T) {
 		f(&r)
 		return r
 	}
-	input := func(n int) json.RawMessage { return json.RawMessage(`"` + strings.Repeat("x", n-2) + `"`) }
+	// input(n) is an object of n bytes.
+	input := func(n int) json.RawMessage { return json.RawMessage(`{"x":"` + strings.Repeat("x", n-8) + `"}`) }
 	for _, tc := range []struct {
 		name  string
 		req   api.ScheduleRequest
@@ -57,6 +58,12 @@ func TestCreateRefusesBadInput(t *testing.T) {
 			r.Plan = json.RawMessage(`{"planId":"p","planVersion":"1","steps":[]}`)
 		}), api.CodeInvalidArgument, "plan"},
 		{"input over the limit", edit(func(r *api.ScheduleRequest) { r.Input = input(101) }), api.CodePayloadTooLarge, "input"},
+		{"input a string", edit(func(r *api.ScheduleRequest) { r.Input = json.RawMessage(`"daily"`) }), api.CodeInvalidArgument, "input"},
+		{"input a list", edit(func(r *api.ScheduleRequest) { r.Input = json.RawMessage(` [{"a": 1}]`) }), api.CodeInvalidArgument, "input"},
+		{"input with scheduledFor", edit(func(r *api.ScheduleRequest) {
+			r.Input = json.RawMessage(`{"scheduledFor": "now"}`)
+		}), api.CodeInvalidArgument, "input"},
+		{"input with schedule", edit(func(r *api.ScheduleRequest) { r.Input = json.RawMessage(`{"schedule": {}}`) }), api.CodeInvalidArgument, "input"},
 		{"id with ':'", edit(func(r *api.ScheduleRequest) { r.ScheduleID = "a:b" }), api.CodeInvalidArgument, "scheduleId"},
 		{"id with '.'", edit(func(r *api.ScheduleRequest) { r.ScheduleID = "a.b" }), api.CodeInvalidArgument, "scheduleId"},
 		{"id over the limit", edit(func(r *api.ScheduleRequest) { r.ScheduleID = strings.Repeat("i", 65) }), api.CodeInvalidArgument, "scheduleId"},

@@ -30,7 +30,7 @@ func TestFireOnTime(t *testing.T) {
 	}
 	runs := b.runs(t, "hourly")
 	require.Equal(t, []string{rid("hourly", at(9, 0)), rid("hourly", at(10, 0))}, b.requestIDs(t, "hourly"))
-	require.Equal(t, api.ScheduledRunInput{ScheduleID: "hourly", ScheduledFor: at(9, 0)}, runs[0].input)
+	require.JSONEq(t, `{"scheduledFor": "2026-03-02T09:00:00Z", "schedule": {"id": "hourly"}}`, runs[0].input)
 	s := b.get(t, "hourly")
 	require.Equal(t, at(11, 0), *s.NextFireAt)
 	require.Equal(t, at(10, 0), *s.LastFireAt)
@@ -100,9 +100,8 @@ func TestMisfireCompressAcrossDowntime(t *testing.T) {
 	runs := b.runs(t, "compress")
 	require.Len(t, runs, 2, "one run for the whole downtime")
 	require.Equal(t, rid("compress", at(14, 0)), runs[1].requestID)
-	require.Equal(t, api.ScheduledRunInput{ScheduleID: "compress", ScheduledFor: at(14, 0),
-		Window: &api.FireWindow{From: at(10, 0), To: at(14, 0), MissedCount: 4}, Input: []byte(`{"report": "daily"}`)},
-		runs[1].input)
+	require.JSONEq(t, `{"report": "daily", "scheduledFor": "2026-03-02T14:00:00Z", "schedule": {"id": "compress",
+		"window": {"from": "2026-03-02T10:00:00Z", "to": "2026-03-02T14:00:00Z", "missedCount": 4}}}`, runs[1].input)
 	require.Equal(t, api.SkipCounts{}, s.Skipped, "compressed fire times are covered, not skipped")
 }
 

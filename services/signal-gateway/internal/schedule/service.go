@@ -41,8 +41,8 @@ type Config struct {
 	// MaxCatchupLimit is the largest maxCatchup a schedule may set.
 	MaxCatchupLimit int
 	// MaxInputBytes bounds a schedule's input (its JSON text). The run's
-	// input wraps it (api.ScheduledRunInput) and must also fit the
-	// gateway's limit of run inputs.
+	// input adds the fire's keys to it (api.ScheduleFireInput) and must
+	// also fit the gateway's limit of run inputs.
 	MaxInputBytes int
 	// MaxScan bounds the fire times one decision walks (a per-minute
 	// schedule down for a long time); beyond it missed fire times are

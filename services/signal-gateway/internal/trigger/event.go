@@ -26,9 +26,14 @@ type Event struct {
 // Send starts a run of trigger id's plan for ev, on behalf of p, or
 // answers the run an earlier delivery of the same event id started, with
 // Duplicate set, and starts nothing. The run request id is
-// "{triggerId}:{eventId}" and its input an api.TriggeredRunInput. created
-// says whether a run was started. Refusals are *intake.Error: NotFound for
-// an unknown trigger, the start's own refusals otherwise.
+// "{triggerId}:{eventId}" and its input the event's payload, or the value
+// of the trigger's input expression over the event (an
+// api.TriggerInputEvent), evaluated before the run request is looked up.
+// created says whether a run was started. Refusals are *intake.Error:
+// NotFound for an unknown trigger, an InvalidArgument about the payload
+// (details code CodeExpressionError) when the input expression fails on
+// the event, the start's own refusals otherwise; a refused event starts
+// nothing.
 func (s *Service) Send(ctx context.Context, p auth.Principal, id string, ev Event) (res api.TriggerEventResult, created bool, err error) {
 	if err := intake.CheckResourceID("triggerId", id, api.MaxTriggerIDBytes); err != nil {
 		return res, false, err
@@ -48,14 +53,14 @@ func (s *Service) Send(ctx context.Context, p auth.Principal, id string, ev Even
 			Message: fmt.Sprintf("payload is %d bytes, more than the limit of %d", n, s.cfg.MaxPayloadBytes),
 			Details: map[string]any{"field": "payload", "limit": s.cfg.MaxPayloadBytes}}
 	}
-	input, err := json.Marshal(api.TriggeredRunInput{TriggerID: id, EventID: eventID, Payload: ev.Payload})
-	if err != nil {
-		return res, false, intake.Invalid("payload", "is not a JSON document")
-	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		tr, err := triggerGet(ctx, tx, p.TenantID, id, true)
 		if err != nil || tr == nil {
 			return cmpErr(err, notFound(id))
+		}
+		input, err := runInput(tr, eventID, ev.Payload)
+		if err != nil {
+			return err
 		}
 		run, err := s.intake.RunStartTx(ctx, tx, p, api.StartRunRequest{TenantID: tr.TenantID, ProjectID: tr.ProjectID,
 			EnvironmentID: tr.EnvironmentID, PlanID: tr.PlanID, PlanVersion: tr.PlanVersion,
@@ -77,13 +82,14 @@ func triggerColumns(withPlan bool) string {
 	if withPlan {
 		plan = "plan"
 	}
-	return `trigger_id, tenant_id, project_id, environment_id, plan_id, plan_version, ` + plan + `, created_at`
+	return `trigger_id, tenant_id, project_id, environment_id, plan_id, plan_version, ` + plan +
+		`, coalesce(input_expr, ''), created_at`
 }
 
 func scanTrigger(row pgx.Row) (api.Trigger, error) {
 	var tr api.Trigger
 	err := row.Scan(&tr.TriggerID, &tr.TenantID, &tr.ProjectID, &tr.EnvironmentID, &tr.PlanID, &tr.PlanVersion,
-		&tr.Plan, &tr.CreatedAt)
+		&tr.Plan, &tr.Input, &tr.CreatedAt)
 	tr.CreatedAt = tr.CreatedAt.UTC()
 	return tr, err
 }

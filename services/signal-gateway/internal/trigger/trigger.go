@@ -4,14 +4,14 @@
 // "{triggerId}:{eventId}", so the gateway's run-request uniqueness makes a
 // redelivered event answer the first delivery's run and start nothing, for
 // as long as the run-request record is kept (the gateway's
-// RunRequestRetention).
+// RunRequestRetention). The run's input is the event's payload, or the
+// value of the trigger's input expression over the event (input.go).
 package trigger
 
 import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -39,8 +39,8 @@ const rowVersion = 1
 // Config tunes triggers. The zero value of each field means its default.
 type Config struct {
 	// MaxPayloadBytes bounds an event's payload (its JSON text). The
-	// run's input wraps it (api.TriggeredRunInput) and must also fit the
-	// gateway's limit of run inputs.
+	// run's input (the payload, or the trigger's input expression's value)
+	// must also fit the gateway's limit of run inputs.
 	MaxPayloadBytes int
 	// MaxPerTenant is the quota of triggers one tenant may have: a create
 	// past it is refused with CodeQuotaExceeded and writes nothing;
@@ -93,9 +93,10 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req api.TriggerR
 			return err
 		}
 		tag, err := tx.Exec(ctx, `
-			INSERT INTO triggers (tenant_id, trigger_id, version, project_id, environment_id, plan_id, plan_version, plan, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (tenant_id, trigger_id) DO NOTHING`,
-			req.TenantID, req.TriggerID, rowVersion, req.ProjectID, req.EnvironmentID, id, version, req.Plan, now)
+			INSERT INTO triggers (tenant_id, trigger_id, version, project_id, environment_id, plan_id, plan_version, plan,
+			                      input_expr, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULLIF($9, ''), $10) ON CONFLICT (tenant_id, trigger_id) DO NOTHING`,
+			req.TenantID, req.TriggerID, rowVersion, req.ProjectID, req.EnvironmentID, id, version, req.Plan, req.Input, now)
 		if err != nil {
 			return fmt.Errorf("trigger: insert: %w", err)
 		}
@@ -128,13 +129,14 @@ func (s *Service) check(ctx context.Context, p auth.Principal, req *api.TriggerR
 	if len(bytes.TrimSpace(req.Plan)) == 0 || bytes.Equal(req.Plan, []byte("null")) {
 		return intake.Invalid("plan", "is required: the plan each event starts a run of")
 	}
-	id, version := intake.PlanRef(req.Plan)
-	input, err := json.Marshal(api.TriggeredRunInput{TriggerID: req.TriggerID, EventID: "check"})
-	if err != nil {
-		return fmt.Errorf("trigger: encode input: %w", err)
+	if req.Input != "" {
+		if _, err := compileInput(req.Input); err != nil {
+			return err
+		}
 	}
+	id, version := intake.PlanRef(req.Plan)
 	if err := s.intake.CheckStart(api.StartRunRequest{TenantID: req.TenantID, ProjectID: req.ProjectID,
-		EnvironmentID: req.EnvironmentID, PlanID: id, PlanVersion: version, Plan: req.Plan, Input: input}); err != nil {
+		EnvironmentID: req.EnvironmentID, PlanID: id, PlanVersion: version, Plan: req.Plan}); err != nil {
 		return err
 	}
 	return s.authorize(ctx, p, auth.ActionRunStart, req.TenantID)
@@ -145,8 +147,9 @@ func (s *Service) check(ctx context.Context, p auth.Principal, req *api.TriggerR
 func sameDefinitionTx(ctx context.Context, tx pgx.Tx, req api.TriggerRequest) error {
 	var same bool
 	err := tx.QueryRow(ctx, `SELECT project_id = $3 AND environment_id = $4 AND plan = $5::jsonb
+			AND input_expr IS NOT DISTINCT FROM NULLIF($6, '')
 		FROM triggers WHERE tenant_id = $1 AND trigger_id = $2`,
-		req.TenantID, req.TriggerID, req.ProjectID, req.EnvironmentID, req.Plan).Scan(&same)
+		req.TenantID, req.TriggerID, req.ProjectID, req.EnvironmentID, req.Plan, req.Input).Scan(&same)
 	if err != nil {
 		return fmt.Errorf("trigger: compare: %w", err)
 	}

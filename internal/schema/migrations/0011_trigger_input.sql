@@ -1,0 +1,12 @@
+-- A trigger's input expression (services/signal-gateway/internal/trigger,
+-- docs/schedules.md, "The run's input"): the source of a CEL expression
+-- over the event, whose JSON value is the input of each run an event
+-- starts. NULL means none: the event's payload is the run's input. It is
+-- compiled and checked when the trigger is created, and again, from the
+-- cache, for each event.
+--
+-- A nullable column without a default is additive and rewrites no rows:
+-- the rows stay format 1 (docs/persisted-format.md). A build older than
+-- this column ignores it, and starts the runs of such a trigger with the
+-- input of its own day.
+ALTER TABLE triggers ADD COLUMN input_expr text;
