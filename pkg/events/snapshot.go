@@ -151,6 +151,28 @@ func (f *ForEachProgress) count(st StepStatus) {
 	}
 }
 
+// TopSteps returns the steps of s that are not children of a forEach
+// step (ChildStepID): the plan's steps, whose children their parent's
+// ForEach counts. It allocates only when s has forEach steps.
+func (s RunSnapshot) TopSteps() []StepSnapshot {
+	fanOut := map[string]bool{}
+	for _, st := range s.Steps {
+		if st.ForEach != nil {
+			fanOut[st.StepID] = true
+		}
+	}
+	if len(fanOut) == 0 {
+		return s.Steps
+	}
+	top := make([]StepSnapshot, 0, len(s.Steps))
+	for _, st := range s.Steps {
+		if parent, _, ok := ParseChildStepID(st.StepID); !ok || !fanOut[parent] {
+			top = append(top, st)
+		}
+	}
+	return top
+}
+
 // clone returns a deep copy of s with non-nil slices.
 func (s RunSnapshot) clone() RunSnapshot {
 	c := s

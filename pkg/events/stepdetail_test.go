@@ -110,4 +110,17 @@ func TestForEachProgress(t *testing.T) {
 		s.Steps[0].ForEach)
 	require.Equal(t, "2", s.Steps[0].LogicalAttemptID)
 	require.Zero(t, s.FailedSteps, "the failed child is counted by its parent, which is retrying")
+	require.Len(t, s.TopSteps(), 1, "the children are not top steps")
+}
+
+// TestTopSteps: a step whose id looks like a child's is a top step unless
+// its parent is a forEach step.
+func TestTopSteps(t *testing.T) {
+	t.Parallel()
+	s, err := Project(goldenRun, detailEvents(
+		stepEv(StepScheduled, "plain", "1", "", `{}`),
+		stepEv(StepScheduled, "plain[0]", "1", "", `{}`),
+	))
+	require.NoError(t, err)
+	require.Len(t, s.TopSteps(), 2)
 }

@@ -148,13 +148,20 @@ func (s *stack) serveWith(t *testing.T, cfg projector.Config, mp metric.MeterPro
 // so it reaches the bus, and returns the run id.
 func (s *stack) approve(t *testing.T, planID string) string {
 	t.Helper()
-	p, err := plan.Parse([]byte(`{"planId":"`+planID+`","planVersion":"v1","steps":[
-		{"id":"a","activity":"echo"},{"id":"b","activity":"echo","dependsOn":["a"]}]}`), plan.Limits{})
+	return s.approveWith(t, `{"planId":"`+planID+`","planVersion":"v1","steps":[
+		{"id":"a","activity":"echo"},{"id":"b","activity":"echo","dependsOn":["a"]}]}`, nil)
+}
+
+// approveWith approves a run of the plan planJSON with the run input
+// input (tenant acme), as approve does, and returns the run id.
+func (s *stack) approveWith(t *testing.T, planJSON string, input json.RawMessage) string {
+	t.Helper()
+	p, err := plan.Parse([]byte(planJSON), plan.Limits{})
 	require.NoError(t, err)
 	var runID string
 	err = pgx.BeginFunc(t.Context(), s.db.Pool, func(tx pgx.Tx) error {
 		runID, err = runstart.Approver{Journal: s.journal}.ApproveTx(t.Context(), tx,
-			runstart.Request{Plan: p, TenantID: tenant, ProjectID: "proj", EnvironmentID: "dev"})
+			runstart.Request{Plan: p, TenantID: tenant, ProjectID: "proj", EnvironmentID: "dev", Input: input})
 		return err
 	})
 	require.NoError(t, err)

@@ -1,7 +1,6 @@
 package projector
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -25,14 +24,7 @@ func (s *Service) handleRunEvents(w http.ResponseWriter, r *http.Request, p auth
 		writeError(w, http.StatusBadRequest, api.CodeInvalidArgument, err.Error())
 		return
 	}
-	var tenant string
-	err = s.pool.QueryRow(r.Context(), `SELECT tenant_id FROM run_snapshots WHERE run_id = $1`, runID).Scan(&tenant)
-	if errors.Is(err, pgx.ErrNoRows) || (err == nil && tenant != p.TenantID) {
-		writeError(w, http.StatusNotFound, api.CodeNotFound, "no run "+runID)
-		return
-	}
-	if err != nil {
-		s.writeFault(w, r, err)
+	if !s.runVisible(w, r, runID, p) {
 		return
 	}
 	evs, err := s.log.EventsFetchAfter(r.Context(), runID, after, limit+1)

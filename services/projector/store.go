@@ -128,17 +128,18 @@ func queueSave(b *pgx.Batch, r *runRow) error {
 	if err != nil {
 		return fmt.Errorf("projector: encode snapshot of run %s: %w", r.snap.RunID, err)
 	}
+	top := r.snap.TopSteps() // a forEach step counts once, not once per child
 	b.Queue(rowSaveSQL, r.snap.RunID, r.ident.TenantID, r.ident.ProjectID, r.ident.EnvironmentID,
 		r.ident.PlanID, r.ident.PlanVersion, string(r.snap.Status), r.snap.LastEventSeq,
-		max(r.stepsTotal, len(r.snap.Steps)), stepsDone(r.snap),
+		max(r.stepsTotal, len(top)), stepsDone(top),
 		snap, nullJSON(r.planSteps), r.gapSeen, nullTime(r.gapSince), r.createdAt,
 		nullTime(r.lastPersisted), r.lagMs)
 	return nil
 }
 
-// stepsDone counts the snapshot's steps that are SUCCESS or SKIPPED.
-func stepsDone(snap events.RunSnapshot) (done int) {
-	for _, st := range snap.Steps {
+// stepsDone counts the steps that are SUCCESS or SKIPPED.
+func stepsDone(steps []events.StepSnapshot) (done int) {
+	for _, st := range steps {
 		if st.Status == events.StepStatusSuccess || st.Status == events.StepStatusSkipped {
 			done++
 		}
