@@ -92,6 +92,10 @@ const (
 	// CodeInvalidRunIf: a runIf other than allSucceeded, allDone and
 	// anyFailed, or a handles entry that is not an ancestor of its step.
 	CodeInvalidRunIf = "INVALID_RUN_IF"
+	// CodeInvalidForEach: forEach on a step that is not an activity step,
+	// maxParallel or failFast without forEach, a maxParallel out of
+	// range, or a step id that is a child id of a forEach step.
+	CodeInvalidForEach = "INVALID_FOR_EACH"
 )
 
 // Problem is one reason a plan was rejected.

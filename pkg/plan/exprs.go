@@ -25,7 +25,14 @@ func (s *Step) hasExpressions() bool {
 
 // needsExpressions reports whether s uses what schema version 2 brought.
 func (s *Step) needsExpressions() bool {
-	return s.hasExpressions() || s.If != "" || s.RunIf != "" || len(s.Handles) > 0
+	return s.hasExpressions() || s.If != "" || s.RunIf != "" || len(s.Handles) > 0 || s.ForEach != ""
+}
+
+// scope is what step id's input, If and ForEach may refer to; inputs of
+// a ForEach step see item and index too.
+func (p *Plan) scope(id string, input bool) expr.Scope {
+	s, _ := p.Step(id)
+	return expr.Scope{Ancestors: p.Ancestors(id), ForEach: input && s != nil && s.ForEach != ""}
 }
 
 // Expressive reports whether p's step inputs are read as templates: p's
@@ -61,7 +68,7 @@ func (p *Plan) InputTemplate(id string, lim expr.Limits) (*expr.Template, error)
 	if !ok || !p.Expressive() || !s.hasExpressions() {
 		return nil, nil
 	}
-	t, problems := expr.Compile(s.Input, "input", expr.Scope{Ancestors: p.Ancestors(id)}, lim)
+	t, problems := expr.Compile(s.Input, "input", p.scope(id, true), lim)
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("plan: step %s: %s", quote(id), problems[0])
 	}
@@ -75,7 +82,7 @@ func (p *Plan) Condition(id string, lim expr.Limits) (*expr.Condition, error) {
 	if !ok || s.If == "" {
 		return nil, nil
 	}
-	c, problems := expr.CompileCondition(s.If, "if", expr.Scope{Ancestors: p.Ancestors(id)}, lim)
+	c, problems := expr.CompileCondition(s.If, "if", p.scope(id, false), lim)
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("plan: step %s: %s", quote(id), problems[0])
 	}
@@ -117,10 +124,14 @@ func (p *Plan) expressions(ps *problems, l Limits) {
 		}
 		var found []expr.Problem
 		if s.hasExpressions() {
-			_, found = expr.Compile(s.Input, "input", expr.Scope{Ancestors: p.Ancestors(s.ID)}, lim)
+			_, found = expr.Compile(s.Input, "input", p.scope(s.ID, true), lim)
 		}
 		if s.If != "" {
-			_, more := expr.CompileCondition(s.If, "if", expr.Scope{Ancestors: p.Ancestors(s.ID)}, lim)
+			_, more := expr.CompileCondition(s.If, "if", p.scope(s.ID, false), lim)
+			found = append(found, more...)
+		}
+		if s.ForEach != "" && s.EffectiveKind() == KindActivity {
+			_, more := expr.CompileList(s.ForEach, "forEach", p.scope(s.ID, false), lim)
 			found = append(found, more...)
 		}
 		addExpressionProblems(ps, s.ID, found)

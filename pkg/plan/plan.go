@@ -104,6 +104,19 @@ type Step struct {
 	// step (StepSkipped, reason CONDITION_FALSE), and the steps that depend
 	// on it with it. Empty means always. Schema version 2.
 	If string `json:"if,omitempty"`
+	// ForEach makes an activity step a loop over data: a CEL expression
+	// that yields a list, evaluated when the step is ready to run; the
+	// activity runs once per element, with item and index in scope for the
+	// input's expressions (docs/plans.md). Schema version 2.
+	ForEach string `json:"forEach,omitempty"`
+	// MaxParallel bounds how many elements of a ForEach step run at once;
+	// zero means DefaultMaxParallel. Only with ForEach.
+	MaxParallel int `json:"maxParallel,omitempty"`
+	// FailFast says whether the first failed element of a ForEach step
+	// stops it (nil: true): no more elements start, those running are
+	// cancelled. False runs every element and fails the step at the end if
+	// one failed. Only with ForEach.
+	FailFast *bool `json:"failFast,omitempty"`
 }
 
 // SecretRef names a secret the worker resolves through a secrets provider

@@ -58,6 +58,7 @@ func (p *Plan) Validate(limits Limits) error {
 		if len(cycles) == 0 {
 			p.expressions(&ps, l)
 			p.runIfs(&ps)
+			p.forEaches(&ps)
 		}
 	}
 	return ps.err()

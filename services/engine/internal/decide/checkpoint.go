@@ -153,7 +153,23 @@ func RestoreCheckpoint(p *plan.Plan, data []byte) (State, error) {
 	}
 	s.Pending, s.Buffered = signalsIn(rec.Pending), signalsIn(rec.Buffered)
 	s.Run = RunInfo(rec.Run)
+	for i := range p.Steps {
+		if id := p.Steps[i].ID; p.Steps[i].ForEach != "" && s.Steps[id].Scheduled {
+			s.setFan(id, s.newFan(id, s.Steps[id].Input))
+		}
+	}
 	return s, nil
+}
+
+// stepOf reports whether id is a step of p or an element of one of its
+// forEach steps.
+func stepOf(p *plan.Plan, id string) bool {
+	if _, ok := p.Step(id); ok {
+		return true
+	}
+	parent, _, ok := events.ParseChildStepID(id)
+	ps, inPlan := p.Step(parent)
+	return ok && inPlan && ps.ForEach != ""
 }
 
 // check tells whether rec can be restored for a run of p.
@@ -167,7 +183,7 @@ func (rec *checkpointRecord) check(p *plan.Plan) error {
 		return fmt.Errorf("%w: plan version %q, the run's is %q", ErrCheckpoint, rec.PlanVersion, p.PlanVersion)
 	}
 	for id, st := range rec.Steps {
-		if _, ok := p.Step(id); !ok || st.Attempt < 1 || st.SeriesStart < 1 {
+		if !stepOf(p, id) || st.Attempt < 1 || st.SeriesStart < 1 {
 			return fmt.Errorf("%w: step %q is not in the plan or has no attempt", ErrCheckpoint, id)
 		}
 	}

@@ -157,7 +157,8 @@ func TestCheckpointNotRestorable(t *testing.T) {
 
 // TestCheckpointCoversState fails when State or SignalAccepted gains a
 // field: the checkpoint record must carry it too (StepState is held to
-// the record by a conversion that stops compiling), and
+// the record by a conversion that stops compiling), or, as Fans, restore
+// must derive it from what the record carries, and
 // TestCheckpointRestoresFold must exercise it.
 func TestCheckpointCoversState(t *testing.T) {
 	t.Parallel()
@@ -169,7 +170,7 @@ func TestCheckpointCoversState(t *testing.T) {
 		return out
 	}
 	require.Equal(t, []string{"RunID", "Status", "Head", "Steps", "Signals", "Pauses", "Resumes", "Failures",
-		"SignalsApplied", "Queued", "DelayedUntil", "Pending", "Buffered", "Run"}, fields(State{}),
+		"SignalsApplied", "Queued", "DelayedUntil", "Pending", "Buffered", "Run", "Fans"}, fields(State{}),
 		"a State field changed: record it in checkpointRecord (checkpoint.go) and update this list")
 	// Now is never set on a signal the state keeps (accept drops it).
 	require.Equal(t, []string{"SignalID", "Name", "Payload", "EventID", "Now"}, fields(SignalAccepted{}),

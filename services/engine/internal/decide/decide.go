@@ -120,7 +120,7 @@ func (d *decider) live(stepID string, attempt int) (*plan.Step, StepState, bool)
 	if d.s.Status != events.RunStatusRunning && d.s.Status != events.RunStatusPaused {
 		return nil, StepState{}, false
 	}
-	ps, ok := d.p.Step(stepID)
+	ps, ok := d.step(stepID)
 	st := d.s.Steps[stepID]
 	if !ok || ps.EffectiveKind() != plan.KindActivity || st.Attempt != attempt || !st.InFlight() {
 		return nil, StepState{}, false

@@ -22,6 +22,10 @@ func (d *decider) dispatch() {
 	blocked := d.blockingFailure() != ""
 	for _, id := range d.order {
 		ps, ok := d.p.Step(id)
+		if ok && ps.ForEach != "" && d.s.Steps[id].InFlight() {
+			d.fanOut(ps) // a forEach step in flight runs to its end
+			continue
+		}
 		if !ok || !d.open(id) {
 			continue
 		}
@@ -110,6 +114,11 @@ func verdictIf(ok bool, v int) int {
 // run. allDone and anyFailed steps are left to dispatch.
 func (d *decider) failStep(id string, attempt int, e events.StepError, engine string) {
 	d.emit(id, attempt, events.StepFailed, events.StepFailedData{Error: e}, engine)
+	if _, ok := d.p.Step(id); !ok { // an element of a forEach step: fanOut decides
+		d.dispatch()
+		d.settle()
+		return
+	}
 	reason := fmt.Sprintf("dependency %q failed", id)
 	for _, dep := range d.p.Dependants(id) {
 		ps, _ := d.p.Step(dep)

@@ -203,10 +203,57 @@ func (s *State) applyRun(t events.Type) {
 // older attempt is ignored, a newer attempt starts afresh, and an attempt's
 // first outcome wins.
 func (s *State) applyStep(f fact) {
+	if s.applyChild(f) {
+		return
+	}
 	st, ok := s.Steps[f.stepID]
 	if !ok || f.attempt == 0 || f.attempt < st.Attempt {
 		return
 	}
+	s.Steps[f.stepID] = nextStep(st, f)
+	s.refan(f)
+}
+
+// applyChild applies f if it is a step event of an element of a forEach
+// step whose current attempt is scheduled (events.ChildStepID), and
+// updates the step's Fan; it reports whether f was such an event.
+func (s *State) applyChild(f fact) bool {
+	if len(s.Fans) == 0 {
+		return false
+	}
+	parent, i, ok := events.ParseChildStepID(f.stepID)
+	fan, fanned := s.Fans[parent]
+	if !ok || !fanned || i >= len(fan.Items) {
+		return false
+	}
+	before := s.child(parent, i)
+	if f.attempt == 0 || f.attempt < before.Attempt {
+		return true
+	}
+	after := nextStep(before, f)
+	s.Steps[f.stepID] = after
+	s.setFan(parent, s.moved(fan, parent, i, before, after))
+	return true
+}
+
+// refan keeps the Fan of a forEach step in step with its attempt: its
+// StepScheduled (with forEach) derives one, and an attempt not scheduled
+// has none.
+func (s *State) refan(f fact) {
+	st := s.Steps[f.stepID]
+	if d, ok := f.data.(stepScheduledData); ok && d.ForEach != nil && f.typ == events.StepScheduled {
+		s.setFan(f.stepID, s.newFan(f.stepID, st.Input))
+	} else if _, ok := s.Fans[f.stepID]; ok && !st.Scheduled {
+		delete(s.Fans, f.stepID)
+		if len(s.Fans) == 0 {
+			s.Fans = nil // as a restored state has it
+		}
+	}
+}
+
+// nextStep returns step state st after f, an event of its current or a
+// newer attempt.
+func nextStep(st StepState, f fact) StepState {
 	if f.attempt > st.Attempt {
 		st = StepState{Status: events.StepStatusPending, Attempt: f.attempt, SeriesStart: st.SeriesStart}
 	}
@@ -229,7 +276,7 @@ func (s *State) applyStep(f fact) {
 		st = retry(st, f)
 	default:
 	}
-	s.Steps[f.stepID] = st
+	return st
 }
 
 // finish records an attempt's outcome unless it has one.

@@ -20,14 +20,19 @@ func (d *decider) inputOf(ps *plan.Step) (input json.RawMessage, resolved bool, 
 	if st.Scheduled && st.Input != "" {
 		return json.RawMessage(st.Input), false, nil
 	}
-	tpl, err := d.p.InputTemplate(ps.ID, expr.Limits{})
+	id, index := d.origin(ps.ID)
+	tpl, err := d.p.InputTemplate(id, expr.Limits{})
 	if err != nil {
 		return nil, false, expressionError(err)
 	}
 	if !tpl.HasExpressions() {
 		return ps.Input, false, nil
 	}
-	out, err := tpl.Eval(d.vars(ps.ID))
+	vars := d.vars(id)
+	if index >= 0 {
+		vars.Item, vars.Index = json.RawMessage(d.s.Fans[id].Items[index]), index
+	}
+	out, err := tpl.Eval(vars)
 	input, failure = bounded(out, err, "the resolved input", plan.DefaultMaxStepInputBytes)
 	return input, failure == nil, failure
 }

@@ -77,6 +77,9 @@ func randomPlan(r *rand.Rand) []plan.Step {
 			if r.IntN(2) == 0 {
 				steps[i].Input = randomExpressions(r, deps)
 			}
+			if r.IntN(4) == 0 {
+				randomForEach(r, &steps[i])
+			}
 		}
 		if r.IntN(4) == 0 {
 			steps[i].If = []string{"input.n > 0", "input.n < 0", "input.nope"}[r.IntN(3)]
@@ -89,6 +92,18 @@ func randomPlan(r *rand.Rand) []plan.Step {
 		}
 	}
 	return steps
+}
+
+// randomForEach makes s a forEach step over 0 to 4 elements (one in
+// eight lists fails to evaluate), with 1 to 3 in parallel, failing fast
+// or not, its input reading the element.
+func randomForEach(r *rand.Rand, s *plan.Step) {
+	s.ForEach = []string{"[]", "[1]", "[1, 2]", "[1, 2, 3, 4]", "input.n == 1 ? ['a', 'b', 'c'] : []",
+		"[input.n, input.n + 1]", "[[1], [2], [3]]", "input.nope"}[r.IntN(8)]
+	s.MaxParallel = 1 + r.IntN(3)
+	failFast := r.IntN(2) == 0
+	s.FailFast = &failFast
+	s.Input = json.RawMessage(`{"item": "${{ item }}", "index": "${{ index }}"}`)
 }
 
 // randomExpressions returns an input reading the run's input and the
@@ -120,6 +135,7 @@ func (w *world) step() bool {
 	}
 	pre := w.b.s
 	d := w.b.decide(in)
+	requireCheckpointRestores(w.t, w.b)
 	w.sent = append(w.sent, m)
 	requireScheduledWhenReady(w.t, w.b.p, pre, d)
 	again := Decide(w.b.p, w.b.s, in)
@@ -254,7 +270,9 @@ func requireScheduledWhenReady(t *testing.T, p *plan.Plan, s State, d Decision) 
 	t.Helper()
 	s = s.clone()
 	for _, e := range d.Events {
-		if e.Type == events.StepScheduled {
+		if parent, _, child := events.ParseChildStepID(e.StepID); child && e.Type == events.StepScheduled {
+			require.True(t, s.Steps[parent].InFlight(), "%s scheduled while %s is not in flight", e.StepID, parent)
+		} else if e.Type == events.StepScheduled {
 			ps, ok := p.Step(e.StepID)
 			require.True(t, ok)
 			failed := false
@@ -313,7 +331,12 @@ func requireRunInvariants(t *testing.T, b *bundle) {
 		// anyFailed step with no failure, or with a dependency that failed
 		// or was skipped; or failed, and a step that handles it succeeded.
 		for id, st := range b.s.Steps {
-			ps, _ := b.p.Step(id)
+			ps, inPlan := b.p.Step(id)
+			if !inPlan { // an element of a forEach step: it succeeded if its step did
+				parent, _, _ := events.ParseChildStepID(id)
+				require.True(t, b.s.Steps[parent].Status != events.StepStatusSuccess || st.Status == events.StepStatusSuccess, id)
+				continue
+			}
 			switch st.Status {
 			case events.StepStatusSkipped:
 				afterDep := slices.ContainsFunc(ps.DependsOn, func(d string) bool {
@@ -331,6 +354,9 @@ func requireRunInvariants(t *testing.T, b *bundle) {
 	case events.RunStatusFailed:
 		var failed bool
 		for id, st := range b.s.Steps {
+			if _, inPlan := b.p.Step(id); !inPlan && childCategory(st) == childIdle {
+				continue // an element RETRY_STEP brought back, never started before its step failed again
+			}
 			require.True(t, st.Status.Terminal(), "%s is %s in a failed run", id, st.Status)
 			failed = failed || st.Status == events.StepStatusFailed
 		}
@@ -360,4 +386,18 @@ func requireAcceptanceOrder(t *testing.T, log []events.Event) {
 		}
 	}
 	require.Equal(t, accepted, applied[:min(len(applied), len(accepted))], "signals applied out of acceptance order")
+}
+
+// requireCheckpointRestores checks that a checkpoint of the run's state
+// restores to the same state.
+func requireCheckpointRestores(t *testing.T, b *bundle) {
+	t.Helper()
+	if b.s.Head < 1 {
+		return
+	}
+	data, err := MarshalCheckpoint(b.p, b.s)
+	require.NoError(t, err)
+	restored, err := RestoreCheckpoint(b.p, data)
+	require.NoError(t, err)
+	require.Equal(t, b.s, restored, "a checkpoint restores the folded state")
 }

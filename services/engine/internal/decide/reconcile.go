@@ -73,7 +73,7 @@ func failureStatus(rep *task.ResultReconcile) task.ReconcileStatus {
 // State.InFlight).
 func (d *decider) reconcileCancelled(cancels []Cancel, reason string) {
 	for _, c := range cancels {
-		ps, ok := d.p.Step(c.StepID)
+		ps, ok := d.step(c.StepID)
 		if !ok {
 			continue
 		}

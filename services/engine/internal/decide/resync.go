@@ -14,18 +14,18 @@ func (d *decider) resync(in Resync) {
 	}
 	d.start(in.Full, in.DelayUntil)
 	d.applyPending()
-	for _, id := range d.order {
-		ps, _ := d.p.Step(id)
-		if st := d.s.Steps[id]; ps.EffectiveKind() == plan.KindActivity && d.lost(st, ps, in) {
-			input, _, failure := d.inputOf(ps)
-			if failure != nil { // a scheduled attempt's input was resolved: not reached
-				continue
-			}
-			t := d.taskOf(ps, st.Attempt, input)
-			t.Resend = true
-			d.out.Tasks = append(d.out.Tasks, t)
+	d.s.activities(d.p, func(ps *plan.Step, st StepState) {
+		if !d.lost(st, ps, in) {
+			return
 		}
-	}
+		input, _, failure := d.inputOf(ps)
+		if failure != nil { // a scheduled attempt's input was resolved: not reached
+			return
+		}
+		t := d.taskOf(ps, st.Attempt, input)
+		t.Resend = true
+		d.out.Tasks = append(d.out.Tasks, t)
+	})
 }
 
 // lost reports whether an in-flight attempt has gone quiet for longer than

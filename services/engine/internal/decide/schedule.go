@@ -23,6 +23,10 @@ func (d *decider) schedule(id string) {
 			stepSkippedData{StepSkippedData: events.StepSkippedData{Reason: plan.ConditionFalse}, Condition: id}, "")
 		return
 	}
+	if ps.ForEach != "" {
+		d.scheduleForEach(ps, attempt)
+		return
+	}
 	if ps.EffectiveKind() == plan.KindWaitSignal {
 		if d.takeBuffered(ps, attempt) {
 			return

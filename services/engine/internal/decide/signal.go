@@ -177,6 +177,7 @@ func (d *decider) retryStep(payload json.RawMessage) verdict {
 	if d.s.Status == events.RunStatusFailed {
 		d.emit("", d.s.Resumes+1, events.RunResumed, nil, "")
 	}
+	d.retryFailedElements(req.StepID)
 	d.emit(req.StepID, st.Attempt, events.StepRetryScheduled, events.StepRetryScheduledData{
 		Error: st.Error, RetryAt: d.now, NextLogicalAttemptID: attemptID(st.Attempt + 1),
 	}, "")

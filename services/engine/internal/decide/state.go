@@ -51,6 +51,11 @@ type State struct {
 	Buffered []SignalAccepted
 	// Run is what RunApproved says of the run that expressions read.
 	Run RunInfo
+	// Fans holds the fan-out of each forEach step whose current attempt
+	// is scheduled. Its elements' states are in Steps, under their child
+	// step ids; nil when there is none. Derived: a checkpoint does not
+	// record it.
+	Fans map[string]Fan
 }
 
 // RunInfo is the identity and input of a run, from its RunApproved.
@@ -167,14 +172,12 @@ func (s State) Apply(evs ...events.Event) (State, error) {
 // what to cancel again if a cancel message was lost.
 func (s State) InFlight(p *plan.Plan, reason string) []Cancel {
 	var out []Cancel
-	for i := range p.Steps {
-		ps := &p.Steps[i]
-		st := s.Steps[ps.ID]
-		if ps.EffectiveKind() == plan.KindActivity && st.InFlight() {
+	s.activities(p, func(ps *plan.Step, st StepState) {
+		if st.InFlight() {
 			out = append(out, Cancel{RunID: s.RunID, StepID: ps.ID, LogicalAttempt: st.Attempt,
 				Queue: queueOf(ps), Reason: reason})
 		}
-	}
+	})
 	return out
 }
 
@@ -186,9 +189,7 @@ func (s State) Timers(p *plan.Plan) []Timer {
 		return nil
 	}
 	var out []Timer
-	for i := range p.Steps {
-		id := p.Steps[i].ID
-		st := s.Steps[id]
+	add := func(id string, st StepState) {
 		switch {
 		case st.Status == events.StepStatusPending && !st.Scheduled && !st.RetryAt.IsZero():
 			out = append(out, Timer{RunID: s.RunID, StepID: id, LogicalAttempt: st.Attempt, Kind: TimerRetry, DueAt: st.RetryAt})
@@ -196,6 +197,14 @@ func (s State) Timers(p *plan.Plan) []Timer {
 			out = append(out, Timer{RunID: s.RunID, StepID: id, LogicalAttempt: st.Attempt, Kind: TimerWaitTimeout, DueAt: st.Deadline})
 		}
 	}
+	for i := range p.Steps {
+		add(p.Steps[i].ID, s.Steps[p.Steps[i].ID])
+	}
+	s.activities(p, func(ps *plan.Step, st StepState) {
+		if _, inPlan := p.Step(ps.ID); !inPlan {
+			add(ps.ID, st)
+		}
+	})
 	return out
 }
 
@@ -203,6 +212,7 @@ func (s State) Timers(p *plan.Plan) []Timer {
 func (s State) clone() State {
 	s.Steps = maps.Clone(s.Steps)
 	s.Signals = maps.Clone(s.Signals)
+	s.Fans = maps.Clone(s.Fans)
 	s.Pending = slices.Clone(s.Pending)
 	s.Buffered = slices.Clone(s.Buffered)
 	if s.Steps == nil {
