@@ -60,7 +60,7 @@ func TestPlainStartCannotPreemptAScheduleFire(t *testing.T) {
 	clk.Set(time.Date(2026, 3, 2, 9, 0, 5, 0, time.UTC))
 	var scheduleID string
 	require.Eventually(t, func() bool {
-		err := s.db.Pool.QueryRow(context.Background(), `SELECT e.event_data->'input'->>'scheduleId'
+		err := s.db.Pool.QueryRow(context.Background(), `SELECT e.event_data->'input'->'schedule'->>'id'
 			FROM run_requests r JOIN run_events e ON e.run_id = r.run_id AND e.run_seq = 1
 			WHERE r.run_request_id = $1`, fireID).Scan(&scheduleID)
 		return err == nil

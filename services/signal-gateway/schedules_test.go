@@ -132,6 +132,8 @@ func badSchedules() []struct {
 		{"unknown overlap policy", "overlapPolicy", api.CodeInvalidArgument, scheduleBody("x", "overlapPolicy", "queue")},
 		{"missing plan", "plan", api.CodeInvalidArgument, scheduleBody("x", "plan", nil)},
 		{"oversize input", "input", api.CodePayloadTooLarge, scheduleBody("x", "input", strings.Repeat("i", 64<<10))},
+		{"input not an object", "input", api.CodeInvalidArgument, scheduleBody("x", "input", []int{1})},
+		{"input with a fire's key", "input", api.CodeInvalidArgument, scheduleBody("x", "input", map[string]any{"schedule": "x"})},
 		{"id with a colon", "scheduleId", api.CodeInvalidArgument, scheduleBody("a:b")},
 	}
 }

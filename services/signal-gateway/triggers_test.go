@@ -181,3 +181,53 @@ func TestClientAgainstTheGateway(t *testing.T) {
 	require.True(t, again.Duplicate)
 	require.Equal(t, first.RunID, again.RunID)
 }
+
+// TestTriggerInputExpressionEachTransport: a trigger whose input
+// expression does not compile is refused at create with the field's path
+// and the column, as a plan's expressions are, over REST and JSON-RPC; an
+// event it fails on is refused on each transport, with nothing written.
+func TestTriggerInputExpressionEachTransport(t *testing.T) {
+	t.Parallel()
+	s := setup(t, gateway.Config{DisableScheduler: true})
+	body := map[string]any{"triggerId": "orders", "tenantId": "acme", "projectId": "p", "environmentId": "dev",
+		"plan": json.RawMessage(planDoc), "input": "${{ event.payload. }}"}
+	a := s.post(t, "/v1/triggers", body)
+	require.Equal(t, http.StatusBadRequest, a.status, "%s", a.body)
+	e := a.errorBody(t)
+	require.Equal(t, "input", e.Details["field"])
+	problems, _ := json.Marshal(e.Details["problems"])
+	require.JSONEq(t, `[{"path": "input", "code": "INVALID_EXPRESSION",
+		"message": "column 15: Syntax error: no viable alternative at input '.'"}]`, string(problems))
+	params, err := json.Marshal(body)
+	require.NoError(t, err)
+	r := s.rpcOne(t, `{"jsonrpc":"2.0","method":"trigger.create","params":`+string(params)+`,"id":1}`)
+	require.NotNil(t, r.Error)
+	require.Equal(t, jsonrpc.CodeInvalidParams, r.Error.Code)
+	problems, _ = json.Marshal(r.Error.Data.Details["problems"])
+	require.Contains(t, string(problems), `"code":"INVALID_EXPRESSION"`)
+	require.Zero(t, s.counts(t).requests)
+
+	body["input"] = "event.payload.order"
+	a = s.post(t, "/v1/triggers", body)
+	require.Equal(t, http.StatusCreated, a.status, "%s", a.body)
+	require.Equal(t, "event.payload.order", decodeAs[api.Trigger](t, a.body).Input)
+	before := s.counts(t)
+	const event = `{"eventId":"evt-1","payload":{"shipment":1}}`
+	a = s.post(t, "/v1/triggers/orders/events", []byte(event))
+	require.Equal(t, http.StatusBadRequest, a.status, "%s", a.body)
+	e = a.errorBody(t)
+	require.Equal(t, "payload", e.Details["field"])
+	require.Equal(t, "EXPRESSION_ERROR", e.Details["code"])
+	require.Contains(t, e.Message, "no such key: order")
+	r = s.rpcOne(t, `{"jsonrpc":"2.0","method":"trigger.send","params":{"triggerId":"orders",`+event[1:]+`,"id":1}`)
+	require.NotNil(t, r.Error)
+	require.Equal(t, "EXPRESSION_ERROR", r.Error.Data.Details["code"])
+	subject, err := streams.TriggerSubject("orders")
+	require.NoError(t, err)
+	status, reply, _ := s.request(t, subject, operatorToken, []byte(event))
+	require.Equal(t, http.StatusBadRequest, status, "%s", reply)
+	require.Equal(t, before, s.counts(t), "a refused event writes nothing")
+
+	a = s.post(t, "/v1/triggers/orders/events", []byte(`{"eventId":"evt-1","payload":{"order":{"id":7}}}`))
+	require.Equal(t, http.StatusCreated, a.status, "the event id was not taken by the refusals: %s", a.body)
+}
