@@ -118,7 +118,7 @@ func TestExamplesParse(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob(example("*.yaml"))
 	require.NoError(t, err)
-	require.Len(t, files, 6)
+	require.Len(t, files, 7)
 	readme, err := os.ReadFile(example("README.md"))
 	require.NoError(t, err)
 	for _, f := range files {
@@ -141,6 +141,7 @@ func TestCLIAgainstTheDevStack(t *testing.T) {
 	t.Run("failing plan", func(t *testing.T) { testFailingPlan(t, s) })
 	t.Run("reads", func(t *testing.T) { testReads(t, s) })
 	t.Run("data flow", func(t *testing.T) { testDataFlow(t, s) })
+	t.Run("order pipeline", func(t *testing.T) { testOrderPipeline(t, s) })
 	t.Run("bad input", func(t *testing.T) { testBadInput(t, s) })
 	t.Run("dev token file", func(t *testing.T) { testDevTokenFile(t, s) })
 }

@@ -36,6 +36,8 @@ func TestPersistedGoldenStepScheduled(t *testing.T) {
 	}{
 		{"StepScheduled_wait", stepScheduledGolden()},
 		{"StepScheduled_activity", stepScheduledData{StepScheduledData: events.StepScheduledData{Activity: "dbt.run", Queue: "default"}}},
+		{"StepScheduled_forEach", stepScheduledData{StepScheduledData: events.StepScheduledData{Activity: "reserve", Queue: "default",
+			Input: json.RawMessage(`[{"sku":"tea"},{"sku":"jam"}]`), ForEach: &events.ForEachData{Count: 2, MaxParallel: 10, FailFast: true}}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
