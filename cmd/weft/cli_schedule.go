@@ -29,6 +29,10 @@ const scheduleCreateSynopsis = "weft schedule create -f PLAN_FILE --cron EXPR [-
 const scheduleHelp = `EXPR has five fields: minute hour day-of-month month day-of-week, in TZ
 (an IANA zone, default UTC). Quote it for the shell: --cron '0 9 * * MON-FRI'.
 
+Each run's input is --input, a JSON object, with "scheduledFor" (the fire
+time, RFC 3339 UTC) and "schedule" ({"id", "window"?}) added by the fire;
+--input may not hold those two keys.
+
 --misfire says what happens to fire times missed while no scheduler ran
 (or the schedule was paused): skip drops them, catchup replays the newest
 --max-catchup of them (default 10), compress starts one run covering all.
@@ -47,7 +51,7 @@ func scheduleCreate(ctx context.Context, env *environment, args []string) error 
 	cmd.StringVar(&req.Cron, "cron", "", "the cron expression, five fields (required)")
 	cmd.StringVar(&req.Timezone, "timezone", "", "the IANA timezone of the expression (default UTC)")
 	cmd.StringVar(&req.ScheduleID, "id", "", "the schedule's id: repeating the command creates it once (default: a fresh id)")
-	cmd.StringVar(&input, "input", "", "the input of every run, a JSON document, @FILE, or - for stdin")
+	cmd.StringVar(&input, "input", "", "the base of every run's input, a JSON object, @FILE, or - for stdin")
 	cmd.StringVar(&req.MisfirePolicy, "misfire", "", "misfire policy: skip, catchup or compress (default skip)")
 	cmd.IntVar(&req.MaxCatchup, "max-catchup", 0, "with --misfire catchup: the most missed fire times replayed (default 10)")
 	cmd.StringVar(&req.OverlapPolicy, "overlap", "", "overlap policy: skip, buffer-one, allow or cancel-previous (default skip)")

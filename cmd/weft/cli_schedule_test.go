@@ -1,7 +1,11 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -17,6 +21,8 @@ func TestCLISchedulesAndTriggers(t *testing.T) {
 	s := startCLIStack(t)
 	t.Run("schedule", func(t *testing.T) { testScheduleCommands(t, s) })
 	t.Run("trigger", func(t *testing.T) { testTriggerCommands(t, s) })
+	t.Run("trigger input reaches a step", func(t *testing.T) { testTriggerInput(t, s) })
+	t.Run("schedule fire reaches a step", func(t *testing.T) { testScheduleInput(t, s) })
 }
 
 func testScheduleCommands(t *testing.T, s *cliStack) {
@@ -71,7 +77,7 @@ func testScheduleCommands(t *testing.T, s *cliStack) {
 func testTriggerCommands(t *testing.T, s *cliStack) {
 	r := s.weft(t, "trigger", "create", "-f", example("hello.yaml"), "--id", "orders")
 	require.NoError(t, r.err, r.errOut)
-	require.Contains(t, r.out, "Trigger orders starts plan hello 1")
+	require.Contains(t, r.out, "Trigger orders starts plan hello 1 per event, with input the event's payload.")
 
 	first := decode[api.TriggerEventResult](t, s.weft(t, "trigger", "send", "orders", "--event-id", "evt-1",
 		"--payload", `{"order": 1}`, "-o", "json"))
@@ -96,4 +102,100 @@ func testTriggerCommands(t *testing.T, s *cliStack) {
 	require.NoError(t, r.err, r.errOut)
 	r = s.weft(t, "trigger", "send", "orders", "--event-id", "evt-2")
 	require.ErrorContains(t, r.err, "NotFound")
+}
+
+// writePlan writes a plan file of the test and returns its path.
+func writePlan(t *testing.T, doc string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "plan.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(doc), 0o600))
+	return path
+}
+
+// stepOutputs waits for run runID to complete and returns each completed
+// step's output.
+func (s *cliStack) stepOutputs(t *testing.T, runID string) map[string]string {
+	t.Helper()
+	s.waitFor(t, runID, "the run completes", func(v *api.RunView) bool { return v.Status == events.RunStatusCompleted })
+	page := decode[api.EventPage](t, s.weft(t, "run", "events", runID, "-o", "json"))
+	outputs := map[string]string{}
+	for _, e := range page.Events {
+		if e.EventType == events.StepCompleted {
+			var d events.StepCompletedData
+			require.NoError(t, e.Data(&d))
+			outputs[e.StepID] = string(d.Output)
+		}
+	}
+	return outputs
+}
+
+// orderPlan echoes what its run's input says of an order.
+const orderPlan = `planId: on-order
+planVersion: "1"
+steps:
+  - id: ship
+    activity: echo
+    input:
+      order: "${{ input.order.id }}"
+      line: "ship order ${{ input.order.id }}"
+`
+
+// An event's payload is its run's input, which the step reads through
+// ${{ input.x }}; a trigger's input expression makes another input of
+// the event; a bad expression is refused at create with its column.
+func testTriggerInput(t *testing.T, s *cliStack) {
+	t.Parallel()
+	file := writePlan(t, orderPlan)
+	r := s.weft(t, "trigger", "create", "-f", file, "--id", "payloads")
+	require.NoError(t, r.err, r.errOut)
+	ev := decode[api.TriggerEventResult](t, s.weft(t, "trigger", "send", "payloads", "--event-id", "e-1",
+		"--payload", `{"order": {"id": 7}}`, "-o", "json"))
+	require.JSONEq(t, `{"order": 7, "line": "ship order 7"}`, s.stepOutputs(t, ev.RunID)["ship"])
+
+	r = s.weft(t, "trigger", "create", "-f", file, "--id", "shaped", "--input", `{"order": {"id": event.payload.n * 10}}`)
+	require.NoError(t, r.err, r.errOut)
+	require.Contains(t, r.out, `with input {"order": {"id": event.payload.n * 10}}`)
+	ev = decode[api.TriggerEventResult](t, s.weft(t, "trigger", "send", "shaped", "--payload", `{"n": 4}`, "-o", "json"))
+	require.JSONEq(t, `{"order": 40, "line": "ship order 40"}`, s.stepOutputs(t, ev.RunID)["ship"])
+	r = s.weft(t, "trigger", "send", "shaped", "--payload", `{"m": 4}`)
+	require.ErrorContains(t, r.err, "no such key: n")
+
+	r = s.weft(t, "trigger", "create", "-f", file, "--id", "bad", "--input", "event.payload.")
+	require.ErrorContains(t, r.err, "InvalidArgument")
+	require.ErrorContains(t, r.err, "column 15")
+}
+
+// A fire's scheduledFor and schedule id reach its run's step, beside the
+// schedule's own input. The schedule fires every minute, so this waits
+// for the next minute to begin.
+func testScheduleInput(t *testing.T, s *cliStack) {
+	t.Parallel()
+	file := writePlan(t, `planId: stamped
+planVersion: "1"
+steps:
+  - id: stamp
+    activity: echo
+    input:
+      at: "${{ input.scheduledFor }}"
+      by: "${{ input.schedule.id }}"
+      report: "${{ input.report }}"
+`)
+	r := s.weft(t, "schedule", "create", "-f", file, "--cron", "* * * * *", "--id", "minutely",
+		"--input", `{"report": "daily"}`, "--overlap", "allow")
+	require.NoError(t, r.err, r.errOut)
+	t.Cleanup(func() { s.weft(t, "schedule", "rm", "minutely") })
+	r = s.weft(t, "schedule", "create", "-f", file, "--cron", "* * * * *", "--input", `["daily"]`)
+	require.ErrorContains(t, r.err, "input must be a JSON object")
+
+	var sch *api.Schedule
+	require.Eventually(t, func() bool {
+		var err error
+		sch, err = s.client.GetSchedule(t.Context(), "minutely")
+		return err == nil && sch.LastRunID != ""
+	}, cliStep, 100*time.Millisecond, "the schedule fires")
+	var out struct{ At, By, Report string }
+	require.NoError(t, json.Unmarshal([]byte(s.stepOutputs(t, sch.LastRunID)["stamp"]), &out))
+	require.Equal(t, sch.LastFireAt.UTC().Format(time.RFC3339), out.At)
+	require.Equal(t, "minutely", out.By)
+	require.Equal(t, "daily", out.Report)
 }

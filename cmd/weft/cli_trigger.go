@@ -19,15 +19,24 @@ func triggerSubcommands() map[string]command {
 	}
 }
 
-const triggerCreateSynopsis = "weft trigger create -f PLAN_FILE [--id ID] [-o json]"
+const triggerCreateSynopsis = "weft trigger create -f PLAN_FILE [--id ID] [--input EXPR] [-o json]"
+
+// triggerHelp explains what a run's input is.
+const triggerHelp = `Each event starts a run whose input is the event's payload. With --input,
+it is instead the JSON value of EXPR, a CEL expression over event
+({id, triggerId, payload}), checked when the trigger is created; an event
+it fails on is refused and starts nothing. Quote it for the shell:
+--input '{"orderId": event.payload.order.id}'. docs/schedules.md.
+`
 
 // triggerCreate is `weft trigger create`.
 func triggerCreate(ctx context.Context, env *environment, args []string) error {
-	cmd := newAPICommand(env, "trigger create", triggerCreateSynopsis, "")
+	cmd := newAPICommand(env, "trigger create", triggerCreateSynopsis, triggerHelp)
 	var req api.TriggerRequest
 	var file string
 	addPlanFileFlag(cmd.flags, &file)
 	cmd.StringVar(&req.TriggerID, "id", "", "the trigger's id, also its NATS subject token (default: a fresh id)")
+	cmd.StringVar(&req.Input, "input", "", "a CEL expression over event whose value is each run's input (default: the event's payload)")
 	where := addWhereFlags(cmd.flags, "")
 	_, err := cmd.parse(args)
 	if err != nil {
@@ -43,8 +52,12 @@ func triggerCreate(ctx context.Context, env *environment, args []string) error {
 	return callAPI(cmd, "create a trigger of "+file, func(c *cliClient) (*api.Trigger, error) {
 		return c.CreateTrigger(ctx, req)
 	}, func(w io.Writer, tr *api.Trigger) error {
-		_, err := fmt.Fprintf(w, "Trigger %s starts plan %s %s per event.\nSend one: weft trigger send %s --event-id ID --payload JSON\n",
-			tr.TriggerID, tr.PlanID, tr.PlanVersion, tr.TriggerID)
+		input := "the event's payload"
+		if tr.Input != "" {
+			input = tr.Input
+		}
+		_, err := fmt.Fprintf(w, "Trigger %s starts plan %s %s per event, with input %s.\nSend one: weft trigger send %s --event-id ID --payload JSON\n",
+			tr.TriggerID, tr.PlanID, tr.PlanVersion, input, tr.TriggerID)
 		return err
 	})
 }
