@@ -112,13 +112,12 @@ func MarshalCheckpoint(p *plan.Plan, s State) ([]byte, error) {
 		Pending: signalsOut(s.Pending), Buffered: signalsOut(s.Buffered), Run: checkpointRun(s.Run),
 	}
 	for id, st := range s.Steps {
-		if st == initialStep() {
-			continue
+		if st != initialStep() {
+			rec.addStep(id, st)
 		}
-		if rec.Steps == nil {
-			rec.Steps = map[string]checkpointStep{}
-		}
-		rec.Steps[id] = checkpointStep(st)
+	}
+	for parent, elems := range s.Elements {
+		elems.each(func(i int, st StepState) { rec.addStep(events.ChildStepID(parent, i), st) })
 	}
 	for _, ref := range slices.SortedFunc(maps.Keys(s.Signals), compareRefs) {
 		if s.Signals[ref] {
@@ -146,7 +145,11 @@ func RestoreCheckpoint(p *plan.Plan, data []byte) (State, error) {
 	s.Pauses, s.Resumes, s.Failures, s.SignalsApplied = rec.Pauses, rec.Resumes, rec.Failures, rec.SignalsApplied
 	s.Queued, s.DelayedUntil = rec.Queued, rec.DelayedUntil
 	for id, st := range rec.Steps {
-		s.Steps[id] = StepState(st)
+		if _, ok := s.Steps[id]; ok {
+			s.Steps[id] = StepState(st)
+		} else if parent, i, ok := events.ParseChildStepID(id); ok {
+			s.setElement(parent, i, StepState(st))
+		}
 	}
 	for _, ref := range rec.Signals {
 		s.Signals[SignalRef(ref)] = true
@@ -170,6 +173,14 @@ func stepOf(p *plan.Plan, id string) bool {
 	parent, _, ok := events.ParseChildStepID(id)
 	ps, inPlan := p.Step(parent)
 	return ok && inPlan && ps.ForEach != ""
+}
+
+// addStep records step id's state st.
+func (rec *checkpointRecord) addStep(id string, st StepState) {
+	if rec.Steps == nil {
+		rec.Steps = map[string]checkpointStep{}
+	}
+	rec.Steps[id] = checkpointStep(st)
 }
 
 // check tells whether rec can be restored for a run of p.

@@ -121,7 +121,7 @@ func (d *decider) live(stepID string, attempt int) (*plan.Step, StepState, bool)
 		return nil, StepState{}, false
 	}
 	ps, ok := d.step(stepID)
-	st := d.s.Steps[stepID]
+	st, _ := d.s.stepState(stepID)
 	if !ok || ps.EffectiveKind() != plan.KindActivity || st.Attempt != attempt || !st.InFlight() {
 		return nil, StepState{}, false
 	}
@@ -146,7 +146,8 @@ func (d *decider) markStarted(st StepState, in ResultStarted) StepState {
 		return st
 	}
 	d.emit(in.StepID, st.Attempt, events.StepStarted, startedData(in), in.EngineAttemptID)
-	return d.s.Steps[in.StepID]
+	st, _ = d.s.stepState(in.StepID)
+	return st
 }
 
 // impliedStart is the started result a final result implies: the same
@@ -242,7 +243,7 @@ func (d *decider) timer(in TimerFired) {
 		d.settle()
 		return
 	}
-	st, ok := d.s.Steps[in.StepID]
+	st, ok := d.s.stepState(in.StepID)
 	if !ok || st.Attempt != in.LogicalAttempt {
 		return
 	}

@@ -79,7 +79,7 @@ func (s *State) setFan(parent string, f Fan) {
 // child returns the state of element i of forEach step parent: its
 // initial state until its first event.
 func (s *State) child(parent string, i int) StepState {
-	if st, ok := s.Steps[events.ChildStepID(parent, i)]; ok {
+	if st, ok := s.Elements[parent].get(i); ok {
 		return st
 	}
 	return initialStep()

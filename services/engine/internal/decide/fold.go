@@ -231,7 +231,7 @@ func (s *State) applyChild(f fact) bool {
 		return true
 	}
 	after := nextStep(before, f)
-	s.Steps[f.stepID] = after
+	s.setElement(parent, i, after)
 	s.setFan(parent, s.moved(fan, parent, i, before, after))
 	return true
 }

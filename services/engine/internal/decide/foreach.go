@@ -79,10 +79,8 @@ func (s State) activities(p *plan.Plan, f func(ps *plan.Step, st StepState)) {
 			f(ps, s.Steps[ps.ID])
 			continue
 		}
-		for j := range s.Fans[ps.ID].Items {
-			if st, ok := s.Steps[events.ChildStepID(ps.ID, j)]; ok {
-				f(childStep(ps, j), st)
-			}
+		if _, fanned := s.Fans[ps.ID]; fanned {
+			s.Elements[ps.ID].each(func(j int, st StepState) { f(childStep(ps, j), st) })
 		}
 	}
 }

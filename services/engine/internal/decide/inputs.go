@@ -16,7 +16,7 @@ import (
 // and the results of the step's ancestors in the state (resolved is true:
 // the caller records it). A failure is the step's EXPRESSION_ERROR.
 func (d *decider) inputOf(ps *plan.Step) (input json.RawMessage, resolved bool, failure *events.StepError) {
-	st := d.s.Steps[ps.ID]
+	st, _ := d.s.stepState(ps.ID)
 	if st.Scheduled && st.Input != "" {
 		return json.RawMessage(st.Input), false, nil
 	}

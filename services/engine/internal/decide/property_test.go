@@ -330,13 +330,13 @@ func requireRunInvariants(t *testing.T, b *bundle) {
 		// Every step succeeded; or was skipped by its condition, as an
 		// anyFailed step with no failure, or with a dependency that failed
 		// or was skipped; or failed, and a step that handles it succeeded.
+		for parent, elems := range b.s.Elements { // an element succeeded if its step did
+			elems.each(func(i int, st StepState) {
+				require.True(t, b.s.Steps[parent].Status != events.StepStatusSuccess || st.Status == events.StepStatusSuccess, "%s[%d]", parent, i)
+			})
+		}
 		for id, st := range b.s.Steps {
-			ps, inPlan := b.p.Step(id)
-			if !inPlan { // an element of a forEach step: it succeeded if its step did
-				parent, _, _ := events.ParseChildStepID(id)
-				require.True(t, b.s.Steps[parent].Status != events.StepStatusSuccess || st.Status == events.StepStatusSuccess, id)
-				continue
-			}
+			ps, _ := b.p.Step(id)
 			switch st.Status {
 			case events.StepStatusSkipped:
 				afterDep := slices.ContainsFunc(ps.DependsOn, func(d string) bool {
@@ -353,10 +353,13 @@ func requireRunInvariants(t *testing.T, b *bundle) {
 		}
 	case events.RunStatusFailed:
 		var failed bool
+		for parent, elems := range b.s.Elements {
+			elems.each(func(i int, st StepState) {
+				require.True(t, st.Status.Terminal() || childCategory(st) == childIdle, // RETRY_STEP brought it back, and it never started
+					"%s[%d] is %s in a failed run", parent, i, st.Status)
+			})
+		}
 		for id, st := range b.s.Steps {
-			if _, inPlan := b.p.Step(id); !inPlan && childCategory(st) == childIdle {
-				continue // an element RETRY_STEP brought back, never started before its step failed again
-			}
 			require.True(t, st.Status.Terminal(), "%s is %s in a failed run", id, st.Status)
 			failed = failed || st.Status == events.StepStatusFailed
 		}

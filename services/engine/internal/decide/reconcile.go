@@ -78,7 +78,8 @@ func (d *decider) reconcileCancelled(cancels []Cancel, reason string) {
 			continue
 		}
 		e := events.StepError{Code: CodeCancelled, Message: reason, Category: "CANCELLED"}
-		d.reconcile(ps, d.s.Steps[c.StepID], nil, task.StatusCancelled, nil, &e)
+		st, _ := d.s.stepState(c.StepID)
+		d.reconcile(ps, st, nil, task.StatusCancelled, nil, &e)
 	}
 }
 

@@ -51,9 +51,14 @@ type State struct {
 	Buffered []SignalAccepted
 	// Run is what RunApproved says of the run that expressions read.
 	Run RunInfo
+	// Elements holds the states of the elements of forEach steps, by
+	// step; nil when there is none. An element keeps its state across its
+	// step's attempts (RETRY_STEP runs only the elements that did not
+	// succeed). A checkpoint records them as steps, under their child
+	// step ids (events.ChildStepID).
+	Elements map[string]Elements
 	// Fans holds the fan-out of each forEach step whose current attempt
-	// is scheduled. Its elements' states are in Steps, under their child
-	// step ids; nil when there is none. Derived: a checkpoint does not
+	// is scheduled; nil when there is none. Derived: a checkpoint does not
 	// record it.
 	Fans map[string]Fan
 }
@@ -213,6 +218,7 @@ func (s State) clone() State {
 	s.Steps = maps.Clone(s.Steps)
 	s.Signals = maps.Clone(s.Signals)
 	s.Fans = maps.Clone(s.Fans)
+	s.Elements = maps.Clone(s.Elements)
 	s.Pending = slices.Clone(s.Pending)
 	s.Buffered = slices.Clone(s.Buffered)
 	if s.Steps == nil {
