@@ -24,6 +24,11 @@ func compileBare(src, path string, scope Scope, lim Limits, check typeCheck) (ba
 	if err != nil {
 		return bare{}, []Problem{{Path: path, Message: err.Error()}}
 	}
+	return compileBareIn(env, src, path, scope, lim, check)
+}
+
+// compileBareIn is compileBare in the environment env.
+func compileBareIn(env *cel.Env, src, path string, scope Scope, lim Limits, check typeCheck) (bare, []Problem) {
 	c := compiler{env: env, scope: scope, lim: lim.withDefaults()}
 	src = strings.TrimSpace(src)
 	if texts, sources, problem := split(src); problem == "" && len(sources) == 1 && texts[0] == "" && texts[1] == "" {
@@ -100,9 +105,15 @@ func (v *Value) Eval(vars Vars) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
+	return jsonOf(out, v.path)
+}
+
+// jsonOf returns the JSON document of out, the value of the expression
+// at path; a value with no JSON form is an *EvalError.
+func jsonOf(out ref.Val, path string) (json.RawMessage, error) {
 	doc, err := toJSON(out)
 	if err != nil {
-		return nil, &EvalError{Path: v.path, Message: err.Error()}
+		return nil, &EvalError{Path: path, Message: err.Error()}
 	}
 	b, err := json.Marshal(doc)
 	if err != nil {

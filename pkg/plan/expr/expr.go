@@ -72,13 +72,11 @@ var (
 // library with the strings, math, lists and encoders extensions and
 // optional types, and no clock, randomness or I/O.
 func newEnv(forEach bool) (*cel.Env, error) {
-	opts := []cel.EnvOption{
+	opts := append(library(),
 		cel.Variable(varInput, cel.DynType),
 		cel.Variable(varSteps, cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable(varRun, cel.MapType(cel.StringType, cel.StringType)),
-		ext.Strings(), ext.Math(), ext.Lists(), ext.Encoders(),
-		cel.OptionalTypes(),
-	}
+	)
 	if forEach {
 		opts = append(opts, cel.Variable(varItem, cel.DynType), cel.Variable(varIndex, cel.IntType))
 	}
@@ -87,6 +85,12 @@ func newEnv(forEach bool) (*cel.Env, error) {
 		return nil, fmt.Errorf("expr: build the CEL environment: %w", err)
 	}
 	return env, nil
+}
+
+// library is what every environment has beyond its variables: the
+// strings, math, lists and encoders extensions and optional types.
+func library() []cel.EnvOption {
+	return []cel.EnvOption{ext.Strings(), ext.Math(), ext.Lists(), ext.Encoders(), cel.OptionalTypes()}
 }
 
 func envFor(s Scope) (*cel.Env, error) {

@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"cel.dev/cel-go/cel"
-	"cel.dev/cel-go/ext"
 )
 
 // VarValue is a compiled expression over a single named variable, whose
@@ -31,22 +30,16 @@ func CompileVarValue(name, src, path string, lim Limits) (*VarValue, []Problem) 
 	if err != nil {
 		return nil, []Problem{{Path: path, Message: err.Error()}}
 	}
-	c := compiler{env: env, lim: lim.withDefaults()}
-	src = strings.TrimSpace(src)
-	texts, sources, problem := split(src)
-	switch {
-	case problem != "":
+	if _, _, problem := split(strings.TrimSpace(src)); problem != "" {
 		return nil, []Problem{{Path: path, Message: problem}}
-	case len(sources) == 1 && texts[0] == "" && texts[1] == "":
-		src = sources[0]
 	}
 	// The check's name keys the cache: no plan expression's check is
 	// named so, so one never answers for the other's environment.
-	prg, ok := c.compile(path, src, typeCheck{name: "var:" + name})
-	if !ok {
-		return nil, c.problems
+	b, problems := compileBareIn(env, src, path, Scope{}, lim, typeCheck{name: "var:" + name})
+	if len(problems) > 0 {
+		return nil, problems
 	}
-	return &VarValue{name: name, path: path, prg: prg}, nil
+	return &VarValue{name: name, path: path, prg: b.prg}, nil
 }
 
 // Eval evaluates the expression with its variable set to doc (empty means
@@ -62,15 +55,7 @@ func (v *VarValue) Eval(doc json.RawMessage) (json.RawMessage, error) {
 	if err != nil {
 		return nil, &EvalError{Path: v.path, Message: err.Error()}
 	}
-	j, err := toJSON(out)
-	if err != nil {
-		return nil, &EvalError{Path: v.path, Message: err.Error()}
-	}
-	b, err := json.Marshal(j)
-	if err != nil {
-		return nil, fmt.Errorf("expr: encode the value: %w", err)
-	}
-	return b, nil
+	return jsonOf(out, v.path)
 }
 
 // varEnvs holds the environment of each variable name, built once.
@@ -87,8 +72,7 @@ func varEnv(name string) (*cel.Env, error) {
 	if env, ok := varEnvs.m[name]; ok {
 		return env, nil
 	}
-	env, err := cel.NewEnv(cel.Variable(name, cel.DynType),
-		ext.Strings(), ext.Math(), ext.Lists(), ext.Encoders(), cel.OptionalTypes())
+	env, err := cel.NewEnv(append(library(), cel.Variable(name, cel.DynType))...)
 	if err != nil {
 		return nil, fmt.Errorf("expr: build the CEL environment of %s: %w", name, err)
 	}
