@@ -81,6 +81,7 @@ func (f *fakeAPI) register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/runs", f.auth(f.list))
 	mux.HandleFunc("GET /v1/runs/{runId}", f.auth(f.run))
 	mux.HandleFunc("GET /v1/runs/{runId}/events", f.auth(f.eventsAfter))
+	mux.HandleFunc("GET /v1/runs/{runId}/steps/{stepId}", f.auth(f.stepDetail))
 	mux.HandleFunc("GET /v1/alerts", f.auth(f.listAlerts))
 	mux.HandleFunc("POST /gateway/v1/runs/{runId}/signals", f.auth(f.signal))
 	mux.HandleFunc("GET /gateway/v1/schedules", f.auth(f.scheduleList))
@@ -306,6 +307,24 @@ func (f *fakeAPI) eventsAfter(w http.ResponseWriter, r *http.Request) {
 		next = page[len(page)-1].RunSeq
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"events": append([]events.Event{}, page...), "nextAfterSeq": next, "more": more})
+}
+
+// stepDetail answers a step's detail from the run's events, as the
+// projector does: events.StepDetails over the log.
+func (f *fakeAPI) stepDetail(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	evs := f.events[r.PathValue("runId")]
+	f.mu.Unlock()
+	details, err := events.StepDetails(evs)
+	if err != nil {
+		writeError(w, apiError{Status: http.StatusInternalServerError, Code: "Internal", Message: err.Error()})
+		return
+	}
+	d := details[r.PathValue("stepId")]
+	if d == nil {
+		d = &events.StepDetail{StepID: r.PathValue("stepId"), Attempts: []events.StepAttempt{}}
+	}
+	writeJSON(w, http.StatusOK, d)
 }
 
 func (f *fakeAPI) listAlerts(w http.ResponseWriter, _ *http.Request) {

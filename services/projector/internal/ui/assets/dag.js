@@ -4,9 +4,10 @@
 
 import { h, icon, pill, replace, s } from './dom.js';
 import { attemptNumber, between, bytes, duration } from './format.js';
+import { progressText, shownStatus, topSteps } from './stepdetail.js';
 
 // layout orders the steps of a plan (and any snapshot steps the plan does
-// not name) into columns: a step's column is one more than the deepest of
+// not name, but for the children of forEach steps) into columns: a step's column is one more than the deepest of
 // the steps it depends on. Within a column, steps follow the mean position
 // of their dependencies, which keeps edges from crossing in common graphs.
 export function layout(planSteps, snapSteps) {
@@ -14,8 +15,8 @@ export function layout(planSteps, snapSteps) {
   for (const p of planSteps) {
     if (p && typeof p.id === 'string' && !nodes.has(p.id)) nodes.set(p.id, { id: p.id, plan: p, deps: [], depth: 0 });
   }
-  for (const st of snapSteps) {
-    if (st && !nodes.has(st.stepId)) nodes.set(st.stepId, { id: st.stepId, plan: null, deps: [], depth: 0 });
+  for (const st of topSteps(snapSteps.filter(Boolean))) {
+    if (!nodes.has(st.stepId)) nodes.set(st.stepId, { id: st.stepId, plan: null, deps: [], depth: 0 });
   }
   for (const n of nodes.values()) {
     n.deps = (n.plan?.dependsOn || []).filter((d) => nodes.has(d) && d !== n.id);
@@ -49,7 +50,8 @@ export function layout(planSteps, snapSteps) {
 }
 
 // createDag returns {el, update(snapshot, actions), destroy()}. actions is
-// {retry(stepId, button), signal(name, stepId, button)}.
+// {retry(stepId, button), signal(name, stepId, button), details(stepId),
+// selected()}: details opens a step's panel, selected names the step it shows.
 export function createDag() {
   const cols = h('div', { class: 'dag-cols' });
   const svg = s('svg', { class: 'dag-edges', 'aria-hidden': 'true' });
@@ -99,7 +101,7 @@ export function createDag() {
     const byId = new Map(snapSteps.map((st) => [st.stepId, st]));
     const g = layout(planSteps, snapSteps);
     edges = g.edges;
-    statusOf = new Map([...g.nodes.keys()].map((id) => [id, byId.get(id)?.status || 'PENDING']));
+    statusOf = new Map([...g.nodes.keys()].map((id) => [id, shownStatus(byId.get(id))]));
     if (g.nodes.size === 0) {
       replace(cols, h('div', { class: 'empty', text: 'This run has no steps to show yet.' }));
     } else {
@@ -126,7 +128,7 @@ function edgeKind(status) {
 // when it has not started).
 function node(n, st, index, snap, actions) {
   const p = n.plan || {};
-  const status = st?.status || 'PENDING';
+  const status = shownStatus(st);
   const waits = p.kind === 'waitSignal';
   const logical = attemptNumber(st?.logicalAttemptId);
   const engine = attemptNumber(st?.engineAttemptId);
@@ -147,9 +149,17 @@ function node(n, st, index, snap, actions) {
     }));
   }
 
+  if (st?.forEach) {
+    chips.push(h('span', { class: 'chip chip-foreach', testid: 'step-foreach', title: `forEach over ${st.forEach.count} elements`, text: progressText(st.forEach) }));
+  }
+
   const err = st?.error;
   let errorBox = null;
-  if (err && (err.code || err.message)) {
+  if (status === 'SKIPPED' && err) {
+    errorBox = h('div', { class: 'node-error is-quiet', testid: 'step-error' },
+      h('div', { class: 'node-error-label', text: 'Skipped' }),
+      h('span', { class: 'node-error-code', testid: 'step-skip-reason', text: err.message || 'SKIPPED' }));
+  } else if (err && (err.code || err.message)) {
     const skipped = status === 'SKIPPED' || status === 'CANCELLED' || err.code === 'SKIPPED';
     const previous = status === 'PENDING' || status === 'RUNNING';
     errorBox = h('div', { class: `node-error${skipped ? ' is-quiet' : ''}${previous ? ' is-previous' : ''}`, testid: 'step-error' },
@@ -163,6 +173,10 @@ function node(n, st, index, snap, actions) {
     : null;
 
   const buttons = [];
+  const open = h('button', { type: 'button', class: 'btn btn-sm', testid: 'btn-step-details', 'data-step-id': n.id, 'aria-expanded': String(actions.selected() === n.id) },
+    icon('chevron'), st?.forEach ? 'Open elements' : 'Details');
+  open.addEventListener('click', () => actions.details(n.id));
+  buttons.push(open);
   if (status === 'FAILED') {
     const b = h('button', { type: 'button', class: 'btn btn-sm', testid: 'btn-retry-step', 'data-step-id': n.id }, icon('retry'), 'Retry step');
     b.addEventListener('click', () => actions.retry(n.id, b));
@@ -175,7 +189,7 @@ function node(n, st, index, snap, actions) {
     buttons.push(b);
   }
 
-  return h('article', { class: `node node-${status.toLowerCase()}`, testid: 'step', 'data-step-id': n.id, 'data-node': n.id },
+  return h('article', { class: `node node-${status.toLowerCase()}${actions.selected() === n.id ? ' is-selected' : ''}`, testid: 'step', 'data-step-id': n.id, 'data-node': n.id },
     h('header', { class: 'node-head' },
       h('span', { class: 'node-index', text: String(index) }),
       h('span', { class: 'node-id', title: n.id, text: n.id }),

@@ -1,5 +1,6 @@
 // The run page: the snapshot's header, the STALE banner, the root cause of
-// a failure, the steps graph, the event timeline and the run's actions.
+// a failure, the run's input and output, the steps graph with the panel of
+// the step opened from it, the event timeline and the run's actions.
 // It stays live with a long poll on the snapshot (waitForSeq).
 
 import { ApiError, get, runPath, sendSignal } from './api.js';
@@ -7,6 +8,8 @@ import { createDag } from './dag.js';
 import { h, icon, isTerminal, pill, replace, stalePill } from './dom.js';
 import { createTimeline } from './events.js';
 import { between, dateTime, duration, relativeTime, shortId } from './format.js';
+import { jsonBlock } from './jsonview.js';
+import { createStepPanel, topSteps } from './stepdetail.js';
 
 const LONG_POLL = '25s';
 const CLIENT_TIMEOUT_MS = 40000;
@@ -32,6 +35,10 @@ export function mountRun(root, view, runId) {
   const meta = h('dl', { class: 'meta' });
   const stepsSummary = h('span', { class: 'muted small' });
   const dag = createDag();
+  const panel = createStepPanel(runId, ac.signal);
+  const data = h('section', { class: 'card run-data', testid: 'run-data', hidden: true });
+  const dataStates = { input: {}, output: {} };
+  let dataShown = null; // the input and output data shows, as JSON
   const timeline = createTimeline(runId, ac.signal);
   const copy = h('button', { type: 'button', class: 'btn btn-ghost btn-icon', title: 'Copy run id', 'aria-label': 'Copy run id' }, icon('copy'));
 
@@ -50,9 +57,11 @@ export function mountRun(root, view, runId) {
       meta),
     problem,
     failure,
+    data,
     h('section', { class: 'card' },
       h('div', { class: 'card-head' }, h('h2', { text: 'Steps' }), stepsSummary),
       dag.el),
+    panel.el,
     h('section', { class: 'card' },
       h('div', { class: 'card-head' }, h('h2', {}, 'Events ', timeline.count), h('span', { class: 'muted small', text: 'from the event log, in runSeq order' })),
       timeline.el));
@@ -95,7 +104,11 @@ export function mountRun(root, view, runId) {
   const stepActions = {
     retry: (stepId, button) => send('RETRY_STEP', { stepId }, button),
     signal: (name, _stepId, button) => send(name, undefined, button),
+    details: (stepId) => panel.select(stepId),
+    selected: () => panel.selected(),
   };
+  // Opening or closing a step redraws the graph to mark the step shown.
+  panel.onSelect(() => { if (snap) dag.update(snap, stepActions); });
 
   function drawActions(s) {
     const busy = (b) => b.classList.contains('is-busy');
@@ -116,14 +129,31 @@ export function mountRun(root, view, runId) {
     drawBanner(s);
     drawFailure(s);
     drawMeta(s);
+    drawData(s);
     dag.update(s, stepActions);
+    panel.update(s);
     drawStepsSummary(s);
     timeline.sync();
   }
 
+  // drawData shows the run's input and output; it redraws only when they
+  // change, so a reader's open or whole value stays as it was.
+  function drawData(s) {
+    const shown = JSON.stringify([s.input, s.output]);
+    if (shown === dataShown) return;
+    dataShown = shown;
+    data.hidden = s.input === undefined && s.output === undefined;
+    const none = (testid, text) => h('div', { class: 'muted small', testid, text });
+    replace(data,
+      h('div', { class: 'card-head' }, h('h2', { text: 'Data' }), h('span', { class: 'muted small', text: "the run's input, and its output once it completed" })),
+      h('div', { class: 'json-pair run-data-body' },
+        s.input !== undefined ? jsonBlock('Input', s.input, 'run-input', dataStates.input) : none('run-input-none', 'No input.'),
+        s.output !== undefined ? jsonBlock('Output', s.output, 'run-output', dataStates.output) : none('run-output-none', isTerminal(s.status) ? 'No output.' : 'No output yet.')));
+  }
+
   // drawStepsSummary counts the steps by status: "2 succeeded · 1 failed · 3 not started".
   function drawStepsSummary(s) {
-    const steps = Array.isArray(s.steps) ? s.steps : [];
+    const steps = topSteps(Array.isArray(s.steps) ? s.steps : []);
     const seen = new Set(steps.map((st) => st.stepId));
     const notStarted = (Array.isArray(s.plan?.steps) ? s.plan.steps : []).filter((p) => !seen.has(p.id)).length;
     const count = (status) => steps.filter((st) => st.status === status).length;
@@ -181,7 +211,7 @@ export function mountRun(root, view, runId) {
 
     const item = (label, value, extra = {}) => h('div', { class: 'meta-item' }, h('dt', { text: label }), h('dd', extra, value));
     const planSteps = Array.isArray(s.plan?.steps) ? s.plan.steps.length : 0;
-    const steps = Array.isArray(s.steps) ? s.steps : [];
+    const steps = topSteps(Array.isArray(s.steps) ? s.steps : []);
     const done = steps.filter((st) => st.status === 'SUCCESS' || st.status === 'SKIPPED').length;
     replace(meta,
       item('Created', relativeOrDash(s.createdAt), { title: dateTime(s.createdAt) }),
