@@ -156,7 +156,7 @@ func TestForEachNode(t *testing.T) {
 		`document.querySelector('[data-step-id="ship"] [data-testid="step-foreach"]').textContent`))
 	assert.Equal(t, "RUNNING", eval[string](b,
 		`document.querySelector('[data-step-id="ship"] [data-testid="step-status"]').textContent`),
-		"a forEach step whose children run is running, though no event of its own says so")
+		"the forEach step is in flight while its children run")
 
 	b.openStep("ship")
 	if path := os.Getenv(envScreenshotData); path != "" {

@@ -109,6 +109,7 @@ func ordersRun(t *testing.T, now time.Time) (api.RunView, []events.Event) {
 		{events.StepCompleted, "notify", "1", "1", events.StepCompletedData{Output: json.RawMessage(`{"sent":true}`)}},
 		{events.StepScheduled, "ship", "1", "", events.StepScheduledData{Activity: "ship.order", Queue: "default",
 			Input: json.RawMessage(`[` + seq(60) + `]`), ForEach: &events.ForEachData{Count: 60, MaxParallel: 5}}},
+		{events.StepStarted, "ship", "1", "", events.StepStartedData{}},
 	}
 	for i := range 58 {
 		child := events.ChildStepID("ship", i)

@@ -4,7 +4,7 @@
 
 import { h, icon, pill, replace, s } from './dom.js';
 import { attemptNumber, between, bytes, duration } from './format.js';
-import { progressText, shownStatus, topSteps } from './stepdetail.js';
+import { progressText, topSteps } from './stepdetail.js';
 
 // layout orders the steps of a plan (and any snapshot steps the plan does
 // not name, but for the children of forEach steps) into columns: a step's column is one more than the deepest of
@@ -101,7 +101,7 @@ export function createDag() {
     const byId = new Map(snapSteps.map((st) => [st.stepId, st]));
     const g = layout(planSteps, snapSteps);
     edges = g.edges;
-    statusOf = new Map([...g.nodes.keys()].map((id) => [id, shownStatus(byId.get(id))]));
+    statusOf = new Map([...g.nodes.keys()].map((id) => [id, byId.get(id)?.status || 'PENDING']));
     if (g.nodes.size === 0) {
       replace(cols, h('div', { class: 'empty', text: 'This run has no steps to show yet.' }));
     } else {
@@ -128,7 +128,7 @@ function edgeKind(status) {
 // when it has not started).
 function node(n, st, index, snap, actions) {
   const p = n.plan || {};
-  const status = shownStatus(st);
+  const status = st?.status || 'PENDING';
   const waits = p.kind === 'waitSignal';
   const logical = attemptNumber(st?.logicalAttemptId);
   const engine = attemptNumber(st?.engineAttemptId);

@@ -33,15 +33,6 @@ export function progressText(f) {
   return `${f.done || 0} done · ${f.running || 0} running · ${f.failed || 0} failed of ${f.count || 0}`;
 }
 
-// shownStatus is the status a step is drawn with: a forEach step the
-// events leave PENDING until its own outcome (no task runs for it) shows
-// RUNNING once any of its children started.
-export function shownStatus(st) {
-  const f = st?.forEach;
-  if (f && st.status === 'PENDING' && (f.done || 0) + (f.running || 0) + (f.failed || 0) > 0) return 'RUNNING';
-  return st?.status || 'PENDING';
-}
-
 // createStepPanel returns {el, select(stepId), update(snapshot), selected()}.
 export function createStepPanel(runId, signal) {
   const el = h('section', { class: 'card step-panel', testid: 'step-panel', hidden: true });
@@ -120,7 +111,7 @@ export function createStepPanel(runId, signal) {
     replace(el,
       h('div', { class: 'card-head' },
         h('h2', {}, 'Step ', h('code', { testid: 'step-panel-id', text: stepId })),
-        st ? pill(shownStatus(st), 'step-panel-status') : h('span', { class: 'chip chip-quiet', text: 'not started' }),
+        st ? pill(st.status, 'step-panel-status') : h('span', { class: 'chip chip-quiet', text: 'not started' }),
         h('span', { class: 'grow' }), closer),
       h('div', { class: 'step-panel-body' },
         up,
