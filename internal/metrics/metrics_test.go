@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/weftrun/weft/internal/metrics"
+	"github.com/weftrun/weft/internal/metrics/metricstest"
 )
 
 func TestHandlerServesInstruments(t *testing.T) {
@@ -27,4 +28,21 @@ func TestHandlerServesInstruments(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(body), `weft_test_lag_seconds_bucket{`)
 	require.Contains(t, string(body), `weft_test_lag_seconds_count{`)
+}
+
+// Every handler serves the Go runtime's and the process's metrics beside
+// the instruments, and two providers (two services of weft dev) each have
+// their own.
+func TestHandlerServesRuntimeAndProcessMetrics(t *testing.T) {
+	t.Parallel()
+	for range 2 {
+		_, h, err := metrics.New()
+		require.NoError(t, err)
+		s := metricstest.Get(t, h)
+		require.Positive(t, s.Value(t, "go_goroutines", nil), "go_goroutines")
+		require.NotEmpty(t, s.Find("go_memstats_alloc_bytes", nil), "go_memstats_alloc_bytes")
+		require.Positive(t, s.Value(t, "process_resident_memory_bytes", nil), "process_resident_memory_bytes")
+		require.NotEmpty(t, s.Find("process_cpu_seconds_total", nil), "process_cpu_seconds_total")
+		require.Positive(t, s.Value(t, "process_open_fds", nil), "process_open_fds")
+	}
 }
