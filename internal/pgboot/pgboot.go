@@ -7,11 +7,14 @@
 // sockets off and trust authentication for the superuser "postgres". PostgreSQL
 // refuses to run as root, so when the caller is root the data folder is
 // handed to the "postgres" system user and every command runs as that user
-// through runuser.
+// through runuser. When that user cannot reach the folder (a clone in /root,
+// mode 0700), the cluster lives in a folder of that user's under /var/tmp
+// instead, recorded in the data folder (Config.RelocateRoot).
 package pgboot
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,9 +45,15 @@ type Config struct {
 	// before keeps no port: each Start chooses again unless Port is set.
 	Port int
 	// BinDir holds initdb and pg_ctl; empty means search PATH and the usual
-	// Debian and Homebrew locations. When running as root, every folder
-	// above DataDir must be searchable by the postgres user.
+	// Debian and Homebrew locations.
 	BinDir string
+	// RelocateRoot is where the cluster lives when running as root and the
+	// postgres user cannot search a folder above DataDir (as it cannot
+	// /root, mode 0700): in a folder of its own under RelocateRoot, owned
+	// by that user, whose path is recorded in DataDir/relocated-to and
+	// reused by every later Start. Empty means DefaultRelocateRoot. A
+	// cluster already in DataDir is never moved.
+	RelocateRoot string
 }
 
 // Instance is a running private server. Stop it when done.
@@ -62,7 +71,8 @@ func (i *Instance) URL() string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", i.port)
 }
 
-// DataDir returns the cluster's folder.
+// DataDir returns the cluster's folder: Config.DataDir, or the folder it
+// was relocated to (Config.RelocateRoot).
 func (i *Instance) DataDir() string { return i.dataDir }
 
 // Start initialises the cluster when needed and starts the server, waiting
@@ -90,6 +100,11 @@ func Start(ctx context.Context, cfg Config) (*Instance, error) {
 	}
 	if inst.dataDir, err = filepath.Abs(inst.dataDir); err != nil {
 		return nil, fmt.Errorf("pgboot: data folder: %w", err)
+	}
+	if inst.asUser != "" && !inst.tempDir {
+		if inst.dataDir, err = place(inst.dataDir, cmp.Or(cfg.RelocateRoot, DefaultRelocateRoot), inst.asUser); err != nil {
+			return nil, err
+		}
 	}
 	if inst.port == 0 {
 		if inst.port, err = freePort(ctx); err != nil {

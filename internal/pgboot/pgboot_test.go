@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	osexec "os/exec"
+	"os/user"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -139,4 +140,48 @@ func exec(ctx context.Context, t *testing.T, url, sql string) {
 	defer func() { _ = conn.Close(ctx) }()
 	_, err = conn.Exec(ctx, sql)
 	require.NoError(t, err)
+}
+
+// TestStartFromAPrivateFolder is `make run` of a clone in /root: a folder
+// of mode 0700 above the data folder. As root, the server runs as the
+// postgres user, who cannot enter it: the cluster lives in a folder of
+// that user's under RelocateRoot, recorded in the data folder, and the next
+// start finds it there with its data. As any other user the server runs
+// as that user, who owns the folder, and the cluster stays in place.
+func TestStartFromAPrivateFolder(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	base := filepath.Dir(sharedTempDir(t))
+	home := filepath.Join(base, "root")
+	require.NoError(t, os.Mkdir(home, 0o700))
+	dir := filepath.Join(home, "clone", ".weft", "dev", "pg")
+	spare := filepath.Join(base, "spare")
+	require.NoError(t, os.Mkdir(spare, 0o755))
+	cfg := pgboot.Config{DataDir: dir, RelocateRoot: spare}
+
+	inst, err := pgboot.Start(ctx, cfg)
+	require.NoError(t, err)
+	exec(ctx, t, inst.URL(), "CREATE TABLE kept (v text); INSERT INTO kept VALUES ('hello')")
+	require.NoError(t, inst.Stop(ctx))
+	first := inst.DataDir()
+	if os.Geteuid() == 0 {
+		require.Equal(t, spare, filepath.Dir(first), "as root the cluster is relocated")
+		record, err := os.ReadFile(filepath.Join(dir, "relocated-to"))
+		require.NoError(t, err)
+		require.Equal(t, first+"\n", string(record))
+		st, err := os.Stat(first)
+		require.NoError(t, err)
+		pg, err := user.Lookup("postgres")
+		require.NoError(t, err)
+		require.Equal(t, pg.Uid, fmt.Sprint(st.Sys().(*syscall.Stat_t).Uid), "the postgres user owns it")
+	} else {
+		require.Equal(t, dir, first, "as its owner the cluster stays in place")
+	}
+
+	inst, err = pgboot.Start(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = inst.Stop(context.Background()) })
+	require.Equal(t, first, inst.DataDir(), "the next start finds the same cluster")
+	require.Equal(t, "hello", readKept(ctx, t, inst.URL()))
 }
