@@ -57,12 +57,27 @@ func printAs[T any](w io.Writer, format outputFormat, v T, text func(io.Writer, 
 	return text(w, v)
 }
 
-// printRunNow is printRun at the present time.
-func printRunNow(w io.Writer, v *api.RunView) error { return printRun(w, v, time.Now()) }
+// printRunNow is printRun at the present time, without step details.
+func printRunNow(w io.Writer, v *api.RunView) error { return printRun(w, v, nil, time.Now()) }
 
-// printRun writes a run's view for people: its identity and status, then
-// one row per step of its plan.
-func printRun(w io.Writer, v *api.RunView, now time.Time) error {
+// runDetail is what `weft run get` shows: the run's view and the detail
+// of each of its steps (input, output, skip reason, attempts), which the
+// view does not carry. It encodes as the view with stepDetails added.
+type runDetail struct {
+	*api.RunView
+	StepDetails map[string]*events.StepDetail `json:"stepDetails"`
+}
+
+// printRunDetailNow is printRun of d at the present time.
+func printRunDetailNow(w io.Writer, d runDetail) error {
+	return printRun(w, d.RunView, d.StepDetails, time.Now())
+}
+
+// printRun writes a run's view for people: its identity, status, input
+// and output, then one row per step of its plan (a forEach step with its
+// children's progress, not a row per child). With details, each row also
+// shows the step's input and output, shortened.
+func printRun(w io.Writer, v *api.RunView, details map[string]*events.StepDetail, now time.Time) error {
 	tw := newTable(w)
 	tw.row("Run\t%s\n", v.RunID)
 	tw.row("Plan\t%s %s\n", v.PlanID, v.PlanVersion)
@@ -71,6 +86,9 @@ func printRun(w io.Writer, v *api.RunView, now time.Time) error {
 	if v.Error != nil {
 		tw.row("Error\t%s\n", stepErrorText(v.Error))
 	}
+	if len(v.Input) > 0 {
+		tw.row("Input\t%s\n", shorten(string(v.Input), maxOutputShown))
+	}
 	if len(v.Output) > 0 {
 		tw.row("Output\t%s\n", shorten(string(v.Output), maxOutputShown))
 	}
@@ -78,11 +96,36 @@ func printRun(w io.Writer, v *api.RunView, now time.Time) error {
 		tw.row("Stale\tevents after runSeq %d are missing (seen %d); the projector is catching up\n", v.Gap.AfterSeq, v.Gap.SeenSeq)
 	}
 	tw.row("\n")
-	tw.row("STEP\tDOES\tSTATUS\tATTEMPTS\tDURATION\tERROR\n")
+	if details == nil {
+		tw.row("STEP\tDOES\tSTATUS\tATTEMPTS\tDURATION\tERROR\n")
+		for _, s := range stepRows(v) {
+			tw.row("%s\t%s\t%s\t%s\t%s\t%s\n", s.id, s.does, s.status, s.attempts, s.duration, s.err)
+		}
+		return tw.flush()
+	}
+	tw.row("STEP\tDOES\tSTATUS\tATTEMPTS\tDURATION\tINPUT\tOUTPUT\tERROR\n")
 	for _, s := range stepRows(v) {
-		tw.row("%s\t%s\t%s\t%s\t%s\t%s\n", s.id, s.does, s.status, s.attempts, s.duration, s.err)
+		in, out := stepData(details[s.id])
+		tw.row("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.id, s.does, s.status, s.attempts, s.duration, in, out, s.err)
 	}
 	return tw.flush()
+}
+
+// maxStepDataShown bounds a step's input and output in printRun's table;
+// -o json shows them whole.
+const maxStepDataShown = 48
+
+// stepData is a step's input and output as printRun's table shows them:
+// shortened, the input marked "(plan)" when it is the plan's static one.
+func stepData(d *events.StepDetail) (in, out string) {
+	if d == nil {
+		return "-", "-"
+	}
+	in = shorten(string(d.Input), maxStepDataShown)
+	if d.InputSource == events.InputPlan {
+		in += " (plan)"
+	}
+	return in, shorten(string(d.Output), maxStepDataShown)
 }
 
 // maxOutputShown bounds the run's output printRun shows; -o json shows it
@@ -98,7 +141,8 @@ func runStatusLine(v *api.RunView, now time.Time) string {
 type stepRow struct{ id, does, status, attempts, duration, err string }
 
 // stepRows lists the plan's steps in declaration order, then any step the
-// snapshot knows that the plan graph does not.
+// snapshot knows that the plan graph does not, but for the children of
+// forEach steps, which their parent's row counts.
 func stepRows(v *api.RunView) []stepRow {
 	snaps := make(map[string]events.StepSnapshot, len(v.Steps))
 	for _, s := range v.Steps {
@@ -110,7 +154,7 @@ func stepRows(v *api.RunView) []stepRow {
 		seen[ps.ID] = true
 		rows = append(rows, newStepRow(ps, snaps[ps.ID]))
 	}
-	for _, s := range v.Steps {
+	for _, s := range v.TopSteps() {
 		if !seen[s.StepID] {
 			rows = append(rows, newStepRow(api.PlanStep{ID: s.StepID}, s))
 		}
@@ -128,6 +172,9 @@ func newStepRow(ps api.PlanStep, s events.StepSnapshot) stepRow {
 	}
 	if s.Error != nil {
 		r.err = stepErrorText(s.Error)
+	}
+	if f := s.ForEach; f != nil {
+		r.does += fmt.Sprintf(" ×%d (%d done, %d running, %d failed)", f.Count, f.Done, f.Running, f.Failed)
 	}
 	return r
 }

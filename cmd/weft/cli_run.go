@@ -208,14 +208,24 @@ func printStarted(w io.Writer, format outputFormat, req api.StartRunRequest, res
 
 const getSynopsis = "weft run get RUN_ID [-o json]"
 
-// runGet is `weft run get`.
+// runGet is `weft run get`: the run's view, and each step's input,
+// output and attempts, which it reads from the run's events
+// (events.StepDetails).
 func runGet(ctx context.Context, env *environment, args []string) error {
 	return withRun(env, "run get", getSynopsis, "", args, func(c *cliClient, format outputFormat, runID string) error {
 		v, err := getRun(ctx, c, runID)
 		if err != nil {
 			return err
 		}
-		return printAs(env.stdout, format, v, printRunNow)
+		page, err := allEvents(ctx, c, runID, 0)
+		if err != nil {
+			return err
+		}
+		details, err := events.StepDetails(page.Events)
+		if err != nil {
+			return fmt.Errorf("steps of run %s: %w", runID, err)
+		}
+		return printAs(env.stdout, format, runDetail{RunView: v, StepDetails: details}, printRunDetailNow)
 	})
 }
 
