@@ -120,7 +120,7 @@ func (d *decider) attemptTimedOut(ps *plan.Step, st StepState, in TimerFired, du
 		return
 	}
 	d.out.Cancels = append(d.out.Cancels, Cancel{RunID: d.s.RunID, StepID: ps.ID, LogicalAttempt: st.Attempt,
-		Queue: queueOf(ps), Reason: e.Message, Notice: fmt.Sprintf("%s/%s/%d", e.Code, ps.ID, st.Attempt)})
+		Queue: queueOf(ps), Reason: e.Code + ": " + e.Message, Notice: fmt.Sprintf("%s/%s/%d", e.Code, ps.ID, st.Attempt)})
 	d.reconcile(ps, st, nil, task.StatusIndeterminate, nil, &e)
 	d.failAttempt(ps, st, e, in.Jitter, "")
 }
@@ -142,7 +142,7 @@ func (d *decider) runTimedOut() {
 	}
 	e := events.StepError{Code: CodeRunTimeout, Category: categoryTimeout,
 		Message: fmt.Sprintf("the run did not end within its runTimeout of %s", d.p.RunTimeout)}
-	cancels := d.s.InFlight(d.p, e.Message)
+	cancels := d.s.InFlight(d.p, e.Code+": "+e.Message)
 	for i := range cancels {
 		cancels[i].Notice = CodeRunTimeout
 	}
