@@ -1,10 +1,13 @@
 package plan
 
 import (
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/weftrun/weft/internal/goldentest"
 )
 
 func TestTimeoutsMakeVersion2(t *testing.T) {
@@ -60,4 +63,19 @@ func TestTimeoutsRejected(t *testing.T) {
 	negRun := planWith(step("a"))
 	negRun.RunTimeout = Duration(-time.Second)
 	requireOnly(t, negRun.Validate(Limits{}), CodeInvalidTimeout)
+}
+
+// TestPersistedGoldenPlanTimeouts: a plan with the timeouts, stored in
+// RunApproved for the life of the run, is written byte for byte as
+// testdata/persisted/Plan_timeouts.json holds it and read back to every
+// field (docs/persisted-format.md). WEFT_UPDATE_GOLDEN=1 rewrites it.
+func TestPersistedGoldenPlanTimeouts(t *testing.T) {
+	t.Parallel()
+	p := planWith(Step{ID: "fetch", Activity: "crawl", Timeout: Duration(30 * time.Minute),
+		ScheduleToStartTimeout: Duration(5 * time.Minute), HeartbeatTimeout: Duration(time.Minute)})
+	p.RunTimeout = Duration(2 * time.Hour)
+	p.ApplyDefaults()
+	goldentest.CheckAll(t, filepath.Join("testdata", "persisted"), []goldentest.Record{
+		goldentest.JSON("Plan_timeouts", func(testing.TB) Plan { return *p }, *p, nil),
+	})
 }
