@@ -198,7 +198,7 @@ func TestRunTimeoutFailsTheRun(t *testing.T) {
 		stopped <- context.Cause(ctx)
 		return worker.Output{}, ctx.Err()
 	})
-	runID := s.start(t, parsePlan(t, `{"planId":"slow","planVersion":"1","runTimeout":"500ms","steps":[
+	runID := s.start(t, parsePlan(t, `{"planId":"slow","planVersion":"1","runTimeout":"1s","steps":[
 		{"id":"slow","activity":"work","timeout":"1h"},
 		{"id":"after","activity":"work","dependsOn":["slow"]}]}`))
 
