@@ -184,8 +184,8 @@ func (s State) InFlight(p *plan.Plan, reason string) []Cancel {
 
 // Timers lists the timers a live run of p needs armed: retries not yet
 // scheduled, the timeouts of waiting waitSignal steps and those of
-// timeouts.go. The shell may
-// set them again after a restart; setting a timer is idempotent.
+// timeouts.go. The shell may set them again after a restart; setting a
+// timer is idempotent.
 func (s State) Timers(p *plan.Plan) []Timer {
 	if s.Status.Terminal() {
 		return nil
