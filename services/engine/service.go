@@ -265,14 +265,14 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config, logger *slog.Logger) (*S
 // waits for the rounds in flight. It returns an error only when it cannot
 // start; a ctx that ends while it starts is a stop, not a failure.
 func (s *Service) Run(ctx context.Context) error {
-	if err := s.ensureHeartbeats(ctx); err != nil {
-		return startErr(ctx, err)
-	}
 	stopLookups, err := s.serveReconcile(ctx)
 	if err != nil {
 		return startErr(ctx, err)
 	}
 	defer stopLookups()
+	if err := s.ensureHeartbeats(ctx); err != nil {
+		return startErr(ctx, err)
+	}
 	consumers, err := s.startConsumers(ctx)
 	if err != nil {
 		return startErr(ctx, err)
