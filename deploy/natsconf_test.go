@@ -211,8 +211,15 @@ func TestNATSConfLeastPrivilege(t *testing.T) { // not parallel: t.Setenv, nats.
 		{"client", "_INBOX_engine.abc.1", false, false},
 		{"client", streams.ReconcileSubject, false, false},
 		{"projector", streams.ReconcileSubject, false, false},
-		// Only the relay reads the account's info.
-		{"engine", "$JS.API.INFO", false, false},
+		// Only the relay and the engine read the account's info (the
+		// engine as it creates the heartbeat bucket: nats.go's key-value
+		// create reads it).
+		{"engine", "$JS.API.INFO", true, false},
+		{"engine", "$JS.API.DIRECT.GET.KV_WEFT_HEARTBEATS.$KV.WEFT_HEARTBEATS.r1.c3RlcA", true, false},
+		{"worker", "$KV.WEFT_HEARTBEATS.r1.c3RlcA", true, false},
+		{"worker", "$JS.API.DIRECT.GET.KV_WEFT_HEARTBEATS.$KV.WEFT_HEARTBEATS.r1.c3RlcA", true, false},
+		{"worker", "$JS.API.STREAM.CREATE.KV_WEFT_HEARTBEATS", false, false},
+		{"worker", "$JS.API.STREAM.DELETE.KV_WEFT_HEARTBEATS", false, false},
 		{"worker", "$JS.API.INFO", false, false},
 		{"projector", "$JS.API.INFO", false, false},
 		{"gateway", "$JS.API.INFO", false, false},

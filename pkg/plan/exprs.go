@@ -25,7 +25,7 @@ func (s *Step) hasExpressions() bool {
 
 // needsExpressions reports whether s uses what schema version 2 brought.
 func (s *Step) needsExpressions() bool {
-	return s.hasExpressions() || s.If != "" || s.RunIf != "" || len(s.Handles) > 0 || s.ForEach != ""
+	return s.hasExpressions() || s.If != "" || s.RunIf != "" || len(s.Handles) > 0 || s.ForEach != "" || s.hasTimeouts()
 }
 
 // scope is what step id's input, If and ForEach may refer to; inputs of
@@ -49,7 +49,7 @@ func (p *Plan) Expressive() bool {
 // schemaVersionFor returns the version ApplyDefaults gives a plan that
 // does not state one: the first version with what it uses.
 func (p *Plan) schemaVersionFor() int {
-	if p.Output != "" {
+	if p.Output != "" || p.RunTimeout != 0 {
 		return SchemaVersionExpressions
 	}
 	for i := range p.Steps {

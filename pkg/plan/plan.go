@@ -40,6 +40,11 @@ type Plan struct {
 	// completes and recorded on RunCompleted. Empty: no output. Schema
 	// version 2.
 	Output string `json:"output,omitempty"`
+	// RunTimeout bounds the run, counted from its start (RunStarted): when
+	// it passes, the run fails with RUN_TIMEOUT and its in-flight attempts
+	// are asked to stop (docs/plans.md, "Timeouts"). Zero: no bound.
+	// Schema version 2.
+	RunTimeout Duration `json:"runTimeout,omitempty"`
 }
 
 // Kind is the kind of a step.
@@ -117,6 +122,17 @@ type Step struct {
 	// cancelled. False runs every element and fails the step at the end if
 	// one failed. Only with ForEach.
 	FailFast *bool `json:"failFast,omitempty"`
+	// ScheduleToStartTimeout bounds how long each attempt of an activity
+	// step may wait in its queue before a worker starts it: past it, the
+	// attempt fails with SCHEDULE_TO_START_TIMEOUT and is retried under
+	// Retry. Zero: no bound. Schema version 2; activity steps only.
+	ScheduleToStartTimeout Duration `json:"scheduleToStartTimeout,omitempty"`
+	// HeartbeatTimeout is the longest a started attempt of an activity step
+	// may go without a heartbeat (worker.Input.Heartbeat), its start
+	// counting as the first: past it, the attempt fails with
+	// HEARTBEAT_TIMEOUT and is retried under Retry. Zero: no heartbeats
+	// needed. Schema version 2; activity steps only.
+	HeartbeatTimeout Duration `json:"heartbeatTimeout,omitempty"`
 }
 
 // SecretRef names a secret the worker resolves through a secrets provider

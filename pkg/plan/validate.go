@@ -50,6 +50,7 @@ func (p *Plan) Validate(limits Limits) error {
 		v := stepValidator{ps: &ps, step: &p.Steps[i], index: i, limits: l}
 		v.validate(first)
 	}
+	p.timeouts(&ps)
 	if len(p.Steps) <= l.MaxSteps {
 		cycles := newGraph(p).cycles()
 		for _, c := range cycles {

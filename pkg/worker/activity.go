@@ -53,8 +53,14 @@ type Input struct {
 	Queue    string
 	// ScheduledAt is when the engine scheduled the attempt.
 	ScheduledAt time.Time
+	// LastHeartbeat is the details of the step's last heartbeat (Heartbeat)
+	// sent by an earlier attempt or delivery, for a retry to resume from;
+	// empty when there was none, for a first delivery of a first attempt,
+	// or when the heartbeat store could not be read.
+	LastHeartbeat json.RawMessage
 
 	secrets *secretSet
+	beat    *heartbeat
 }
 
 // Decode unmarshals the input JSON into v.

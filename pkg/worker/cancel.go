@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/nats-io/nats.go"
@@ -80,14 +79,15 @@ type runningSet struct {
 }
 
 type runningAttempt struct {
-	stepID string
-	cancel context.CancelCauseFunc
+	stepID, attempt string // attempt: the logical attempt
+	cancel          context.CancelCauseFunc
 }
 
-// add tracks an attempt of step stepID of run runID, cancelled through
-// cancel, and returns the function that stops tracking it.
-func (s *runningSet) add(runID, stepID string, cancel context.CancelCauseFunc) (remove func()) {
-	a := &runningAttempt{stepID: stepID, cancel: cancel}
+// add tracks logical attempt attempt of step stepID of run runID,
+// cancelled through cancel, and returns the function that stops tracking
+// it.
+func (s *runningSet) add(runID, stepID, attempt string, cancel context.CancelCauseFunc) (remove func()) {
+	a := &runningAttempt{stepID: stepID, attempt: attempt, cancel: cancel}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.byRun[runID] == nil {
@@ -104,14 +104,16 @@ func (s *runningSet) add(runID, stepID string, cancel context.CancelCauseFunc) (
 	}
 }
 
-// cancel cancels the attempts c names (every attempt of the run when it
-// names no step) and returns how many.
+// cancel cancels the attempts c covers (task.Cancel.Covers: every attempt
+// of the run when it names no step, none later than the attempt it names
+// of a step, so that a timed-out attempt's notice never stops its retry)
+// and returns how many.
 func (s *runningSet) cancel(c task.Cancel) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
 	for a := range s.byRun[c.RunID] {
-		if len(c.StepIDs) == 0 || slices.Contains(c.StepIDs, a.stepID) {
+		if c.Covers(a.stepID, a.attempt) {
 			a.cancel(&cancelNoticeError{reason: c.Reason})
 			n++
 		}

@@ -28,7 +28,9 @@ type recentCancels struct {
 	order []string // runs in the order first heard, oldest first
 }
 
-// add remembers c, the run's latest notice.
+// add remembers c, the run's latest notice, merged with the run's notice
+// it remembers (mergeCancels): a run may send several (a timeout's of one
+// attempt, then another's), and a later one does not lift an earlier one.
 func (r *recentCancels) add(c task.Cancel) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -41,6 +43,8 @@ func (r *recentCancels) add(c task.Cancel) {
 			r.order = r.order[1:]
 		}
 		r.order = append(r.order, c.RunID)
+	} else {
+		c = mergeCancels(r.byRun[c.RunID], c)
 	}
 	r.byRun[c.RunID] = c
 }

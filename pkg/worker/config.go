@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftrun/weft/pkg/streams"
+	"github.com/weftrun/weft/pkg/task"
 )
 
 // Defaults applied to a zero Config field.
@@ -100,6 +101,12 @@ type Config struct {
 	// streams.DefaultLaneInactiveThreshold. Like AckWait, the worker that
 	// created or updated a lane last sets it.
 	LaneInactiveThreshold time.Duration
+	// MaxHeartbeatDetailsBytes bounds the details of one heartbeat
+	// (Input.Heartbeat), inclusive: larger ones are refused with
+	// ErrHeartbeatTooLarge. At most task.DefaultMaxHeartbeatDetailsBytes,
+	// which the engine's heartbeat bucket enforces too. Default
+	// task.DefaultMaxHeartbeatDetailsBytes.
+	MaxHeartbeatDetailsBytes int
 	// Logger receives the worker's logs. Nil discards them.
 	Logger *slog.Logger
 	// MeterProvider receives the metrics of the queue's consumer
@@ -125,6 +132,7 @@ func (c Config) WithDefaults() Config {
 	c.StartedAfter = cmp.Or(c.StartedAfter, DefaultStartedAfter)
 	c.LanePollInterval = cmp.Or(c.LanePollInterval, DefaultLanePollInterval)
 	c.LaneInactiveThreshold = cmp.Or(c.LaneInactiveThreshold, streams.DefaultLaneInactiveThreshold)
+	c.MaxHeartbeatDetailsBytes = cmp.Or(c.MaxHeartbeatDetailsBytes, task.DefaultMaxHeartbeatDetailsBytes)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -153,6 +161,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: RedeliveryDelay %v is not positive", ErrInvalidConfig, c.RedeliveryDelay)
 	case c.LanePollInterval <= 0:
 		return fmt.Errorf("%w: LanePollInterval %v is not positive", ErrInvalidConfig, c.LanePollInterval)
+	case c.MaxHeartbeatDetailsBytes < 1 || c.MaxHeartbeatDetailsBytes > task.DefaultMaxHeartbeatDetailsBytes:
+		return fmt.Errorf("%w: MaxHeartbeatDetailsBytes %d is not in 1..%d", ErrInvalidConfig,
+			c.MaxHeartbeatDetailsBytes, task.DefaultMaxHeartbeatDetailsBytes)
 	}
 	return nil
 }

@@ -48,6 +48,17 @@
 // logical attempt reports under the same idempotency keys, so JetStream
 // stores a result of each kind once and the engine records the first.
 //
+// # Progress heartbeats
+//
+// An activity of a step with a heartbeatTimeout calls Input.Heartbeat with
+// its progress more often than the timeout; the worker puts the step's
+// last heartbeat in the engine's WEFT_HEARTBEATS bucket, not in the run's
+// event log. An attempt that goes silent fails with HEARTBEAT_TIMEOUT, its
+// context ends on the engine's cancel notice, and the retry finds the last
+// details in Input.LastHeartbeat. These are not the in-progress acks of
+// step 4, which only keep JetStream from redelivering the task
+// (docs/worker-protocol.md, "Heartbeats").
+//
 // # Reconciliation
 //
 // An attempt is keyed when the plan step has an idempotencyKey or the

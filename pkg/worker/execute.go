@@ -69,6 +69,7 @@ func (w *Worker) execute(ctx context.Context, d delivery, act *activity, mem *ke
 	}
 	secrets := newSecretSet(t.TenantID, t.Secrets, w.providers)
 	in, bad := act.input(t, attempt, secrets)
+	in = w.withHeartbeats(ctx, in, log)
 	run := &attemptRun{t: t, attempt: attempt, act: act, in: in, scope: act.scope(t, in, bad == nil),
 		limit: act.deadline(t), secrets: secrets, log: log}
 	var early *lookupAnswer
@@ -85,7 +86,7 @@ func (w *Worker) execute(ctx context.Context, d delivery, act *activity, mem *ke
 	}
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	defer w.running.add(t.RunID, t.StepID, cancel)()
+	defer w.running.add(t.RunID, t.StepID, t.LogicalAttemptID, cancel)()
 	actx, stop := context.WithTimeoutCause(actx, run.limit, errTimeout)
 	defer stop()
 	if run.scope != nil && (run.begun || early != nil) {

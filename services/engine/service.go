@@ -108,6 +108,13 @@ type Config struct {
 	// CodeResultTooLarge, not retryable. It must stay under the event
 	// log's eventData limit. Default 256 KiB.
 	MaxResultBytes int
+	// HeartbeatMaxAge is how long the heartbeat bucket keeps a step's last
+	// heartbeat; an older one is gone, so a retry after it gets no
+	// LastHeartbeat. Default DefaultHeartbeatMaxAge (24h).
+	HeartbeatMaxAge time.Duration
+	// HeartbeatBucketBytes bounds the heartbeat bucket's storage. Default
+	// DefaultHeartbeatBucketBytes (256 MiB).
+	HeartbeatBucketBytes int64
 	// Round tunes the round runner.
 	Round round.Config
 	// TracerProvider traces the rounds the engine runs for bus messages:
@@ -179,6 +186,8 @@ func (c Config) withDefaults() Config {
 	c.QueueInterval = cmp.Or(c.QueueInterval, DefaultQueueInterval)
 	c.QueueBatch = cmp.Or(c.QueueBatch, DefaultQueueBatch)
 	c.MaxResultBytes = cmp.Or(c.MaxResultBytes, DefaultMaxResultBytes)
+	c.HeartbeatMaxAge = cmp.Or(c.HeartbeatMaxAge, DefaultHeartbeatMaxAge)
+	c.HeartbeatBucketBytes = cmp.Or(c.HeartbeatBucketBytes, DefaultHeartbeatBucketBytes)
 	c.Round.Admission = c.Admission
 	c.CheckpointOwnership = cmp.Or(c.CheckpointOwnership, SingleOwner)
 	c.Round.CheckpointSteps, c.Round.CheckpointBytes = c.CheckpointEverySteps, c.CheckpointEveryBytes
@@ -197,6 +206,9 @@ type Service struct {
 	logger *slog.Logger
 	tracer trace.Tracer // cfg.TracerProvider's, or a no-op one
 	forged forgedMetrics
+	// heartbeats is the heartbeat bucket, set by Run before the timer
+	// loop starts (heartbeats.go).
+	heartbeats jetstream.KeyValue
 }
 
 // New returns the engine over pool and nc. The Weft streams must exist
@@ -258,6 +270,9 @@ func (s *Service) Run(ctx context.Context) error {
 		return startErr(ctx, err)
 	}
 	defer stopLookups()
+	if err := s.ensureHeartbeats(ctx); err != nil {
+		return startErr(ctx, err)
+	}
 	consumers, err := s.startConsumers(ctx)
 	if err != nil {
 		return startErr(ctx, err)

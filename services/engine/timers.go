@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -77,7 +78,19 @@ func (s *Service) fire(ctx context.Context, t dueTimer) {
 			t.runID, t.stepID, t.attempt, t.kind)
 		return tag.RowsAffected() == 1, err
 	}
-	in := decide.TimerFired{StepID: t.stepID, LogicalAttempt: t.attempt, Kind: decide.TimerKind(t.kind), Now: time.Now().UTC()}
+	in := decide.TimerFired{StepID: t.stepID, LogicalAttempt: t.attempt, Kind: decide.TimerKind(t.kind),
+		Jitter: rand.Float64(), Now: time.Now().UTC()}
+	if in.Kind == decide.TimerHeartbeat {
+		// The decider stays pure: the shell reads the heartbeat, the
+		// decider compares times. An unreadable bucket fails no attempt:
+		// the timer stays due and fires again at the next scan.
+		last, err := s.lastHeartbeat(ctx, t.runID, t.stepID, t.attempt)
+		if err != nil {
+			s.logger.WarnContext(ctx, "engine: heartbeat not readable; the timer fires again", "run_id", t.runID, "step_id", t.stepID, "err", err)
+			return
+		}
+		in.LastHeartbeat = last
+	}
 	if _, err := s.runner.Run(ctx, round.Round{RunID: t.runID, Input: in, Claim: claim}); err != nil {
 		s.logger.WarnContext(ctx, "engine: timer round failed; will retry", "run_id", t.runID, "step_id", t.stepID, "err", err)
 	}

@@ -51,11 +51,12 @@ type checkpointRecord struct {
 
 // checkpointRun is a RunInfo as a checkpoint records it.
 type checkpointRun struct {
-	TenantID      string `json:"tenantId,omitempty"`
-	ProjectID     string `json:"projectId,omitempty"`
-	EnvironmentID string `json:"environmentId,omitempty"`
-	PlanID        string `json:"planId,omitempty"`
-	Input         string `json:"input,omitempty"`
+	TenantID      string    `json:"tenantId,omitempty"`
+	ProjectID     string    `json:"projectId,omitempty"`
+	EnvironmentID string    `json:"environmentId,omitempty"`
+	PlanID        string    `json:"planId,omitempty"`
+	Input         string    `json:"input,omitempty"`
+	StartedAt     time.Time `json:"startedAt,omitzero"`
 }
 
 // checkpointStep is a StepState that left its initial state. It has

@@ -105,10 +105,12 @@ func (d *decider) start(full bool, delayUntil time.Time) {
 	}
 	if d.now.Before(delayUntil) {
 		d.emit("", 0, events.RunStarted, events.RunStartedData{DelayedUntil: delayUntil}, "")
+		d.armRunTimeout()
 		d.setTimer("", 1, TimerDelay, delayUntil)
 		return
 	}
 	d.emit("", 0, events.RunStarted, nil, "")
+	d.armRunTimeout()
 	d.dispatch()
 	d.settle()
 }
@@ -122,7 +124,7 @@ func (d *decider) live(stepID string, attempt int) (*plan.Step, StepState, bool)
 	}
 	ps, ok := d.step(stepID)
 	st, _ := d.s.stepState(stepID)
-	if !ok || ps.EffectiveKind() != plan.KindActivity || st.Attempt != attempt || !st.InFlight() {
+	if !ok || ps.EffectiveKind() != plan.KindActivity || ps.ForEach != "" || st.Attempt != attempt || !st.InFlight() {
 		return nil, StepState{}, false
 	}
 	return ps, st, true
@@ -130,8 +132,9 @@ func (d *decider) live(stepID string, attempt int) (*plan.Step, StepState, bool)
 
 // started handles ResultStarted of a current, not yet started attempt.
 func (d *decider) started(in ResultStarted) {
-	if _, st, ok := d.live(in.StepID, in.LogicalAttempt); ok {
+	if _, st, ok := d.live(in.StepID, in.LogicalAttempt); ok && st.Status == events.StepStatusPending {
 		d.markStarted(st, in)
+		d.armHeartbeat(in.StepID, st.Attempt)
 	}
 }
 
@@ -231,7 +234,7 @@ func (d *decider) failAttempt(ps *plan.Step, st StepState, e events.StepError, j
 // timer handles TimerFired. A timer that fires before its due time is set
 // again; one that no longer matches the step's attempt is stale.
 func (d *decider) timer(in TimerFired) {
-	if d.s.Status.Terminal() {
+	if d.s.Status.Terminal() || d.timeout(in) {
 		return
 	}
 	if in.Kind == TimerDelay {

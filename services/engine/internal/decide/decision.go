@@ -96,6 +96,11 @@ type Cancel struct {
 	LogicalAttempt int
 	Queue          string
 	Reason         string
+	// Notice names the notice the cancel belongs to, unique within its
+	// run: empty for the run's cancellation (RunCancelled), else what
+	// ended the attempt (timeouts.go). The cancels of one run and notice
+	// go out as one message.
+	Notice string
 }
 
 // Error codes the decider writes into events.StepError.Code.

@@ -81,6 +81,10 @@ func (s *State) apply(f fact) {
 		if d, ok := f.data.(events.RunStartedData); ok && f.typ == events.RunStarted {
 			s.DelayedUntil = d.DelayedUntil
 		}
+		if (f.typ == events.RunStarted && s.Run.StartedAt.IsZero()) ||
+			(f.typ == events.RunResumed && s.Status == events.RunStatusFailed) {
+			s.Run.StartedAt = f.at // a reopened run's runTimeout counts afresh
+		}
 		if d, ok := f.data.(runApprovedData); ok && s.Status == events.RunStatusPending {
 			s.Run = RunInfo{TenantID: d.TenantID, ProjectID: d.ProjectID, EnvironmentID: d.EnvironmentID,
 				PlanID: d.PlanID, Input: compactJSON(d.Input)}

@@ -182,6 +182,7 @@ func (d *decider) scheduleChild(ps *plan.Step, i int) {
 	}
 	d.emit(c.ID, attempt, events.StepScheduled, data, "")
 	d.out.Tasks = append(d.out.Tasks, d.taskOf(c, attempt, input))
+	d.armScheduleToStart(c, attempt)
 }
 
 // stopFan fails forEach step ps at its first failed element: every

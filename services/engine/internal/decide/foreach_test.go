@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -198,4 +199,35 @@ func TestForEachCheckpoint(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, b.s, restored)
 	require.Equal(t, Fan{Items: []string{"1", "2", "3", "4", "5"}, Running: 2, Waiting: 1, Done: 1, Next: 4}, restored.Fans["fan"])
+}
+
+// The timeouts apply to each element: its scheduleToStartTimeout and
+// heartbeatTimeout are its own, and a runTimeout fails the elements in
+// flight and the run; the forEach step itself has no attempt timers.
+func TestForEachElementsTimeOut(t *testing.T) {
+	t.Parallel()
+	s := loop("fan", "input.items", 2)
+	s.ScheduleToStartTimeout, s.HeartbeatTimeout = plan.Duration(time.Minute), plan.Duration(time.Minute)
+	s = withRetry(s, 2, 0)
+	b := setupWith(t, events.RunApprovedData{Input: json.RawMessage(items(2))}, s)
+	d := b.decide(approve())
+	require.Equal(t, []string{"fan[0]/1 scheduleToStart", "fan[1]/1 scheduleToStart"}, timerIDs(d))
+	d = b.decide(start("fan[1]", 1))
+	require.Equal(t, []string{"fan[1]/1 heartbeat"}, timerIDs(d))
+	require.ElementsMatch(t, []string{"fan[0]/1 scheduleToStart", "fan[1]/1 heartbeat"}, timerIDs(Decision{Timers: b.s.Timers(b.p)}),
+		"the state re-arms the elements' timers, none for the step")
+	d = b.decide(at("fan[0]", 1, TimerScheduleToStart, t0.Add(2*time.Minute)))
+	require.Equal(t, []string{"StepRetryScheduled fan[0] 1", "StepScheduled fan[0] 2"}, descs(d.Events))
+	require.Equal(t, []string{"fan[0]/1"}, cancelIDs(d))
+	d = b.decide(TimerFired{StepID: "fan", LogicalAttempt: 1, Kind: TimerHeartbeat, Now: later})
+	require.Empty(t, d.Events, "the forEach step has no heartbeat of its own")
+
+	r := loop("fan", "input.items", 2)
+	b = setupWith(t, events.RunApprovedData{Input: json.RawMessage(items(3))}, r)
+	b.p.RunTimeout = plan.Duration(time.Minute)
+	b.decide(approve())
+	b.decide(start("fan[0]", 1))
+	d = b.decide(TimerFired{Kind: TimerRunTimeout, LogicalAttempt: 1, Now: later})
+	require.Equal(t, []string{"StepFailed fan[0] 1", "StepFailed fan[1] 1", "StepFailed fan 1", "RunFailed 1"}, descs(d.Events))
+	require.ElementsMatch(t, []string{"fan[0]/1", "fan[1]/1"}, cancelIDs(d))
 }

@@ -98,7 +98,14 @@ type TimerFired struct {
 	StepID         string
 	LogicalAttempt int
 	Kind           TimerKind
-	Now            time.Time
+	// LastHeartbeat is, for a TimerHeartbeat, when the attempt's last
+	// heartbeat was stored (the shell reads it from the heartbeat store);
+	// zero when it sent none.
+	LastHeartbeat time.Time
+	// Jitter is as in ResultFailed, for the retry of an attempt a timeout
+	// failed.
+	Jitter float64
+	Now    time.Time
 }
 
 // Resync asks the engine to re-drive a run that has not moved for a while,

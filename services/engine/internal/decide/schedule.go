@@ -53,6 +53,7 @@ func (d *decider) schedule(id string) {
 	}
 	d.emit(id, attempt, events.StepScheduled, data, "")
 	d.out.Tasks = append(d.out.Tasks, d.taskOf(ps, attempt, input))
+	d.armScheduleToStart(ps, attempt)
 }
 
 // takeBuffered completes attempt of waitSignal step ps at once with the

@@ -176,6 +176,7 @@ func (d *decider) retryStep(payload json.RawMessage) verdict {
 	}
 	if d.s.Status == events.RunStatusFailed {
 		d.emit("", d.s.Resumes+1, events.RunResumed, nil, "")
+		d.armRunTimeout() // a reopened run's runTimeout counts afresh
 	}
 	d.retryFailedElements(req.StepID)
 	d.emit(req.StepID, st.Attempt, events.StepRetryScheduled, events.StepRetryScheduledData{

@@ -68,6 +68,10 @@ type RunInfo struct {
 	TenantID, ProjectID, EnvironmentID, PlanID string
 	// Input is the run's input, as compact JSON text; empty for none.
 	Input string
+	// StartedAt is when the run started (RunStarted's emittedAt), or was
+	// last reopened by RETRY_STEP (RunResumed's), from which its plan's
+	// runTimeout counts; zero before.
+	StartedAt time.Time
 }
 
 // StepState is one step as of its current logical attempt.
@@ -187,8 +191,9 @@ func (s State) InFlight(p *plan.Plan, reason string) []Cancel {
 }
 
 // Timers lists the timers a live run of p needs armed: retries not yet
-// scheduled and the timeouts of waiting waitSignal steps. The shell may
-// set them again after a restart; setting a timer is idempotent.
+// scheduled, the timeouts of waiting waitSignal steps and those of
+// timeouts.go. The shell may set them again after a restart; setting a
+// timer is idempotent.
 func (s State) Timers(p *plan.Plan) []Timer {
 	if s.Status.Terminal() {
 		return nil
@@ -210,7 +215,7 @@ func (s State) Timers(p *plan.Plan) []Timer {
 			add(ps.ID, st)
 		}
 	})
-	return out
+	return append(out, s.timeoutTimers(p)...)
 }
 
 // clone copies s's maps, so that changing the copy leaves s alone.
