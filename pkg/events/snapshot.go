@@ -1,6 +1,7 @@
 package events
 
 import (
+	"cmp"
 	"encoding/json"
 	"slices"
 	"time"
@@ -171,6 +172,28 @@ func (s RunSnapshot) TopSteps() []StepSnapshot {
 		}
 	}
 	return top
+}
+
+// Children returns the snapshots of forEach step parent's children (the
+// steps ChildStepID names), in element order, with an index above after
+// (-1 for all); children not yet scheduled have no snapshot.
+func (s RunSnapshot) Children(parent string, after int) []StepSnapshot {
+	type child struct {
+		index int
+		st    StepSnapshot
+	}
+	var kids []child
+	for _, st := range s.Steps {
+		if p, i, ok := ParseChildStepID(st.StepID); ok && p == parent && i > after {
+			kids = append(kids, child{i, st})
+		}
+	}
+	slices.SortFunc(kids, func(a, b child) int { return cmp.Compare(a.index, b.index) })
+	out := make([]StepSnapshot, len(kids))
+	for i, k := range kids {
+		out[i] = k.st
+	}
+	return out
 }
 
 // clone returns a deep copy of s with non-nil slices.

@@ -124,3 +124,26 @@ func TestTopSteps(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, s.TopSteps(), 2)
 }
+
+// TestChildren: a forEach step's children in element order, after an
+// index; another step's children are not among them.
+func TestChildren(t *testing.T) {
+	t.Parallel()
+	s, err := Project(goldenRun, detailEvents(
+		stepEv(StepScheduled, "each", "1", "", `{"forEach":{"count":11}}`),
+		stepEv(StepScheduled, "each[10]", "1", "", `{}`),
+		stepEv(StepScheduled, "each[2]", "1", "", `{}`),
+		stepEv(StepScheduled, "other[0]", "1", "", `{}`),
+		stepEv(StepScheduled, "each[0]", "1", "", `{}`),
+	))
+	require.NoError(t, err)
+	ids := func(steps []StepSnapshot) (out []string) {
+		for _, st := range steps {
+			out = append(out, st.StepID)
+		}
+		return out
+	}
+	require.Equal(t, []string{"each[0]", "each[2]", "each[10]"}, ids(s.Children("each", -1)))
+	require.Equal(t, []string{"each[10]"}, ids(s.Children("each", 2)))
+	require.Empty(t, s.Children("nothing", -1))
+}

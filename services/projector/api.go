@@ -30,6 +30,7 @@ func (s *Service) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/runs/{runId}", s.authed(s.handleRunGet))
 	mux.HandleFunc("GET /v1/runs/{runId}/events", s.authed(s.handleRunEvents))
 	mux.HandleFunc("GET /v1/runs/{runId}/steps/{stepId}", s.authed(s.handleStepGet))
+	mux.HandleFunc("GET /v1/runs/{runId}/steps/{stepId}/children", s.authed(s.handleStepChildren))
 	mux.HandleFunc("GET /v1/alerts", s.authed(s.handleAlerts))
 	gateway := s.gatewayProxy()
 	mux.Handle("POST /gateway/v1/runs/{runId}/signals", gateway)

@@ -80,13 +80,18 @@ func (v RunView) etag() string {
 }
 
 // handleRunGet answers GET /v1/runs/{runId}, waiting first when asked to
-// (waitForSeq, timeout).
+// (waitForSeq, timeout), with every step or only the top ones (steps).
 func (s *Service) handleRunGet(w http.ResponseWriter, r *http.Request, p auth.Principal) {
 	runID, ok := runIDOf(w, r)
 	if !ok {
 		return
 	}
 	wait, err := s.parseWait(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, api.CodeInvalidArgument, err.Error())
+		return
+	}
+	top, err := parseSteps(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, api.CodeInvalidArgument, err.Error())
 		return
@@ -118,7 +123,25 @@ func (s *Service) handleRunGet(w http.ResponseWriter, r *http.Request, p auth.Pr
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
+	if top {
+		v.Steps = v.TopSteps()
+	}
 	httpserve.WriteJSON(w, http.StatusOK, v)
+}
+
+// parseSteps reads steps=all (the default) or steps=top: the answer leaves
+// out the children of forEach steps, which GET
+// /v1/runs/{runId}/steps/{stepId}/children pages through, so that a run
+// with 10,000 children does not send them all on every long poll.
+func parseSteps(r *http.Request) (top bool, err error) {
+	switch v := r.URL.Query().Get("steps"); v {
+	case "", "all":
+		return false, nil
+	case "top":
+		return true, nil
+	default:
+		return false, fmt.Errorf("steps %q: want all or top", v)
+	}
 }
 
 // longPollRetryAfter is the Retry-After of a long poll refused for its

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -67,6 +68,78 @@ func (s *Service) handleStepGet(w http.ResponseWriter, r *http.Request, p auth.P
 		d = &events.StepDetail{StepID: stepID, Attempts: []events.StepAttempt{}}
 	}
 	httpserve.WriteJSON(w, http.StatusOK, d)
+}
+
+// DefaultChildrenLimit and MaxChildrenLimit bound a page of GET
+// /v1/runs/{runId}/steps/{stepId}/children; the largest page holds every
+// child a forEach step may have (plan.MaxForEachElements).
+const (
+	DefaultChildrenLimit = 100
+	MaxChildrenLimit     = 10_000
+)
+
+// ChildPage is the answer of GET /v1/runs/{runId}/steps/{stepId}/children:
+// the snapshots of the forEach step's children with an index above
+// afterIndex, in index order, at most limit of them. Children not yet
+// scheduled have no snapshot and are not listed. More says whether a
+// later page has some; NextAfterIndex is the index of the last child
+// listed (afterIndex when none).
+type ChildPage struct {
+	Children       []events.StepSnapshot `json:"children"`
+	More           bool                  `json:"more"`
+	NextAfterIndex int                   `json:"nextAfterIndex"`
+}
+
+// handleStepChildren answers GET /v1/runs/{runId}/steps/{stepId}/children
+// from the run's snapshot (afterIndex, default -1; limit, default
+// DefaultChildrenLimit).
+func (s *Service) handleStepChildren(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	runID, ok := runIDOf(w, r)
+	if !ok {
+		return
+	}
+	after, limit, err := parseChildPage(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, api.CodeInvalidArgument, err.Error())
+		return
+	}
+	v, err := s.runView(r, runID, p.TenantID)
+	switch {
+	case errors.Is(err, errNoRun):
+		writeError(w, http.StatusNotFound, api.CodeNotFound, "no run "+runID)
+		return
+	case err != nil:
+		s.writeFault(w, r, err)
+		return
+	}
+	httpserve.WriteJSON(w, http.StatusOK, childPage(v.RunSnapshot, r.PathValue("stepId"), after, limit))
+}
+
+// childPage picks the page of parent's children from the snapshot.
+func childPage(snap events.RunSnapshot, parent string, after, limit int) ChildPage {
+	kids := snap.Children(parent, after)
+	page := ChildPage{Children: kids[:min(limit, len(kids))], More: len(kids) > limit, NextAfterIndex: after}
+	if n := len(page.Children); n > 0 {
+		_, page.NextAfterIndex, _ = events.ParseChildStepID(page.Children[n-1].StepID)
+	}
+	return page
+}
+
+// parseChildPage reads afterIndex and limit.
+func parseChildPage(r *http.Request) (after, limit int, err error) {
+	q := r.URL.Query()
+	after, limit = -1, DefaultChildrenLimit
+	if a := q.Get("afterIndex"); a != "" {
+		if after, err = strconv.Atoi(a); err != nil || after < -1 {
+			return 0, 0, fmt.Errorf("afterIndex %q: want an element index, or -1", a)
+		}
+	}
+	if l := q.Get("limit"); l != "" {
+		if limit, err = strconv.Atoi(l); err != nil || limit < 1 || limit > MaxChildrenLimit {
+			return 0, 0, fmt.Errorf("limit %q: want 1 to %d", l, MaxChildrenLimit)
+		}
+	}
+	return after, limit, nil
 }
 
 // runVisible reports whether run runID exists in the caller's tenant, and

@@ -66,6 +66,23 @@ func TestStepDetail(t *testing.T) {
 	requireError(t, s.fetch(t, otherToken, "/v1/runs/"+runID+"/steps/a"), http.StatusNotFound, api.CodeNotFound)
 	requireError(t, s.fetch(t, readerToken, "/v1/runs/not-a-run/steps/a"), http.StatusBadRequest, api.CodeInvalidArgument)
 
+	// The run without the forEach step's children, and the children by page.
+	var top projector.RunView
+	s.fetch(t, readerToken, "/v1/runs/"+runID+"?steps=top").decode(t, &top)
+	require.Len(t, top.Steps, 3, "a, b and each")
+	requireError(t, s.fetch(t, readerToken, "/v1/runs/"+runID+"?steps=some"), http.StatusBadRequest, api.CodeInvalidArgument, "steps")
+	var page projector.ChildPage
+	s.fetch(t, readerToken, "/v1/runs/"+runID+"/steps/each/children?limit=1").decode(t, &page)
+	require.Len(t, page.Children, 1)
+	require.Equal(t, "each[0]", page.Children[0].StepID)
+	require.Equal(t, events.StepStatusRunning, page.Children[0].Status)
+	require.Equal(t, 0, page.NextAfterIndex)
+	require.False(t, page.More, "each[1] is not scheduled yet")
+	s.fetch(t, readerToken, "/v1/runs/"+runID+"/steps/each/children?afterIndex=0").decode(t, &page)
+	require.Equal(t, projector.ChildPage{Children: []events.StepSnapshot{}, NextAfterIndex: 0}, page)
+	requireError(t, s.fetch(t, readerToken, "/v1/runs/"+runID+"/steps/each/children?limit=0"), http.StatusBadRequest, api.CodeInvalidArgument, "limit")
+	requireError(t, s.fetch(t, otherToken, "/v1/runs/"+runID+"/steps/each/children"), http.StatusNotFound, api.CodeNotFound)
+
 	var list api.RunList
 	s.fetch(t, readerToken, "/v1/runs").decode(t, &list)
 	require.Len(t, list.Runs, 1)

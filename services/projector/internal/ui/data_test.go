@@ -150,6 +150,8 @@ func TestForEachNode(t *testing.T) {
 	t.Parallel()
 	v, evs := ordersRun(t, time.Now())
 	b := openRun(t, v, evs)
+	require.NoError(t, waitUntil(b.step(), func() bool { return hasQuery(b.api.runCalls(), "steps", "top") }),
+		"the page asks for the run without its children")
 	nodes := eval[[]string](b, `[...document.querySelectorAll('[data-testid="step"]')].map(n => n.dataset.stepId)`)
 	assert.ElementsMatch(t, []string{"load", "check", "notify", "ship", "report"}, nodes, "the children are not nodes")
 	assert.Equal(t, "55 done · 2 running · 1 failed of 60", eval[string](b,
@@ -166,9 +168,11 @@ func TestForEachNode(t *testing.T) {
 	assert.Equal(t, "55 done · 2 running · 1 failed of 60", panelText(b, "detail-foreach-progress"))
 	assert.Equal(t, prettyJSON(t, json.RawMessage(`[`+seq(60)+`]`)), panelText(b, "detail-input-json"), "the evaluated list")
 	assert.Equal(t, 50, eval[int](b, `document.querySelectorAll('[data-testid="foreach-child"]').length`))
-	assert.Equal(t, "2 not scheduled yet", panelText(b, "foreach-waiting"))
+	assert.Empty(t, panelText(b, "foreach-waiting"), "more children are listed")
 	b.do(chromedp.Click(chromedp.CSS(`[data-testid="foreach-more"]`)))
 	b.waitFor(`document.querySelectorAll('[data-testid="foreach-child"]').length === 58`)
+	assert.Equal(t, "2 not scheduled yet", panelText(b, "foreach-waiting"))
+	assert.Empty(t, panelText(b, "foreach-more"), "every child is listed")
 	assert.Equal(t, "FAILED", eval[string](b,
 		`document.querySelector('[data-testid="foreach-child"][data-step-id="ship[55]"] [data-testid="foreach-child-status"]').textContent`))
 

@@ -82,6 +82,7 @@ func (f *fakeAPI) register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/runs/{runId}", f.auth(f.run))
 	mux.HandleFunc("GET /v1/runs/{runId}/events", f.auth(f.eventsAfter))
 	mux.HandleFunc("GET /v1/runs/{runId}/steps/{stepId}", f.auth(f.stepDetail))
+	mux.HandleFunc("GET /v1/runs/{runId}/steps/{stepId}/children", f.auth(f.children))
 	mux.HandleFunc("GET /v1/alerts", f.auth(f.listAlerts))
 	mux.HandleFunc("POST /gateway/v1/runs/{runId}/signals", f.auth(f.signal))
 	mux.HandleFunc("GET /gateway/v1/schedules", f.auth(f.scheduleList))
@@ -278,7 +279,29 @@ func (f *fakeAPI) run(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
+	if q.Get("steps") == "top" {
+		v.Steps = v.TopSteps()
+	}
 	writeJSON(w, http.StatusOK, v)
+}
+
+// children answers a page of a forEach step's children from the run's
+// snapshot, as the projector does.
+func (f *fakeAPI) children(w http.ResponseWriter, r *http.Request) {
+	v, ok, _ := f.find(r.PathValue("runId"))
+	if !ok {
+		writeError(w, apiError{http.StatusNotFound, "NotFound", "no run " + r.PathValue("runId")})
+		return
+	}
+	after, limit := -1, 100
+	if a, err := strconv.Atoi(r.URL.Query().Get("afterIndex")); err == nil {
+		after = a
+	}
+	if l, err := strconv.Atoi(r.URL.Query().Get("limit")); err == nil {
+		limit = l
+	}
+	kids := v.Children(r.PathValue("stepId"), after)
+	writeJSON(w, http.StatusOK, map[string]any{"children": kids[:min(limit, len(kids))], "more": len(kids) > limit})
 }
 
 func (f *fakeAPI) eventsAfter(w http.ResponseWriter, r *http.Request) {

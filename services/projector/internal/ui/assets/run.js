@@ -231,9 +231,11 @@ export function mountRun(root, view, runId) {
     let missing = false; // the run answered 404: the not-found view is up
     while (!ac.signal.aborted) {
       const started = Date.now();
+      // steps=top: a forEach step's children come a page at a time from
+      // the step panel, not with every snapshot.
       const path = plain || !snap
-        ? runPath(runId)
-        : `${runPath(runId)}?waitForSeq=${(snap.lastEventSeq || 0) + 1}&timeout=${LONG_POLL}`;
+        ? `${runPath(runId)}?steps=top`
+        : `${runPath(runId)}?steps=top&waitForSeq=${(snap.lastEventSeq || 0) + 1}&timeout=${LONG_POLL}`;
       try {
         const signal = AbortSignal.any([ac.signal, AbortSignal.timeout(CLIENT_TIMEOUT_MS)]);
         const res = await get(path, { etag, signal });

@@ -1,8 +1,10 @@
 // The step panel of the run page: one step's detail (GET
 // /v1/runs/{runId}/steps/{stepId}): why it was skipped, its input and
-// output, its attempt history, and for a forEach step its children, which
-// open in the same panel. The detail is read again whenever the step's
-// snapshot changes while it is shown.
+// output, its attempt history, and for a forEach step its children (GET
+// …/children, a page at a time: the run's snapshot comes without them),
+// which open in the same panel. The detail is read again whenever the
+// step's snapshot changes while it is shown; a child's, whenever the run's
+// does.
 
 import { get, runPath } from './api.js';
 import { h, icon, pill, replace } from './dom.js';
@@ -42,11 +44,19 @@ export function createStepPanel(runId, signal) {
   let fetchedFor = null; // the snapshot signature the detail was read for
   let error = null;
   let shown = CHILD_PAGE;
+  let kids = { list: [], more: false, loaded: false }; // the shown step's children, the first `shown`
   let onSelect = () => {};
   const states = new Map(); // "stepId:field" → the JSON block's open/full state
 
-  const stepOf = (id) => (Array.isArray(snap?.steps) ? snap.steps.find((st) => st.stepId === id) : undefined);
-  const signature = (st) => (st ? [st.status, st.logicalAttemptId, st.engineAttemptId, st.attempts, st.completedAt].join('|') : '');
+  const stepOf = (id) => (Array.isArray(snap?.steps) ? snap.steps.find((st) => st.stepId === id) : undefined)
+    || kids.list.find((st) => st.stepId === id);
+  // signature says when a step's detail may have changed: its snapshot,
+  // or for a child (which the run's snapshot leaves out) the run's.
+  const signature = (id) => {
+    const st = Array.isArray(snap?.steps) ? snap.steps.find((x) => x.stepId === id) : undefined;
+    if (!st) return parseChildId(id) ? `run ${snap?.lastEventSeq}` : '';
+    return [st.status, st.logicalAttemptId, st.engineAttemptId, st.attempts, st.completedAt, JSON.stringify(st.forEach || null)].join('|');
+  };
   const state = (field) => {
     const key = `${stepId}:${field}`;
     if (!states.has(key)) states.set(key, {});
@@ -55,12 +65,15 @@ export function createStepPanel(runId, signal) {
 
   async function load() {
     const id = stepId;
-    const sig = signature(stepOf(id));
-    fetchedFor = sig;
+    fetchedFor = signature(id);
+    const path = `${runPath(runId)}/steps/${encodeURIComponent(id)}`;
     try {
-      const res = await get(`${runPath(runId)}/steps/${encodeURIComponent(id)}`, { signal });
+      const [res, page] = await Promise.all([
+        get(path, { signal }),
+        stepOf(id)?.forEach ? get(`${path}/children?limit=${shown}`, { signal }) : null]);
       if (id !== stepId) return;
       detail = res.data;
+      if (page) kids = { list: page.data?.children || [], more: !!page.data?.more, loaded: true };
       error = null;
     } catch (err) {
       if (signal.aborted || id !== stepId) return;
@@ -76,6 +89,7 @@ export function createStepPanel(runId, signal) {
     detail = null;
     error = null;
     shown = CHILD_PAGE;
+    if (!parseChildId(id)) kids = { list: [], more: false, loaded: false }; // a child's parent keeps its page
     onSelect(id);
     draw();
     load();
@@ -92,7 +106,7 @@ export function createStepPanel(runId, signal) {
   function update(s) {
     snap = s;
     if (!stepId) return;
-    if (signature(stepOf(stepId)) !== fetchedFor) load();
+    if (signature(stepId) !== fetchedFor) load();
     draw();
   }
 
@@ -101,6 +115,9 @@ export function createStepPanel(runId, signal) {
     if (!stepId) return;
     const st = stepOf(stepId);
     const child = parseChildId(stepId);
+    // A child's status is its latest attempt's: the page of children it
+    // came from is not read again at every event.
+    const status = (child && detail?.attempts?.at(-1)?.status) || st?.status;
     const closer = h('button', { type: 'button', class: 'btn btn-ghost btn-icon', testid: 'step-panel-close', title: 'Close', 'aria-label': 'Close' }, icon('x'));
     closer.addEventListener('click', close);
     let up = null;
@@ -111,7 +128,7 @@ export function createStepPanel(runId, signal) {
     replace(el,
       h('div', { class: 'card-head' },
         h('h2', {}, 'Step ', h('code', { testid: 'step-panel-id', text: stepId })),
-        st ? pill(st.status, 'step-panel-status') : h('span', { class: 'chip chip-quiet', text: 'not started' }),
+        status ? pill(status, 'step-panel-status') : h('span', { class: 'chip chip-quiet', text: 'not started' }),
         h('span', { class: 'grow' }), closer),
       h('div', { class: 'step-panel-body' },
         up,
@@ -145,11 +162,7 @@ export function createStepPanel(runId, signal) {
 
   function children(parent) {
     const f = parent.forEach;
-    const kids = (snap.steps || [])
-      .map((st) => ({ st, c: parseChildId(st.stepId) }))
-      .filter(({ c }) => c && c.parent === parent.stepId)
-      .sort((a, b) => a.c.index - b.c.index);
-    const rows = kids.slice(0, shown).map(({ st, c }) => {
+    const rows = kids.list.map((st) => ({ st, c: parseChildId(st.stepId) })).map(({ st, c }) => {
       const open = h('button', { type: 'button', class: 'btn btn-sm', testid: 'foreach-child-open', 'data-step-id': st.stepId, text: 'Open' });
       open.addEventListener('click', () => select(st.stepId));
       return h('tr', { testid: 'foreach-child', 'data-step-id': st.stepId },
@@ -160,11 +173,16 @@ export function createStepPanel(runId, signal) {
         h('td', {}, open));
     });
     let more = null;
-    if (kids.length > shown) {
-      more = h('button', { type: 'button', class: 'btn btn-sm', testid: 'foreach-more', text: `Show ${Math.min(CHILD_PAGE, kids.length - shown)} more (${kids.length - shown} not shown)` });
-      more.addEventListener('click', () => { shown += CHILD_PAGE; draw(); });
+    if (kids.more) {
+      more = h('button', { type: 'button', class: 'btn btn-sm', testid: 'foreach-more', text: `Show ${CHILD_PAGE} more` });
+      more.addEventListener('click', () => {
+        more.disabled = true;
+        shown += CHILD_PAGE;
+        load();
+      });
     }
-    const waiting = Math.max(0, (f.count || 0) - kids.length);
+    // Once every scheduled child is listed, the rest are not scheduled yet.
+    const waiting = kids.loaded && !kids.more ? Math.max(0, (f.count || 0) - kids.list.length) : 0;
     return h('div', { class: 'foreach', testid: 'detail-foreach' },
       h('div', { class: 'foreach-head' },
         h('strong', { testid: 'detail-foreach-progress', text: progressText(f) }),
