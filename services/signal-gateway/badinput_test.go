@@ -244,9 +244,9 @@ type signalCase struct {
 func TestBadInputSignals(t *testing.T) {
 	t.Parallel()
 	s := setup(t, gateway.Config{})
-	runID := s.run(t)
-	otherRun := events.NewRunID()
 	long := strings.Repeat("n", api.MaxSignalNameBytes)
+	runID := s.runWaiting(t, "go", "og", long, long[2:]+"é")
+	otherRun := events.NewRunID()
 
 	cases := []signalCase{
 		// Not JSON, or not one JSON value.
@@ -736,7 +736,7 @@ func TestBadInputIDsAreExact(t *testing.T) {
 func TestBadInputSQL(t *testing.T) {
 	t.Parallel()
 	s := setup(t, gateway.Config{})
-	runID := s.run(t)
+	runID := s.runWaiting(t, "go", "go'--")
 
 	accept := func(t *testing.T, name, id string, rpc bool) {
 		t.Helper()

@@ -35,7 +35,7 @@ func groupSetup(t *testing.T, n int) (*Intake, *weftest.DB, []string) {
 }
 
 func groupCall(ctx context.Context, in *Intake, run, id, payload string) *call {
-	return newCall(ctx, groupOperator, Signal{RunID: run, Name: "go", ID: &id, Payload: json.RawMessage(payload)}, in.now())
+	return newCall(ctx, groupOperator, Signal{RunID: run, Name: "go", ID: &id, Payload: json.RawMessage(payload)}, "", in.now())
 }
 
 // countAccepted counts run's SignalAccepted events, their outbox rows and

@@ -61,7 +61,7 @@ func TestSignalPayloadLimitAtItsEdge(t *testing.T) {
 func TestSignalValidation(t *testing.T) {
 	t.Parallel()
 	b := setup(t, intake.Config{})
-	runID := b.run(t)
+	runID := b.runWaiting(t, "go", "go';DROP_TABLE_run_events;--")
 	cases := []struct {
 		name string
 		sig  intake.Signal

@@ -51,16 +51,29 @@ type SignalResult struct {
 // alone; it answers none of them before it has committed. SignalSend
 // returns when sig is answered. Safe for concurrent use.
 func (in *Intake) SignalSend(ctx context.Context, p auth.Principal, sig Signal) (SignalResult, error) {
-	if err := in.checkSignal(sig); err != nil {
+	stepID, err := in.checkSignal(sig)
+	if err != nil {
 		return SignalResult{}, err
 	}
-	c := newCall(ctx, p, sig, in.now())
+	c := newCall(ctx, p, sig, stepID, in.now())
 	in.groups.send(c)
 	return c.res, c.err
 }
 
-// checkSignal refuses what can be refused before touching the database.
-func (in *Intake) checkSignal(sig Signal) error {
+// checkSignal refuses what can be refused before touching the database,
+// and returns the step a RETRY_STEP names ("" for any other signal).
+func (in *Intake) checkSignal(sig Signal) (string, error) {
+	if err := in.checkSignalFields(sig); err != nil {
+		return "", err
+	}
+	if sig.Name != plan.SignalRetryStep {
+		return "", nil
+	}
+	return retryStepTarget(sig.Payload)
+}
+
+// checkSignalFields checks the run id, name, id and payload of sig.
+func (in *Intake) checkSignalFields(sig Signal) error {
 	if _, err := events.ParseRunID(sig.RunID); err != nil {
 		return invalid("workflowId", "must be a run id (a UUID in canonical, lowercase form), not %q", sig.RunID)
 	}
@@ -95,7 +108,9 @@ type call struct {
 	p   auth.Principal
 	sig Signal
 	id  string // sig.ID, or the id generated for it
-	now time.Time
+	// stepID is the step a RETRY_STEP names; "" for any other signal.
+	stepID string
+	now    time.Time
 	// trace is the request's trace context, for the bus copy of its event.
 	trace trace.SpanContext
 
@@ -111,8 +126,8 @@ type call struct {
 	wake chan bool // grouper: true to lead a group, false once answered
 }
 
-func newCall(ctx context.Context, p auth.Principal, sig Signal, now time.Time) *call {
-	c := &call{ctx: ctx, p: p, sig: sig, now: now, trace: trace.SpanContextFromContext(ctx)}
+func newCall(ctx context.Context, p auth.Principal, sig Signal, stepID string, now time.Time) *call {
+	c := &call{ctx: ctx, p: p, sig: sig, stepID: stepID, now: now, trace: trace.SpanContextFromContext(ctx)}
 	if sig.ID != nil {
 		c.id = *sig.ID
 	} else {
@@ -136,9 +151,10 @@ func (c *call) fail(err error) {
 // decide answers c from its run and signal state, read under the run's
 // lock, checking in the documented order (docs/api.md): the run is the
 // principal's tenant's, the principal may send the signal, the signal is
-// not a repeat, the run is within its rate limit, and no payload of the
-// signal is in the log without its record. It sets c.res or c.err, and
-// c.ev when there is an event to append. An error is a fault.
+// not a repeat, the signal can have an effect on the run (checkEffect),
+// the run is within its rate limit, and no payload of the signal is in
+// the log without its record. It sets c.res or c.err, and c.ev when there
+// is an event to append. An error is a fault.
 func (in *Intake) decide(c *call) error {
 	run, st := c.run, c.st
 	if !run.locked || run.tenant != c.p.TenantID {
@@ -152,7 +168,12 @@ func (in *Intake) decide(c *call) error {
 	case st.existing != nil:
 		c.res = SignalResult{AcceptedSignalResult: *st.existing, Duplicate: true}
 		return nil
-	case st.recent >= in.cfg.MaxSignalsPerRunMinute:
+	}
+	if e, refused := checkEffect(c.sig, c.stepID, run); refused {
+		c.err = e // refused: no event to append
+		return nil
+	}
+	if st.recent >= in.cfg.MaxSignalsPerRunMinute {
 		c.err = in.rateLimited(c.sig.RunID, st.oldest.Add(RateWindow).Sub(c.now))
 		return nil
 	}

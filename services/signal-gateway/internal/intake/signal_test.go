@@ -138,7 +138,7 @@ func TestSignalIDIsExactBytes(t *testing.T) {
 func TestSignalKeyReservedCharacters(t *testing.T) {
 	t.Parallel()
 	b := setup(t, intake.Config{})
-	runID := b.run(t)
+	runID := b.runWaiting(t, "go", "go:x")
 	pairs := [][2]string{{"go", "x:1"}, {"go:x", "1"}, {"go", "x%3A1"}, {"go", "x%253A1"}, {"go", "x|1"}}
 	keys := map[string]string{}
 	for _, p := range pairs {

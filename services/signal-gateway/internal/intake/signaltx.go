@@ -62,7 +62,7 @@ func (in *Intake) readTx(ctx context.Context, tx batchTx, calls []*call) error {
 	}
 	heads := queueLockRuns(b, ids)
 	for _, c := range calls {
-		queueSignalState(b, c.sig.RunID, c.sig.Name, c.id, c.now, &c.run, &c.st)
+		queueSignalState(b, c.sig, c.id, c.stepID, c.now, &c.run, &c.st)
 	}
 	if err := tx.send(ctx, b, false); err != nil {
 		return fmt.Errorf("intake: lock runs and read signal states: %w", err)

@@ -58,7 +58,8 @@ func (in *Intake) RunStartTx(ctx context.Context, tx pgx.Tx, p auth.Principal, r
 // kept, anything else a refusal or fault wrote is rolled back, and tx
 // stays usable. The acceptance commits with tx.
 func (in *Intake) SignalSendTx(ctx context.Context, tx pgx.Tx, p auth.Principal, sig Signal) (SignalResult, error) {
-	if err := in.checkSignal(sig); err != nil {
+	stepID, err := in.checkSignal(sig)
+	if err != nil {
 		return SignalResult{}, err
 	}
 	sp, err := tx.Begin(ctx)
@@ -66,7 +67,7 @@ func (in *Intake) SignalSendTx(ctx context.Context, tx pgx.Tx, p auth.Principal,
 		return SignalResult{}, fmt.Errorf("intake: savepoint: %w", err)
 	}
 	stx := &savepointTx{sp: sp}
-	c := newCall(ctx, p, sig, in.now())
+	c := newCall(ctx, p, sig, stepID, in.now())
 	c.fail(in.decideTx(ctx, stx, []*call{c}))
 	if !stx.committed {
 		if rerr := sp.Rollback(ctx); rerr != nil {

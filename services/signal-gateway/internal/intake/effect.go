@@ -1,0 +1,112 @@
+package intake
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/plan"
+)
+
+// Codes of the refusals of a signal that could have no effect on its run
+// (checkEffect). Like the pkg/api codes they are stable, and programs
+// branch on them; pkg/client exports the same strings.
+const (
+	// CodeRunTerminal: the run has ended (COMPLETED, FAILED or
+	// CANCELLED) and takes no more signals, but RETRY_STEP on a FAILED
+	// run. HTTP 409, JSON-RPC -32009 (conflict). Nothing is written.
+	CodeRunTerminal = "RunTerminal"
+	// CodeUnknownSignal: the name is neither a control signal nor one a
+	// waitSignal step of the run's plan waits for; details.accepts lists
+	// those it takes. HTTP 400, JSON-RPC -32602. Nothing is written.
+	CodeUnknownSignal = "UnknownSignal"
+)
+
+// controlSignals are the control signal names, in the order refusals list
+// them.
+var controlSignals = []string{plan.SignalPause, plan.SignalResume, plan.SignalCancel, plan.SignalRetryStep}
+
+// retryStepTarget returns the step a RETRY_STEP payload names, decoding
+// it as the engine does (services/engine/internal/decide, retryStep): a
+// payload the engine would ignore as BAD_PAYLOAD is refused here as an
+// InvalidArgument about the payload.
+func retryStepTarget(payload json.RawMessage) (string, error) {
+	var req struct {
+		StepID string `json:"stepId"`
+	}
+	if err := json.Unmarshal(payload, &req); err != nil || req.StepID == "" {
+		return "", invalid("payload", `of RETRY_STEP must be {"stepId": "<id>"}, naming the FAILED step to run again`)
+	}
+	return req.StepID, nil
+}
+
+// checkEffect returns the refusal of sig, and true, when sent to the run
+// read under its head lock it could have no effect whatever the run's
+// state: a name the run has no use for (CodeUnknownSignal), a RETRY_STEP
+// of a step the plan does not have (InvalidArgument about the payload), a
+// run that has ended (CodeRunTerminal), checked in that order. stepID is
+// the step a RETRY_STEP names. A run whose RunApproved carries no plan is
+// not checked against one. Outcomes that depend on the run's state (PAUSE
+// of a paused run, a RETRY_STEP of a step that is not FAILED, a signal for
+// a step that does not wait now) are not refused: the engine decides
+// them, in the signal's SignalApplied.
+func checkEffect(sig Signal, stepID string, run runInfo) (*Error, bool) {
+	if run.plan.known {
+		if !plan.IsControlSignal(sig.Name) && !slices.Contains(run.plan.waits, sig.Name) {
+			return unknownSignal(sig, run.plan.waits), true
+		}
+		if sig.Name == plan.SignalRetryStep && !run.plan.stepKnown {
+			e := invalid("payload", "names step %q, which the run's plan does not have", stepID)
+			e.Details["stepId"] = stepID
+			return e, true
+		}
+	}
+	if run.ended != "" && (sig.Name != plan.SignalRetryStep || run.ended != events.RunFailed) {
+		return runTerminal(sig, run.ended), true
+	}
+	return nil, false
+}
+
+// unknownSignal is the refusal of sig, whose name neither is a control
+// signal nor is one of waits, those the run's waitSignal steps wait for.
+func unknownSignal(sig Signal, waits []string) *Error {
+	accepts := slices.Concat(controlSignals, waits)
+	msg := fmt.Sprintf("run %s has no use for a signal named %q: it takes %s", sig.RunID, sig.Name, strings.Join(accepts, ", "))
+	if len(waits) == 0 {
+		msg += " (no step of its plan waits for a signal)"
+	}
+	for _, a := range accepts {
+		if strings.EqualFold(a, sig.Name) {
+			msg += fmt.Sprintf("; signal names are case-sensitive: did you mean %q?", a)
+			break
+		}
+	}
+	return &Error{Code: CodeUnknownSignal, Message: msg,
+		Details: map[string]any{"runId": sig.RunID, "signalName": sig.Name, "accepts": accepts}}
+}
+
+// runTerminal is the refusal of sig to a run that ended with the event
+// end.
+func runTerminal(sig Signal, end events.Type) *Error {
+	status := endStatus(end)
+	msg := fmt.Sprintf("run %s has ended %s and takes no more signals", sig.RunID, status)
+	if status == events.RunStatusFailed {
+		msg += "; only RETRY_STEP of a failed step acts on it"
+	}
+	return &Error{Code: CodeRunTerminal, Message: msg,
+		Details: map[string]any{"runId": sig.RunID, "signalName": sig.Name, "status": string(status)}}
+}
+
+// endStatus is the status a run ends in with the event end.
+func endStatus(end events.Type) events.RunStatus {
+	switch end {
+	case events.RunCompleted:
+		return events.RunStatusCompleted
+	case events.RunFailed:
+		return events.RunStatusFailed
+	default:
+		return events.RunStatusCancelled
+	}
+}
