@@ -10,8 +10,12 @@ GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-run: ## Start the whole system on embedded defaults (weft dev)
-	go run ./cmd/weft dev
+# run builds the binary and runs it rather than `go run`, which exits 1
+# when Ctrl-C reaches it: the stack's clean stop exits 0 and make says
+# nothing more.
+run: ## Start the whole system on embedded defaults (weft dev); Ctrl-C stops it
+	go build -o $(BIN)/weft ./cmd/weft
+	$(BIN)/weft dev
 
 test: browser ## Run every test with -race against real Postgres and embedded NATS JetStream
 	go test -race -count=1 ./...
@@ -20,7 +24,7 @@ test: browser ## Run every test with -race against real Postgres and embedded NA
 browser: ## Install headless Chromium for the browser tests when missing
 	.ci/ensure-chromium
 
-bench: ## Print the figures recorded in BENCHMARKS.md (real Postgres and JetStream)
+bench: ## Run every benchmark of ./bench for about 4 minutes (real Postgres and JetStream) and print the figures BENCHMARKS.md records
 	go test -run '^$$' -bench . -benchtime 4s ./bench
 
 soak: ## Soak the topology as processes under seeded faults (SOAK_DURATION=5m, SOAK_SEED, SOAK_FAULTS; docs/reliability.md)

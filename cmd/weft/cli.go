@@ -7,12 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/weftrun/weft/pkg/client"
@@ -86,6 +84,7 @@ const (
 // connFlags are the connection and output flags every CLI command takes.
 type connFlags struct {
 	env     *environment
+	set     *flags
 	apiURL  *string
 	readURL *string
 	token   *string
@@ -96,8 +95,9 @@ type connFlags struct {
 func addConnFlags(f *flags) *connFlags {
 	c := &connFlags{
 		env:     f.env,
-		apiURL:  f.string("api-url", "WEFT_API_URL", "the gateway's URL (default "+defaultAPIURL+")"),
-		readURL: f.string("read-url", "WEFT_READ_URL", "the read API's URL (default "+defaultReadURL+")"),
+		set:     f,
+		apiURL:  f.string("api-url", "WEFT_API_URL", "the gateway's URL (default: weft dev's, from $WEFT_DEV_DIR/endpoints.json, else "+defaultAPIURL+")"),
+		readURL: f.string("read-url", "WEFT_READ_URL", "the read API's URL (default: weft dev's, from $WEFT_DEV_DIR/endpoints.json, else "+defaultReadURL+")"),
 		token:   f.string("token", "WEFT_TOKEN", "API key (default: the one weft dev wrote to $WEFT_DEV_DIR/token, .weft/dev/token)"),
 		output:  new(string),
 	}
@@ -275,35 +275,43 @@ func commandGroup(name string, subs map[string]command) func(context.Context, *e
 func subUsage(w io.Writer, name string, subs map[string]command) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Usage: weft %s <command> [flags]\n\nCommands:\n", name)
-	for _, sub := range slices.Sorted(maps.Keys(subs)) {
-		fmt.Fprintf(&b, "  %-8s %s\n", sub, subs[sub].summary)
-	}
+	writeCommands(&b, subs)
 	fmt.Fprintf(&b, "\nRun 'weft %s <command> -h' for a command's flags. docs/cli.md has more.\n", name)
 	_, _ = io.WriteString(w, b.String()) // usage is best effort, as main's is
 }
 
 // cliClient is a client of the deployment the flags name, and the HTTP
-// client under it, whose idle connections close releases.
+// client under it, whose idle connections close releases. apiFrom and
+// readFrom say where each URL came from (urlSource).
 type cliClient struct {
 	*client.Client
-	apiURL, readURL string
-	hc              *http.Client
+	apiURL, readURL   string
+	apiFrom, readFrom string
+	hc                *http.Client
 }
 
 // close releases the client's idle connections.
 func (c *cliClient) close() { c.hc.CloseIdleConnections() }
 
-// client builds the client the flags describe.
+// client builds the client the flags describe: each URL from its flag,
+// else its variable, else weft dev's endpoints file, else its default.
 func (c *connFlags) client() (*cliClient, error) {
-	token, err := c.resolveToken()
+	devDir := cmp.Or(c.env.getenv("WEFT_DEV_DIR"), defaultDevDir)
+	dev, err := readDevEndpoints(devDir)
 	if err != nil {
 		return nil, err
 	}
-	cc := &cliClient{
-		apiURL:  cmp.Or(*c.apiURL, defaultAPIURL),
-		readURL: cmp.Or(*c.readURL, defaultReadURL),
-		hc:      &http.Client{Timeout: client.DefaultAttemptTimeout, Transport: http.DefaultTransport.(*http.Transport).Clone()},
+	if dev == nil {
+		dev = &devEndpoints{}
 	}
+	token, err := c.resolveToken(devDir, dev)
+	if err != nil {
+		return nil, err
+	}
+	endpointsFile := filepath.Join(devDir, devEndpointsFile)
+	cc := &cliClient{hc: &http.Client{Timeout: client.DefaultAttemptTimeout, Transport: http.DefaultTransport.(*http.Transport).Clone()}}
+	cc.apiURL, cc.apiFrom = c.urlSource(*c.apiURL, "api-url", "WEFT_API_URL", dev.Gateway, endpointsFile, defaultAPIURL)
+	cc.readURL, cc.readFrom = c.urlSource(*c.readURL, "read-url", "WEFT_READ_URL", dev.ReadAPI, endpointsFile, defaultReadURL)
 	cc.Client, err = client.New(cc.apiURL, client.WithToken(token), client.WithReadURL(cc.readURL),
 		client.WithHTTPClient(cc.hc), client.WithUserAgent("weft-cli/"+version))
 	if err != nil {
@@ -312,13 +320,42 @@ func (c *connFlags) client() (*cliClient, error) {
 	return cc, nil
 }
 
+// fromDevFile is the start of a URL's source (urlSource) when it came
+// from weft dev's endpoints file.
+const fromDevFile = "weft dev's "
+
+// urlSource returns the URL of flag name, whose value is value, and where
+// it came from: the flag, else the variable envKey, else dev (read from
+// the endpoints file devFile), else def.
+func (c *connFlags) urlSource(value, name, envKey, dev, devFile, def string) (string, string) {
+	setOnLine := false
+	c.set.Visit(func(f *flag.Flag) { setOnLine = setOnLine || f.Name == name })
+	switch {
+	case setOnLine:
+		return value, "--" + name
+	case value != "":
+		return value, envKey
+	case dev != "":
+		return dev, fromDevFile + devFile
+	default:
+		return def, "the default (no --" + name + ", no " + envKey + ", no " + devFile + ")"
+	}
+}
+
 // resolveToken is --token, else WEFT_TOKEN, else the token file of
-// `weft dev` in $WEFT_DEV_DIR (default .weft/dev).
-func (c *connFlags) resolveToken() (string, error) {
+// `weft dev` its endpoints file names, else devDir/token.
+func (c *connFlags) resolveToken(devDir string, dev *devEndpoints) (string, error) {
 	if *c.token != "" {
 		return strings.TrimSpace(*c.token), nil
 	}
-	path := filepath.Join(cmp.Or(c.env.getenv("WEFT_DEV_DIR"), defaultDevDir), "token")
+	path := filepath.Join(devDir, "token")
+	switch {
+	case dev.TokenFile != "":
+		path = dev.TokenFile
+	case dev.Gateway != "":
+		return "", fmt.Errorf("no API token: weft dev took its token from WEFT_DEV_TOKEN (%s says so): pass the same as --token or WEFT_TOKEN",
+			filepath.Join(devDir, devEndpointsFile))
+	}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("no API token: pass --token or set WEFT_TOKEN (without either, the token `weft dev` writes to %s is used, and there is none)", path)
@@ -333,15 +370,32 @@ func (c *connFlags) resolveToken() (string, error) {
 	return token, nil
 }
 
-// explain adds a hint to an error that reached no server at all.
+// explain adds a hint to an error that reached no server at all, and to
+// an authentication failure against a URL that weft dev's endpoints file
+// did not name: it says where that URL came from, for a server there may
+// be someone else's.
 func (c *cliClient) explain(err error) error {
 	var ue *url.Error
 	var answered *client.Error
-	if errors.As(err, &ue) && !errors.As(err, &answered) {
-		return fmt.Errorf("%w\n(is Weft up? the gateway is %s and the read API %s; `weft dev` runs both, or set --api-url / --read-url)",
-			err, c.apiURL, c.readURL)
+	switch {
+	case errors.As(err, &answered) && answered.Status == http.StatusUnauthorized:
+		var notDev []string
+		for _, u := range []struct{ what, url, from string }{{"gateway", c.apiURL, c.apiFrom}, {"read API", c.readURL, c.readFrom}} {
+			if !strings.HasPrefix(u.from, fromDevFile) {
+				notDev = append(notDev, fmt.Sprintf("the %s %s is from %s", u.what, u.url, u.from))
+			}
+		}
+		if len(notDev) == 0 {
+			return err
+		}
+		return fmt.Errorf("%w\n(%s: is that the server you meant? `weft dev` writes its URLs to $WEFT_DEV_DIR/%s, which the CLI reads when no flag or variable names one)",
+			err, strings.Join(notDev, "; "), devEndpointsFile)
+	case errors.As(err, &ue) && !errors.As(err, &answered):
+		return fmt.Errorf("%w\n(is Weft up? the gateway is %s (from %s) and the read API %s (from %s); `weft dev` runs both, or set --api-url / --read-url)",
+			err, c.apiURL, c.apiFrom, c.readURL, c.readFrom)
+	default:
+		return err
 	}
-	return err
 }
 
 // parseArgs parses args, flags and positional arguments in any order, and

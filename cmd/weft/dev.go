@@ -86,7 +86,11 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	if cfg.engine, err = cfg.sweep.apply(cfg.checkpoints.apply(engine.Config{})); err != nil {
 		return err
 	}
-	return devStack(ctx, env, *cfg)
+	if err := devStack(ctx, env, *cfg); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(env.stdout, stoppedLine)
+	return err
 }
 
 // devStack starts every part in order, waits for ctx, and stops them in
@@ -112,7 +116,7 @@ func devStack(ctx context.Context, env *environment, cfg devConfig) (err error) 
 		return err
 	}
 	stops = append(stops, o.closeTraces) // stops run in reverse: this one last
-	dbURL, stopPG, err := devPostgres(ctx, cfg)
+	dbURL, pgData, stopPG, err := devPostgres(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -143,10 +147,16 @@ func devStack(ctx context.Context, env *environment, cfg devConfig) (err error) 
 	}
 	stops = append(stops, stopOps)
 
-	urls := devURLs{db: dbURL, nats: bus.userURL, ops: opsURL}
+	urls := devURLs{db: dbURL, pgData: pgData, nats: bus.userURL, ops: opsURL}
+	if cfg.demo, err = firstStart(cfg.dir, cfg.demo); err != nil {
+		return err
+	}
 	appStops, err := startDevApps(ctx, env, b, cfg, o, &urls)
 	stops = append(stops, appStops...)
 	if err != nil {
+		return err
+	}
+	if err := writeDevEndpoints(cfg.dir, urls.endpoints(cfg, bus.url)); err != nil {
 		return err
 	}
 	if err := devBanner(env, cfg, urls); err != nil {
@@ -156,6 +166,10 @@ func devStack(ctx context.Context, env *environment, cfg devConfig) (err error) 
 	_, err = fmt.Fprintln(env.stdout, "shutting down…")
 	return err
 }
+
+// stoppedLine is what `weft dev` prints once the whole stack has stopped
+// cleanly; it then exits 0.
+const stoppedLine = "Weft dev stack stopped."
 
 // startDevApps starts Weft's services on the dev stack's backends: the
 // relay, engine and worker (then the demo run), the gateway and the
@@ -179,18 +193,63 @@ func startDevApps(ctx context.Context, env *environment, b *backends, cfg devCon
 	return append(stops, stopUI), nil
 }
 
-// devURLs are what the dev stack's banner shows.
-type devURLs struct{ ui, api, token, db, nats, ops string }
+// devURLs are what the dev stack's banner shows. pgData is the private
+// Postgres's folder ("" for a server of WEFT_DATABASE_URL).
+type devURLs struct{ ui, api, token, db, pgData, nats, ops string }
+
+// endpoints is what devEndpointsFile records of u; natsURL is the NATS
+// server's URL without credentials.
+func (u devURLs) endpoints(cfg devConfig, natsURL string) devEndpoints {
+	dir, err := filepath.Abs(cfg.dir)
+	if err != nil {
+		dir = cfg.dir
+	}
+	e := devEndpoints{Gateway: u.api, ReadAPI: u.ui, NATS: natsURL, NATSUser: devNATSUser,
+		NATSPasswordFile: filepath.Join(dir, devNATSPasswordFile), Ops: u.ops}
+	if cfg.devToken == "" {
+		e.TokenFile = filepath.Join(dir, "token")
+	}
+	return e
+}
 
 func devBanner(env *environment, cfg devConfig, u devURLs) error {
 	ops := "off"
 	if u.ops != "" {
 		ops = u.ops + " (/healthz /readyz /metrics)"
 	}
-	_, err := fmt.Fprintf(env.stdout, "\nWeft dev stack is up.\n  UI:       %s/#token=%s\n  API:      %s\n  Read API: %s/v1/runs\n  Token:    %s (in %s)\n  Postgres: %s\n  NATS:     %s\n            (user %s, password in %s)\n  Ops:      %s\n  Data:     %s\nPress Ctrl-C to stop.\n\n",
-		u.ui, u.token, u.api, u.ui, u.token, filepath.Join(cfg.dir, "token"), redact(u.db),
-		u.nats, devNATSUser, filepath.Join(cfg.dir, devNATSPasswordFile), ops, cfg.dir)
+	tokenFrom := "in " + filepath.Join(cfg.dir, "token")
+	if cfg.devToken != "" {
+		tokenFrom = "from WEFT_DEV_TOKEN"
+	}
+	pg := redact(u.db)
+	if u.pgData != "" && u.pgData != filepath.Join(cfg.dir, "pg") {
+		pg += "\n            (data in " + u.pgData + ")"
+	}
+	_, err := fmt.Fprintf(env.stdout, "\nWeft dev stack is up.\n  UI:       %s/#token=%s\n  API:      %s\n  Read API: %s/v1/runs\n  Token:    %s (%s)\n  Postgres: %s\n  NATS:     %s\n            (user %s, password in %s)\n  Ops:      %s\n  Data:     %s\n            (these URLs are in %s: weft commands find them there)\nPress Ctrl-C to stop.\n\n",
+		u.ui, u.token, u.api, u.ui, u.token, tokenFrom, pg,
+		u.nats, devNATSUser, filepath.Join(cfg.dir, devNATSPasswordFile), ops, cfg.dir, filepath.Join(cfg.dir, devEndpointsFile))
 	return err
+}
+
+// demoMarkFile, in the dev data folder, says that its first start has
+// been: the demo run is started only on that one (firstStart).
+const demoMarkFile = "demo-started"
+
+// firstStart returns whether to start the demo run: demo, on the first
+// start of dir only. It marks dir, so that the next start returns false.
+func firstStart(dir string, demo bool) (bool, error) {
+	if !demo {
+		return false, nil
+	}
+	mark := filepath.Join(dir, demoMarkFile)
+	f, err := os.OpenFile(mark, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("dev folder: %w", err)
+	}
+	return true, f.Close()
 }
 
 // stopAll calls stops in reverse order, all within timeout: a stop still
@@ -227,27 +286,35 @@ func stopWithin(ctx context.Context, stop func(context.Context) error) error {
 }
 
 // devPostgres returns the configured URL, or starts a private instance
-// whose data lives in <dir>/pg and survives restarts. The stop it returns
-// gives the instance pgStopTimeout of its own.
-func devPostgres(ctx context.Context, cfg devConfig) (string, func(context.Context) error, error) {
+// whose data lives in <dir>/pg and survives restarts, and returns its URL
+// and folder. As root, when the postgres user the server runs as cannot
+// reach <dir>/pg (a clone in /root), the data lives in a folder of that
+// user's under /var/tmp instead, recorded in <dir>/pg/relocated-to
+// (pgboot.Config.RelocateRoot). The stop it returns gives the instance
+// pgStopTimeout of its own.
+func devPostgres(ctx context.Context, cfg devConfig) (url, dataDir string, stop func(context.Context) error, err error) {
 	noop := func(context.Context) error { return nil }
 	if cfg.dbURL != "" {
-		return cfg.dbURL, noop, nil
+		return cfg.dbURL, "", noop, nil
 	}
 	dir, err := filepath.Abs(filepath.Join(cfg.dir, "pg"))
 	if err != nil {
-		return "", noop, err
+		return "", "", noop, err
 	}
 	inst, err := pgboot.Start(ctx, pgboot.Config{DataDir: dir, BinDir: cfg.pgBinDir})
 	if err != nil {
-		return "", noop, fmt.Errorf("start a private Postgres (or set WEFT_DATABASE_URL to a running server): %w", err)
+		return "", "", noop, fmt.Errorf("start a private Postgres (or set WEFT_DATABASE_URL to a running server): %w", err)
 	}
-	stop := func(ctx context.Context) error {
+	stop = func(ctx context.Context) error {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pgStopTimeout)
 		defer cancel()
 		return inst.Stop(stopCtx)
 	}
-	return inst.URL(), stop, nil
+	pgData := inst.DataDir()
+	if rel, err := filepath.Rel(dir, pgData); err == nil && rel == "." {
+		pgData = filepath.Join(cfg.dir, "pg") // as the banner names the data folder
+	}
+	return inst.URL(), pgData, stop, nil
 }
 
 // devPortsFree fails, before anything starts, when one of the stack's

@@ -30,12 +30,14 @@ const (
 	devNATSPasswordFile = "nats-password"
 )
 
-// devBusConn is the dev stack's connection to its embedded NATS, and the
-// URL, with devNATSUser's password, that the banner prints.
+// devBusConn is the dev stack's connection to its embedded NATS, the
+// URL, with devNATSUser's password, that the banner prints, and the same
+// without credentials.
 type devBusConn struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream
 	userURL string
+	url     string
 }
 
 // devBus starts the embedded NATS server with the dev stack's users,
@@ -61,7 +63,7 @@ func devBus(ctx context.Context, cfg devConfig) (devBusConn, []func(context.Cont
 		return devBusConn{}, stops, err
 	}
 	stops = append(stops, func(context.Context) error { ns.Shutdown(); ns.WaitForShutdown(); return nil })
-	bus := devBusConn{userURL: userURL(ns.Addr().String(), user)}
+	bus := devBusConn{userURL: userURL(ns.Addr().String(), user), url: "nats://" + ns.Addr().String()}
 	bus.nc, err = nats.Connect(ns.ClientURL(), nats.UserInfo(services.Name, services.Password),
 		nats.MaxReconnects(-1), nats.ReconnectBufSize(-1))
 	if err != nil {

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"syscall"
@@ -41,16 +43,16 @@ func commands() map[string]command {
 		"gateway":   {"run the signal gateway (REST, JSON-RPC and NATS ingress)", runGateway},
 		"worker":    {"run an activity worker with the demo activities", runWorker},
 		"health":    {"probe a URL (a service's /readyz); exit 1 unless it answers 2xx", runHealth},
-		"maintain":  {"delete runs past the retention and create event-log partitions ahead", runMaintain},
-		"migrate":   {"apply the Postgres schema (with --nats-url, also create the streams)", runMigrate},
+		"maintain":  {"delete runs past their retention, create event-log partitions ahead", runMaintain},
+		"migrate":   {"apply the Postgres schema (with --nats-url also create the streams)", runMigrate},
 		"projector": {"run the snapshot projector with the read API and the web UI (projector rebuild: refold runs without a snapshot)", runProjector},
 		"relay":     {"run the outbox relay (Postgres outbox to JetStream)", runRelay},
 		"run":       {"start, show, watch a run, or list its events (docs/cli.md)", commandGroup("run", runSubcommands())},
 		"runs":      {"list runs (runs ls)", commandGroup("runs", runsSubcommands())},
 		"schedule":  {"create, list, show, pause, resume or delete schedules (docs/schedules.md)", commandGroup("schedule", scheduleSubcommands())},
-		"signal":    {"send a signal to a run: PAUSE, RESUME, CANCEL, RETRY_STEP or a step's", runSignal},
+		"signal":    {"send a signal to a run: PAUSE, RESUME, CANCEL, RETRY_STEP, or the signal a waitSignal step waits for", runSignal},
 		"trigger":   {"create, list or delete event triggers, or send one an event", commandGroup("trigger", triggerSubcommands())},
-		"version":   {"print the version", runVersion},
+		"version":   {"print the version, the VCS revision and the Go version", runVersion},
 	}
 }
 
@@ -92,18 +94,56 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 }
 
 func usage(w io.Writer, cmds map[string]command) {
-	names := make([]string, 0, len(cmds))
-	for name := range cmds {
-		names = append(names, name)
-	}
-	sort.Strings(names)
 	var b strings.Builder
 	b.WriteString("Usage: weft <command> [flags]\n\nCommands:\n")
-	for _, name := range names {
-		fmt.Fprintf(&b, "  %-8s %s\n", name, cmds[name].summary)
-	}
+	writeCommands(&b, cmds)
 	b.WriteString("\nRun 'weft <command> -h' for a command's flags.\n")
 	_, _ = io.WriteString(w, b.String()) // usage is best effort: a closed stdout has no reader
+}
+
+// helpWidth is the width help text keeps to: a summary longer than the
+// room left is wrapped, its lines aligned under its start.
+const helpWidth = 80
+
+// writeCommands writes cmds sorted by name, one a line, each summary in a
+// column after the longest name, wrapped at helpWidth.
+func writeCommands(b *strings.Builder, cmds map[string]command) {
+	names := make([]string, 0, len(cmds))
+	width := 0
+	for name := range cmds {
+		names = append(names, name)
+		width = max(width, len(name))
+	}
+	sort.Strings(names)
+	indent := strings.Repeat(" ", 2+width+2)
+	for _, name := range names {
+		for i, line := range wrap(cmds[name].summary, helpWidth-len(indent)) {
+			if i == 0 {
+				fmt.Fprintf(b, "  %-*s  %s\n", width, name, line)
+				continue
+			}
+			fmt.Fprintf(b, "%s%s\n", indent, line)
+		}
+	}
+}
+
+// wrap splits text into lines of at most width bytes at spaces; a word
+// longer than width gets a line of its own.
+func wrap(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(text) {
+		switch {
+		case line == "":
+			line = word
+		case len(line)+1+len(word) <= width:
+			line += " " + word
+		default:
+			lines = append(lines, line)
+			line = word
+		}
+	}
+	return append(lines, line)
 }
 
 func logLevel(s string) slog.Level {
@@ -114,10 +154,51 @@ func logLevel(s string) slog.Level {
 	return l
 }
 
-// version is set at build time with -ldflags "-X main.version=…".
+// version is set at build time with -ldflags "-X main.version=…"; when
+// it is not, `weft version` prints the module's version from the build
+// info.
 var version = "dev"
 
-func runVersion(_ context.Context, env *environment, _ []string) error {
-	_, err := fmt.Fprintln(env.stdout, "weft", version)
+// runVersion is `weft version`: the version, the VCS revision and the Go
+// version the binary was built with (versionText).
+func runVersion(_ context.Context, env *environment, args []string) error {
+	if err := newFlags("version", env).parse(args); err != nil {
+		return err
+	}
+	bi, _ := debug.ReadBuildInfo() // nil without build info: versionText says so
+	_, err := io.WriteString(env.stdout, versionText(version, bi))
 	return err
+}
+
+// versionText is what `weft version` prints of a binary built with
+// version stamped in (or "dev") and build info bi:
+//
+//	weft v1.2.0
+//	  module    github.com/weftrun/weft v1.2.0
+//	  revision  3f2a… (modified) 2026-11-27T10:00:00Z
+//	  go        go1.25.0
+//
+// A binary of `go build` in a clone has the module version "(devel)" and
+// the revision of the clone's HEAD, "modified" when the tree had changes;
+// `go run`, tests and -buildvcs=false stamp no revision: it says so.
+func versionText(version string, bi *debug.BuildInfo) string {
+	if bi == nil {
+		return "weft " + version + "\n  (no build info in this binary)\n"
+	}
+	if version == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		version = bi.Main.Version
+	}
+	settings := map[string]string{}
+	for _, s := range bi.Settings {
+		settings[s.Key] = s.Value
+	}
+	revision := cmp.Or(settings["vcs.revision"], "not stamped (go run, tests and -buildvcs=false stamp none)")
+	if settings["vcs.modified"] == "true" {
+		revision += " (modified)"
+	}
+	if t := settings["vcs.time"]; t != "" {
+		revision += " " + t
+	}
+	return fmt.Sprintf("weft %s\n  module    %s %s\n  revision  %s\n  go        %s\n",
+		version, cmp.Or(bi.Main.Path, "unknown"), cmp.Or(bi.Main.Version, "unknown"), revision, bi.GoVersion)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -88,6 +90,7 @@ func TestDevRunsDemoToCompletion(t *testing.T) {
 // devStackUnderTest is a `weft dev` running on the test's database.
 type devStackUnderTest struct {
 	out, errOut *weftest.Buffer
+	dir         string // its data folder, WEFT_DEV_DIR
 	stop        func() error
 }
 
@@ -99,10 +102,10 @@ type devStackUnderTest struct {
 func startDev(t *testing.T, db *weftest.DB, demo string) *devStackUnderTest {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	dev := &devStackUnderTest{out: &weftest.Buffer{}, errOut: &weftest.Buffer{}}
+	dev := &devStackUnderTest{out: &weftest.Buffer{}, errOut: &weftest.Buffer{}, dir: t.TempDir()}
 	env := envOf(map[string]string{
 		"WEFT_DATABASE_URL":     db.URL,
-		"WEFT_DEV_DIR":          t.TempDir(),
+		"WEFT_DEV_DIR":          dev.dir,
 		"WEFT_DEV_NATS_PORT":    strconv.Itoa(freePort(t)),
 		"WEFT_DEV_GATEWAY_ADDR": "127.0.0.1:0",
 		"WEFT_DEV_UI_ADDR":      "127.0.0.1:0",
@@ -222,4 +225,57 @@ func freePort(t *testing.T) int {
 	require.NoError(t, err)
 	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// `weft -h` and a group's help keep every summary in one column after the
+// longest name and every line within helpWidth: a long summary wraps,
+// under its start, and none is cut.
+func TestHelpIsAlignedAndUncut(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"-h"}, {"run", "-h"}, {"schedule", "-h"}, {"trigger", "-h"}} {
+		var out, errOut weftest.Buffer
+		require.NoError(t, run(t.Context(), args, &out, &errOut, envOf(nil)))
+		_, table, ok := strings.Cut(out.String(), "Commands:\n")
+		require.True(t, ok)
+		table, _, _ = strings.Cut(table, "\n\n")
+		column := -1
+		var words []string
+		for line := range strings.Lines(table) {
+			line = strings.TrimSuffix(line, "\n")
+			require.LessOrEqual(t, len(line), helpWidth, "weft %v: %q", args, line)
+			name, summary, _ := strings.Cut(strings.TrimPrefix(line, "  "), "  ")
+			start := len(line) - len(strings.TrimLeft(summary, " "))
+			if strings.TrimSpace(name) == "" { // a wrapped summary's next line
+				start = len(line) - len(strings.TrimLeft(line, " "))
+			}
+			if column < 0 {
+				column = start
+			}
+			require.Equal(t, column, start, "weft %v: %q starts its summary elsewhere", args, line)
+			words = append(words, strings.Fields(line)...)
+		}
+		require.Positive(t, column)
+		if args[0] == "-h" {
+			require.Contains(t, strings.Join(words, " "),
+				"signal send a signal to a run: PAUSE, RESUME, CANCEL, RETRY_STEP, or the signal a waitSignal step waits for",
+				"a wrapped summary reads whole")
+		}
+	}
+}
+
+// `weft version` prints the version, the module, the VCS revision and the
+// Go version from the build info.
+func TestVersionText(t *testing.T) {
+	t.Parallel()
+	bi := &debug.BuildInfo{GoVersion: "go1.25.0", Main: debug.Module{Path: "github.com/weftrun/weft", Version: "v1.2.0"},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "3f2a9c"}, {Key: "vcs.time", Value: "2026-11-27T10:00:00Z"}, {Key: "vcs.modified", Value: "true"}}}
+	require.Equal(t, "weft v1.2.0\n  module    github.com/weftrun/weft v1.2.0\n  revision  3f2a9c (modified) 2026-11-27T10:00:00Z\n  go        go1.25.0\n",
+		versionText("dev", bi))
+	require.Equal(t, "weft v9\n  module    github.com/weftrun/weft (devel)\n  revision  not stamped (go run, tests and -buildvcs=false stamp none)\n  go        go1.25.0\n",
+		versionText("v9", &debug.BuildInfo{GoVersion: "go1.25.0", Main: debug.Module{Path: "github.com/weftrun/weft", Version: "(devel)"}}),
+		"a version stamped with -ldflags wins; no revision says why")
+
+	var out, errOut weftest.Buffer
+	require.NoError(t, run(t.Context(), []string{"version"}, &out, &errOut, envOf(nil)))
+	require.Contains(t, out.String(), "\n  go        "+runtime.Version()+"\n", "the real build info")
 }

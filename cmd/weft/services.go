@@ -54,7 +54,9 @@ func startServices(ctx context.Context, env *environment, pool *pgxpool.Pool, nc
 
 // background runs a service's Run(ctx) on a goroutine and returns the
 // function that stops it: it cancels the service's context and waits for
-// Run to return, or for the stop's own context to end.
+// Run to return, or for the stop's own context to end. A Run that returns
+// context.Canceled once stopped (a service still starting when Ctrl-C
+// came) has stopped cleanly: the stop returns nil.
 func background(ctx context.Context, run func(context.Context) error) func(context.Context) error {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan error, 1)
@@ -63,6 +65,9 @@ func background(ctx context.Context, run func(context.Context) error) func(conte
 		cancel()
 		select {
 		case err := <-done:
+			if errors.Is(err, context.Canceled) {
+				return nil
+			}
 			return err
 		case <-stopCtx.Done():
 			return fmt.Errorf("service did not stop in time: %w", stopCtx.Err())
