@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/client"
+	"github.com/weftrun/weft/pkg/events"
 )
 
 // runsSubcommands are the subcommands of `weft runs`.
@@ -70,21 +73,44 @@ func nextPageCommand(f client.RunFilter, cursor string) string {
 	return pageCommand(cursor, f.Limit, next...)
 }
 
-const signalSynopsis = "weft signal RUN_ID NAME [--payload JSON] [--signal-id ID] [-o json]"
+const signalSynopsis = "weft signal RUN_ID NAME [--payload JSON] [--signal-id ID] [--no-wait | --timeout D] [-o json]"
 
-// signalHelp explains the signal names.
+// signalHelp explains the signal names and what the command waits for.
 const signalHelp = `NAME is PAUSE, RESUME, CANCEL, RETRY_STEP (payload {"stepId": "…"}), or the
 signal a waitSignal step of the run waits for (its payload becomes the
-step's output). A signal for a waitSignal step applies only while the step
-waits: check with 'weft run get RUN_ID' that it is RUNNING first.
+step's output). The gateway refuses a name the run has no use for (it
+lists those it takes), a RETRY_STEP of a step the plan does not have, and
+any signal to a run that has ended (but RETRY_STEP on a FAILED run).
+
+Once the signal is accepted, the command waits for the engine's verdict
+and prints it: applied, buffered (kept for a waitSignal step that does not
+wait yet) or ignored, with the reason (PAUSE of a run that is not RUNNING,
+RETRY_STEP of a step that is not FAILED, ...). An ignored signal exits 1.
+--no-wait prints the acceptance alone and exits 0.
 `
 
-// runSignal is `weft signal`: send a signal to a run through the gateway.
+// signalWaitDefault bounds the wait for a signal's verdict: the engine
+// decides an accepted signal within its next round, so this long without
+// one means the engine is not running.
+const signalWaitDefault = time.Minute
+
+// signalAnswer is what `weft signal -o json` prints: the gateway's
+// acceptance, and the engine's verdict once it has come (absent with
+// --no-wait).
+type signalAnswer struct {
+	*api.AcceptedSignalResult
+	Verdict *events.SignalAppliedData `json:"verdict,omitempty"`
+}
+
+// runSignal is `weft signal`: send a signal to a run through the gateway
+// and, unless --no-wait, wait for the engine's verdict on it.
 func runSignal(ctx context.Context, env *environment, args []string) error {
 	cmd := newAPICommand(env, "signal", signalSynopsis, signalHelp)
 	var req api.SignalRequest
 	payload := cmd.String("payload", "", "the signal's payload, a JSON document, @FILE, or - for stdin")
 	cmd.StringVar(&req.SignalID, "signal-id", "", "your id for this signal: repeating it sends it once (default: a fresh id)")
+	noWait := cmd.Bool("no-wait", false, "print the acceptance and exit, without waiting for the engine's verdict")
+	timeout := cmd.Duration("timeout", signalWaitDefault, "stop waiting for the verdict after this long and exit 4")
 	pos, err := cmd.parse(args, "RUN_ID", "NAME")
 	if err != nil {
 		return err
@@ -96,15 +122,80 @@ func runSignal(ctx context.Context, env *environment, args []string) error {
 	}
 	return cmd.withClient(func(c *cliClient) error {
 		res, err := c.Signal(ctx, runID, req)
-		if client.IsCode(err, api.CodeNotFound) {
-			return fmt.Errorf("no run %s: the gateway at %s does not know it", runID, c.apiURL)
-		}
 		if err != nil {
-			return c.explain(fmt.Errorf("signal %s to run %s: %w", req.SignalName, runID, err))
+			return c.explain(signalRefusal(runID, req.SignalName, c.apiURL, err))
 		}
-		return printAs(env.stdout, cmd.format, res, func(w io.Writer, res *api.AcceptedSignalResult) error {
-			_, err := fmt.Fprintf(w, "Signal %s accepted for run %s (signal id %s).\n", res.SignalName, res.WorkflowID, res.SignalID)
+		answer := signalAnswer{AcceptedSignalResult: res}
+		var waitErr error
+		if !*noWait {
+			answer.Verdict, waitErr = waitVerdict(ctx, c, res, *timeout)
+		}
+		if answer.Verdict == nil && waitErr != nil {
+			return waitErr
+		}
+		if err := printAs(env.stdout, cmd.format, answer, printSignalAnswer); err != nil {
 			return err
-		})
+		}
+		return waitErr
 	})
+}
+
+// signalRefusal is the error of a signal the gateway did not accept, said
+// for people.
+func signalRefusal(runID, name, apiURL string, err error) error {
+	var e *client.Error
+	switch {
+	case client.IsCode(err, api.CodeNotFound):
+		return fmt.Errorf("no run %s: the gateway at %s does not know it", runID, apiURL)
+	case errors.Is(err, client.ErrUnknownSignal) && errors.As(err, &e):
+		return fmt.Errorf("run %s takes no signal named %s (it takes %s); nothing was sent to it",
+			runID, name, strings.Join(e.Accepts(), ", "))
+	case errors.Is(err, client.ErrRunTerminal) && errors.As(err, &e):
+		return fmt.Errorf("run %s has ended %v: it takes no more signals; nothing was sent to it", runID, e.Details["status"])
+	}
+	return fmt.Errorf("signal %s to run %s: %w", name, runID, err)
+}
+
+// waitVerdict waits up to timeout for the engine's verdict on the signal
+// res accepted. It returns the verdict, with an error when the signal was
+// ignored; or no verdict and the error that ended the wait.
+func waitVerdict(ctx context.Context, c *cliClient, res *api.AcceptedSignalResult, timeout time.Duration) (*events.SignalAppliedData, error) {
+	waitCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	v, err := c.WaitSignal(waitCtx, res)
+	var ignored *client.SignalIgnoredError
+	switch {
+	case errors.As(err, &ignored):
+		return v, fmt.Errorf("signal %s to run %s was ignored (%s): %s", res.SignalName, res.WorkflowID, ignored.Code, ignored.Reason)
+	case err != nil && ctx.Err() == nil && waitCtx.Err() != nil:
+		return nil, &codeError{code: exitTimeout, err: fmt.Errorf(
+			"signal %s was accepted for run %s (signal id %s), but the engine gave no verdict on it within --timeout %s; is the engine running? (weft run events %s)",
+			res.SignalName, res.WorkflowID, res.SignalID, timeout, res.WorkflowID)}
+	case err != nil:
+		return nil, c.explain(fmt.Errorf("signal %s was accepted for run %s (signal id %s); waiting for its verdict: %w (--no-wait skips the wait)",
+			res.SignalName, res.WorkflowID, res.SignalID, err))
+	}
+	return v, nil
+}
+
+// printSignalAnswer writes a signal's acceptance and, when it has come,
+// the engine's verdict, for people.
+func printSignalAnswer(w io.Writer, a signalAnswer) error {
+	if _, err := fmt.Fprintf(w, "Signal %s accepted for run %s (signal id %s).\n", a.SignalName, a.WorkflowID, a.SignalID); err != nil {
+		return err
+	}
+	v := a.Verdict
+	if v == nil {
+		return nil
+	}
+	outcome := strings.ToUpper(v.Outcome[:min(1, len(v.Outcome))]) + v.Outcome[min(1, len(v.Outcome)):]
+	line := fmt.Sprintf("%s: %s", outcome, v.Reason)
+	if v.Code != "" {
+		line = fmt.Sprintf("%s (%s): %s", outcome, v.Code, v.Reason)
+	}
+	if len(v.StepIDs) > 0 {
+		line += fmt.Sprintf(" [steps: %s]", strings.Join(v.StepIDs, ", "))
+	}
+	_, err := fmt.Fprintln(w, line+".")
+	return err
 }
