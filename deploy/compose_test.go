@@ -6,6 +6,7 @@ package deploy
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/url"
 	"slices"
@@ -32,7 +33,7 @@ var secretVars = []string{
 	"WEFT_PG_RELAY_PASSWORD", "WEFT_PG_PROJECTOR_PASSWORD",
 	"WEFT_NATS_MIGRATE_PASSWORD", "WEFT_NATS_RELAY_PASSWORD", "WEFT_NATS_ENGINE_PASSWORD",
 	"WEFT_NATS_WORKER_PASSWORD", "WEFT_NATS_PROJECTOR_PASSWORD", "WEFT_NATS_GATEWAY_PASSWORD",
-	"WEFT_NATS_CLIENT_PASSWORD", "WEFT_TASK_KEY",
+	"WEFT_NATS_CLIENT_PASSWORD", "WEFT_TASK_KEY", "WEFT_API_KEYS",
 }
 
 func secretOf(v string) string { return "s3cret-" + strings.ToLower(v) }
@@ -61,9 +62,8 @@ func loadProjectEnv(env []string) (*types.Project, error) {
 }
 
 // The engine's task key comes from WEFT_TASK_KEY, which has no default (a
-// key in the file would be everyone's): compose refuses to start without
-// it, naming the variable. Only the engine gets it: a worker with the key
-// could sign its own forgeries.
+// key in the file would be everyone's; TestSecretsAreRequired). Only the
+// engine gets it: a worker with the key could sign its own forgeries.
 func TestTaskKeyIsTheEnginesAlone(t *testing.T) {
 	t.Parallel()
 	p := loadProject(t)
@@ -79,14 +79,6 @@ func TestTaskKeyIsTheEnginesAlone(t *testing.T) {
 			}
 		}
 	}
-	var without []string
-	for _, v := range secretVars {
-		if v != "WEFT_TASK_KEY" {
-			without = append(without, v+"="+secretOf(v))
-		}
-	}
-	_, err := loadProjectEnv(without)
-	require.ErrorContains(t, err, "WEFT_TASK_KEY")
 }
 
 func service(t *testing.T, p *types.Project, name string) types.ServiceConfig {
@@ -123,6 +115,7 @@ func TestComposeTopology(t *testing.T) {
 	require.NotNil(t, migrate.Build, "migrate builds the weft image")
 	require.Equal(t, "Dockerfile", migrate.Build.Dockerfile)
 	require.Equal(t, "weft:local", migrate.Image)
+	require.Equal(t, types.PullPolicyBuild, migrate.PullPolicy, "built here, never pulled: `docker compose pull` skips it")
 	require.Equal(t, types.ServiceConditionHealthy, migrate.DependsOn["postgres"].Condition)
 	require.Equal(t, types.ServiceConditionHealthy, migrate.DependsOn["nats"].Condition, "migrate creates the streams")
 	require.Equal(t, "no", migrate.Restart, "a one-shot")
@@ -133,6 +126,7 @@ func TestComposeTopology(t *testing.T) {
 		svc := service(t, p, name)
 		require.Equal(t, migrate.Image, svc.Image, "%s: one image for every weft service", name)
 		require.Nil(t, svc.Build, "%s: only migrate builds", name)
+		require.Equal(t, types.PullPolicyBuild, svc.PullPolicy, "%s: built here, never pulled", name)
 		require.Equal(t, types.ShellCommand{name}, svc.Command)
 		require.Equal(t, types.ServiceConditionCompletedSuccessfully, svc.DependsOn["migrate"].Condition, name)
 		require.Equal(t, types.ServiceConditionHealthy, svc.DependsOn["nats"].Condition, name)
@@ -172,6 +166,7 @@ func TestComposeTopology(t *testing.T) {
 	maintain := service(t, p, "maintain")
 	require.Equal(t, types.ShellCommand{"maintain"}, maintain.Command)
 	require.Equal(t, migrate.Image, maintain.Image)
+	require.Equal(t, types.PullPolicyBuild, maintain.PullPolicy)
 	require.Equal(t, types.ServiceConditionCompletedSuccessfully, maintain.DependsOn["migrate"].Condition)
 	require.Equal(t, "unless-stopped", maintain.Restart, "it repeats its pass (WEFT_MAINTAIN_EVERY)")
 	require.NotEmpty(t, env(maintain, "WEFT_MAINTAIN_EVERY"))
@@ -247,29 +242,33 @@ func TestPostgresInitScripts(t *testing.T) {
 }
 
 // Every published port of every service listens on the host's loopback
-// unless WEFT_PUBLISH_ADDR says otherwise; the nats monitoring port is not
+// unless WEFT_PUBLISH_ADDR says otherwise, on the host port its variable
+// names (the container port stays); the nats monitoring port is not
 // published (nats.conf binds it to the container's loopback).
 func TestPublishedPortsAreLoopbackByDefault(t *testing.T) {
 	t.Parallel()
+	moved := []string{"WEFT_GATEWAY_PORT=18080", "WEFT_PROJECTOR_PORT=18081", "WEFT_NATS_PORT=14222"}
 	for _, c := range []struct {
 		env  []string
 		host string
+		want []string // service:published:target
 	}{
-		{nil, "127.0.0.1"},
-		{[]string{"WEFT_PUBLISH_ADDR=0.0.0.0"}, "0.0.0.0"},
-		{[]string{"WEFT_PUBLISH_ADDR=10.1.2.3"}, "10.1.2.3"},
+		{nil, "127.0.0.1", []string{"gateway:8080:8080", "projector:8081:8081", "nats:4222:4222"}},
+		{[]string{"WEFT_PUBLISH_ADDR=0.0.0.0"}, "0.0.0.0", []string{"gateway:8080:8080", "projector:8081:8081", "nats:4222:4222"}},
+		{[]string{"WEFT_PUBLISH_ADDR=10.1.2.3"}, "10.1.2.3", []string{"gateway:8080:8080", "projector:8081:8081", "nats:4222:4222"}},
+		{moved, "127.0.0.1", []string{"gateway:18080:8080", "projector:18081:8081", "nats:14222:4222"}},
 	} {
 		p := loadProject(t, c.env...)
-		published := map[string]string{}
+		var published []string
 		for name, svc := range p.Services {
 			for _, port := range svc.Ports {
 				require.Equal(t, c.host, port.HostIP, "%s publishes %d on %q (%v)", name, port.Target, port.HostIP, c.env)
-				published[name+":"+port.Published] = port.HostIP
+				published = append(published, fmt.Sprintf("%s:%s:%d", name, port.Published, port.Target))
 			}
 		}
-		require.Len(t, published, 3, "the gateway, the projector and NATS: %v", published)
-		require.Contains(t, published, "gateway:8080")
-		require.Contains(t, published, "projector:8081")
-		require.Contains(t, published, "nats:4222")
+		require.ElementsMatch(t, c.want, published, "only the gateway, the projector and NATS are published (%v)", c.env)
 	}
+	// The gateway's address inside the network does not move with its host
+	// port.
+	require.Equal(t, "http://gateway:8080", env(service(t, loadProject(t, moved...), "projector"), "WEFT_GATEWAY_URL"))
 }

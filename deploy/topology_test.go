@@ -91,6 +91,8 @@ func TestTopologyAsProcesses(t *testing.T) {
 		require.Equal(t, want, names, name)
 	}
 	healthCommand(t, top)
+	runtimeMetrics(t, top)
+	maintainHealth(t, top, runID)
 	require.Empty(t, linesWith(top.nats.out.String(), "Violation"), "no service was refused a subject it uses")
 	for name, o := range top.ops {
 		require.Empty(t, linesWith(o.p.out.String(), "SQLSTATE 42501"), "%s was refused no table it uses", name)
