@@ -3,16 +3,8 @@ package plan
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
-
-	yamlv2 "go.yaml.in/yaml/v2"
-	"sigs.k8s.io/yaml"
 
 	"github.com/weftrun/weft/internal/strictjson"
 )
@@ -22,7 +14,7 @@ import (
 // and a *ValidationError saying what is wrong.
 //
 // A document whose first non-whitespace byte is '{' is JSON; anything else
-// is YAML, converted to JSON by sigs.k8s.io/yaml so that both take one
+// is YAML 1.2, converted to JSON (yamlToJSON) so that both take one
 // decoding path. (A YAML document in flow style, starting with '{', is
 // therefore read as JSON.) Decoding is strict. Parse rejects:
 //
@@ -30,8 +22,7 @@ import (
 //   - invalid UTF-8, and \u escapes that encode half a surrogate pair
 //     (encoding/json would turn either into U+FFFD silently);
 //   - YAML that is not exactly one document, or has a mapping key that is
-//     not a string (YAML would turn `on:` into "true" and let 1 and "1"
-//     collide);
+//     not a string (1 and "1" would collide);
 //   - a schemaVersion newer than SchemaVersion, reported alone rather than
 //     with the unknown fields a newer schema may bring;
 //   - a syntax error, a top level that is not an object, trailing data,
@@ -55,7 +46,7 @@ func Parse(data []byte, limits Limits) (*Plan, error) {
 	doc := data
 	if !isJSON(data) {
 		var err error
-		if doc, err = yamlToJSON(data, l.MaxDepth); err != nil {
+		if doc, err = yamlToJSON(data, l.MaxDepth, l.MaxPlanBytes); err != nil {
 			return nil, err
 		}
 	}
@@ -116,65 +107,3 @@ func isJSON(data []byte) bool {
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	return len(trimmed) > 0 && trimmed[0] == '{'
 }
-
-// yamlToJSON converts a YAML document to JSON. It rejects YAML that is not
-// exactly one document, duplicate keys, and mapping keys that are not
-// strings, which JSON conversion would otherwise stringify.
-func yamlToJSON(data []byte, maxDepth int) ([]byte, error) {
-	dec := yamlv2.NewDecoder(bytes.NewReader(data))
-	dec.SetStrict(true)
-	var doc any
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, single("", CodeMalformed, "the document is empty")
-		}
-		return nil, single("", CodeMalformed, "invalid YAML: %v", err)
-	}
-	// Decode must not be called again after an error: go.yaml.in/yaml/v2
-	// panics then.
-	if err := dec.Decode(new(any)); !errors.Is(err, io.EOF) {
-		return nil, single("", CodeMalformed, "more than one YAML document; a plan is exactly one")
-	}
-	if err := yamlKeys(doc, "", 1, maxDepth); err != nil {
-		return nil, err
-	}
-	out, err := yaml.YAMLToJSONStrict(data)
-	if err != nil {
-		return nil, single("", CodeMalformed, "invalid YAML: %v", err)
-	}
-	return out, nil
-}
-
-// yamlKeys checks that every mapping key in a decoded YAML value is a
-// string, and that nesting stays within maxDepth.
-func yamlKeys(v any, path string, depth, maxDepth int) error {
-	switch t := v.(type) {
-	case map[any]any:
-		if depth > maxDepth {
-			return single(path, CodeTooDeep, "nested deeper than the limit of %d", maxDepth)
-		}
-		for _, k := range slices.SortedFunc(maps.Keys(t), byString) {
-			key, ok := k.(string)
-			if !ok {
-				return single(path, CodeMalformed, "mapping key %s is %T, not a string; quote it", keyName(fmt.Sprint(k)), k)
-			}
-			if err := yamlKeys(t[k], childPath(path, key), depth+1, maxDepth); err != nil {
-				return err
-			}
-		}
-	case []any:
-		if depth > maxDepth {
-			return single(path, CodeTooDeep, "nested deeper than the limit of %d", maxDepth)
-		}
-		for i, e := range t {
-			if err := yamlKeys(e, indexPath(path, i), depth+1, maxDepth); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// byString orders YAML mapping keys by their printed form, so that the
-// first bad key reported is always the same one.
-func byString(a, b any) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) }
