@@ -21,6 +21,8 @@ func testOrderPipeline(t *testing.T, s *cliStack) {
 	v := decode[api.RunView](t, r)
 	require.Equal(t, events.RunStatusCompleted, v.Status)
 	require.JSONEq(t, `{"order": "o-1", "reserved": ["tea", "cake", "jam"], "charged": true, "released": false}`, string(v.Output))
+	require.Equal(t, 4, v.StepsTotal(), "a forEach step counts once, not once per element")
+	require.Equal(t, 4, v.StepsDone())
 
 	r = s.weft(t, "run", "start", "-f", example("order-pipeline.yaml"), "--wait", "-o", "json",
 		"--input", `{"orderId": "o-2", "customer": "Bo", "declineCard": true, "items": [{"sku": "tea", "qty": 1}, {"sku": "jam", "qty": 2}]}`)

@@ -47,10 +47,11 @@ type RunView struct {
 }
 
 // StepsDone counts the steps whose status is SUCCESS or SKIPPED, as the
-// list's stepsDone does.
+// list's stepsDone does: the plan's steps, a forEach step once, not its
+// elements.
 func (v *RunView) StepsDone() int {
 	n := 0
-	for _, s := range v.Steps {
+	for _, s := range v.TopSteps() {
 		if s.Status == events.StepStatusSuccess || s.Status == events.StepStatusSkipped {
 			n++
 		}
@@ -60,8 +61,8 @@ func (v *RunView) StepsDone() int {
 
 // StepsTotal is the number of the plan's steps, or of the steps the
 // snapshot has seen when that is more (a plan the projector could not
-// read).
-func (v *RunView) StepsTotal() int { return max(len(v.Plan.Steps), len(v.Steps)) }
+// read), a forEach step counted once.
+func (v *RunView) StepsTotal() int { return max(len(v.Plan.Steps), len(v.TopSteps())) }
 
 // RunGap describes an open gap: AfterSeq is the last runSeq applied,
 // SeenSeq the runSeq seen past the gap, Since when it was detected.
