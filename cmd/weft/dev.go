@@ -65,7 +65,7 @@ func devFlags(env *environment) (*flags, *devConfig) {
 	f.stringVar(&cfg.pgBinDir, "postgres-bin-dir", "WEFT_DEV_POSTGRES_BIN_DIR", "", "folder of initdb and pg_ctl for the private Postgres (empty: PATH and the usual places)")
 	f.intVar(&cfg.natsPort, "nats-port", "WEFT_DEV_NATS_PORT", 14222, "port of the embedded NATS server")
 	f.boolVar(&cfg.syncAlways, "nats-sync-always", "WEFT_NATS_SYNC_ALWAYS", false, "fsync every JetStream write before acking")
-	f.boolVar(&cfg.demo, "demo", "WEFT_DEV_DEMO", true, "append a demo run and log its events as JetStream delivers them")
+	f.boolVar(&cfg.demo, "demo", "WEFT_DEV_DEMO", true, "on the first start of the data folder, append a demo run and log its events as JetStream delivers them")
 	f.stringVar(&cfg.gatewayAddr, "gateway-addr", "WEFT_DEV_GATEWAY_ADDR", "127.0.0.1:8080", "listen address of the gateway's HTTP API")
 	f.stringVar(&cfg.uiAddr, "ui-addr", "WEFT_DEV_UI_ADDR", "127.0.0.1:8081", "listen address of the UI and the read API")
 	f.stringVar(&cfg.opsAddr, "ops-addr", "WEFT_DEV_OPS_ADDR", devOpsAddr, "listen address of the stack's /healthz, /readyz and /metrics; "+opsOff+" turns them off")
