@@ -130,9 +130,6 @@ func runSignal(ctx context.Context, env *environment, args []string) error {
 		if !*noWait {
 			answer.Verdict, waitErr = waitVerdict(ctx, c, res, *timeout)
 		}
-		if answer.Verdict == nil && waitErr != nil {
-			return waitErr
-		}
 		if err := printAs(env.stdout, cmd.format, answer, printSignalAnswer); err != nil {
 			return err
 		}
@@ -169,11 +166,10 @@ func waitVerdict(ctx context.Context, c *cliClient, res *api.AcceptedSignalResul
 		return v, fmt.Errorf("signal %s to run %s was ignored (%s): %s", res.SignalName, res.WorkflowID, ignored.Code, ignored.Reason)
 	case err != nil && ctx.Err() == nil && waitCtx.Err() != nil:
 		return nil, &codeError{code: exitTimeout, err: fmt.Errorf(
-			"signal %s was accepted for run %s (signal id %s), but the engine gave no verdict on it within --timeout %s; is the engine running? (weft run events %s)",
-			res.SignalName, res.WorkflowID, res.SignalID, timeout, res.WorkflowID)}
+			"the engine gave no verdict on signal %s within --timeout %s: is the engine running? (weft run events %s shows the run's log)",
+			res.SignalID, timeout, res.WorkflowID)}
 	case err != nil:
-		return nil, c.explain(fmt.Errorf("signal %s was accepted for run %s (signal id %s); waiting for its verdict: %w (--no-wait skips the wait)",
-			res.SignalName, res.WorkflowID, res.SignalID, err))
+		return nil, c.explain(fmt.Errorf("wait for the verdict on signal %s (--no-wait skips the wait): %w", res.SignalID, err))
 	}
 	return v, nil
 }

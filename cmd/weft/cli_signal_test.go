@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -65,4 +66,16 @@ func TestCLISignalAnswers(t *testing.T) {
 	r = s.weft(t, "signal", runID, "PAUSE")
 	require.Equal(t, exitError, r.code, "%v", r.err)
 	require.ErrorContains(t, r.err, "run "+runID+" has ended COMPLETED: it takes no more signals; nothing was sent to it")
+
+	// Without a read API the verdict cannot be read: the acceptance is
+	// printed, and the error says how to skip the wait.
+	env := maps.Clone(s.env)
+	env["WEFT_READ_URL"] = "http://127.0.0.1:1"
+	r = weft(t, env, "run", "start", "-f", example("approval.yaml"), "-o", "json")
+	require.NoError(t, r.err, r.errOut)
+	other := decode[api.StartRunResult](t, r).RunID
+	r = weft(t, env, "signal", other, "CANCEL")
+	require.Equal(t, exitError, r.code, "%v", r.err)
+	require.Contains(t, r.out, "Signal CANCEL accepted for run "+other)
+	require.ErrorContains(t, r.err, "(--no-wait skips the wait)")
 }
