@@ -76,6 +76,21 @@
 //
 //	if client.IsCode(err, api.CodeSignalAcceptanceIndeterminate) { … }
 //
+// A signal that can have no effect is refused before anything is written
+// (docs/api.md, "Signals that can have no effect"): a name the run has no
+// use for is ErrUnknownSignal (errors.Is; (*Error).Accepts lists the
+// names the run takes), a signal to a run that has ended ErrRunTerminal.
+//
+// # A signal's verdict
+//
+// An accepted signal is applied by the engine, or ignored when it makes
+// no sense in the run's state then (RESUME of a run that is not PAUSED,
+// say). WaitSignal waits for that verdict, the run's SignalApplied event,
+// through the read API:
+//
+//	acc, err := c.Signal(ctx, runID, api.SignalRequest{SignalName: "RESUME"})
+//	verdict, err := c.WaitSignal(ctx, acc) // a *SignalIgnoredError if ignored
+//
 // A call that failed after retries says how many attempts it made and
 // wraps the last attempt's error. Requests refused before sending wrap
 // ErrInvalidRequest; a 2xx answer that cannot be decoded wraps
