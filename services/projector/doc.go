@@ -12,7 +12,9 @@
 // resync loop until it can. Other runs keep flowing. An event whose lag
 // (persistedAt to applied) exceeds Config.ResyncLag makes its run catch up
 // from the log at once rather than from the bus's backlog, and lag above
-// Config.LagAlert raises the P2 PROJECTOR_LAG_HIGH alert.
+// Config.LagAlert raises the P2 PROJECTOR_LAG_HIGH alert. The alert's lag
+// counts from persistedAt or this process's start, whichever is later: a
+// restart's backlog is downtime, not lag.
 //
 // Any number of projectors may run: they share one durable consumer, and
 // each locks a run's snapshot row before it reads the watermark, so two

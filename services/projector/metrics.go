@@ -10,7 +10,7 @@ const meterName = "github.com/weftrun/weft/services/projector"
 
 // metrics are the projector's instruments:
 //
-//	weft.projector.lag             histogram (s)  persistedAt to applied, per event
+//	weft.projector.lag             histogram (s)  persistedAt (or this process's start) to applied, per event
 //	weft.projector.events.applied  counter        events applied to snapshots
 //	weft.projector.resyncs         counter        runs read back from the log
 //	weft.projector.rebuilt         counter        runs without a snapshot rebuilt from the log

@@ -4,13 +4,11 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/weftrun/weft/pkg/api"
@@ -121,42 +119,6 @@ func TestGapHaltsTheRunUntilItCloses(t *testing.T) {
 	s.requireMatchesLog(t, v)
 	require.NotContains(t, alertCodes(s.alerts(t)), projector.AlertGap)
 	requireLogged(t, s, `"cleared":true`, runID)
-}
-
-// A projector that falls behind (it was down while events were appended)
-// catches each run up from the log, raises PROJECTOR_LAG_HIGH while the
-// lag is above the threshold and clears it once fresh events flow.
-func TestLaggingConsumer(t *testing.T) {
-	t.Parallel()
-	s := newStack(t)
-	// The run has a snapshot before the projector goes down, so that the
-	// rebuild pass at the next start (runs with none, which measures no
-	// lag) leaves it to the consumer.
-	stop := s.serveWith(t, projector.Config{}, noop.NewMeterProvider()) // s.metrics reads the next one's
-	runID := s.approve(t, "lag")
-	s.waitRun(t, runID, atSeq(1), "approved")
-	stop()
-	s.appendBus(t, lifecycle(t, runID)[:2]...)
-	require.Eventually(t, func() bool { return s.outboxEmpty(t) }, waitFor, 10*time.Millisecond)
-	time.Sleep(time.Second) // the events age past the thresholds below
-
-	cfg := projector.Config{LagAlert: 500 * time.Millisecond, ResyncLag: 800 * time.Millisecond}
-	s.serve(t, cfg)
-	s.waitRun(t, runID, atSeq(3), "catches up")
-	require.Eventually(t, func() bool { return slices.Contains(alertCodes(s.alerts(t)), projector.AlertLagHigh) },
-		waitFor, 10*time.Millisecond, "the lag alert is raised after the commit")
-	requireLogged(t, s, `"alert":"PROJECTOR_LAG_HIGH"`, `"level":"WARN"`, `"severity":"P2"`)
-	require.GreaterOrEqual(t, s.counter(t, "weft.projector.resyncs"), int64(1))
-
-	s.appendBus(t, lifecycle(t, runID)[2:]...)
-	s.waitRun(t, runID, atSeq(6), "completes")
-	// Fresh events flow (new runs, one at a time) until one batch
-	// measures a lag under the threshold.
-	require.Eventually(t, func() bool {
-		s.waitRun(t, s.approve(t, "fresh"), atSeq(1), "approved")
-		return !slices.Contains(alertCodes(s.alerts(t)), projector.AlertLagHigh)
-	}, waitFor, time.Millisecond, "the lag alert clears; logs:\n%s", s.logs)
-	require.Positive(t, s.histogramCount(t, "weft.projector.lag"))
 }
 
 // The metrics count every tenant's runs, so the public API listener does

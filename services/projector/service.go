@@ -30,6 +30,10 @@ type Service struct {
 	metrics  metrics
 	mp       metric.MeterProvider // its consumer keeper's; nil records nothing
 	lagAlarm lagAlarm
+	// seenFrom is when Serve began consuming: an event persisted before it
+	// could not have been applied sooner, so its lag counts from seenFrom
+	// (observedLag). Written by Serve before the consumer starts.
+	seenFrom time.Time
 	changes  notifier
 	// origin names this process in its notifications (listen.go); wakes
 	// holds the runs to notify.
@@ -80,6 +84,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	defer func() { _ = reg.Unregister() }()
+	s.seenFrom = time.Now()
 	l, err := s.consume(ctx)
 	if err != nil {
 		return err
@@ -95,22 +100,24 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // afterCommit reports what a committed batch did: alerts, lag, metrics,
-// and wakes the long polls of the runs it changed. Lag is this process's
-// clock at the commit minus persistedAt, Postgres's clock: hosts must keep
-// their clocks in sync (NTP) for the figure to mean anything.
+// and wakes the long polls of the runs it changed. Lag is observedLag:
+// this process's clock at the commit minus persistedAt (Postgres's clock:
+// hosts must keep their clocks in sync, NTP, for the figure to mean
+// anything), or minus the start of this process's consumer for an event
+// persisted before it.
 func (s *Service) afterCommit(ctx context.Context, changes map[string]runChange) {
 	committed := time.Now()
 	var worst time.Duration
-	measured := false
+	var applied int64
 	for runID, ch := range changes {
 		s.reportRun(ctx, runID, ch)
 		s.reportForged(ctx, runID, ch)
 		for _, at := range ch.persisted {
-			lag := max(0, committed.Sub(at))
+			lag := s.observedLag(at, committed)
 			s.metrics.lag.Record(ctx, lag.Seconds())
-			worst, measured = max(worst, lag), true
+			worst = max(worst, lag)
 		}
-		s.metrics.applied.Add(ctx, int64(len(ch.persisted)))
+		applied += int64(len(ch.persisted))
 		if ch.resynced {
 			s.metrics.resyncs.Add(ctx, 1)
 		}
@@ -118,9 +125,25 @@ func (s *Service) afterCommit(ctx context.Context, changes map[string]runChange)
 			s.changes.notify(runID)
 		}
 	}
-	if measured {
+	if applied > 0 {
 		s.observeLag(ctx, worst)
 	}
+	// Counted after the lag alarm: whoever reads the count has the alarm's
+	// verdict on those events.
+	s.metrics.applied.Add(ctx, applied)
+}
+
+// observedLag is the projection lag of an event persisted at persisted and
+// committed at committed: the time it waited for a projector that could
+// have seen it. An event persisted while this process was not consuming
+// (down, restarting) waits from seenFrom, not from persisted: the time the
+// projector was down is downtime, which its health checks report, not lag,
+// and counting it raised PROJECTOR_LAG_HIGH at every restart.
+func (s *Service) observedLag(persisted, committed time.Time) time.Duration {
+	if persisted.Before(s.seenFrom) {
+		persisted = s.seenFrom
+	}
+	return max(0, committed.Sub(persisted))
 }
 
 // resyncLoop, every ResyncEvery, clears the AlertForged rows older than
