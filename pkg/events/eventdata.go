@@ -109,6 +109,24 @@ type ForEachData struct {
 type StepStartedData struct {
 	// WorkerID identifies the worker that picked up the attempt.
 	WorkerID string `json:"workerId,omitempty"`
+	// StartedAt is when the worker began the attempt, by its clock, kept
+	// between the attempt's StepScheduled and this event's emittedAt:
+	// the attempt's start, which the event's own time is not when the
+	// worker reported the start with the outcome (a short activity).
+	// Absent from older events and engine-started steps; readers then use
+	// the event's time.
+	StartedAt time.Time `json:"startedAt,omitzero"`
+}
+
+// StartedTime returns when the attempt a StepStarted event e records
+// began: its payload's StartedAt, or the event's time (persistedAt, else
+// emittedAt) when the payload has none or does not decode.
+func StartedTime(e Event) time.Time {
+	var d StepStartedData
+	if e.Data(&d) == nil && !d.StartedAt.IsZero() {
+		return d.StartedAt
+	}
+	return eventTime(e)
 }
 
 // StepCompletedData is the payload of StepCompleted.

@@ -86,6 +86,7 @@ func persistedRecords() []goldentest.Record {
 		payloadRecord("StepScheduledResolved", StepScheduledData{Activity: "dbt.run", Queue: "default",
 			Input: json.RawMessage(`{"date":"2024-07-01","rows":3}`)}),
 		payloadRecord("StepStarted", StepStartedData{WorkerID: "worker-1"}),
+		payloadRecord("StepStartedAt", StepStartedData{WorkerID: "worker-1", StartedAt: goldenT0.Add(-time.Second)}),
 		payloadRecord("StepCompleted", completed),
 		payloadRecord("StepFailed", StepFailedData{Error: stepErr}),
 		payloadRecord("StepSkipped", StepSkippedData{Reason: "upstream failed"}),

@@ -65,7 +65,7 @@ func (p *projection) applyStep(e Event) error {
 	at := eventTime(e)
 	switch e.EventType {
 	case StepStarted:
-		st.started(e, at)
+		st.started(e, StartedTime(e))
 	case StepCompleted:
 		if st.finish(e, at, StepStatusSuccess, nil) {
 			st.Artifacts = cloneArtifacts(d.completed.Artifacts)

@@ -163,7 +163,7 @@ func (t *stepTrace) apply(e Event, d stepEvent) {
 		t.d.ForEach = cmp.Or(d.ForEach, t.d.ForEach)
 	case StepStarted:
 		a.Deliveries++
-		a.StartedAt = cmp.Or(a.StartedAt, timePtr(at))
+		a.StartedAt = cmp.Or(a.StartedAt, timePtr(StartedTime(e)))
 		a.WorkerID = cmp.Or(d.WorkerID, a.WorkerID)
 		if a.Status == StepStatusPending {
 			a.Status = StepStatusRunning

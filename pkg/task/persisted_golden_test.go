@@ -96,6 +96,15 @@ func messages() []goldentest.Record {
 			r.EmittedAt = goldenT0
 			return r
 		}, signedStarted),
+		messageOf("Result_startedAt_v1", func() task.Result {
+			r := result(task.Completed)
+			r.StartedAt = goldenT0.Add(-time.Second)
+			return r
+		}, func() task.Result {
+			r := want(task.Completed)
+			r.StartedAt = goldenT0.Add(-time.Second)
+			return r
+		}()),
 		messageOf("Cancel_v1", func() task.Cancel {
 			return task.Cancel{SchemaVersion: task.SchemaVersion, RunID: goldenRun, StepIDs: []string{"extract"}, Reason: "run cancelled"}
 		}, task.Cancel{SchemaVersion: 1, RunID: goldenRun, StepIDs: []string{"extract"}, Reason: "run cancelled"}),

@@ -116,6 +116,11 @@ type Result struct {
 	Error *events.StepError `json:"error,omitempty"`
 	// EmittedAt is when the worker observed what it reports.
 	EmittedAt time.Time `json:"emittedAt"`
+	// StartedAt is when the worker began the attempt (by its clock), on
+	// every kind: the engine records it as the attempt's start, since a
+	// short activity reports its StepStarted only with its outcome.
+	// Optional: absent, the engine's round time stands.
+	StartedAt time.Time `json:"startedAt,omitzero"`
 	// Reconcile is set on the results of a keyed attempt
 	// (docs/reconciliation.md).
 	Reconcile *ResultReconcile `json:"reconcile,omitempty"`

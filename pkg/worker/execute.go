@@ -47,6 +47,14 @@ type attemptRun struct {
 	limit   time.Duration
 	secrets *secretSet
 	log     *slog.Logger
+	// began is when this delivery began, every result's StartedAt.
+	began time.Time
+}
+
+// stamp returns r, a result of run, with the time run began.
+func (run *attemptRun) stamp(r task.Result) task.Result {
+	r.StartedAt = run.began
+	return r
 }
 
 // execute runs the activity for d's task and returns the final result.
@@ -67,11 +75,12 @@ func (w *Worker) execute(ctx context.Context, d delivery, act *activity, mem *ke
 			"earlier_engine_attempt_id", r.EngineAttemptID)
 		return execution{result: r, finished: true, by: settledByMemory}
 	}
+	began := time.Now()
 	secrets := newSecretSet(t.TenantID, t.Secrets, w.providers)
 	in, bad := act.input(t, attempt, secrets)
 	in = w.withHeartbeats(ctx, in, log)
 	run := &attemptRun{t: t, attempt: attempt, act: act, in: in, scope: act.scope(t, in, bad == nil),
-		limit: act.deadline(t), secrets: secrets, log: log}
+		limit: act.deadline(t), secrets: secrets, log: log, began: began}
 	var early *lookupAnswer
 	if run.scope == nil {
 		defer w.reportStartedAfter(ctx, run)()
@@ -82,7 +91,7 @@ func (w *Worker) execute(ctx context.Context, d delivery, act *activity, mem *ke
 		}
 	}
 	if bad != nil {
-		return execution{result: w.failed(t, attempt, *bad), finished: true, by: settledByWorker}
+		return execution{result: run.stamp(w.failed(t, attempt, *bad)), finished: true, by: settledByWorker}
 	}
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -95,11 +104,11 @@ func (w *Worker) execute(ctx context.Context, d delivery, act *activity, mem *ke
 			return execution{}
 		}
 		if settled {
-			return execution{result: r, finished: true, by: reconciledBy(r)}
+			return execution{result: run.stamp(r), finished: true, by: reconciledBy(r)}
 		}
 	}
 	r, ok := w.runActivity(ctx, actx, run)
-	return execution{result: r, finished: ok, by: settledByActivity}
+	return execution{result: run.stamp(r), finished: ok, by: settledByActivity}
 }
 
 // beginKeyed stores the StepStarted of keyed attempt run (startKeyed) and

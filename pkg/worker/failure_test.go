@@ -116,6 +116,8 @@ func TestUnknownActivity(t *testing.T) {
 	r := results.next()
 	requireFailed(t, tk, r, worker.CodeUnknownActivity, false)
 	require.Equal(t, worker.CategoryWorker, r.Error.Category)
+	require.Contains(t, r.Error.Message, `no activity "nope" is registered`)
+	require.Contains(t, r.Error.Message, `it registers "echo"`, "the failure names what the worker does run")
 	b.requireTasksSettled(t)
 }
 

@@ -51,9 +51,11 @@ func (w *Worker) runTask(ctx context.Context, msg jetstream.Msg, d delivery, bea
 	act, ok := w.activity(d.t.Activity)
 	if !ok {
 		log.WarnContext(ctx, "worker: no activity of this name is registered")
-		x := execution{finished: true, by: settledByWorker, result: w.failed(d.t, d.attempt, events.StepError{
-			Code: CodeUnknownActivity, Category: CategoryWorker,
-			Message: fmt.Sprintf("no activity %q is registered with worker %s", d.t.Activity, w.cfg.WorkerID)})}
+		r := w.failed(d.t, d.attempt, events.StepError{Code: CodeUnknownActivity, Category: CategoryWorker,
+			Message: fmt.Sprintf("no activity %q is registered with worker %s on queue %q; it registers %s",
+				d.t.Activity, w.cfg.WorkerID, d.t.Queue, w.registered())})
+		r.StartedAt = r.EmittedAt
+		x := execution{finished: true, by: settledByWorker, result: r}
 		x.published = w.report(ctx, x.result, log)
 		x.acked = w.settle(ctx, msg, x.published, log)
 		return x
@@ -186,7 +188,7 @@ func (w *Worker) reportStartedAfter(ctx context.Context, run *attemptRun) (end f
 // runs anyway, and the engine learns the step started from its final
 // result.
 func (w *Worker) reportStarted(ctx context.Context, run *attemptRun) {
-	if _, err := w.publishAck(ctx, task.NewResult(run.t, task.Started, run.attempt, w.cfg.WorkerID)); err != nil {
+	if _, err := w.publishAck(ctx, run.stamp(task.NewResult(run.t, task.Started, run.attempt, w.cfg.WorkerID))); err != nil {
 		run.log.WarnContext(ctx, "worker: StepStarted not published; running the activity anyway", "err", err)
 	}
 }
@@ -200,7 +202,7 @@ func (w *Worker) reportStarted(ctx context.Context, run *attemptRun) {
 // proves that an earlier delivery stored it, within the stream's dedupe
 // window, and so may have run the activity: begun reports that.
 func (w *Worker) startKeyed(ctx context.Context, run *attemptRun) (begun bool, err error) {
-	r := task.NewResult(run.t, task.Started, run.attempt, w.cfg.WorkerID)
+	r := run.stamp(task.NewResult(run.t, task.Started, run.attempt, w.cfg.WorkerID))
 	scope := *run.scope
 	r.Reconcile = &scope
 	ack, err := w.publishAck(ctx, r)

@@ -169,6 +169,8 @@ func requireResult(t *testing.T, tk task.Task, kind task.Kind, attempt string, r
 		r.IdempotencyKey)
 	require.Equal(t, task.SchemaVersion, r.SchemaVersion)
 	require.False(t, r.EmittedAt.IsZero())
+	require.False(t, r.StartedAt.IsZero(), "every result says when its attempt began")
+	require.False(t, r.StartedAt.After(r.EmittedAt), "an attempt begins before what it reports")
 }
 
 // requireFailed checks that r is tk's StepFailed with code and retryable.

@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -97,6 +101,26 @@ func (w *Worker) Register(name string, fn ActivityFunc, opts ...ActivityOption) 
 	}
 	w.activities[name] = a
 	return nil
+}
+
+// registered lists the names of the activities registered, quoted and
+// sorted, at most 20 of them: what an UNKNOWN_ACTIVITY failure names.
+func (w *Worker) registered() string {
+	w.regMu.RLock()
+	names := slices.Sorted(maps.Keys(w.activities))
+	w.regMu.RUnlock()
+	if len(names) == 0 {
+		return "none"
+	}
+	more := ""
+	if len(names) > 20 {
+		names, more = names[:20], fmt.Sprintf(" and %d more", len(names)-20)
+	}
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = strconv.Quote(n)
+	}
+	return strings.Join(quoted, ", ") + more
 }
 
 func (w *Worker) activity(name string) (*activity, bool) {

@@ -102,16 +102,18 @@ func resultInput(res task.Result, now time.Time) (decide.Input, error) {
 			key = res.Reconcile.IdempotencyKey
 		}
 		return decide.ResultStarted{StepID: res.StepID, LogicalAttempt: attempt,
-			EngineAttemptID: res.EngineAttemptID, WorkerID: res.WorkerID, ActivityKey: key, Now: now}, nil
+			EngineAttemptID: res.EngineAttemptID, WorkerID: res.WorkerID, ActivityKey: key, StartedAt: res.StartedAt, Now: now}, nil
 	case task.Completed:
 		return decide.ResultCompleted{StepID: res.StepID, LogicalAttempt: attempt, EngineAttemptID: res.EngineAttemptID,
-			WorkerID: res.WorkerID, Output: res.Output, Artifacts: res.Artifacts, Reconcile: res.Reconcile, Now: now}, nil
+			WorkerID: res.WorkerID, Output: res.Output, Artifacts: res.Artifacts, Reconcile: res.Reconcile,
+			StartedAt: res.StartedAt, Now: now}, nil
 	case task.Failed:
 		if res.Error == nil {
 			return nil, fmt.Errorf("result of run %s step %s: StepFailed without an error", res.RunID, res.StepID)
 		}
 		return decide.ResultFailed{StepID: res.StepID, LogicalAttempt: attempt, EngineAttemptID: res.EngineAttemptID,
-			WorkerID: res.WorkerID, Error: *res.Error, Jitter: rand.Float64(), Reconcile: res.Reconcile, Now: now}, nil
+			WorkerID: res.WorkerID, Error: *res.Error, Jitter: rand.Float64(), Reconcile: res.Reconcile,
+			StartedAt: res.StartedAt, Now: now}, nil
 	}
 	return nil, fmt.Errorf("result of run %s step %s: unknown kind %q", res.RunID, res.StepID, res.Kind)
 }

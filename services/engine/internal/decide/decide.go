@@ -148,15 +148,31 @@ func (d *decider) markStarted(st StepState, in ResultStarted) StepState {
 	if st.Status != events.StepStatusPending {
 		return st
 	}
+	in.StartedAt = startedWithin(in.StartedAt, st.ScheduledAt, d.now)
 	d.emit(in.StepID, st.Attempt, events.StepStarted, startedData(in), in.EngineAttemptID)
 	st, _ = d.s.stepState(in.StepID)
 	return st
 }
 
+// startedWithin is the start a worker reported, kept between the
+// attempt's scheduling and now (a worker's clock may be off); zero when
+// it reported none.
+func startedWithin(reported, scheduled, now time.Time) time.Time {
+	switch {
+	case reported.IsZero():
+		return time.Time{}
+	case reported.Before(scheduled):
+		return scheduled
+	case reported.After(now):
+		return now
+	}
+	return reported
+}
+
 // impliedStart is the started result a final result implies: the same
-// worker, delivery and activity key.
-func impliedStart(stepID string, attempt int, workerID, engine string, rep *task.ResultReconcile) ResultStarted {
-	in := ResultStarted{StepID: stepID, LogicalAttempt: attempt, EngineAttemptID: engine, WorkerID: workerID}
+// worker, delivery, activity key and start.
+func impliedStart(stepID string, attempt int, workerID, engine string, rep *task.ResultReconcile, startedAt time.Time) ResultStarted {
+	in := ResultStarted{StepID: stepID, LogicalAttempt: attempt, EngineAttemptID: engine, WorkerID: workerID, StartedAt: startedAt}
 	if rep != nil {
 		in.ActivityKey = rep.IdempotencyKey
 	}
@@ -172,7 +188,7 @@ func (d *decider) completed(in ResultCompleted) {
 	if !ok {
 		return
 	}
-	st = d.markStarted(st, impliedStart(in.StepID, in.LogicalAttempt, in.WorkerID, in.EngineAttemptID, in.Reconcile))
+	st = d.markStarted(st, impliedStart(in.StepID, in.LogicalAttempt, in.WorkerID, in.EngineAttemptID, in.Reconcile, in.StartedAt))
 	if len(in.Output) > 0 && !json.Valid(in.Output) {
 		bad := events.StepError{Code: CodeInvalidOutput, Message: "the reported output is not valid JSON"}
 		d.reconcile(ps, st, in.Reconcile, task.StatusCompleted, nil, &bad)
@@ -198,7 +214,7 @@ func (d *decider) failed(in ResultFailed) {
 	if !ok {
 		return
 	}
-	st = d.markStarted(st, impliedStart(in.StepID, in.LogicalAttempt, in.WorkerID, in.EngineAttemptID, in.Reconcile))
+	st = d.markStarted(st, impliedStart(in.StepID, in.LogicalAttempt, in.WorkerID, in.EngineAttemptID, in.Reconcile, in.StartedAt))
 	e, status := in.Error, failureStatus(in.Reconcile)
 	if status == task.StatusCompleted {
 		e.Retryable = false

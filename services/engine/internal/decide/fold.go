@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"time"
@@ -267,10 +268,11 @@ func nextStep(st StepState, f fact) StepState {
 		st.Scheduled, st.RetryAt, st.Deadline, st.ScheduledAt = true, time.Time{}, d.Deadline, f.at
 		st.Input = compactJSON(d.Input)
 	case events.StepStarted:
+		d := startedOf(f.data)
 		if st.Status == events.StepStatusPending {
-			st.Status, st.Error, st.StartedAt = events.StepStatusRunning, events.StepError{}, f.at
+			st.Status, st.Error, st.StartedAt = events.StepStatusRunning, events.StepError{}, cmp.Or(d.StartedAt, f.at)
 		}
-		if d, ok := f.data.(stepStartedData); ok && d.ActivityKey != "" && st.ActivityKey == "" {
+		if d.ActivityKey != "" && st.ActivityKey == "" {
 			st.ActivityKey = d.ActivityKey
 		}
 		st.EngineAttemptID = f.engine

@@ -39,7 +39,10 @@ type ResultStarted struct {
 	// ActivityKey is the activity-level idempotency key the worker reported
 	// for a keyed attempt (task.ResultReconcile), or empty.
 	ActivityKey string
-	Now         time.Time
+	// StartedAt is when the worker began the attempt, by its clock; zero
+	// when it did not say (StepStarted then records the round's time).
+	StartedAt time.Time
+	Now       time.Time
 }
 
 // ResultCompleted reports that an attempt succeeded.
@@ -57,6 +60,8 @@ type ResultCompleted struct {
 	// Reconcile is what the worker reported about reconciliation, nil for
 	// an unkeyed attempt or an older worker.
 	Reconcile *task.ResultReconcile
+	// StartedAt is as in ResultStarted: the implied StepStarted records it.
+	StartedAt time.Time
 	Now       time.Time
 }
 
@@ -72,8 +77,9 @@ type ResultFailed struct {
 	// Jitter is the round's random number in [0, 1) for the retry backoff
 	// (plan.RetryPolicy.Backoff).
 	Jitter float64
-	// Reconcile is as in ResultCompleted.
+	// Reconcile and StartedAt are as in ResultCompleted.
 	Reconcile *task.ResultReconcile
+	StartedAt time.Time
 	Now       time.Time
 }
 

@@ -60,6 +60,19 @@ type runApprovedData struct {
 	Input         json.RawMessage `json:"input,omitempty"`
 }
 
+// startedOf returns the StepStarted payload in data, as the log or the
+// decider gives it.
+func startedOf(data any) stepStartedData {
+	switch d := data.(type) {
+	case stepStartedData:
+		return d
+	case events.StepStartedData:
+		return stepStartedData{StepStartedData: d}
+	default:
+		return stepStartedData{}
+	}
+}
+
 // completedOf returns the StepCompleted payload in data, as the log or
 // the decider gives it.
 func completedOf(data any) events.StepCompletedData {

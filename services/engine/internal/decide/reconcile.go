@@ -95,7 +95,7 @@ func completedData(data events.StepCompletedData, rep *task.ResultReconcile) any
 // startedData is the StepStarted payload of a started result: the engine's
 // form, with the activity key, only for a keyed attempt.
 func startedData(in ResultStarted) any {
-	data := events.StepStartedData{WorkerID: in.WorkerID}
+	data := events.StepStartedData{WorkerID: in.WorkerID, StartedAt: in.StartedAt}
 	if in.ActivityKey == "" {
 		return data
 	}
