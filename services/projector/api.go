@@ -41,7 +41,7 @@ func (s *Service) Handler() http.Handler {
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, api.CodeNotFound, "no such route: "+r.Method+" "+r.URL.Path)
 	})
-	mux.Handle("/", ui.Handler())
+	mux.Handle("/", ui.Handler(ui.Options{DevTokenFile: s.cfg.DevTokenFile}))
 	return mux
 }
 

@@ -51,6 +51,10 @@ type Config struct {
 	// GatewayURL is where the UI's signals are forwarded
 	// (/gateway/v1/runs/{runId}/signals). Empty: those requests answer 503.
 	GatewayURL string
+	// DevTokenFile is set by `weft dev` only: the file that holds the dev
+	// stack's API key (.weft/dev/token), which the UI's sign-in form names.
+	// Empty, for any other stack, the form names no file.
+	DevTokenFile string
 	// Concurrency is the number of lanes applying events in parallel; a
 	// run's events always go to the same lane.
 	Concurrency int

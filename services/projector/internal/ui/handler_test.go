@@ -46,7 +46,7 @@ func assetPath(t *testing.T, h http.Handler, name string) string {
 
 func TestHandlerPages(t *testing.T) {
 	t.Parallel()
-	h := ui.Handler()
+	h := ui.Handler(ui.Options{})
 	for _, path := range []string{"/", "/runs/0193a1f4-7c41-7a8e-9d1f-3b2c5e8f4a10", "/runs/anything", "/?status=FAILED&plan=x", "/schedules"} {
 		t.Run(path, func(t *testing.T) {
 			t.Parallel()
@@ -67,7 +67,7 @@ func TestHandlerPages(t *testing.T) {
 
 func TestHandlerNotFound(t *testing.T) {
 	t.Parallel()
-	h := ui.Handler()
+	h := ui.Handler(ui.Options{})
 	version := strings.Split(assetPath(t, h, "app.js"), "/")[2]
 	for _, path := range []string{"/runs", "/runs/", "/runs/a/b", "/v1/runs", "/schedules/", "/schedules/a", "/gateway/v1/schedules", "/favicon.ico", "/ui/", "/ui/" + version + "/nope.js", "/ui/" + version + "/index.html", "/ui/app.js"} {
 		require.Equal(t, http.StatusNotFound, get(t, h, http.MethodGet, path, nil).status, path)
@@ -77,7 +77,7 @@ func TestHandlerNotFound(t *testing.T) {
 
 func TestHandlerAssets(t *testing.T) {
 	t.Parallel()
-	h := ui.Handler()
+	h := ui.Handler(ui.Options{})
 	types := map[string]string{
 		"app.js":       "text/javascript; charset=utf-8",
 		"api.js":       "text/javascript; charset=utf-8",

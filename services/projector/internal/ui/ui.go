@@ -38,6 +38,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"html"
 	"io/fs"
 	"net/http"
 	"path"
@@ -56,12 +57,21 @@ var assets embed.FS
 // script or style.
 const ContentSecurityPolicy = "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:"
 
-// Cache-Control values of the answers.
+// Cache-Control values of the answers, and the parameters index.html
+// holds.
 const (
-	cacheImmutable   = "public, max-age=31536000, immutable"
-	cacheRevalidate  = "no-cache"
-	versionParameter = "{{version}}"
+	cacheImmutable        = "public, max-age=31536000, immutable"
+	cacheRevalidate       = "no-cache"
+	versionParameter      = "{{version}}"
+	devTokenFileParameter = "{{devTokenFile}}"
 )
+
+// Options are what the pages tell the UI about the stack that serves it.
+type Options struct {
+	// DevTokenFile, set for the `weft dev` stack only, is the file holding
+	// its API key: the sign-in form names it. Empty names none.
+	DevTokenFile string
+}
 
 // contentTypes are the types of the embedded files, by extension, so the
 // answer does not depend on the host's MIME tables.
@@ -84,8 +94,9 @@ type file struct {
 // /schedules, the assets under /ui/, and 404 for any other path. Only GET
 // and HEAD are allowed. Every answer carries a Content-Type, a
 // Cache-Control and X-Content-Type-Options: nosniff; the pages also carry
-// ContentSecurityPolicy. The handler is safe for concurrent use.
-func Handler() http.Handler {
+// ContentSecurityPolicy. The pages carry opts in <meta> elements. The
+// handler is safe for concurrent use.
+func Handler(opts Options) http.Handler {
 	files, version, err := load()
 	if err != nil {
 		// Unreachable with a binary built from this package: the files are
@@ -96,6 +107,7 @@ func Handler() http.Handler {
 	}
 	index := files["index.html"]
 	index.body = bytes.ReplaceAll(index.body, []byte(versionParameter), []byte(version))
+	index.body = bytes.ReplaceAll(index.body, []byte(devTokenFileParameter), []byte(html.EscapeString(opts.DevTokenFile)))
 	index.etag = etag(index.body)
 
 	page := func(w http.ResponseWriter, r *http.Request) {

@@ -48,10 +48,16 @@ type bundle struct {
 // mounts them, and starts a browser.
 func setup(t *testing.T, runs ...api.RunView) *bundle {
 	t.Helper()
+	return setupWith(t, ui.Options{}, runs...)
+}
+
+// setupWith is setup with the UI's handler given opts.
+func setupWith(t *testing.T, opts ui.Options, runs ...api.RunView) *bundle {
+	t.Helper()
 	api := newFakeAPI(token, runs...)
 	mux := http.NewServeMux()
 	api.register(mux)
-	mux.Handle("/", ui.Handler())
+	mux.Handle("/", ui.Handler(opts))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	t.Cleanup(api.close) // Runs before srv.Close, which waits for the long polls.

@@ -12,6 +12,8 @@
 //   signin-token            the API key input of the sign-in form
 //   signin-submit           its submit button
 //   signin-error            the reason the form is shown again (e.g. after a 401)
+//   signin-dev-token        where the dev stack's key is; present only on a `weft dev` stack,
+//                           its file in signin-dev-token-file (".weft/dev/token")
 //   signout                 the header's sign-out button
 //   runs-table              the runs table
 //   run-row                 one row; data-run-id is the full run id
@@ -149,6 +151,7 @@ function showSignIn(notice) {
     h('div', { class: 'signin-mark' }, h('img', { src: document.querySelector('link[rel=icon]').href, alt: '', width: 40, height: 40 })),
     h('h1', { text: 'Sign in to Weft' }),
     h('p', { class: 'muted', text: 'Paste an API key. It is sent as a bearer token on every request and kept in this browser’s local storage until you sign out.' }),
+    devTokenHint(),
     notice?.kind === 'error' ? h('p', { class: 'signin-error', role: 'alert', testid: 'signin-error', text: notice.text }) : null,
     notice?.kind === 'info' ? h('p', { class: 'signin-info', role: 'status', text: notice.text }) : null,
     h('label', { for: 'signin-token', class: 'label', text: 'API key' }),
@@ -163,6 +166,17 @@ function showSignIn(notice) {
   });
   replace(app, h('div', { class: 'signin-wrap' }, form));
   input.focus();
+}
+
+// devTokenHint says where the dev stack's key is when the page is served
+// by `weft dev` (the weft-dev-token-file meta element names its file), and
+// is null for any other stack.
+function devTokenHint() {
+  const file = document.querySelector('meta[name="weft-dev-token-file"]')?.content;
+  if (!file) return null;
+  return h('p', { class: 'signin-info', testid: 'signin-dev-token' },
+    'This is a ', h('code', { text: 'weft dev' }), ' stack: its API key is in ',
+    h('code', { testid: 'signin-dev-token-file', text: file }), ' (also printed in the banner as the UI link’s #token=).');
 }
 
 // setLive shows the live-update state in the header: 'live', 'paused',
