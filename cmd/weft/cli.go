@@ -42,11 +42,13 @@ const (
 
 // exitCodesHelp is the exit code table for command help.
 const exitCodesHelp = `Exit codes:
-  0    the run COMPLETED (start without --wait, get, events, ls, signal: success)
-  1    bad usage or input, an API or network error, an unknown run
+  0    the run COMPLETED (start without --wait, get, events, ls: success;
+       signal: applied or buffered, or accepted with --no-wait)
+  1    bad usage or input, an API or network error, an unknown run, a
+       signal refused or ignored
   2    the run ended FAILED
   3    the run ended CANCELLED
-  4    --timeout passed before the run ended
+  4    --timeout passed before the run ended, or before a signal's verdict
   130  interrupted (Ctrl-C) while waiting
 `
 

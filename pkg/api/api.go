@@ -138,6 +138,16 @@ const (
 	// Delete one, or have the operator raise the quota, before creating
 	// another; waiting does not help. HTTP 409, JSON-RPC CodeConflict.
 	CodeQuotaExceeded = "QuotaExceeded"
+	// CodeRunTerminal: a signal to a run that has ended (COMPLETED, FAILED
+	// or CANCELLED; details.status), which takes no more signals, but
+	// RETRY_STEP on a FAILED run. HTTP 409, JSON-RPC -32009 (conflict).
+	// Nothing is written.
+	CodeRunTerminal = "RunTerminal"
+	// CodeUnknownSignal: a signal name that is neither a control signal
+	// nor one a waitSignal step of the run's plan waits for;
+	// details.accepts lists those it takes. HTTP 400, JSON-RPC -32602.
+	// Nothing is written.
+	CodeUnknownSignal = "UnknownSignal"
 	// CodeMethodNotAllowed: the path exists, the method does not. HTTP 405.
 	CodeMethodNotAllowed = "MethodNotAllowed"
 	// CodeInternal: a fault of the gateway or its database; retrying with

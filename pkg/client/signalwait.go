@@ -10,16 +10,16 @@ import (
 )
 
 // Codes of the gateway's refusals of a signal that could have no effect on
-// its run; the other codes are pkg/api's.
+// its run (pkg/api documents them, with the others).
 const (
 	// CodeRunTerminal: the run has ended (details.status is COMPLETED,
 	// FAILED or CANCELLED) and takes no more signals, but RETRY_STEP on a
 	// FAILED run. HTTP 409. Nothing was written; not retried.
-	CodeRunTerminal = "RunTerminal"
+	CodeRunTerminal = api.CodeRunTerminal
 	// CodeUnknownSignal: the name is neither a control signal nor one a
 	// waitSignal step of the run's plan waits for; details.accepts lists
 	// the names the run takes. HTTP 400. Nothing was written.
-	CodeUnknownSignal = "UnknownSignal"
+	CodeUnknownSignal = api.CodeUnknownSignal
 )
 
 // Sentinels of the refusals of a signal that could have no effect. An

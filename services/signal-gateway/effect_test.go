@@ -11,7 +11,6 @@ import (
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/streams"
 	gateway "github.com/weftrun/weft/services/signal-gateway"
-	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intaketest"
 	"github.com/weftrun/weft/services/signal-gateway/internal/jsonrpc"
 )
@@ -31,11 +30,11 @@ func (s *stack) runWaiting(t *testing.T, names ...string) string {
 
 var (
 	// unknownSignal: a name the run has no use for.
-	unknownSignal = outcome{http.StatusBadRequest, intake.CodeUnknownSignal,
-		http.StatusOK, jsonrpc.CodeInvalidParams, intake.CodeUnknownSignal}
+	unknownSignal = outcome{http.StatusBadRequest, api.CodeUnknownSignal,
+		http.StatusOK, jsonrpc.CodeInvalidParams, api.CodeUnknownSignal}
 	// runTerminal: a signal to a run that has ended, a conflict.
-	runTerminal = outcome{http.StatusConflict, intake.CodeRunTerminal,
-		http.StatusOK, jsonrpc.CodeConflict, intake.CodeRunTerminal}
+	runTerminal = outcome{http.StatusConflict, api.CodeRunTerminal,
+		http.StatusOK, jsonrpc.CodeConflict, api.CodeRunTerminal}
 )
 
 // requireRefusedNATS publishes body as a request to runID's signal

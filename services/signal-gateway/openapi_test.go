@@ -15,7 +15,6 @@ import (
 
 	"github.com/weftrun/weft/pkg/api"
 	gateway "github.com/weftrun/weft/services/signal-gateway"
-	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
 	"github.com/weftrun/weft/services/signal-gateway/internal/jsonrpc"
 )
 
@@ -214,7 +213,7 @@ func checkErrorCodes(t *testing.T, doc map[string]any) {
 		api.CodeInvalidArgument, api.CodeUnsupportedMediaType, api.CodePayloadTooLarge,
 		api.CodeUnauthenticated, api.CodePermissionDenied, api.CodeNotFound,
 		api.CodeRateLimited, api.CodeOverloaded, api.CodeSignalAcceptanceIndeterminate,
-		intake.CodeUnknownSignal, intake.CodeRunTerminal,
+		api.CodeUnknownSignal, api.CodeRunTerminal,
 		api.CodeAlreadyExists, api.CodeQuotaExceeded, api.CodeMethodNotAllowed, api.CodeInternal, api.CodeUnavailable,
 	}, code["enum"])
 

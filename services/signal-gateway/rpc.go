@@ -142,7 +142,7 @@ func (s *Service) rpcFault(ctx context.Context, err error) error {
 func rpcError(e *intake.Error) *jsonrpc.Error {
 	code := jsonrpc.CodeInternalError
 	switch e.Code {
-	case api.CodeInvalidArgument, api.CodePayloadTooLarge, intake.CodeUnknownSignal:
+	case api.CodeInvalidArgument, api.CodePayloadTooLarge, api.CodeUnknownSignal:
 		code = jsonrpc.CodeInvalidParams
 	case api.CodeUnsupportedMediaType:
 		code = jsonrpc.CodeInvalidRequest
@@ -152,7 +152,7 @@ func rpcError(e *intake.Error) *jsonrpc.Error {
 		code = jsonrpc.CodePermissionDenied
 	case api.CodeNotFound:
 		code = jsonrpc.CodeNotFound
-	case api.CodeSignalAcceptanceIndeterminate, api.CodeAlreadyExists, api.CodeQuotaExceeded, intake.CodeRunTerminal:
+	case api.CodeSignalAcceptanceIndeterminate, api.CodeAlreadyExists, api.CodeQuotaExceeded, api.CodeRunTerminal:
 		code = jsonrpc.CodeConflict
 	case api.CodeRateLimited, api.CodeOverloaded:
 		code = jsonrpc.CodeRateLimited

@@ -118,7 +118,7 @@ func kindOf(v json.RawMessage) string {
 // statusOf is the HTTP status of a Weft error code.
 func statusOf(code string) int {
 	switch code {
-	case api.CodeInvalidArgument, intake.CodeUnknownSignal:
+	case api.CodeInvalidArgument, api.CodeUnknownSignal:
 		return http.StatusBadRequest
 	case api.CodeUnsupportedMediaType:
 		return http.StatusUnsupportedMediaType
@@ -132,7 +132,7 @@ func statusOf(code string) int {
 		return http.StatusNotFound
 	case api.CodeRateLimited, api.CodeOverloaded:
 		return http.StatusTooManyRequests
-	case api.CodeSignalAcceptanceIndeterminate, api.CodeAlreadyExists, api.CodeQuotaExceeded, intake.CodeRunTerminal:
+	case api.CodeSignalAcceptanceIndeterminate, api.CodeAlreadyExists, api.CodeQuotaExceeded, api.CodeRunTerminal:
 		return http.StatusConflict
 	case api.CodeMethodNotAllowed:
 		return http.StatusMethodNotAllowed

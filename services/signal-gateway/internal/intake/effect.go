@@ -6,22 +6,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/plan"
-)
-
-// Codes of the refusals of a signal that could have no effect on its run
-// (checkEffect). Like the pkg/api codes they are stable, and programs
-// branch on them; pkg/client exports the same strings.
-const (
-	// CodeRunTerminal: the run has ended (COMPLETED, FAILED or
-	// CANCELLED) and takes no more signals, but RETRY_STEP on a FAILED
-	// run. HTTP 409, JSON-RPC -32009 (conflict). Nothing is written.
-	CodeRunTerminal = "RunTerminal"
-	// CodeUnknownSignal: the name is neither a control signal nor one a
-	// waitSignal step of the run's plan waits for; details.accepts lists
-	// those it takes. HTTP 400, JSON-RPC -32602. Nothing is written.
-	CodeUnknownSignal = "UnknownSignal"
 )
 
 // controlSignals are the control signal names, in the order refusals list
@@ -44,9 +31,9 @@ func retryStepTarget(payload json.RawMessage) (string, error) {
 
 // checkEffect returns the refusal of sig, and true, when sent to the run
 // read under its head lock it could have no effect whatever the run's
-// state: a name the run has no use for (CodeUnknownSignal), a RETRY_STEP
+// state: a name the run has no use for (api.CodeUnknownSignal), a RETRY_STEP
 // of a step the plan does not have (InvalidArgument about the payload), a
-// run that has ended (CodeRunTerminal), checked in that order. stepID is
+// run that has ended (api.CodeRunTerminal), checked in that order. stepID is
 // the step a RETRY_STEP names. A run whose RunApproved carries no plan is
 // not checked against one. Outcomes that depend on the run's state (PAUSE
 // of a paused run, a RETRY_STEP of a step that is not FAILED, a signal for
@@ -83,7 +70,7 @@ func unknownSignal(sig Signal, waits []string) *Error {
 			break
 		}
 	}
-	return &Error{Code: CodeUnknownSignal, Message: msg,
+	return &Error{Code: api.CodeUnknownSignal, Message: msg,
 		Details: map[string]any{"runId": sig.RunID, "signalName": sig.Name, "accepts": accepts}}
 }
 
@@ -95,7 +82,7 @@ func runTerminal(sig Signal, end events.Type) *Error {
 	if status == events.RunStatusFailed {
 		msg += "; only RETRY_STEP of a failed step acts on it"
 	}
-	return &Error{Code: CodeRunTerminal, Message: msg,
+	return &Error{Code: api.CodeRunTerminal, Message: msg,
 		Details: map[string]any{"runId": sig.RunID, "signalName": sig.Name, "status": string(status)}}
 }
 

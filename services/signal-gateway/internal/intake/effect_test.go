@@ -57,7 +57,7 @@ func TestSignalUnknownName(t *testing.T) {
 	before := len(b.eventsOf(t, runID))
 	for _, name := range []string{"aprove", "FROBNICATE", "Approve", "pause"} {
 		_, err := b.send(t, runID, name, `{"by":"alice"}`)
-		e := intaketest.RequireRefused(t, err, intake.CodeUnknownSignal, "")
+		e := intaketest.RequireRefused(t, err, api.CodeUnknownSignal, "")
 		require.Equal(t, []string{"PAUSE", "RESUME", "CANCEL", "RETRY_STEP", "approve", "reject"}, e.Details["accepts"],
 			"control signals, then the plan's names without repeats")
 		require.Equal(t, name, e.Details["signalName"])
@@ -119,7 +119,7 @@ func TestSignalToEndedRun(t *testing.T) {
 
 			for _, name := range []string{"go", "PAUSE", "RESUME", "CANCEL"} {
 				_, err := b.send(t, runID, name, "")
-				e := intaketest.RequireRefused(t, err, intake.CodeRunTerminal, "")
+				e := intaketest.RequireRefused(t, err, api.CodeRunTerminal, "")
 				require.Equal(t, tc.status, e.Details["status"])
 				require.Contains(t, e.Message, "has ended "+tc.status)
 			}
@@ -133,7 +133,7 @@ func TestSignalToEndedRun(t *testing.T) {
 				require.NoError(t, err, "RETRY_STEP reopens a FAILED run")
 				n++
 			} else {
-				intaketest.RequireRefused(t, err, intake.CodeRunTerminal, "")
+				intaketest.RequireRefused(t, err, api.CodeRunTerminal, "")
 			}
 			require.Len(t, b.eventsOf(t, runID), n)
 		})
@@ -165,7 +165,7 @@ func TestSignalRunEndsWhileSignalWaits(t *testing.T) {
 	}, waitLimit, tick)
 	require.NoError(t, tx.Commit(ctx))
 
-	intaketest.RequireRefused(t, <-answered, intake.CodeRunTerminal, "")
+	intaketest.RequireRefused(t, <-answered, api.CodeRunTerminal, "")
 	evs := b.eventsOf(t, runID)
 	require.Equal(t, events.RunCompleted, evs[len(evs)-1].EventType, "nothing after the end")
 }
