@@ -32,6 +32,10 @@ type progress struct {
 	// on screen.
 	last  string
 	drawn bool
+	// shown is the longest elapsed time shown: what is shown next never
+	// goes below it (the run's recorded duration, on the server's clock,
+	// may be shorter than what this clock counted while it ran).
+	shown time.Duration
 }
 
 // defaultWidth is the width of a terminal that does not say
@@ -63,7 +67,8 @@ func isTerminal(w io.Writer) bool {
 // best effort and the final answer reports what matters.
 func (p *progress) show(v *api.RunView) {
 	state := progressState(v)
-	elapsed := roughly(runElapsed(v, p.now()))
+	p.shown = max(p.shown, roughly(runElapsed(v, p.now())))
+	elapsed := p.shown
 	if p.live {
 		line := shorten(fmt.Sprintf("%s  %s", elapsed, state), p.width-1)
 		_, _ = fmt.Fprintf(p.w, "\r%s\x1b[K", line)
@@ -95,15 +100,33 @@ func roughly(d time.Duration) time.Duration {
 }
 
 // progressState is the part of a progress line that changes with the run:
-// "[#####---------------] 1/4 RUNNING  running: left, flaky".
+// "[#####---------------] 1/4 RUNNING  running: left, flaky". It counts
+// the steps that succeeded as done, and names the failed and skipped ones
+// apart: "1/3 FAILED (1 failed, 1 skipped)".
 func progressState(v *api.RunView) string {
-	done, total := v.StepsDone(), v.StepsTotal()
+	counts := map[events.StepStatus]int{}
+	for _, st := range v.TopSteps() {
+		counts[st.Status]++
+	}
+	done, total := counts[events.StepStatusSuccess], v.StepsTotal()
 	filled := 0
 	if total > 0 {
 		filled = done * barWidth / total
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "[%s%s] %d/%d %s", strings.Repeat("#", filled), strings.Repeat("-", barWidth-filled), done, total, v.Status)
+	var others []string
+	for _, o := range []struct {
+		status events.StepStatus
+		name   string
+	}{{events.StepStatusFailed, "failed"}, {events.StepStatusSkipped, "skipped"}, {events.StepStatusCancelled, "cancelled"}} {
+		if n := counts[o.status]; n > 0 {
+			others = append(others, fmt.Sprintf("%d %s", n, o.name))
+		}
+	}
+	if len(others) > 0 {
+		b.WriteString(" (" + strings.Join(others, ", ") + ")")
+	}
 	if running, retrying := stepsInFlight(v); len(running)+len(retrying) > 0 {
 		if len(running) > 0 {
 			b.WriteString("  running: " + strings.Join(running, ", "))

@@ -53,8 +53,18 @@ func TestProgressPlainLines(t *testing.T) {
 		"    12s  [--------------------] 0/3 RUNNING  running: a",
 		"    12s  [######--------------] 1/3 RUNNING  running: gate (waits for signal approve)",
 		"    12s  [--------------------] 0/3 RUNNING  retry pending: a",
-		"   3.5s  [--------------------] 0/3 CANCELLED",
-	}, lines, "an ended run has nothing in flight")
+		"    12s  [--------------------] 0/3 CANCELLED",
+	}, lines, "an ended run has nothing in flight; the elapsed time never goes back, though the run's recorded duration is shorter")
+}
+
+// A skipped step is not done: a failed run counts its steps by outcome.
+func TestProgressCountsByOutcome(t *testing.T) {
+	t.Parallel()
+	v := progressView(9, events.RunStatusFailed,
+		events.StepSnapshot{StepID: "a", Status: events.StepStatusSuccess},
+		events.StepSnapshot{StepID: "gate", Status: events.StepStatusFailed},
+		events.StepSnapshot{StepID: "c", Status: events.StepStatusSkipped})
+	require.Equal(t, "[######--------------] 1/3 FAILED (1 failed, 1 skipped)", progressState(v))
 }
 
 // A finished run's elapsed time is its total duration.
