@@ -29,7 +29,9 @@
 //   btn-signal              "Send <signal>" on a RUNNING waitSignal step; data-step-id, data-signal
 //   confirm-ok, confirm-dismiss         the buttons of the confirm dialog (CANCEL)
 //   action-result           the toast with the last action's result; data-kind success|error
-//   dag                     the steps graph
+//   dag                     the steps graph: a box that scrolls both ways (drag to pan); data-scale is its zoom
+//   dag-zoom                the zoom level shown ("100%"); dag-zoom-in, dag-zoom-out, dag-fit (zoom to
+//                           fit the whole graph in the box), dag-zoom-reset (back to 100%)
 //   step                    one step node; data-step-id
 //   step-status             its status pill; text is exactly the step status
 //   step-attempt            "Retry #n" (present when logicalAttemptId > 1)

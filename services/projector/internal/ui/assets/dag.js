@@ -49,20 +49,106 @@ export function layout(planSteps, snapSteps) {
   return { nodes, columns: columns.filter(Boolean), edges };
 }
 
-// createDag returns {el, update(snapshot, actions), destroy()}. actions is
-// {retry(stepId, button), signal(name, stepId, button), details(stepId),
-// selected()}: details opens a step's panel, selected names the step it shows.
+// Zoom bounds of the graph, and the step of the - and + buttons.
+const ZOOM_MIN = 0.1;
+const ZOOM_MAX = 1.5;
+const ZOOM_STEP = 1.25;
+
+// createDag returns {el, controls, update(snapshot, actions), destroy()}.
+// actions is {retry(stepId, button), signal(name, stepId, button),
+// details(stepId), selected()}: details opens a step's panel, selected
+// names the step it shows.
+//
+// However wide and deep the plan, the graph fits: el is a box no taller
+// than the viewport that scrolls both ways (drag its background to pan),
+// and controls zoom the graph out to fit the box ("Fit"), in and out, and
+// back to 100%. The graph is drawn at its natural size in a canvas scaled
+// by a transform; a sizer around it takes the scaled size, so the box
+// scrolls over exactly what is shown.
 export function createDag() {
   const cols = h('div', { class: 'dag-cols' });
   const svg = s('svg', { class: 'dag-edges', 'aria-hidden': 'true' });
-  const el = h('div', { class: 'dag', testid: 'dag' }, svg, cols);
+  const canvas = h('div', { class: 'dag-canvas' }, svg, cols);
+  const sizer = h('div', { class: 'dag-sizer' }, canvas);
+  const el = h('div', { class: 'dag', testid: 'dag', tabindex: '0', role: 'region', 'aria-label': 'Steps graph: scroll or drag to pan' }, sizer);
+  const level = h('output', { class: 'dag-zoom-level', testid: 'dag-zoom', 'aria-live': 'polite', text: '100%' });
+  const button = (testid, label, text, onClick) => {
+    const b = h('button', { type: 'button', class: 'btn btn-sm', testid, 'aria-label': label, title: label, text });
+    b.addEventListener('click', onClick);
+    return b;
+  };
+  const controls = h('div', { class: 'dag-controls', role: 'group', 'aria-label': 'Zoom' },
+    button('dag-zoom-out', 'Zoom out', '−', () => zoomTo(scale / ZOOM_STEP)),
+    level,
+    button('dag-zoom-in', 'Zoom in', '+', () => zoomTo(scale * ZOOM_STEP)),
+    button('dag-fit', 'Zoom to fit the whole graph', 'Fit', () => fit()),
+    button('dag-zoom-reset', 'Actual size', '100%', () => zoomTo(1)));
   let edges = [];
   let statusOf = new Map();
+  let scale = 1;
+  let fitted = false; // follow the box's size: set by Fit, cleared by any other zoom
 
+  // zoomTo sets the scale, keeping the point at the box's centre in place.
+  function zoomTo(k, keepFit = false) {
+    fitted = keepFit;
+    const next = Math.min(ZOOM_MAX, Math.max(ZOOM_MIN, k));
+    const cx = (el.scrollLeft + el.clientWidth / 2) / scale;
+    const cy = (el.scrollTop + el.clientHeight / 2) / scale;
+    scale = next;
+    applyScale();
+    el.scrollLeft = cx * scale - el.clientWidth / 2;
+    el.scrollTop = cy * scale - el.clientHeight / 2;
+  }
+
+  function applyScale() {
+    canvas.style.transform = scale === 1 ? '' : `scale(${scale})`;
+    sizer.style.width = scale === 1 ? '' : `${canvas.offsetWidth * scale}px`;
+    sizer.style.height = scale === 1 ? '' : `${canvas.offsetHeight * scale}px`;
+    sizer.style.overflow = scale === 1 ? '' : 'hidden'; // the canvas's unscaled box is not scrolled over
+    level.textContent = `${Math.round(scale * 100)}%`;
+    el.dataset.scale = String(scale);
+  }
+
+  // fit zooms so that the whole graph shows in the box (never above 100%).
+  function fit() {
+    const cs = getComputedStyle(el);
+    const padX = parseFloat(cs.paddingLeft) + parseFloat(cs.paddingRight);
+    const padY = parseFloat(cs.paddingTop) + parseFloat(cs.paddingBottom);
+    const w = canvas.offsetWidth;
+    const hgt = canvas.offsetHeight;
+    if (!w || !hgt) return;
+    // Rounded down to whole per mille, so that rounding never adds a scrollbar.
+    const k = Math.floor(1000 * Math.min(1, (el.clientWidth - padX) / w, (el.clientHeight - padY) / hgt)) / 1000;
+    zoomTo(k, true);
+    el.scrollLeft = 0;
+    el.scrollTop = 0;
+  }
+
+  // Dragging the background pans; a drag that starts on a control does not.
+  let drag = null;
+  el.addEventListener('pointerdown', (ev) => {
+    if (ev.button !== 0 || ev.target.closest('button, a, input, summary, code, .node-error')) return;
+    drag = { x: ev.clientX, y: ev.clientY, left: el.scrollLeft, top: el.scrollTop, id: ev.pointerId };
+    el.setPointerCapture(ev.pointerId);
+    el.classList.add('is-panning');
+  });
+  el.addEventListener('pointermove', (ev) => {
+    if (!drag || ev.pointerId !== drag.id) return;
+    el.scrollLeft = drag.left - (ev.clientX - drag.x);
+    el.scrollTop = drag.top - (ev.clientY - drag.y);
+  });
+  const endDrag = () => {
+    drag = null;
+    el.classList.remove('is-panning');
+  };
+  el.addEventListener('pointerup', endDrag);
+  el.addEventListener('pointercancel', endDrag);
+
+  // drawEdges draws the edges in the canvas's own (unscaled) coordinates.
   function drawEdges() {
-    const box = el.getBoundingClientRect();
-    svg.setAttribute('width', String(el.scrollWidth));
-    svg.setAttribute('height', String(el.scrollHeight));
+    const box = canvas.getBoundingClientRect();
+    svg.setAttribute('width', String(canvas.offsetWidth));
+    svg.setAttribute('height', String(canvas.offsetHeight));
     const paths = [s('defs', {},
       ['done', 'failed', 'pending', 'active'].map((kind) => s('marker', {
         id: `arrow-${kind}`, viewBox: '0 0 10 10', refX: '9', refY: '5',
@@ -70,16 +156,18 @@ export function createDag() {
       }, s('path', { d: 'M0 1L9 5L0 9z' }))))];
     const vertical = getComputedStyle(cols).flexDirection === 'column';
     if (!vertical) {
+      const x = (px) => (px - box.left) / scale;
+      const y = (px) => (px - box.top) / scale;
       for (const [from, to] of edges) {
         const a = el.querySelector(`[data-node="${CSS.escape(from)}"]`);
         const b = el.querySelector(`[data-node="${CSS.escape(to)}"]`);
         if (!a || !b) continue;
         const ra = a.getBoundingClientRect();
         const rb = b.getBoundingClientRect();
-        const x1 = ra.right - box.left + el.scrollLeft;
-        const y1 = ra.top + Math.min(ra.height / 2, 28) - box.top + el.scrollTop;
-        const x2 = rb.left - box.left + el.scrollLeft - 2;
-        const y2 = rb.top + Math.min(rb.height / 2, 28) - box.top + el.scrollTop;
+        const x1 = x(ra.right);
+        const y1 = y(ra.top) + Math.min(a.offsetHeight / 2, 28);
+        const x2 = x(rb.left) - 2;
+        const y2 = y(rb.top) + Math.min(b.offsetHeight / 2, 28);
         const dx = Math.max((x2 - x1) / 2, 24);
         const kind = edgeKind(statusOf.get(from));
         paths.push(s('path', {
@@ -92,8 +180,15 @@ export function createDag() {
     replace(svg, paths);
   }
 
-  const resize = new ResizeObserver(() => drawEdges());
+  // A change of the box's size (the window) or of the graph's (a node's
+  // content) re-fits a fitted graph and redraws the edges.
+  const resize = new ResizeObserver(() => {
+    if (fitted) fit();
+    else applyScale();
+    drawEdges();
+  });
   resize.observe(el);
+  resize.observe(canvas);
 
   function update(snap, actions) {
     const planSteps = Array.isArray(snap.plan?.steps) ? snap.plan.steps : [];
@@ -112,7 +207,7 @@ export function createDag() {
     requestAnimationFrame(drawEdges);
   }
 
-  return { el, update, destroy: () => resize.disconnect() };
+  return { el, controls, update, destroy: () => resize.disconnect() };
 }
 
 function edgeKind(status) {

@@ -59,7 +59,7 @@ export function mountRun(root, view, runId) {
     failure,
     data,
     h('section', { class: 'card' },
-      h('div', { class: 'card-head' }, h('h2', { text: 'Steps' }), stepsSummary),
+      h('div', { class: 'card-head' }, h('h2', { text: 'Steps' }), h('div', { class: 'card-head-end' }, dag.controls, stepsSummary)),
       dag.el),
     panel.el,
     h('section', { class: 'card' },
