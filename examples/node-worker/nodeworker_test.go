@@ -26,19 +26,32 @@ import (
 
 func TestMain(m *testing.M) { weftest.Main(m) }
 
-// TestNodeWorkerRunsAPlan installs the worker's pinned dependencies with
-// `npm ci` in a copy of this folder, starts it beside a real `weft dev`
-// with the dev stack's worker credentials (found, as a user's worker finds
+// TestNodeWorker installs the worker's pinned dependencies once, with
+// `npm ci` in a copy of this folder, and runs it beside a real `weft dev`
+// and under the NATS permissions of a deployment's worker user.
+func TestNodeWorker(t *testing.T) {
+	t.Parallel()
+	dir := installWorker(t)
+	t.Run("RunsAPlanOnTheDevStack", func(t *testing.T) {
+		t.Parallel()
+		runsAPlanOnTheDevStack(t, dir)
+	})
+	t.Run("UnderAWorkerUsersPermissions", func(t *testing.T) {
+		t.Parallel()
+		underAWorkerUsersPermissions(t, dir)
+	})
+}
+
+// runsAPlanOnTheDevStack starts the worker beside a real `weft dev` with
+// the dev stack's worker credentials (found, as a user's worker finds
 // them, in the stack's endpoints.json), and runs plan.yaml: greet on the
 // stack's Go worker, then count, which only the Node worker serves, on its
 // tenant's lane. The run completes with the Node worker's output, which
 // the engine took only because each result carried its task's token; the
 // results' keys are the protocol's (pkg/events/testdata/README.md).
-func TestNodeWorkerRunsAPlan(t *testing.T) {
-	t.Parallel()
-	dir := installWorker(t)
+func runsAPlanOnTheDevStack(t *testing.T, dir string) {
 	s := devstacktest.Start(t)
-	logs := startWorker(t, s, dir)
+	logs := startWorker(t, dir, s.Env())
 
 	const text = "one plan, two languages"
 	out := s.Weft(t, "run", "start", "-f", "examples/node-worker/plan.yaml", "--input", `{"text": "`+text+`"}`, "--wait", "-o", "json")
@@ -90,18 +103,17 @@ func run(t *testing.T, dir string, env []string, name string, args ...string) {
 	require.NoError(t, err, "%s %s: %s", name, strings.Join(args, " "), out)
 }
 
-// startWorker starts `node worker.mjs` in dir beside s, with nothing of
-// the test's environment but PATH, HOME and WEFT_DEV_DIR, and returns its
-// output (JSON log lines). The cleanup stops it with SIGTERM, as Ctrl-C
+// startWorker starts `node worker.mjs` in dir with env (and nothing else of
+// the test's environment) and returns its output (JSON log lines). The cleanup stops it with SIGTERM, as Ctrl-C
 // does, and requires a clean exit.
-func startWorker(t *testing.T, s *devstacktest.Stack, dir string) *weftest.Buffer {
+func startWorker(t *testing.T, dir string, env []string) *weftest.Buffer {
 	t.Helper()
 	logs := &weftest.Buffer{}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
 	cmd := exec.CommandContext(ctx, "node", "worker.mjs")
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = devstacktest.Step
-	cmd.Dir, cmd.Env = dir, s.Env()
+	cmd.Dir, cmd.Env = dir, env
 	cmd.Stdout, cmd.Stderr = logs, logs
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {

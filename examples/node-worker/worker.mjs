@@ -88,7 +88,10 @@ async function handle(m) {
   }
   const ids = { run_id: t.runId, step_id: t.stepId, logical_attempt_id: t.logicalAttemptId,
     engine_attempt_id: String(m.info.redeliveryCount), activity: t.activity };
-  if (await cancelled(t)) return m.term(); // the engine recorded the step CANCELLED: report nothing
+  if (await cancelled(t)) { // the engine recorded the step CANCELLED: report nothing
+    log("worker: attempt not started, its run is cancelled", ids);
+    return m.term();
+  }
   const startedAt = new Date().toISOString(), began = Date.now();
   log("worker: attempt started", ids);
   const result = (kind, more) => ({ schemaVersion: 1, kind, runId: t.runId, stepId: t.stepId,
