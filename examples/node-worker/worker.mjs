@@ -10,6 +10,8 @@ import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 
+// Each activity takes the step's input and returns its output; it fails by throwing, for good by
+// throwing failure(code, message, false).
 const activities = {
   // {"text": T} → the number of words of T, its longest word, and which runtime counted them.
   "word-stats": async ({ text }) => {
@@ -113,7 +115,8 @@ async function handle(m) {
     try {
       final = result("StepCompleted", { output: (await Promise.race([activities[t.activity](t.input ?? {}, t), timeout])) ?? null });
     } catch (e) {
-      final = result("StepFailed", { error: e?.code ? e : failure("ACTIVITY_ERROR", String(e?.message ?? e), true) });
+      const own = typeof e?.retryable === "boolean"; // a failure() thrown; anything else is retryable
+      final = result("StepFailed", { error: own ? e : failure("ACTIVITY_ERROR", String(e?.message ?? e), true) });
     } finally { clearTimeout(timer); }
   }
   try {

