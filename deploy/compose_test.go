@@ -7,6 +7,7 @@ package deploy
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"slices"
@@ -18,11 +19,19 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// weftServices are the long-running services of the topology, each run
-// from the weft image, with the default port of its ops listener
-// (cmd/weft/ops.go).
+// weftServices are the long-running services of the topology that use
+// NATS, each run from the weft image, with the default port of its ops
+// listener (cmd/weft/ops.go).
 var weftServices = map[string]string{
 	"relay": "9185", "engine": "9183", "gateway": "9181", "projector": "9182", "worker": "9184",
+}
+
+// opsPorts are the default ops ports of every long-running weft service:
+// weftServices and maintain, which needs Postgres only.
+func opsPorts() map[string]string {
+	ports := maps.Clone(weftServices)
+	ports["maintain"] = "9186"
+	return ports
 }
 
 // secretVars are the compose file's password variables, each set to a
@@ -172,12 +181,13 @@ func TestComposeTopology(t *testing.T) {
 	require.NotEmpty(t, env(maintain, "WEFT_MAINTAIN_EVERY"))
 }
 
-// Every weft service is health-checked with `weft health` on the /readyz
-// of its own ops listener: the image has no shell, curl or wget.
+// Every weft service, maintain included, is health-checked with `weft
+// health` on the /readyz of its own ops listener: the image has no shell,
+// curl or wget.
 func TestEveryWeftServiceHasAHealthcheckOnItsOpsPort(t *testing.T) {
 	t.Parallel()
 	p := loadProject(t)
-	for name, defaultPort := range weftServices {
+	for name, defaultPort := range opsPorts() {
 		svc := service(t, p, name)
 		require.NotNil(t, svc.HealthCheck, "%s needs a healthcheck", name)
 		opsAddr := env(svc, "WEFT_"+strings.ToUpper(name)+"_OPS_ADDR")

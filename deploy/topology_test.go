@@ -78,6 +78,7 @@ func TestTopologyAsProcesses(t *testing.T) {
 		"worker":    {"nats", "stream WEFT_TASKS", "stream WEFT_RESULTS", "consumer tasks-default"},
 		"gateway":   {"postgres", "nats"},
 		"projector": {"postgres", "nats", "stream WEFT_EVENTS", "consumer projector"},
+		"maintain":  {"postgres"},
 	} {
 		status, body := httpGet(t, top.ops[name].url+"/readyz", "")
 		require.Equal(t, http.StatusOK, status, "%s: %s", name, body)
@@ -92,7 +93,6 @@ func TestTopologyAsProcesses(t *testing.T) {
 	}
 	healthCommand(t, top)
 	runtimeMetrics(t, top)
-	maintainHealth(t, top, runID)
 	require.Empty(t, linesWith(top.nats.out.String(), "Violation"), "no service was refused a subject it uses")
 	for name, o := range top.ops {
 		require.Empty(t, linesWith(o.p.out.String(), "SQLSTATE 42501"), "%s was refused no table it uses", name)
@@ -162,6 +162,7 @@ func startTopology(t *testing.T) *topology {
 		p := startProcess(t, s.name, bin.weft, []string{s.name}, env...)
 		top.ops[s.name] = opsOf{url: "http://" + opsAddr, p: p}
 	}
+	top.ops["maintain"] = startMaintain(t, top)
 	for name, o := range top.ops {
 		waitFor(t, o.p, name+" ready", func() bool {
 			status, _ := httpGet(t, o.url+"/readyz", "")
@@ -169,6 +170,19 @@ func startTopology(t *testing.T) *topology {
 		})
 	}
 	return top
+}
+
+// startMaintain starts `weft maintain` as compose does, with the maintain
+// service's WEFT_MAINTAIN_EVERY, as the schema owner, on an ops address of
+// its own.
+func startMaintain(t *testing.T, top *topology) opsOf {
+	t.Helper()
+	every := env(service(t, loadProject(t), "maintain"), "WEFT_MAINTAIN_EVERY")
+	require.NotEmpty(t, every, "maintain repeats its pass, so it serves its ops listener")
+	opsAddr := freeAddr(t)
+	p := startProcess(t, "maintain", top.bin.weft, []string{"maintain"}, "WEFT_MAINTAIN_EVERY="+every,
+		"WEFT_DATABASE_URL="+top.db.url("weft_migrator"), "WEFT_MAINTAIN_OPS_ADDR="+opsAddr)
+	return opsOf{url: "http://" + opsAddr, p: p}
 }
 
 // startApprovalRun starts a run whose second step waits for the signal

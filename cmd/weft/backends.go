@@ -32,9 +32,18 @@ func backendFlags(f *flags) backendURLs {
 	}
 }
 
-// natsFlag adds --nats-url to f.
+// natsFlag adds --nats-url and --nats-password-file to f. It returns the
+// URL the service dials: --nats-url with the password of the file, when
+// one is named, in each of its URLs.
 func natsFlag(f *flags) *string {
-	return f.string("nats-url", "WEFT_NATS_URL", "NATS server URL; credentials may be given in it (nats://user:password@host:4222)")
+	t := &natsTarget{out: new(string)}
+	f.Var(natsURLValue{t}, "nats-url", "NATS server URL; credentials may be given in it (nats://user:password@host:4222)"+envNote("WEFT_NATS_URL"))
+	f.fromEnv("nats-url", "WEFT_NATS_URL")
+	f.Var(natsPasswordFileValue{t}, "nats-password-file",
+		"file holding the NATS password of the user --nats-url names (nats://user@host:4222), read once at start, "+
+			"in place of a password in the URL; for secrets kept in files, not in the environment"+envNote("WEFT_NATS_PASSWORD_FILE"))
+	f.fromEnv("nats-password-file", "WEFT_NATS_PASSWORD_FILE")
+	return t.out
 }
 
 // ensureFlag adds --ensure-streams to f.

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"net"
+	"net/http"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/internal/health"
 	"github.com/weftrun/weft/internal/weftest"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
@@ -48,4 +53,39 @@ func TestMaintainRefusesBadFlags(t *testing.T) {
 		r := weft(t, nil, "maintain", "--database-url", "postgres://127.0.0.1:1/x", args)
 		require.ErrorContains(t, r.err, want, args)
 	}
+}
+
+// Repeating its pass, `weft maintain` serves its ops listener: /readyz
+// checks Postgres, /healthz answers, /metrics has the Go runtime's
+// metrics; it stops cleanly with its context.
+func TestMaintainServesItsOpsListener(t *testing.T) {
+	t.Parallel()
+	db := weftest.NewDB(t)
+	ops := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	stop := runInBackground(t, []string{"maintain", "--every", "1h"}, &weftest.Buffer{}, map[string]string{
+		"WEFT_DATABASE_URL": db.URL, "WEFT_MAINTAIN_OPS_ADDR": ops,
+	})
+	base := "http://" + ops
+	require.Eventually(t, func() bool { _, status, _ := readiness(t, base); return status == http.StatusOK },
+		time.Minute, 20*time.Millisecond, "maintain's /readyz answers 200")
+	r, _, _ := readiness(t, base)
+	require.Equal(t, []health.CheckResult{{Name: "postgres", Status: "ok"}}, r.Checks)
+	for path, want := range map[string]string{"/healthz": `"ok"`, "/metrics": "go_goroutines"} {
+		status, body := get(t, base+path)
+		require.Equal(t, http.StatusOK, status, path)
+		require.Contains(t, body, want, path)
+	}
+	require.NoError(t, stop())
+}
+
+// One pass serves no ops listener: the address may be taken.
+func TestMaintainOnePassServesNoOpsListener(t *testing.T) {
+	t.Parallel()
+	db := weftest.NewDB(t)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = taken.Close() })
+	r := weft(t, map[string]string{"WEFT_DATABASE_URL": db.URL, "WEFT_MAINTAIN_OPS_ADDR": taken.Addr().String()}, "maintain")
+	require.NoError(t, r.err, r.errOut)
+	require.Contains(t, r.out, "deleted 0 ended runs")
 }

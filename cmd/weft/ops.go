@@ -33,6 +33,7 @@ const (
 	engineOpsAddr    = ":9183"
 	workerOpsAddr    = ":9184"
 	relayOpsAddr     = ":9185"
+	maintainOpsAddr  = ":9186"
 )
 
 // opsFlag adds --ops-addr, read from envKey, to f.
