@@ -53,6 +53,8 @@ type devConfig struct {
 	checkpoints checkpointOptions
 	sweep       *sweepOptions
 	engine      engine.Config
+	// admission is the admission file, shared by the engine and the gateway.
+	admission *admissionOptions
 }
 
 // devFlags defines the flags of `weft dev`; docs/configuration.md
@@ -74,6 +76,7 @@ func devFlags(env *environment) (*flags, *devConfig) {
 		"how long an ended run is kept after its last event (the stack runs weft maintain hourly); negative keeps runs forever")
 	cfg.checkpoints = checkpointFlags(f)
 	cfg.sweep = sweepFlags(f)
+	cfg.admission = admissionFlags(f)
 	return f, cfg
 }
 
@@ -86,6 +89,10 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	if cfg.engine, err = cfg.sweep.apply(cfg.checkpoints.apply(engine.Config{})); err != nil {
 		return err
 	}
+	if err := cfg.admission.open(env.logger); err != nil {
+		return fmt.Errorf("weft dev %w", err)
+	}
+	cfg.engine.Admission = cfg.admission.limits()
 	if err := devStack(ctx, env, *cfg); err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ type engineOptions struct {
 	checkpoints checkpointOptions
 	sweep       *sweepOptions
 	taskKeyFile *string
+	admission   *admissionOptions
 }
 
 // sweepOptions are the flags of the engine's sweep timings
@@ -96,6 +97,7 @@ func engineFlags(env *environment) (*flags, engineOptions) {
 		checkpoints: checkpointFlags(f),
 		sweep:       sweepFlags(f),
 		taskKeyFile: taskKeyFileFlag(f),
+		admission:   admissionFlags(f),
 	}
 }
 
@@ -110,6 +112,10 @@ func runEngine(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := opt.admission.open(env.logger); err != nil {
+		return fmt.Errorf("weft engine %w", err)
+	}
+	cfg.Admission = opt.admission.limits()
 	o, err := newOps(ctx, env, "weft-engine", *opt.ops, opsHint(f))
 	if err != nil {
 		return err
@@ -133,7 +139,9 @@ func runEngine(ctx context.Context, env *environment, args []string) error {
 		if err != nil {
 			return err
 		}
-		return runUntilDone(ctx, env.logger, "engine", eng.Run)
+		return withAdmissionWatch(ctx, opt.admission, o.meters, func(ctx context.Context) error {
+			return runUntilDone(ctx, env.logger, "engine", eng.Run)
+		})
 	})
 }
 

@@ -28,6 +28,7 @@ type gatewayOptions struct {
 	scheduler *bool
 	keyRate   keylimit.Limit
 	maxBatch  int
+	admission *admissionOptions
 }
 
 // gatewayFlags defines the flags of `weft gateway`; docs/configuration.md
@@ -48,6 +49,7 @@ func gatewayFlags(env *environment) (*flags, *gatewayOptions) {
 	opt.scheduler = schedulerFlags(f, "WEFT_GATEWAY_SCHEDULER", &opt.schedules, &opt.triggers)
 	keyRateFlags(f, &opt.keyRate)
 	f.intVar(&opt.maxBatch, "max-rpc-batch", "WEFT_MAX_RPC_BATCH", 0, "largest JSON-RPC batch; a longer one is refused whole (0: 100)")
+	opt.admission = admissionFlags(f)
 	return f, opt
 }
 
@@ -84,6 +86,10 @@ func runGateway(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := opt.admission.open(env.logger); err != nil {
+		return fmt.Errorf("weft gateway %w", err)
+	}
+	opt.intake.Admission = opt.admission.limits()
 	o, err := newOps(ctx, env, "weft-gateway", *opt.ops, opsHint(f))
 	if err != nil {
 		return err
@@ -103,7 +109,9 @@ func runGateway(ctx context.Context, env *environment, args []string) error {
 		if err != nil {
 			return err
 		}
-		return runUntilDone(ctx, env.logger, "gateway", gw.Run)
+		return withAdmissionWatch(ctx, opt.admission, o.meters, func(ctx context.Context) error {
+			return runUntilDone(ctx, env.logger, "gateway", gw.Run)
+		})
 	})
 }
 
@@ -160,7 +168,7 @@ func startDevGateway(ctx context.Context, logger *slog.Logger, pool *pgxpool.Poo
 		return devGateway{}, err
 	}
 	gw, err := gateway.New(pool, nc, gateway.Config{Keys: keys, MeterProvider: o.meters, TracerProvider: o.tracer,
-		DisableScheduler: !cfg.scheduler}, logger)
+		DisableScheduler: !cfg.scheduler, Intake: gateway.IntakeConfig{Admission: cfg.admission.limits()}}, logger)
 	if err != nil {
 		return devGateway{}, err
 	}
@@ -168,6 +176,10 @@ func startDevGateway(ctx context.Context, logger *slog.Logger, pool *pgxpool.Poo
 	if err != nil {
 		return devGateway{}, fmt.Errorf("gateway address %s is taken: stop what uses it or pass --gateway-addr / WEFT_DEV_GATEWAY_ADDR: %w", cfg.gatewayAddr, err)
 	}
-	stop := background(ctx, func(ctx context.Context) error { return gw.Serve(ctx, ln) })
+	// The stack's one watcher of the admission file, whose limits the
+	// engine shares (runDev opened it).
+	stop := background(ctx, func(ctx context.Context) error {
+		return withAdmissionWatch(ctx, cfg.admission, o.meters, func(ctx context.Context) error { return gw.Serve(ctx, ln) })
+	})
 	return devGateway{url: "http://" + ln.Addr().String(), token: token, keys: keys, stop: stop}, nil
 }

@@ -52,10 +52,18 @@ type Limit struct {
 type Limits struct {
 	Default        Limit
 	PerEnvironment map[string]Limit
+	// Live, when set, holds the limits instead, and Default and
+	// PerEnvironment are ignored: For and Validate read Live's limits of
+	// the moment, so limits that change while a service runs (a reloaded
+	// admission file, Watcher) reach it through a Limits it was given once.
+	Live *Live
 }
 
 // For returns environment's limit.
 func (l Limits) For(environment string) Limit {
+	if l.Live != nil {
+		l = l.Live.Load()
+	}
 	lim, ok := l.PerEnvironment[environment]
 	if !ok {
 		lim = l.Default
@@ -74,6 +82,9 @@ func (l Limits) For(environment string) Limit {
 
 // Validate reports a limit no engine can apply.
 func (l Limits) Validate() error {
+	if l.Live != nil {
+		l = l.Live.Load()
+	}
 	for env, lim := range l.PerEnvironment {
 		if err := lim.validate(); err != nil {
 			return fmt.Errorf("admission: environment %q: %w", env, err)
