@@ -21,7 +21,8 @@ import (
 )
 
 // Handler returns the read API (docs/read-api.md), the UI's forwarding to
-// the gateway (its signals, the schedules list) and the UI itself. It
+// the gateway (its signals; the schedules list, pause, resume and delete;
+// the triggers list) and the UI itself. It
 // serves no /metrics: the metrics count every tenant's runs and go to the
 // MeterProvider, which the command serves on its ops listener only.
 func (s *Service) Handler() http.Handler {
@@ -32,9 +33,14 @@ func (s *Service) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/runs/{runId}/steps/{stepId}", s.authed(s.handleStepGet))
 	mux.HandleFunc("GET /v1/runs/{runId}/steps/{stepId}/children", s.authed(s.handleStepChildren))
 	mux.HandleFunc("GET /v1/alerts", s.authed(s.handleAlerts))
+	mux.HandleFunc("GET /v1/whoami", s.authed(s.handleWhoami))
 	gateway := s.gatewayProxy()
 	mux.Handle("POST /gateway/v1/runs/{runId}/signals", gateway)
 	mux.Handle("GET /gateway/v1/schedules", gateway)
+	mux.Handle("POST /gateway/v1/schedules/{scheduleId}/pause", gateway)
+	mux.Handle("POST /gateway/v1/schedules/{scheduleId}/resume", gateway)
+	mux.Handle("DELETE /gateway/v1/schedules/{scheduleId}", gateway)
+	mux.Handle("GET /gateway/v1/triggers", gateway)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		httpserve.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -113,8 +119,8 @@ func (s *Service) writeFault(w http.ResponseWriter, r *http.Request, err error) 
 		Code: api.CodeInternal, Message: "internal error", Details: map[string]any{"correlationId": id}}})
 }
 
-// gatewayProxy forwards the UI's gateway calls (signals, the schedules
-// list) to the gateway, unchanged (Authorization included): the gateway
+// gatewayProxy forwards the UI's gateway calls (signals, schedules,
+// triggers) to the gateway, unchanged (Authorization included): the gateway
 // authenticates and decides.
 func (s *Service) gatewayProxy() http.Handler {
 	if s.cfg.GatewayURL == "" {

@@ -150,7 +150,8 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-// The UI's signals go to the gateway unchanged and its answer comes back;
+// The UI's gateway calls (signals, schedules, triggers) go to the gateway
+// unchanged and its answer comes back;
 // without a gateway they answer 503, and an unreachable one 502.
 func TestGatewayProxy(t *testing.T) {
 	t.Parallel()
@@ -178,6 +179,17 @@ func TestGatewayProxy(t *testing.T) {
 	r = s.do(t, http.MethodGet, "/gateway/v1/schedules?limit=5", "", authorization...)
 	require.Equal(t, http.StatusAccepted, r.status, "body: %s", r.body)
 	require.Equal(t, request{http.MethodGet, "/v1/schedules", authorization[1], ""}, <-seen)
+	// Its pause, resume and delete, and the triggers page's list, too.
+	for _, c := range []struct{ method, path string }{
+		{http.MethodPost, "/v1/schedules/nightly/pause"},
+		{http.MethodPost, "/v1/schedules/nightly/resume"},
+		{http.MethodDelete, "/v1/schedules/nightly"},
+		{http.MethodGet, "/v1/triggers"},
+	} {
+		r = s.do(t, c.method, "/gateway"+c.path, "", authorization...)
+		require.Equal(t, http.StatusAccepted, r.status, "%s %s: %s", c.method, c.path, r.body)
+		require.Equal(t, request{c.method, c.path, authorization[1], ""}, <-seen)
+	}
 	stop()
 
 	stop = s.serve(t, projector.Config{})
@@ -230,4 +242,26 @@ func (s *stack) alertsFor(t *testing.T, token string) []projector.Alert {
 	}
 	s.fetch(t, token, "/v1/alerts").decode(t, &out)
 	return out.Alerts
+}
+
+// GET /v1/whoami names the caller's key, tenant and role, and the actions
+// it may take on its tenant: the UI offers a schedule's pause, resume and
+// delete to a key with run.start only.
+func TestWhoami(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	s.serve(t, projector.Config{})
+	for _, tc := range []struct {
+		token string
+		want  projector.Whoami
+	}{
+		{readerToken, projector.Whoami{KeyID: "reader", TenantID: tenant, Role: "viewer", Actions: []string{"run.read"}}},
+		{operatorToken, projector.Whoami{KeyID: "operator", TenantID: tenant, Role: "operator",
+			Actions: []string{"run.read", "run.start", "signal.send"}}},
+	} {
+		var got projector.Whoami
+		require.Equal(t, http.StatusOK, s.get(t, tc.token, "/v1/whoami", &got))
+		require.Equal(t, tc.want, got)
+	}
+	requireError(t, s.fetch(t, "not-a-key", "/v1/whoami"), http.StatusUnauthorized, api.CodeUnauthenticated)
 }

@@ -46,14 +46,17 @@ const waitFor = 30 * time.Second
 const (
 	readerToken = "reader-token-0123456789"
 	otherToken  = "other-token-0123456789"
-	tenant      = "acme"
+	// operatorToken is an operator's key of tenant: it may start runs.
+	operatorToken = "operator-token-0123456789"
+	tenant        = "acme"
 )
 
 func testKeys(t *testing.T) *auth.Keys {
 	t.Helper()
 	keys, err := auth.NewKeys(
 		auth.Key{Name: "reader", TenantID: tenant, Role: auth.RoleViewer, Hash: auth.HashKey(readerToken)},
-		auth.Key{Name: "other", TenantID: "other", Role: auth.RoleViewer, Hash: auth.HashKey(otherToken)})
+		auth.Key{Name: "other", TenantID: "other", Role: auth.RoleViewer, Hash: auth.HashKey(otherToken)},
+		auth.Key{Name: "operator", TenantID: tenant, Role: auth.RoleOperator, Hash: auth.HashKey(operatorToken)})
 	require.NoError(t, err)
 	return keys
 }

@@ -62,6 +62,8 @@ type fakeAPI struct {
 	schedQuery  []url.Values
 	schedError  *apiError
 	duplicate   bool
+	schedCalls  []string      // "POST /v1/schedules/{id}/pause" …, as the gateway sees them
+	triggers    []api.Trigger // by triggerId
 	changed     chan struct{} // closed and replaced by every update
 	closed      chan struct{}
 }
@@ -86,6 +88,7 @@ func (f *fakeAPI) register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/alerts", f.auth(f.listAlerts))
 	mux.HandleFunc("POST /gateway/v1/runs/{runId}/signals", f.auth(f.signal))
 	mux.HandleFunc("GET /gateway/v1/schedules", f.auth(f.scheduleList))
+	f.registerManage(mux)
 }
 
 // close ends every long poll; call it before closing the server.
@@ -172,10 +175,11 @@ func (f *fakeAPI) runCalls() []url.Values {
 	return slices.Clone(f.runRequests)
 }
 
-// auth answers 401 unless the request carries the fake's key.
+// auth answers 401 unless the request carries the fake's key (an
+// operator's) or viewerToken.
 func (f *fakeAPI) auth(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+f.token {
+		if a := r.Header.Get("Authorization"); a != "Bearer "+f.token && a != "Bearer "+viewerToken {
 			writeError(w, apiError{http.StatusUnauthorized, "Unauthenticated", "missing or unknown API key"})
 			return
 		}

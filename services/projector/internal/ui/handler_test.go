@@ -47,7 +47,7 @@ func assetPath(t *testing.T, h http.Handler, name string) string {
 func TestHandlerPages(t *testing.T) {
 	t.Parallel()
 	h := ui.Handler(ui.Options{})
-	for _, path := range []string{"/", "/runs/0193a1f4-7c41-7a8e-9d1f-3b2c5e8f4a10", "/runs/anything", "/?status=FAILED&plan=x", "/schedules"} {
+	for _, path := range []string{"/", "/runs/0193a1f4-7c41-7a8e-9d1f-3b2c5e8f4a10", "/runs/anything", "/?status=FAILED&plan=x", "/schedules", "/triggers"} {
 		t.Run(path, func(t *testing.T) {
 			t.Parallel()
 			res := get(t, h, http.MethodGet, path, nil)

@@ -103,7 +103,7 @@ func TestSchedulesList(t *testing.T) {
 		LastText: "never", SkippedTotal: "0", SkippedReasons: none,
 	}, {
 		ID: "nightly-ingest", Plan: "nightly-ingest@v14", Cron: "30 2 * * * · UTC", State: "PAUSED",
-		Policies: policies("catchup · max 5", "cancel-previous"), Next: at(fixture[4].NextFireAt), NextRelative: "due 3h ago · paused",
+		Policies: policies("catchup · max 5", "cancel-previous"), NextText: "—paused", NextRelative: "paused",
 		Last: at(fixture[4].LastFireAt), LastRun: "/runs/" + runID(103), SkippedTotal: "0", SkippedReasons: none,
 	}, {
 		ID: "partner-sync", Plan: "hello@v1", Cron: "*/5 * * * * · America/New_York", State: "ACTIVE",
@@ -273,7 +273,8 @@ func TestSchedulesPolling(t *testing.T) {
 		` && document.querySelector('[data-testid="schedule-row"]').dataset.scheduleId === 'a-first'`)
 	require.Equal(t, len(fixture)+1, eval[int](b, `document.querySelectorAll('[data-testid="schedule-row"]').length`))
 	require.True(t, eval[bool](b, `!`+row+`.querySelector('[data-testid="schedule-skips-toggle"]').hidden`), "a first recent skip shows the toggle")
-	require.Contains(t, eval[string](b, row+`.querySelector('[data-testid="schedule-next-relative"]').textContent`), "· paused")
+	require.Equal(t, "paused", eval[string](b, row+`.querySelector('[data-testid="schedule-next-relative"]').textContent`), "paused: no next fire")
+	require.False(t, eval[bool](b, row+`.querySelector('[data-testid="schedule-next-fire"] time') !== null`))
 	require.Equal(t, 1, eval[int](b, `window.__same`), "no reload")
 	b.console.RequireNoErrors(t)
 }

@@ -11,7 +11,10 @@
 //   - GET /runs/{runId} is the run page.
 //   - GET /schedules is the schedules list. Schedules live in the gateway:
 //     the page reads GET /gateway/v1/schedules, which the projector forwards
-//     to the gateway like the UI's signals.
+//     to the gateway like the UI's signals. A key with run.start (GET
+//     /v1/whoami) also pauses, resumes and deletes them there.
+//   - GET /triggers is the triggers list, read from GET
+//     /gateway/v1/triggers the same way.
 //   - GET /ui/{version}/{file} are the assets. version is a hash of every
 //     embedded file, so an asset under the current version never changes and
 //     is cached for a year; any other version is served with no-cache.
@@ -90,8 +93,8 @@ type file struct {
 	contentType string
 }
 
-// Handler returns the UI's handler: index.html for /, /runs/{runId} and
-// /schedules, the assets under /ui/, and 404 for any other path. Only GET
+// Handler returns the UI's handler: index.html for /, /runs/{runId},
+// /schedules and /triggers, the assets under /ui/, and 404 for any other path. Only GET
 // and HEAD are allowed. Every answer carries a Content-Type, a
 // Cache-Control and X-Content-Type-Options: nosniff; the pages also carry
 // ContentSecurityPolicy. The pages carry opts in <meta> elements. The
@@ -120,6 +123,7 @@ func Handler(opts Options) http.Handler {
 	mux.HandleFunc("GET /{$}", page)
 	mux.HandleFunc("GET /runs/{runId}", page)
 	mux.HandleFunc("GET /schedules", page)
+	mux.HandleFunc("GET /triggers", page)
 	mux.HandleFunc("GET /ui/{version}/{name}", func(w http.ResponseWriter, r *http.Request) {
 		f, ok := files[r.PathValue("name")]
 		if !ok || f.name == "index.html" {

@@ -158,6 +158,33 @@ export async function sendSignal(runId, signalName, payload) {
   return res.data || {};
 }
 
+// whoami returns the caller's key, tenant, role and allowed actions (GET
+// /v1/whoami: {keyId, tenantId, role, actions}), asked once per key.
+let whoamiOf = { token: null, promise: null };
+export function whoami() {
+  const token = getToken();
+  if (whoamiOf.token !== token || !whoamiOf.promise) {
+    whoamiOf = { token, promise: get('/v1/whoami').then((res) => res.data || {}) };
+    whoamiOf.promise.catch(() => { whoamiOf = { token: null, promise: null }; });
+  }
+  return whoamiOf.promise;
+}
+
+// scheduleAction pauses ('pause'), resumes ('resume') or deletes
+// ('delete') a schedule through the projector's gateway route; the gateway
+// decides whether the key may (run.start).
+export function scheduleAction(scheduleId, action) {
+  const path = `/gateway/v1/schedules/${encodeURIComponent(scheduleId)}`;
+  if (action === 'delete') return request('DELETE', path);
+  return request('POST', `${path}/${action}`, { body: {} });
+}
+
+// triggersPath returns the path of a page of triggers (query: limit,
+// cursor), read from the gateway like the schedules.
+export function triggersPath(query) {
+  return `/gateway/v1/triggers?${new URLSearchParams(query)}`;
+}
+
 // runPath returns the API path of a run.
 export function runPath(runId) {
   return `/v1/runs/${encodeURIComponent(runId)}`;

@@ -5,6 +5,7 @@
 //   /runs/{runId}     run page
 //   /schedules        schedules list, read from the gateway through the
 //                     projector's /gateway/ route (GET /gateway/v1/schedules)
+//   /triggers         triggers list, read the same way (GET /gateway/v1/triggers)
 // The API key comes from #token=KEY (never ?token=KEY) once, then from
 // localStorage "weft.token".
 //
@@ -41,7 +42,9 @@
 //   events-table            the event timeline
 //   event-row               one event; data-seq is its runSeq
 //   event-toggle            shows or hides an event's eventData
-//   nav-runs, nav-schedules the top nav's links; the current page's has aria-current="page"
+//   nav-runs, nav-schedules, nav-triggers   the top nav's links; the current page's has aria-current="page"
+//   triggers-table, trigger-row (data-trigger-id), trigger-plan, trigger-input, trigger-created,
+//   trigger-send, triggers-summary, triggers-empty, triggers-error   the triggers list, as the schedules'
 //   schedules-table         the schedules table
 //   schedules-summary       the count of schedules shown ("3 schedules", "50+ schedules")
 //   schedules-empty         the empty state ("No schedules yet"), present only with no schedule
@@ -51,8 +54,15 @@
 //   schedule-cron           its cron expression and zone: "0 9 * * 1-5 · Europe/Paris"
 //   schedule-policies       its policies; one chip each, data-policy misfire|overlap
 //   schedule-state          its state pill; text is exactly ACTIVE or PAUSED
-//   schedule-next-fire      the next fire time: a <time datetime> (the API's string) and
-//                           schedule-next-relative ("in 2h", "due 3m ago", "… · paused"); "—" when none
+//   schedules-table         also carries data-manage="true|false" once GET /v1/whoami has said
+//                           whether the key may manage schedules (run.start)
+//   schedule-next-fire      the next fire time: a <time datetime> (the API's string, shown in the
+//                           viewer's zone) and schedule-next-relative ("in 2h", "due 3m ago");
+//                           "—" when none, and "—" with schedule-next-relative "paused" when paused
+//   schedule-zone-time      beside a fire time, the same instant in the schedule's zone when it is
+//                           not the viewer's; data-zone is the zone
+//   schedule-pause, schedule-resume, schedule-delete   a schedule's actions (data-schedule-id), shown
+//                           only to a key that may manage schedules; delete asks in the confirm dialog
 //   schedule-buffered       the fire time buffer-one holds (a <time datetime>), present only then
 //   schedule-last-fire      the last fire time: a <time datetime> and schedule-last-run, or "never"
 //   schedule-last-run       the link to the run the last fire started (/runs/{lastRunId})
@@ -69,6 +79,7 @@ import { h, icon, replace } from './dom.js';
 import { mountRun } from './run.js';
 import { mountRuns } from './runs.js';
 import { mountSchedules } from './schedules.js';
+import { mountTriggers } from './triggers.js';
 
 const app = document.getElementById('app');
 const signout = document.getElementById('signout');
@@ -105,6 +116,9 @@ function render(notice) {
   } else if (path === '/schedules') {
     document.title = 'Schedules · Weft';
     current = mountSchedules(app, view);
+  } else if (path === '/triggers') {
+    document.title = 'Triggers · Weft';
+    current = mountTriggers(app, view);
   } else if ((m = path.match(/^\/runs\/([^/]+)$/))) {
     let runId = m[1];
     try {
@@ -124,9 +138,9 @@ function render(notice) {
 }
 
 // markNav marks the top nav's link of the page at path as the current one:
-// Runs for the runs list and a run's page, Schedules for the schedules list.
+// Runs for the runs list and a run's page, Schedules and Triggers for theirs.
 function markNav(path) {
-  const section = path === '/schedules' ? '/schedules' : path === '/' || path.startsWith('/runs/') ? '/' : null;
+  const section = path === '/schedules' || path === '/triggers' ? path : path === '/' || path.startsWith('/runs/') ? '/' : null;
   for (const a of document.querySelectorAll('.topnav a')) {
     if (a.getAttribute('href') === section) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');

@@ -79,14 +79,20 @@ export function bytes(n) {
   return i === 0 ? `${v} B` : `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
 }
 
-// dateTime renders a time in the viewer's zone: "23 Nov 2026, 10:00:03".
-export function dateTime(value) {
+// dateTime renders a time in the viewer's zone, or in timeZone (an IANA
+// name) when given: "23 Nov 2026, 10:00:03". It returns null for a zone
+// the browser does not know.
+export function dateTime(value, timeZone) {
   const d = value instanceof Date ? value : parseTime(value);
   if (!d) return '—';
-  return d.toLocaleString(undefined, {
-    day: 'numeric', month: 'short', year: 'numeric',
-    hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false,
-  });
+  try {
+    return d.toLocaleString(undefined, {
+      day: 'numeric', month: 'short', year: 'numeric',
+      hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false, timeZone,
+    });
+  } catch {
+    return null;
+  }
 }
 
 // clock renders the time of day with milliseconds: "10:00:03.125".

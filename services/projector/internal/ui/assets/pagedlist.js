@@ -12,7 +12,7 @@ import { icon, replace } from './dom.js';
 const PAGE = 50;
 const MAX_PAGE = 200;
 
-// pagedList returns a list {start, reset, stop} that does nothing until
+// pagedList returns a list {start, reset, refresh, stop} that does nothing until
 // start(). opts:
 //   view        the app's view; its setLive shows 'live', 'paused' or 'error'
 //   path        (query) → the address of a page; query is {limit} or {limit, cursor}
@@ -165,6 +165,11 @@ export function pagedList(opts) {
       state.nextCursor = null;
       state.loaded = false;
       draw();
+      restart();
+    },
+    // refresh loads the first page again now, keeping the rows shown, as
+    // after an action changed an item.
+    refresh() {
       restart();
     },
     // stop aborts every request and ends the poll loop; it may be called

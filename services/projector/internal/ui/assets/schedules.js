@@ -2,15 +2,18 @@
 // projector's gateway route, ordered by schedule id, with cursor
 // pagination and a refresh every 5 s while the tab is visible (the list
 // machinery is pagedlist.js), and each schedule's recent skipped fires on
-// demand.
+// demand. Fire times show in the viewer's zone and, below, in the
+// schedule's own; a paused schedule shows no next fire. A key that may
+// start runs (run.start, GET /v1/whoami) gets each schedule's pause or
+// resume and delete; the gateway still decides each request.
 
-import { schedulesPath } from './api.js';
+import { ApiError, scheduleAction, schedulesPath, whoami } from './api.js';
 import { fillCells, h, icon, pill, replace, runHref } from './dom.js';
 import { dateTime, fromNow, parseTime, relativeTime, shortId } from './format.js';
 import { pagedList } from './pagedlist.js';
 
 const POLL_MS = 5000;
-const COLUMNS = 8;
+const COLUMNS = 9;
 // The gateway's defaults (api.DefaultMaxCatchup, api.DefaultTimezone, and
 // skip for both policies), for a schedule that does not spell them out.
 const DEFAULT_MAX_CATCHUP = 10;
@@ -30,12 +33,15 @@ const SKIP_REASONS = [
 // mountSchedules draws the schedules list into root and returns {unmount}.
 export function mountSchedules(root, view) {
   const expanded = new Set(); // scheduleIds whose recent skips are shown
+  let manage = false; // the key may pause, resume and delete schedules
 
   const summary = h('span', { class: 'muted small', testid: 'schedules-summary' });
   const tbody = h('tbody');
+  const actionsHead = h('th', { class: 'cell-actions', text: 'Actions', hidden: true });
   const table = h('table', { class: 'table schedules-table', testid: 'schedules-table' },
     h('thead', {}, h('tr', {},
-      ['Schedule', 'Plan', 'Cron', 'Policies', 'State', 'Next fire', 'Last fire', 'Skipped'].map((text) => h('th', { text })))),
+      ['Schedule', 'Plan', 'Cron', 'Policies', 'State', 'Next fire', 'Last fire', 'Skipped'].map((text) => h('th', { text })),
+      actionsHead)),
     tbody);
   const errorBox = h('div', { class: 'inline-error', role: 'alert', hidden: true, testid: 'schedules-error' });
   const loadMore = h('button', { type: 'button', class: 'btn', testid: 'load-more', text: 'Load more', hidden: true });
@@ -58,7 +64,7 @@ export function mountSchedules(root, view) {
     pollMs: POLL_MS,
     createRow: (sc) => scheduleRows(sc.scheduleId),
     fillRow: (r, sc, now) => {
-      fillRow(r, sc, now);
+      fillRow(r, sc, now, manage ? act : null);
       fillSkips(r.detail, sc, now);
       showSkips(r, sc.scheduleId);
     },
@@ -95,7 +101,37 @@ export function mountSchedules(root, view) {
     r.tr.classList.toggle('is-open', open);
   }
 
+  // act runs a schedule's action ('pause', 'resume' or 'delete', which
+  // asks first) from button, tells how it went and reloads the list.
+  async function act(sc, action, button) {
+    const id = sc.scheduleId;
+    if (action === 'delete') {
+      const ok = await view.confirm({
+        title: `Delete schedule ${id}?`,
+        text: 'It stops firing and is removed; the runs it started go on.',
+        ok: 'Delete schedule', dismiss: 'Keep it',
+      });
+      if (!ok) return;
+    }
+    button.disabled = true;
+    try {
+      await scheduleAction(id, action);
+      view.toast({ kind: 'success', text: `Schedule ${id} ${{ pause: 'paused', resume: 'resumed', delete: 'deleted' }[action]}` });
+    } catch (err) {
+      view.toast({ kind: 'error', text: err instanceof ApiError ? err.describe() : String(err) });
+    } finally {
+      button.disabled = false;
+      list.refresh();
+    }
+  }
+
   list.start();
+  whoami().then((me) => {
+    manage = Array.isArray(me.actions) && me.actions.includes('run.start');
+    actionsHead.hidden = !manage;
+    table.dataset.manage = String(manage);
+    if (manage) list.refresh();
+  }, () => { table.dataset.manage = 'false'; }); // Without the answer the page offers no action.
 
   return {
     unmount() {
@@ -108,8 +144,12 @@ export function mountSchedules(root, view) {
 // not change is left alone, so a focused link or button keeps its focus
 // across refreshes. The skips toggle is one button per row, moved into the
 // Skipped cell whenever that cell is redrawn.
-function fillRow({ tr, toggle }, sc, now) {
-  const next = parseTime(sc.nextFireAt);
+//
+// act, when the key may manage schedules, is (sc, action, button) → run
+// the action; null hides the actions cell.
+function fillRow({ tr, toggle }, sc, now, act) {
+  const zone = sc.timezone || DEFAULT_TIMEZONE;
+  const next = sc.paused ? null : parseTime(sc.nextFireAt);
   const last = parseTime(sc.lastFireAt);
   const nextRel = next ? (next.getTime() <= now ? `due ${relativeTime(next, now)}` : fromNow(next, now)) : '';
   const lastRel = last ? relativeTime(last, now) : '';
@@ -130,20 +170,18 @@ function fillRow({ tr, toggle }, sc, now) {
     [`${sc.misfirePolicy}|${sc.maxCatchup}|${sc.overlapPolicy}`, () => h('td', { class: 'cell-policies', testid: 'schedule-policies' },
       policies(sc))],
     [`${sc.paused}`, () => h('td', { class: 'cell-state' }, pill(sc.paused ? 'PAUSED' : 'ACTIVE', 'schedule-state'))],
-    [`${sc.nextFireAt}|${nextRel}|${sc.paused}|${sc.bufferedFireAt}|${sc.lastRunId}`, () => h('td', {
+    [`${sc.nextFireAt}|${nextRel}|${sc.paused}|${sc.bufferedFireAt}|${sc.lastRunId}|${zone}`, () => h('td', {
       class: `cell-fire${sc.paused ? ' is-paused' : ''}`, testid: 'schedule-next-fire',
     },
-    next
-      ? [fireTime(sc.nextFireAt), h('div', { class: 'sub', testid: 'schedule-next-relative', text: sc.paused ? `${nextRel} · paused` : nextRel })]
-      : h('span', { class: 'muted', title: 'The cron expression has no fire time left', text: '—' }),
-    sc.bufferedFireAt
+    nextFire(sc, next, nextRel, zone),
+    sc.bufferedFireAt && !sc.paused
       ? h('div', {
         class: 'chip chip-buffered', testid: 'schedule-buffered',
         title: `Held by the buffer-one overlap policy: starts once the last run${sc.lastRunId ? ` (${sc.lastRunId})` : ''} has ended`,
       }, 'buffered ', fireTime(sc.bufferedFireAt))
       : null)],
-    [`${sc.lastFireAt}|${lastRel}|${sc.lastRunId}`, () => h('td', { class: 'cell-fire', testid: 'schedule-last-fire' },
-      last ? fireTime(sc.lastFireAt) : null,
+    [`${sc.lastFireAt}|${lastRel}|${sc.lastRunId}|${zone}`, () => h('td', { class: 'cell-fire', testid: 'schedule-last-fire' },
+      last ? fireTime(sc.lastFireAt, zone) : null,
       last || sc.lastRunId
         ? h('div', { class: 'sub' },
           last ? lastRel : null,
@@ -156,7 +194,33 @@ function fillRow({ tr, toggle }, sc, now) {
             : null)
         : h('span', { class: 'muted', text: 'never' }))],
     [`${JSON.stringify(sc.skipped ?? null)}`, () => h('td', { class: 'cell-skipped', testid: 'schedule-skipped' }, skipped(sc.skipped), toggle)],
+    [`${Boolean(act)}|${sc.paused}`, () => h('td', { class: 'cell-actions', hidden: !act }, act ? actions(sc, act) : null)],
   ]);
+}
+
+// nextFire renders the next fire time: none for a paused schedule (it
+// fires nothing until resumed) or one with no fire time left.
+function nextFire(sc, next, nextRel, zone) {
+  if (sc.paused) {
+    return [h('span', { class: 'muted', title: 'A paused schedule fires nothing until it is resumed', text: '—' }),
+      h('div', { class: 'sub', testid: 'schedule-next-relative', text: 'paused' })];
+  }
+  if (!next) return h('span', { class: 'muted', title: 'The cron expression has no fire time left', text: '—' });
+  return [fireTime(sc.nextFireAt, zone), h('div', { class: 'sub', testid: 'schedule-next-relative', text: nextRel })];
+}
+
+// actions renders a schedule's buttons: Pause or Resume, and Delete.
+function actions(sc, act) {
+  const button = (action, label, iconName, extra = '') => {
+    const b = h('button', {
+      type: 'button', class: `btn btn-sm${extra}`, testid: `schedule-${action}`, 'data-schedule-id': sc.scheduleId,
+    }, icon(iconName), label);
+    b.addEventListener('click', () => act(sc, action, b));
+    return b;
+  };
+  return h('div', { class: 'schedule-actions', role: 'group', 'aria-label': `Schedule ${sc.scheduleId}` },
+    sc.paused ? button('resume', 'Resume', 'play') : button('pause', 'Pause', 'pause'),
+    button('delete', 'Delete', 'x', ' btn-danger'));
 }
 
 // policies renders the misfire and overlap policies as two chips; catchup
@@ -218,9 +282,21 @@ function fillSkips(detail, sc, now) {
 }
 
 // fireTime is a <time> showing value in the viewer's zone; its datetime
-// attribute is the API's string.
-function fireTime(value) {
-  return h('time', { class: 'fire-time', datetime: value, text: dateTime(value) });
+// attribute is the API's string. With zone (the schedule's), when it is
+// not the viewer's, the same instant follows in that zone.
+function fireTime(value, zone) {
+  const viewer = viewerZone();
+  const el = h('time', { class: 'fire-time', datetime: value, title: `your time (${viewer})`, text: dateTime(value) });
+  if (!zone || zone === viewer) return el;
+  const there = dateTime(value, zone);
+  if (there === null) return el; // a zone this browser does not know
+  return [el, h('div', { class: 'zone-time', testid: 'schedule-zone-time', 'data-zone': zone, title: `the schedule's time (${zone})` },
+    there, ' ', h('span', { class: 'zone-name', text: zone }))];
+}
+
+// viewerZone is the viewer's IANA time zone ("Europe/Paris").
+function viewerZone() {
+  return Intl.DateTimeFormat().resolvedOptions().timeZone;
 }
 
 function emptyRow() {
