@@ -7,7 +7,7 @@
 // rows through callbacks.
 
 import { get } from './api.js';
-import { icon, replace } from './dom.js';
+import { h, icon, replace } from './dom.js';
 
 const PAGE = 50;
 const MAX_PAGE = 200;
@@ -180,6 +180,31 @@ export function pagedList(opts) {
       document.removeEventListener('visibilitychange', onVisibility);
     },
   };
+}
+
+// listPage draws a list page into root: a head with title, intro and a
+// count, the error box, table in a card, and "Load more". name prefixes the
+// testids: {name}-summary, {name}-error. It returns {summary, errorBox,
+// loadMore} for pagedList and onDraw.
+export function listPage(root, { name, title, intro, table }) {
+  const summary = h('span', { class: 'muted small', testid: `${name}-summary` });
+  const errorBox = h('div', { class: 'inline-error', role: 'alert', hidden: true, testid: `${name}-error` });
+  const loadMore = h('button', { type: 'button', class: 'btn', testid: 'load-more', text: 'Load more', hidden: true });
+  replace(root,
+    h('div', { class: 'page-head' },
+      h('div', {}, h('h1', { text: title }), h('p', { class: 'muted', text: intro })),
+      summary),
+    errorBox,
+    h('div', { class: 'card table-card' }, h('div', { class: 'table-scroll' }, table)),
+    h('div', { class: 'list-foot' }, loadMore));
+  return { summary, errorBox, loadMore };
+}
+
+// countText is a list's count once loaded: "3 schedules", "50+ schedules"
+// (more to load), "1 schedule"; '' before the first answer.
+export function countText({ items, nextCursor, loaded }, one, many) {
+  const n = items.length;
+  return loaded ? `${n}${nextCursor ? '+' : ''} ${n === 1 ? one : many}` : '';
 }
 
 // mergeHead puts fresh, a new first page, in front of the items of old that

@@ -10,7 +10,7 @@
 import { ApiError, scheduleAction, schedulesPath, whoami } from './api.js';
 import { fillCells, h, icon, pill, replace, runHref } from './dom.js';
 import { dateTime, fromNow, parseTime, relativeTime, shortId } from './format.js';
-import { pagedList } from './pagedlist.js';
+import { countText, listPage, pagedList } from './pagedlist.js';
 
 const POLL_MS = 5000;
 const COLUMNS = 9;
@@ -35,7 +35,6 @@ export function mountSchedules(root, view) {
   const expanded = new Set(); // scheduleIds whose recent skips are shown
   let manage = false; // the key may pause, resume and delete schedules
 
-  const summary = h('span', { class: 'muted small', testid: 'schedules-summary' });
   const tbody = h('tbody');
   const actionsHead = h('th', { class: 'cell-actions', text: 'Actions', hidden: true });
   const table = h('table', { class: 'table schedules-table', testid: 'schedules-table' },
@@ -43,17 +42,10 @@ export function mountSchedules(root, view) {
       ['Schedule', 'Plan', 'Cron', 'Policies', 'State', 'Next fire', 'Last fire', 'Skipped'].map((text) => h('th', { text })),
       actionsHead)),
     tbody);
-  const errorBox = h('div', { class: 'inline-error', role: 'alert', hidden: true, testid: 'schedules-error' });
-  const loadMore = h('button', { type: 'button', class: 'btn', testid: 'load-more', text: 'Load more', hidden: true });
-
-  replace(root,
-    h('div', { class: 'page-head' },
-      h('div', {}, h('h1', { text: 'Schedules' }),
-        h('p', { class: 'muted', text: 'The cron schedules of your tenant: when each fires next, what it started last, and the fires it skipped.' })),
-      summary),
-    errorBox,
-    h('div', { class: 'card table-card' }, h('div', { class: 'table-scroll' }, table)),
-    h('div', { class: 'list-foot' }, loadMore));
+  const { summary, errorBox, loadMore } = listPage(root, {
+    name: 'schedules', title: 'Schedules', table,
+    intro: 'The cron schedules of your tenant: when each fires next, what it started last, and the fires it skipped.',
+  });
 
   const list = pagedList({
     view, tbody, errorBox, loadMore,
@@ -70,9 +62,8 @@ export function mountSchedules(root, view) {
     },
     dropRow: (r, scheduleId) => expanded.delete(scheduleId),
     emptyRow,
-    onDraw({ items, nextCursor, loaded }) {
-      const n = items.length;
-      summary.textContent = loaded ? `${n}${nextCursor ? '+' : ''} ${n === 1 ? 'schedule' : 'schedules'}` : '';
+    onDraw(drawn) {
+      summary.textContent = countText(drawn, 'schedule', 'schedules');
     },
   });
 

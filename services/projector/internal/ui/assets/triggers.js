@@ -5,31 +5,23 @@
 // event.
 
 import { triggersPath } from './api.js';
-import { fillCells, h, replace } from './dom.js';
+import { fillCells, h } from './dom.js';
 import { dateTime, parseTime, relativeTime } from './format.js';
-import { pagedList } from './pagedlist.js';
+import { countText, listPage, pagedList } from './pagedlist.js';
 
 const POLL_MS = 5000;
 const COLUMNS = 5;
 
 // mountTriggers draws the triggers list into root and returns {unmount}.
 export function mountTriggers(root, view) {
-  const summary = h('span', { class: 'muted small', testid: 'triggers-summary' });
   const tbody = h('tbody');
   const table = h('table', { class: 'table triggers-table', testid: 'triggers-table' },
     h('thead', {}, h('tr', {}, ['Trigger', 'Plan', 'Run input', 'Created', 'Send an event'].map((text) => h('th', { text })))),
     tbody);
-  const errorBox = h('div', { class: 'inline-error', role: 'alert', hidden: true, testid: 'triggers-error' });
-  const loadMore = h('button', { type: 'button', class: 'btn', testid: 'load-more', text: 'Load more', hidden: true });
-
-  replace(root,
-    h('div', { class: 'page-head' },
-      h('div', {}, h('h1', { text: 'Triggers' }),
-        h('p', { class: 'muted', text: 'The event triggers of your tenant: each event sent to one starts a run of its plan.' })),
-      summary),
-    errorBox,
-    h('div', { class: 'card table-card' }, h('div', { class: 'table-scroll' }, table)),
-    h('div', { class: 'list-foot' }, loadMore));
+  const { summary, errorBox, loadMore } = listPage(root, {
+    name: 'triggers', title: 'Triggers', table,
+    intro: 'The event triggers of your tenant: each event sent to one starts a run of its plan.',
+  });
 
   const list = pagedList({
     view, tbody, errorBox, loadMore,
@@ -44,9 +36,8 @@ export function mountTriggers(root, view) {
     },
     fillRow: (r, tr, now) => fillRow(r.tr, tr, now),
     emptyRow,
-    onDraw({ items, nextCursor, loaded }) {
-      const n = items.length;
-      summary.textContent = loaded ? `${n}${nextCursor ? '+' : ''} ${n === 1 ? 'trigger' : 'triggers'}` : '';
+    onDraw(drawn) {
+      summary.textContent = countText(drawn, 'trigger', 'triggers');
     },
   });
   list.start();
