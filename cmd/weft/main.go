@@ -49,6 +49,7 @@ func commands() map[string]command {
 		"relay":     {"run the outbox relay (Postgres outbox to JetStream)", runRelay},
 		"run":       {"start, show, watch a run, or list its events (docs/cli.md)", commandGroup("run", runSubcommands())},
 		"runs":      {"list runs (runs ls)", commandGroup("runs", runsSubcommands())},
+		"secrets":   {"write the compose topology's secrets into a folder (secrets init; docs/deploy.md)", commandGroup("secrets", secretsSubcommands())},
 		"schedule":  {"create, list, show, pause, resume or delete schedules (docs/schedules.md)", commandGroup("schedule", scheduleSubcommands())},
 		"signal":    {"send a signal to a run: PAUSE, RESUME, CANCEL, RETRY_STEP, or the signal a waitSignal step waits for", runSignal},
 		"trigger":   {"create, list or delete event triggers, or send one an event", commandGroup("trigger", triggerSubcommands())},

@@ -110,10 +110,11 @@ func TestNATSPasswordFileRefusals(t *testing.T) {
 // names, as libpq does: pgx reads it when the pool's config is parsed.
 // (Not parallel: PGPASSFILE is the process's environment.)
 func TestDatabasePasswordFromPGPASSFILE(t *testing.T) {
-	t.Setenv("PGPASSFILE", writeSecret(t, "postgres:5432:weft:weft_engine:from-the-file\n*:*:*:weft_relay:relay-pw\n"))
+	t.Setenv("PGPASSFILE", writeSecret(t, "postgres:5432:weft:weft_engine:from-the-file\n*:*:*:weft_relay:relay-pw\n"+`*:*:*:weft_projector:a\:b\\c`+"\n"))
 	for url, want := range map[string]string{
 		"postgres://weft_engine@postgres:5432/weft":        "from-the-file",
 		"postgres://weft_relay@db.example:6543/other":      "relay-pw",
+		"postgres://weft_projector@postgres:5432/weft":     `a:b\c`, // escaped, as secrets init writes it
 		"postgres://weft_engine:in-url@postgres:5432/weft": "in-url",
 		"postgres://weft_gateway@postgres:5432/weft":       "",
 	} {
