@@ -45,9 +45,9 @@ func decode(data []byte, v any, maxDepth int, what string) error {
 	}
 	err := strictjson.Decode(data, v, strictjson.Options{MaxDepth: maxDepth, Document: what})
 	if serr, ok := errors.AsType[*strictjson.Error](err); ok {
-		problems := make([]map[string]string, len(serr.Problems))
+		problems := make([]api.Problem, len(serr.Problems))
 		for i, p := range serr.Problems {
-			problems[i] = map[string]string{"path": p.Path, "code": p.Code, "message": p.Message}
+			problems[i] = api.Problem{Path: p.Path, Code: p.Code, Message: p.Message}
 		}
 		return &intake.Error{Code: api.CodeInvalidArgument, Message: "invalid " + what + ": " + serr.Error(),
 			Details: map[string]any{"problems": problems}}

@@ -57,10 +57,11 @@ func (e *Error) API() api.Error {
 	return api.Error{Code: e.Code, Message: e.Message, Details: maps.Clone(e.Details)}
 }
 
-// invalid returns a CodeInvalidArgument error about field.
+// invalid returns a CodeInvalidArgument error about field, whose
+// details.problems holds its one problem (api.ProblemInvalid), as those
+// of requests with several fields at fault (Problems) do.
 func invalid(field, format string, args ...any) *Error {
-	return &Error{Code: api.CodeInvalidArgument, Message: field + " " + fmt.Sprintf(format, args...),
-		Details: map[string]any{"field": field}}
+	return Problems([]api.Problem{problem(field, api.ProblemInvalid, fmt.Sprintf(format, args...))})
 }
 
 // notFound is the answer for a run that does not exist or belongs to

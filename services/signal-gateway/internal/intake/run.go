@@ -1,7 +1,6 @@
 package intake
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -118,50 +117,23 @@ func (in *Intake) admitStart(ctx context.Context, p auth.Principal, req api.Star
 	}
 	d := in.authz.Authorize(ctx, p, auth.ActionRunStart, auth.Resource{TenantID: req.TenantID})
 	if !d.Allowed {
-		return req, nil, &Error{Code: api.CodePermissionDenied, Message: d.Reason}
+		return req, nil, Denied(p, req.TenantID, d)
 	}
 	return req, pl, nil
 }
 
 // checkStart refuses what can be refused before touching the database and
-// returns the parsed plan.
+// returns the parsed plan. Every field is checked before a refusal, which
+// lists the problems of all (startProblems); an input over its limit is
+// refused on its own, as CodePayloadTooLarge.
 func (in *Intake) checkStart(req api.StartRunRequest) (*plan.Plan, error) {
-	for _, f := range []struct{ name, value string }{
-		{"tenantId", req.TenantID}, {"projectId", req.ProjectID}, {"environmentId", req.EnvironmentID},
-	} {
-		if err := plan.CheckID(f.value, 0); err != nil {
-			return nil, invalid(f.name, "%v", err)
-		}
-	}
-	if err := plan.CheckName(req.RunRequestID, 0); err != nil {
-		return nil, invalid("runRequestId", "%v", err)
-	}
 	if n := len(req.Input); n > in.cfg.MaxRunInputBytes {
 		return nil, &Error{Code: api.CodePayloadTooLarge, Message: fmt.Sprintf("input is %d bytes, more than the limit of %d", n, in.cfg.MaxRunInputBytes),
 			Details: map[string]any{"field": "input", "limit": in.cfg.MaxRunInputBytes}}
 	}
-	for _, f := range []struct {
-		name string
-		doc  []byte
-	}{{"input", req.Input}, {"plan", req.Plan}} {
-		if hasNULEscape(f.doc) {
-			return nil, invalid(f.name, `must not contain the escape \u0000 (Postgres jsonb cannot hold it)`)
-		}
-	}
-	if !bytes.HasPrefix(bytes.TrimLeft(req.Plan, " \t\r\n"), []byte("{")) {
-		return nil, invalid("plan", "must be a plan document, a JSON object")
-	}
-	pl, err := plan.Parse(req.Plan, in.cfg.Plans)
-	if verr, ok := errors.AsType[*plan.ValidationError](err); ok {
-		return nil, &Error{Code: api.CodeInvalidArgument, Message: verr.Error(),
-			Details: map[string]any{"field": "plan", "problems": planProblems(verr.Problems)}}
-	}
-	if err != nil {
-		return nil, invalid("plan", "%v", err)
-	}
-	if pl.PlanID != req.PlanID || pl.PlanVersion != req.PlanVersion {
-		return nil, invalid("planId", "and planVersion must equal the plan's own (%q, %q), not (%q, %q)",
-			pl.PlanID, pl.PlanVersion, req.PlanID, req.PlanVersion)
+	pl, ps := in.startProblems(req)
+	if len(ps) > 0 {
+		return nil, Problems(ps)
 	}
 	return pl, nil
 }
@@ -255,18 +227,4 @@ func overloaded(rej *admission.RejectedError) *Error {
 	return &Error{Code: api.CodeOverloaded, RetryAfter: wait,
 		Message: fmt.Sprintf("environment %q is at its limit of %d concurrent runs", rej.Environment, rej.Limit),
 		Details: map[string]any{"environmentId": rej.Environment, "limit": rej.Limit, "retryAfter": retryAfterSeconds(wait)}}
-}
-
-// planProblems renders a plan's problems in the wire shape of every
-// problem list: path, code and message, plus the step they belong to.
-func planProblems(ps []plan.Problem) []map[string]string {
-	out := make([]map[string]string, len(ps))
-	for i, p := range ps {
-		path := p.Field
-		if p.StepID != "" {
-			path = "steps[id=" + p.StepID + "]." + p.Field
-		}
-		out[i] = map[string]string{"path": "plan." + path, "code": p.Code, "message": p.Message, "stepId": p.StepID}
-	}
-	return out
 }

@@ -72,31 +72,18 @@ func (in *Intake) checkSignal(sig Signal) (string, error) {
 	return retryStepTarget(sig.Payload)
 }
 
-// checkSignalFields checks the run id, name, id and payload of sig.
+// checkSignalFields checks the run id, name, id and payload of sig: a
+// payload over its limit is refused on its own, as CodePayloadTooLarge;
+// otherwise every field is checked before a refusal, which lists the
+// problems of all (signalProblems).
 func (in *Intake) checkSignalFields(sig Signal) error {
-	if _, err := events.ParseRunID(sig.RunID); err != nil {
-		return invalid("workflowId", "must be a run id (a UUID in canonical, lowercase form), not %q", sig.RunID)
-	}
-	if err := plan.CheckID(sig.Name, api.MaxSignalNameBytes); err != nil {
-		return invalid("signalName", "%v", err)
-	}
-	if sig.ID != nil {
-		switch id := *sig.ID; {
-		case id == "":
-			return invalid("signalId", "must not be empty; leave it out to have one generated")
-		case len(id) > api.MaxSignalIDBytes:
-			return invalid("signalId", "is %d UTF-8 bytes, more than the limit of %d", len(id), api.MaxSignalIDBytes)
-		case containsNUL(id):
-			return invalid("signalId", "must not contain U+0000")
-		}
-	}
 	if n := len(sig.Payload); n > in.cfg.MaxSignalPayloadBytes {
 		return &Error{Code: api.CodePayloadTooLarge,
 			Message: fmt.Sprintf("payload is %d bytes, more than the limit of %d", n, in.cfg.MaxSignalPayloadBytes),
 			Details: map[string]any{"field": "payload", "limit": in.cfg.MaxSignalPayloadBytes}}
 	}
-	if hasNULEscape(sig.Payload) {
-		return invalid("payload", `must not contain the escape \u0000 (Postgres jsonb cannot hold it)`)
+	if ps := signalProblems(sig); len(ps) > 0 {
+		return Problems(ps)
 	}
 	return nil
 }

@@ -222,7 +222,7 @@ func (s *Service) Delete(ctx context.Context, p auth.Principal, id string) error
 // authorize asks authz whether p may do a in tenant.
 func (s *Service) authorize(ctx context.Context, p auth.Principal, a auth.Action, tenant string) error {
 	if d := s.authz.Authorize(ctx, p, a, auth.Resource{TenantID: tenant}); !d.Allowed {
-		return &intake.Error{Code: api.CodePermissionDenied, Message: d.Reason}
+		return intake.Denied(p, tenant, d)
 	}
 	return nil
 }

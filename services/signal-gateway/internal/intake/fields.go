@@ -1,0 +1,158 @@
+package intake
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/plan"
+)
+
+// startProblems checks every field of a start and its plan, and returns
+// the plan when it parsed, and the problems of every field at fault, in
+// the order of the request's fields: a request missing three fields is
+// told of the three at once (issue 19, item 9). planId and planVersion
+// are held to the plan's own when it parsed, and are required when there
+// is no plan to compare them with.
+func (in *Intake) startProblems(req api.StartRunRequest) (*plan.Plan, []api.Problem) {
+	var ps []api.Problem
+	for _, f := range []struct{ name, value string }{
+		{"tenantId", req.TenantID}, {"projectId", req.ProjectID}, {"environmentId", req.EnvironmentID},
+	} {
+		ps = appendField(ps, f.name, f.value, plan.CheckID(f.value, 0))
+	}
+	ps = appendField(ps, "runRequestId", req.RunRequestID, plan.CheckName(req.RunRequestID, 0))
+	hasPlan := len(bytes.TrimSpace(req.Plan)) > 0 && !bytes.Equal(bytes.TrimSpace(req.Plan), []byte("null"))
+	if !hasPlan {
+		ps = appendField(ps, "planId", req.PlanID, nil)
+		ps = appendField(ps, "planVersion", req.PlanVersion, nil)
+	}
+	for _, f := range []struct {
+		name string
+		doc  []byte
+	}{{"input", req.Input}, {"plan", req.Plan}} {
+		if hasNULEscape(f.doc) {
+			ps = append(ps, problem(f.name, api.ProblemInvalid, `must not contain the escape \u0000 (Postgres jsonb cannot hold it)`))
+		}
+	}
+	switch {
+	case !hasPlan:
+		return nil, append(ps, problem("plan", api.ProblemMissing, "must be a plan document, a JSON object"))
+	case !bytes.HasPrefix(bytes.TrimLeft(req.Plan, " \t\r\n"), []byte("{")):
+		return nil, append(ps, problem("plan", api.ProblemInvalid, "must be a plan document, a JSON object"))
+	}
+	pl, err := plan.Parse(req.Plan, in.cfg.Plans)
+	if verr, ok := errors.AsType[*plan.ValidationError](err); ok {
+		return nil, append(ps, planProblems(verr.Problems)...)
+	}
+	if err != nil {
+		return nil, append(ps, problem("plan", api.ProblemInvalid, err.Error()))
+	}
+	ps = appendPlanRef(ps, "planId", req.PlanID, pl.PlanID)
+	ps = appendPlanRef(ps, "planVersion", req.PlanVersion, pl.PlanVersion)
+	return pl, ps
+}
+
+// signalProblems checks every field of a signal and returns the
+// problems of those at fault, in the order of the request's fields.
+func signalProblems(sig Signal) []api.Problem {
+	var ps []api.Problem
+	if _, err := events.ParseRunID(sig.RunID); err != nil {
+		ps = append(ps, problem("workflowId", orMissing(sig.RunID, api.ProblemInvalid),
+			fmt.Sprintf("must be a run id (a UUID in canonical, lowercase form), not %q", sig.RunID)))
+	}
+	ps = appendField(ps, "signalName", sig.Name, plan.CheckID(sig.Name, api.MaxSignalNameBytes))
+	if sig.ID != nil {
+		switch id := *sig.ID; {
+		case id == "":
+			ps = append(ps, problem("signalId", api.ProblemInvalid, "must not be empty; leave it out to have one generated"))
+		case len(id) > api.MaxSignalIDBytes:
+			ps = append(ps, problem("signalId", api.ProblemInvalid,
+				fmt.Sprintf("is %d UTF-8 bytes, more than the limit of %d", len(id), api.MaxSignalIDBytes)))
+		case containsNUL(id):
+			ps = append(ps, problem("signalId", api.ProblemInvalid, "must not contain U+0000"))
+		}
+	}
+	if hasNULEscape(sig.Payload) {
+		ps = append(ps, problem("payload", api.ProblemInvalid, `must not contain the escape \u0000 (Postgres jsonb cannot hold it)`))
+	}
+	return ps
+}
+
+// orMissing is api.ProblemMissing for an empty value, else code.
+func orMissing(value, code string) string {
+	if value == "" {
+		return api.ProblemMissing
+	}
+	return code
+}
+
+// appendField appends the problem of field, whose value is value and
+// whose rule's verdict is err: missing when value is empty, invalid when
+// err is not nil.
+func appendField(ps []api.Problem, field, value string, err error) []api.Problem {
+	switch {
+	case value == "":
+		return append(ps, problem(field, api.ProblemMissing, "must not be empty"))
+	case err != nil:
+		return append(ps, problem(field, api.ProblemInvalid, err.Error()))
+	default:
+		return ps
+	}
+}
+
+// appendPlanRef appends the problem of field (planId or planVersion),
+// which must equal the plan's own value.
+func appendPlanRef(ps []api.Problem, field, value, own string) []api.Problem {
+	switch value {
+	case own:
+		return ps
+	case "":
+		return append(ps, problem(field, api.ProblemMissing, fmt.Sprintf("must not be empty: it is the plan's own, %q", own)))
+	default:
+		return append(ps, problem(field, api.ProblemInvalid, fmt.Sprintf("must equal the plan's own, %q, not %q", own, value)))
+	}
+}
+
+func problem(path, code, message string) api.Problem {
+	return api.Problem{Path: path, Code: code, Message: message}
+}
+
+// planProblems renders a plan's problems as the problems of a start's
+// plan field: paths from the request body (plan.steps[id=b].input.v).
+func planProblems(ps []plan.Problem) []api.Problem {
+	out := make([]api.Problem, len(ps))
+	for i, p := range ps {
+		path := "plan"
+		if p.StepID != "" {
+			path += ".steps[id=" + p.StepID + "]"
+		}
+		if p.Field != "" {
+			path += "." + p.Field
+		}
+		out[i] = api.Problem{Path: path, Code: p.Code, Message: p.Message, StepID: p.StepID}
+	}
+	return out
+}
+
+// Problems is the CodeInvalidArgument refusal of a request with the
+// problems ps (at least one): its message names each, and
+// details.problems lists them, details.field naming the first one's
+// top-level field.
+func Problems(ps []api.Problem) *Error {
+	msgs := make([]string, len(ps))
+	for i, p := range ps {
+		msgs[i] = strings.TrimPrefix(p.Path+" "+p.Message, " ")
+	}
+	msg := msgs[0]
+	if len(ps) > 1 {
+		msg = fmt.Sprintf("%d problems: %s", len(ps), strings.Join(msgs, "; "))
+	}
+	field, _, _ := strings.Cut(ps[0].Path, ".")
+	field, _, _ = strings.Cut(field, "[")
+	return &Error{Code: api.CodeInvalidArgument, Message: msg,
+		Details: map[string]any{"field": field, "problems": ps}}
+}
