@@ -11,6 +11,43 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// chainPlan is a plan of n steps in a row, each after the one before.
+func chainPlan(n int) string {
+	steps := make([]string, n)
+	for i := range steps {
+		deps := ""
+		if i > 0 {
+			deps = fmt.Sprintf(`,"dependsOn":["s%d"]`, i)
+		}
+		steps[i] = fmt.Sprintf(`{"id":"s%d","activity":"echo"%s}`, i+1, deps)
+	}
+	return `{"schemaVersion":2,"planId":"chain","planVersion":"v1","steps":[` + strings.Join(steps, ",") + `]}`
+}
+
+// A six-step plan in a row, a little too wide for the window, starts
+// zoomed out to fit its width: the whole graph shows with no scrolling
+// (issue #19, item 11).
+func TestDagSixStepsFitTheWidth(t *testing.T) {
+	t.Parallel()
+	v, evs := projectedRun(t, runID(6), time.Now(), chainPlan(6), nil, nil)
+	b := openRun(t, v, evs)
+	b.waitFor(`document.querySelectorAll('[data-testid="dag"] path.edge').length === 5`)
+	b.waitFor(`+document.querySelector('[data-testid="dag"]').dataset.scale < 1`)
+	require.Empty(t, eval[[]string](b, `(() => {
+		const dag = document.querySelector('[data-testid="dag"]');
+		const d = dag.getBoundingClientRect();
+		const out = [];
+		if (dag.scrollWidth > dag.clientWidth + 1) out.push('the box scrolls: ' + dag.scrollWidth + ' > ' + dag.clientWidth);
+		for (const n of dag.querySelectorAll('[data-testid="step"]')) {
+			const r = n.getBoundingClientRect();
+			if (r.left < d.left - 1 || r.right > d.right + 1) out.push(n.dataset.stepId);
+		}
+		return out;
+	})()`), "what does not show")
+	require.GreaterOrEqual(t, eval[float64](b, `+document.querySelector('[data-testid="dag"]').dataset.scale`), 0.6, "still readable")
+	b.console.RequireNoErrors(t)
+}
+
 // widePlan is a plan of 50 steps, both deep and wide: a chain of 25
 // (deep-01 … deep-25, 25 columns) and 25 steps after deep-01 alone
 // (wide-01 … wide-25, one column of 26 with deep-02).

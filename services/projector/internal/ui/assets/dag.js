@@ -53,6 +53,10 @@ export function layout(planSteps, snapSteps) {
 const ZOOM_MIN = 0.1;
 const ZOOM_MAX = 1.5;
 const ZOOM_STEP = 1.25;
+// A graph a little too wide for its box (six steps in a row on a laptop)
+// starts zoomed out to its width, down to this scale; a wider one starts
+// at 100%, to be scrolled or fitted.
+const AUTO_FIT_MIN = 0.6;
 
 // createDag returns {el, controls, update(snapshot, actions), destroy()}.
 // actions is {retry(stepId, button), signal(name, stepId, button),
@@ -87,6 +91,7 @@ export function createDag() {
   let statusOf = new Map();
   let scale = 1;
   let fitted = false; // follow the box's size: set by Fit, cleared by any other zoom
+  let drawn = false; // the graph has been drawn once (autoFit)
 
   // zoomTo sets the scale, keeping the point at the box's centre in place.
   function zoomTo(k, keepFit = false) {
@@ -109,19 +114,36 @@ export function createDag() {
     el.dataset.scale = String(scale);
   }
 
-  // fit zooms so that the whole graph shows in the box (never above 100%).
-  function fit() {
+  // fitScales returns the scales at which the graph's width and its height
+  // fit the box, rounded down to whole per mille so that rounding never
+  // adds a scrollbar; null before the graph has a size.
+  function fitScales() {
     const cs = getComputedStyle(el);
     const padX = parseFloat(cs.paddingLeft) + parseFloat(cs.paddingRight);
     const padY = parseFloat(cs.paddingTop) + parseFloat(cs.paddingBottom);
     const w = canvas.offsetWidth;
     const hgt = canvas.offsetHeight;
-    if (!w || !hgt) return;
-    // Rounded down to whole per mille, so that rounding never adds a scrollbar.
-    const k = Math.floor(1000 * Math.min(1, (el.clientWidth - padX) / w, (el.clientHeight - padY) / hgt)) / 1000;
-    zoomTo(k, true);
+    if (!w || !hgt) return null;
+    const down = (k) => Math.floor(1000 * k) / 1000;
+    return { width: down((el.clientWidth - padX) / w), height: down((el.clientHeight - padY) / hgt) };
+  }
+
+  // fit zooms so that the whole graph shows in the box (never above 100%).
+  function fit() {
+    const k = fitScales();
+    if (!k) return;
+    zoomTo(Math.min(1, k.width, k.height), true);
     el.scrollLeft = 0;
     el.scrollTop = 0;
+  }
+
+  // autoFit, at the graph's first drawing, zooms a graph a little too wide
+  // for the box out to its width (AUTO_FIT_MIN).
+  function autoFit() {
+    if (drawn || !canvas.offsetWidth) return;
+    drawn = true;
+    const k = fitScales();
+    if (k && k.width < 1 && k.width >= AUTO_FIT_MIN && getComputedStyle(cols).flexDirection !== 'column') zoomTo(k.width);
   }
 
   // Dragging the background pans; a drag that starts on a control does not.
@@ -204,7 +226,10 @@ export function createDag() {
       replace(cols, g.columns.map((col) => h('div', { class: 'dag-col' },
         col.map((n) => node(n, byId.get(n.id), ++index, snap, actions)))));
     }
-    requestAnimationFrame(drawEdges);
+    requestAnimationFrame(() => {
+      if (g.nodes.size > 0) autoFit();
+      drawEdges();
+    });
   }
 
   return { el, controls, update, destroy: () => resize.disconnect() };
