@@ -166,3 +166,47 @@ func TestSignalReportsEveryFieldAtFault(t *testing.T) {
 
 	require.Equal(t, before, s.counts(t), "a refused signal writes nothing")
 }
+
+// Issue 19, item 9: a schedule or trigger with several fields at fault is
+// told of each, over REST and JSON-RPC, and nothing is stored.
+func TestScheduleAndTriggerReportEveryFieldAtFault(t *testing.T) {
+	t.Parallel()
+	s := setup(t, gateway.Config{})
+	paths := func(ps []api.Problem) []string {
+		out := make([]string, len(ps))
+		for i, p := range ps {
+			out[i] = p.Path
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		path, method, body string
+		want               []string
+	}{
+		{"/v1/schedules", "schedule.create", `{"scheduleId":"a b","tenantId":"acme","projectId":"p","environmentId":"dev","misfirePolicy":"never"}`,
+			[]string{"scheduleId", "cron", "misfirePolicy", "plan"}},
+		{"/v1/schedules", "schedule.create", `{"scheduleId":"n","environmentId":"dev","cron":"0 * * * *"}`,
+			[]string{"tenantId", "projectId", "plan"}},
+		{"/v1/schedules", "schedule.create", `{"scheduleId":"n","projectId":"p","environmentId":"dev","cron":"0 * * * *","overlapPolicy":"x","plan":` + planDoc + `}`,
+			[]string{"overlapPolicy", "tenantId"}},
+		{"/v1/triggers", "trigger.create", `{"triggerId":"a b","tenantId":"acme","projectId":"p","environmentId":"dev","input":"event.","plan":` + planDoc + `}`,
+			[]string{"triggerId", "input"}},
+		{"/v1/triggers", "trigger.create", `{"triggerId":"t","tenantId":"acme","environmentId":"dev"}`,
+			[]string{"projectId", "plan"}},
+	} {
+		a := s.post(t, tc.path, []byte(tc.body))
+		require.Equal(t, http.StatusBadRequest, a.status, "%s: %s", tc.body, a.body)
+		e := a.errorBody(t)
+		require.Equal(t, api.CodeInvalidArgument, e.Code)
+		require.Equal(t, tc.want, paths(problemsOf(t, e)), "REST %s", tc.body)
+		require.Equal(t, tc.want[0], e.Details["field"])
+
+		r := s.rpcOne(t, `{"jsonrpc":"2.0","method":"`+tc.method+`","params":`+tc.body+`,"id":1}`)
+		require.NotNil(t, r.Error, tc.body)
+		require.Equal(t, jsonrpc.CodeInvalidParams, r.Error.Code)
+		require.Equal(t, tc.want, paths(problemsOf(t, r.Error.Data)), "JSON-RPC %s", tc.body)
+	}
+	var stored int
+	require.NoError(t, s.db.Pool.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM schedules) + (SELECT count(*) FROM triggers)`).Scan(&stored))
+	require.Zero(t, stored)
+}

@@ -15,9 +15,10 @@ import (
 // the plan when it parsed, and the problems of every field at fault, in
 // the order of the request's fields: a request missing three fields is
 // told of the three at once (issue 19, item 9). planId and planVersion
-// are held to the plan's own when it parsed, and are required when there
-// is no plan to compare them with.
-func (in *Intake) startProblems(req api.StartRunRequest) (*plan.Plan, []api.Problem) {
+// are held to the plan's own when it parsed, and, unless refFromPlan says
+// they were read from the plan (a schedule's or trigger's start), are
+// required when there is no plan to compare them with.
+func (in *Intake) startProblems(req api.StartRunRequest, refFromPlan bool) (*plan.Plan, []api.Problem) {
 	var ps []api.Problem
 	for _, f := range []struct{ name, value string }{
 		{"tenantId", req.TenantID}, {"projectId", req.ProjectID}, {"environmentId", req.EnvironmentID},
@@ -26,7 +27,7 @@ func (in *Intake) startProblems(req api.StartRunRequest) (*plan.Plan, []api.Prob
 	}
 	ps = appendField(ps, "runRequestId", req.RunRequestID, plan.CheckName(req.RunRequestID, 0))
 	hasPlan := len(bytes.TrimSpace(req.Plan)) > 0 && !bytes.Equal(bytes.TrimSpace(req.Plan), []byte("null"))
-	if !hasPlan {
+	if !hasPlan && !refFromPlan {
 		ps = appendField(ps, "planId", req.PlanID, nil)
 		ps = appendField(ps, "planVersion", req.PlanVersion, nil)
 	}
@@ -136,6 +137,41 @@ func planProblems(ps []plan.Problem) []api.Problem {
 		out[i] = api.Problem{Path: path, Code: p.Code, Message: p.Message, StepID: p.StepID}
 	}
 	return out
+}
+
+// Join returns the one refusal of a request whose checks answered errs
+// (nil for a check passed), so that a request with several fields at
+// fault is told of all of them: nil when every check passed; the first
+// error that is not a CodeInvalidArgument *Error (a fault, or a refusal of
+// another code, which is answered alone) when there is one; otherwise one
+// CodeInvalidArgument listing the problems of all (Problems), in the
+// order of errs.
+func Join(errs ...error) error {
+	var ps []api.Problem
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		e, ok := errors.AsType[*Error](err)
+		if !ok || e.Code != api.CodeInvalidArgument {
+			return err
+		}
+		ps = append(ps, problemsOf(e)...)
+	}
+	if len(ps) == 0 {
+		return nil
+	}
+	return Problems(ps)
+}
+
+// problemsOf returns the problems an InvalidArgument lists, or, for one
+// that lists none, one problem of its field with its message.
+func problemsOf(e *Error) []api.Problem {
+	if ps, ok := e.Details["problems"].([]api.Problem); ok && len(ps) > 0 {
+		return ps
+	}
+	field, _ := e.Details["field"].(string)
+	return []api.Problem{problem(field, api.ProblemInvalid, strings.TrimPrefix(e.Message, field+" "))}
 }
 
 // Problems is the CodeInvalidArgument refusal of a request with the

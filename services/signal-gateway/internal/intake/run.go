@@ -111,7 +111,7 @@ func (in *Intake) admitStart(ctx context.Context, p auth.Principal, req api.Star
 	if req.RunRequestID == "" {
 		req.RunRequestID = events.NewRunID()
 	}
-	pl, err := in.checkStart(req)
+	pl, err := in.checkStart(req, false)
 	if err != nil {
 		return req, nil, err
 	}
@@ -124,14 +124,14 @@ func (in *Intake) admitStart(ctx context.Context, p auth.Principal, req api.Star
 
 // checkStart refuses what can be refused before touching the database and
 // returns the parsed plan. Every field is checked before a refusal, which
-// lists the problems of all (startProblems); an input over its limit is
-// refused on its own, as CodePayloadTooLarge.
-func (in *Intake) checkStart(req api.StartRunRequest) (*plan.Plan, error) {
+// lists the problems of all (startProblems, refFromPlan passed on); an
+// input over its limit is refused on its own, as CodePayloadTooLarge.
+func (in *Intake) checkStart(req api.StartRunRequest, refFromPlan bool) (*plan.Plan, error) {
 	if n := len(req.Input); n > in.cfg.MaxRunInputBytes {
 		return nil, &Error{Code: api.CodePayloadTooLarge, Message: fmt.Sprintf("input is %d bytes, more than the limit of %d", n, in.cfg.MaxRunInputBytes),
 			Details: map[string]any{"field": "input", "limit": in.cfg.MaxRunInputBytes}}
 	}
-	pl, ps := in.startProblems(req)
+	pl, ps := in.startProblems(req, refFromPlan)
 	if len(ps) > 0 {
 		return nil, Problems(ps)
 	}

@@ -18,12 +18,14 @@ import (
 // before touching the database (ids, input size, the plan against the
 // plan limits, planId and planVersion against the plan's own), and returns
 // nil otherwise. Schedules and triggers check the runs they will start
-// with it before they are stored.
+// with it before they are stored; they read req's PlanID and PlanVersion
+// from its plan (PlanRef), so a start without a plan is not also told it
+// lacks them.
 func (in *Intake) CheckStart(req api.StartRunRequest) error {
 	if req.RunRequestID == "" {
 		req.RunRequestID = "check"
 	}
-	_, err := in.checkStart(req)
+	_, err := in.checkStart(req, true)
 	return err
 }
 

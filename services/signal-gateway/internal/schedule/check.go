@@ -1,7 +1,6 @@
 package schedule
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -16,24 +15,26 @@ import (
 )
 
 // check refuses a create or update request that breaks a rule, with an
-// *intake.Error naming the field, or one p may not make; otherwise it
-// returns the schedule's definition, defaults applied, and its parsed
-// expression. It reads nothing from the database.
+// *intake.Error naming every field at fault (intake.Join), or one p may
+// not make; otherwise it returns the schedule's definition, defaults
+// applied, and its parsed expression. It reads nothing from the database.
 func (s *Service) check(ctx context.Context, p auth.Principal, req api.ScheduleRequest) (api.Schedule, Cron, error) {
-	if err := intake.CheckResourceID("scheduleId", req.ScheduleID, api.MaxScheduleIDBytes); err != nil {
-		return api.Schedule{}, Cron{}, err
-	}
 	sch := api.Schedule{
 		ScheduleID: req.ScheduleID, TenantID: req.TenantID, ProjectID: req.ProjectID, EnvironmentID: req.EnvironmentID,
 		Cron: req.Cron, Timezone: cmp.Or(req.Timezone, api.DefaultTimezone), Plan: req.Plan, Input: req.Input,
 		MisfirePolicy: cmp.Or(req.MisfirePolicy, api.MisfireSkip), MaxCatchup: cmp.Or(req.MaxCatchup, api.DefaultMaxCatchup),
 		OverlapPolicy: cmp.Or(req.OverlapPolicy, api.OverlapSkip),
 	}
-	c, err := s.checkTiming(sch)
-	if err != nil {
-		return api.Schedule{}, Cron{}, err
+	idErr := intake.CheckResourceID("scheduleId", req.ScheduleID, api.MaxScheduleIDBytes)
+	c, timingErr := s.checkTiming(sch)
+	if idErr != nil {
+		// The run's check holds the id in its run request id: a bad id is
+		// told once, as scheduleId, not again as runRequestId.
+		sch.ScheduleID = "check"
 	}
-	if err := s.checkRun(&sch); err != nil {
+	runErr := s.checkRun(&sch)
+	sch.ScheduleID = req.ScheduleID
+	if err := intake.Join(idErr, timingErr, runErr); err != nil {
 		return api.Schedule{}, Cron{}, err
 	}
 	if err := s.authorize(ctx, p, auth.ActionRunStart, req.TenantID); err != nil {
@@ -42,8 +43,15 @@ func (s *Service) check(ctx context.Context, p auth.Principal, req api.ScheduleR
 	return sch, c, nil
 }
 
-// checkTiming checks the expression, the timezone and the policies.
+// checkTiming checks the expression, the timezone and the policies, and
+// refuses with the problems of all that are at fault.
 func (s *Service) checkTiming(sch api.Schedule) (Cron, error) {
+	c, err := s.checkCron(sch)
+	return c, intake.Join(err, s.checkPolicies(sch))
+}
+
+// checkCron checks the expression and the timezone.
+func (s *Service) checkCron(sch api.Schedule) (Cron, error) {
 	if sch.Cron == "" {
 		return Cron{}, intake.Invalid("cron", "is required: five fields, minute hour day-of-month month day-of-week")
 	}
@@ -56,28 +64,31 @@ func (s *Service) checkTiming(sch api.Schedule) (Cron, error) {
 	case c.Next(s.now()).IsZero():
 		return Cron{}, intake.Invalid("cron", "%q has no fire time in the next five years", sch.Cron)
 	}
+	return c, nil
+}
+
+// checkPolicies checks the misfire and overlap policies and maxCatchup.
+func (s *Service) checkPolicies(sch api.Schedule) error {
+	var misfire, overlap, catchup error
 	switch sch.MisfirePolicy {
 	case api.MisfireSkip, api.MisfireCatchup, api.MisfireCompress:
 	default:
-		return Cron{}, intake.Invalid("misfirePolicy", "%q is not skip, catchup or compress", sch.MisfirePolicy)
+		misfire = intake.Invalid("misfirePolicy", "%q is not skip, catchup or compress", sch.MisfirePolicy)
 	}
 	switch sch.OverlapPolicy {
 	case api.OverlapSkip, api.OverlapBufferOne, api.OverlapAllow, api.OverlapCancelPrevious:
 	default:
-		return Cron{}, intake.Invalid("overlapPolicy", "%q is not skip, buffer-one, allow or cancel-previous", sch.OverlapPolicy)
+		overlap = intake.Invalid("overlapPolicy", "%q is not skip, buffer-one, allow or cancel-previous", sch.OverlapPolicy)
 	}
 	if sch.MaxCatchup < 1 || sch.MaxCatchup > s.cfg.MaxCatchupLimit {
-		return Cron{}, intake.Invalid("maxCatchup", "must be between 1 and %d, not %d", s.cfg.MaxCatchupLimit, sch.MaxCatchup)
+		catchup = intake.Invalid("maxCatchup", "must be between 1 and %d, not %d", s.cfg.MaxCatchupLimit, sch.MaxCatchup)
 	}
-	return c, nil
+	return intake.Join(misfire, overlap, catchup)
 }
 
 // checkRun checks the run every fire starts, as the gateway would check
 // its start, and sets the schedule's planId and planVersion.
 func (s *Service) checkRun(sch *api.Schedule) error {
-	if len(bytes.TrimSpace(sch.Plan)) == 0 || bytes.Equal(sch.Plan, []byte("null")) {
-		return intake.Invalid("plan", "is required: the plan each fire starts a run of")
-	}
 	if n := len(sch.Input); n > s.cfg.MaxInputBytes {
 		return &intake.Error{Code: api.CodePayloadTooLarge,
 			Message: fmt.Sprintf("input is %d bytes, more than the limit of %d", n, s.cfg.MaxInputBytes),

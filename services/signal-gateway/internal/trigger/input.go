@@ -30,13 +30,13 @@ func compileInput(src string) (*expr.VarValue, error) {
 	if len(problems) == 0 {
 		return v, nil
 	}
-	list := make([]map[string]string, len(problems))
+	list := make([]api.Problem, len(problems))
 	for i, p := range problems {
 		msg := p.Message
 		if p.Column > 0 {
 			msg = fmt.Sprintf("column %d: %s", p.Column, p.Message)
 		}
-		list[i] = map[string]string{"path": p.Path, "code": plan.CodeInvalidExpression, "message": msg}
+		list[i] = api.Problem{Path: p.Path, Code: plan.CodeInvalidExpression, Message: msg}
 	}
 	return nil, &intake.Error{Code: api.CodeInvalidArgument,
 		Message: fmt.Sprintf("input is not a valid expression over event: %s", problems[0]),

@@ -9,7 +9,6 @@
 package trigger
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -122,24 +121,26 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req api.TriggerR
 }
 
 // check refuses what can be refused before touching the database.
+// Every field is checked before a refusal, which names all those at fault
+// (intake.Join).
 func (s *Service) check(ctx context.Context, p auth.Principal, req *api.TriggerRequest) error {
-	if err := intake.CheckResourceID("triggerId", req.TriggerID, api.MaxTriggerIDBytes); err != nil {
-		return err
-	}
-	if len(bytes.TrimSpace(req.Plan)) == 0 || bytes.Equal(req.Plan, []byte("null")) {
-		return intake.Invalid("plan", "is required: the plan each event starts a run of")
-	}
+	var inputErr error
 	if req.Input != "" {
-		if _, err := compileInput(req.Input); err != nil {
-			return err
-		}
+		_, inputErr = compileInput(req.Input)
 	}
-	id, version := intake.PlanRef(req.Plan)
-	if err := s.intake.CheckStart(api.StartRunRequest{TenantID: req.TenantID, ProjectID: req.ProjectID,
-		EnvironmentID: req.EnvironmentID, PlanID: id, PlanVersion: version, Plan: req.Plan}); err != nil {
+	err := intake.Join(intake.CheckResourceID("triggerId", req.TriggerID, api.MaxTriggerIDBytes), inputErr, s.checkRun(req))
+	if err != nil {
 		return err
 	}
 	return s.authorize(ctx, p, auth.ActionRunStart, req.TenantID)
+}
+
+// checkRun checks the run each event starts, as the gateway would check
+// its start.
+func (s *Service) checkRun(req *api.TriggerRequest) error {
+	id, version := intake.PlanRef(req.Plan)
+	return s.intake.CheckStart(api.StartRunRequest{TenantID: req.TenantID, ProjectID: req.ProjectID,
+		EnvironmentID: req.EnvironmentID, PlanID: id, PlanVersion: version, Plan: req.Plan})
 }
 
 // sameDefinitionTx refuses with CodeAlreadyExists unless the stored
