@@ -211,12 +211,18 @@ func (u devURLs) endpoints(cfg devConfig, natsURL string) devEndpoints {
 	if err != nil {
 		dir = cfg.dir
 	}
-	e := devEndpoints{Gateway: u.api, ReadAPI: u.ui, NATS: natsURL, NATSUser: devNATSUser,
-		NATSPasswordFile: filepath.Join(dir, devNATSPasswordFile), Ops: u.ops}
-	if cfg.devToken == "" {
-		e.TokenFile = filepath.Join(dir, "token")
+	return devEndpoints{Gateway: u.api, ReadAPI: u.ui, NATS: natsURL, NATSUser: devNATSUser,
+		NATSPasswordFile: filepath.Join(dir, devNATSPasswordFile), Ops: u.ops,
+		TokenFile: devTokenFile(devConfig{dir: dir, devToken: cfg.devToken})}
+}
+
+// devTokenFile is the file that holds the dev stack's API token: "token"
+// in its data folder, or none when WEFT_DEV_TOKEN gave the token.
+func devTokenFile(cfg devConfig) string {
+	if cfg.devToken != "" {
+		return ""
 	}
-	return e
+	return filepath.Join(cfg.dir, "token")
 }
 
 func devBanner(env *environment, cfg devConfig, u devURLs) error {

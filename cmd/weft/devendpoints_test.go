@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -51,6 +52,12 @@ func TestDevWritesItsEndpointsAndTheCLIFindsThem(t *testing.T) {
 	require.Contains(t, banner, "(these URLs are in "+path+": weft commands find them there)")
 	_, err = os.Stat(filepath.Join(dev.dir, "token"))
 	require.ErrorIs(t, err, os.ErrNotExist, "no token file is written")
+	page, err := http.Get(e.ReadAPI + "/")
+	require.NoError(t, err)
+	html, err := io.ReadAll(page.Body)
+	require.NoError(t, page.Body.Close())
+	require.NoError(t, err)
+	require.Contains(t, string(html), `<meta name="weft-dev-token-file" content="">`, "the sign-in form names no file it was not given")
 
 	env := map[string]string{"WEFT_DEV_DIR": dev.dir, "WEFT_TOKEN": "weft_dev_test_token"}
 	r := weft(t, env, "runs", "ls", "-o", "json")
@@ -135,6 +142,14 @@ func TestCLIURLSources(t *testing.T) {
 }
 
 // The banner says where the token is: its file, or WEFT_DEV_TOKEN.
+// The UI's sign-in form and endpoints.json name the token's file, which
+// exists only when WEFT_DEV_TOKEN did not give the token.
+func TestDevTokenFile(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, filepath.Join("d", "token"), devTokenFile(devConfig{dir: "d"}))
+	require.Empty(t, devTokenFile(devConfig{dir: "d", devToken: "weft_t"}))
+}
+
 func TestDevBannerSaysWhereTheTokenIs(t *testing.T) {
 	t.Parallel()
 	for devToken, want := range map[string]string{"": "weft_t (in " + filepath.Join("d", "token") + ")", "weft_t": "weft_t (from WEFT_DEV_TOKEN)"} {

@@ -101,7 +101,8 @@ func newProjector(pool *pgxpool.Pool, js jetstream.JetStream, cfg projector.Conf
 // UI's URL.
 func startDevProjector(ctx context.Context, logger *slog.Logger, pool *pgxpool.Pool, js jetstream.JetStream, cfg devConfig,
 	o *ops, keys *auth.Keys, gatewayURL string) (string, func(context.Context) error, error) {
-	p, err := newProjector(pool, js, projector.Config{Keys: keys, GatewayURL: gatewayURL}, o, logger)
+	// The sign-in form names the token's file.
+	p, err := newProjector(pool, js, projector.Config{Keys: keys, GatewayURL: gatewayURL, DevTokenFile: devTokenFile(cfg)}, o, logger)
 	if err != nil {
 		return "", nil, err
 	}
