@@ -57,6 +57,19 @@ func CancelSubject(runID string) (string, error) {
 	return subject(CancelSubjectPrefix, "run id", runID)
 }
 
+// RunOfEventSubject returns the run id of an event subject EventSubject
+// made: what follows "weft.events.". It fails for any other subject.
+func RunOfEventSubject(subject string) (string, error) {
+	runID, ok := strings.CutPrefix(subject, EventsSubjectPrefix+".")
+	if !ok {
+		return "", fmt.Errorf("streams: %q is not an event subject", subject)
+	}
+	if err := ValidToken(runID); err != nil {
+		return "", fmt.Errorf("streams: event subject %q: %w", subject, err)
+	}
+	return runID, nil
+}
+
 // SignalSubject returns weft.signals.<runID>, where a publish sends the run
 // a signal through the gateway (docs/api.md).
 func SignalSubject(runID string) (string, error) {

@@ -77,3 +77,16 @@ func TestValidSubject(t *testing.T) {
 		require.ErrorIs(t, streams.ValidSubject(bad), streams.ErrInvalidToken, "subject %q", bad)
 	}
 }
+
+func TestRunOfEventSubject(t *testing.T) {
+	t.Parallel()
+	subject, err := streams.EventSubject("0190a8e2-7b3c-7def-8123-456789abcdef")
+	require.NoError(t, err)
+	runID, err := streams.RunOfEventSubject(subject)
+	require.NoError(t, err)
+	require.Equal(t, "0190a8e2-7b3c-7def-8123-456789abcdef", runID)
+	for _, bad := range []string{"weft.results.r1", "weft.events.", "weft.events", "weft.events.a.b", "weft.events.*"} {
+		_, err := streams.RunOfEventSubject(bad)
+		require.Error(t, err, bad)
+	}
+}

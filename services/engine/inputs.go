@@ -13,6 +13,7 @@ import (
 
 	"github.com/weftrun/weft/internal/journal"
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/task"
 	"github.com/weftrun/weft/services/engine/internal/decide"
 	"github.com/weftrun/weft/services/engine/internal/round"
@@ -28,13 +29,19 @@ func eventRound(m jetstream.Msg) (round.Round, bool, error) {
 	default:
 		return round.Round{}, false, nil
 	}
+	now := time.Now().UTC()
+	if events.Type(m.Headers().Get(journal.HeaderEventType)) == events.RunApproved {
+		// The subject names the run; the payload, which holds the plan (up
+		// to MaxPlanBytes), is not read: the round loads the run's log.
+		runID, err := streams.RunOfEventSubject(m.Subject())
+		if err != nil {
+			return round.Round{}, false, err
+		}
+		return round.Round{RunID: runID, Input: decide.RunApproved{Now: now}}, true, nil
+	}
 	var ev events.Event
 	if err := json.Unmarshal(m.Data(), &ev); err != nil {
 		return round.Round{}, false, fmt.Errorf("decode event: %w", err)
-	}
-	now := time.Now().UTC()
-	if ev.EventType == events.RunApproved {
-		return round.Round{RunID: ev.RunID, Input: decide.RunApproved{Now: now}}, true, nil
 	}
 	var d events.SignalAcceptedData
 	if err := ev.Data(&d); err != nil {
