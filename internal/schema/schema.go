@@ -6,6 +6,7 @@ package schema
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -83,6 +84,9 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
 		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 		return nil, fmt.Errorf("schema: create migrations table: %w", err)
 	}
+	if err := refuseNewer(ctx, conn.Conn(), migrations[len(migrations)-1]); err != nil {
+		return nil, err
+	}
 	var applied []int
 	for _, m := range migrations {
 		done, err := apply(ctx, conn.Conn(), m)
@@ -94,6 +98,30 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
 		}
 	}
 	return applied, nil
+}
+
+// ErrSchemaNewer reports a database migrated by a newer Weft than this
+// binary: its code would misread the tables, so Migrate refuses it and
+// changes nothing.
+var ErrSchemaNewer = errors.New("schema: the database is newer than this binary")
+
+// refuseNewer fails with ErrSchemaNewer when the database has a migration
+// past last, the newest this binary knows.
+func refuseNewer(ctx context.Context, conn *pgx.Conn, last Migration) error {
+	var version int
+	var name string
+	err := conn.QueryRow(ctx, `SELECT version, name FROM weft_schema_migrations ORDER BY version DESC LIMIT 1`).Scan(&version, &name)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("schema: read the applied migrations: %w", err)
+	case version > last.Version:
+		return fmt.Errorf("%w: it has migration %04d_%s, and this binary knows migrations up to %04d_%s; "+
+			"run a Weft at least as new as the one that migrated it (or restore a backup taken before)",
+			ErrSchemaNewer, version, name, last.Version, last.Name)
+	}
+	return nil
 }
 
 func apply(ctx context.Context, conn *pgx.Conn, m Migration) (bool, error) {
