@@ -41,15 +41,20 @@ func (s *Store) EventsFetchAfterTx(ctx context.Context, q Querier, runID string,
 	if limit <= 0 {
 		limit = DefaultFetchLimit
 	}
-	rows, err := q.Query(ctx, fetchSQL, runID, afterSeq, limit)
-	if err != nil {
-		return nil, fmt.Errorf("eventlog: fetch run %s after %d: %w", runID, afterSeq, err)
-	}
-	evs, err := pgx.CollectRows(rows, scanEvent)
+	evs, err := queryEvents(ctx, q, fetchSQL, runID, afterSeq, limit)
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: fetch run %s after %d: %w", runID, afterSeq, err)
 	}
 	return evs, nil
+}
+
+// queryEvents runs sql, which selects eventColumns, and scans its rows.
+func queryEvents(ctx context.Context, q Querier, sql string, args ...any) ([]events.Event, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, scanEvent)
 }
 
 func scanEvent(row pgx.CollectableRow) (events.Event, error) {
@@ -81,11 +86,7 @@ func (s *Store) EventsFetchRunsTx(ctx context.Context, q Querier, runIDs []strin
 			return nil, err
 		}
 	}
-	rows, err := q.Query(ctx, fetchRunsSQL, runIDs)
-	if err != nil {
-		return nil, fmt.Errorf("eventlog: fetch %d runs: %w", len(runIDs), err)
-	}
-	evs, err := pgx.CollectRows(rows, scanEvent)
+	evs, err := queryEvents(ctx, q, fetchRunsSQL, runIDs)
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: fetch %d runs: %w", len(runIDs), err)
 	}

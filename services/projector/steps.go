@@ -20,40 +20,18 @@ import (
 // own, so a forEach step reads only its own events.
 const MaxStepEvents = 10_000
 
-// stepEventsSQL reads the events StepDetails needs for one step: the
-// step's own, the run's RunApproved (its plan's static inputs) and
-// RunCancelled (which ends open attempts). The run's primary key (run_id,
-// run_seq) bounds the scan to the run.
-const stepEventsSQL = `
-SELECT run_seq, coalesce(step_id, ''), coalesce(logical_attempt_id, ''), coalesce(engine_attempt_id, ''),
-       event_type, event_data, emitted_at, persisted_at
-FROM run_events
-WHERE run_id = $1 AND (step_id = $2 OR event_type IN ('RunApproved', 'RunCancelled'))
-ORDER BY run_seq
-LIMIT $3`
-
 // handleStepGet answers GET /v1/runs/{runId}/steps/{stepId}: the step's
 // events.StepDetail (its input, output, skip reason and attempt history),
-// read from the event log. A step with no event yet has no attempts.
+// read from the event log (eventlog.Store.EventsFetchStep: the step's
+// events and the run's RunApproved and RunCancelled). A step with no event
+// yet has no attempts.
 func (s *Service) handleStepGet(w http.ResponseWriter, r *http.Request, p auth.Principal) {
 	runID, ok := runIDOf(w, r)
 	if !ok || !s.runVisible(w, r, runID, p) {
 		return
 	}
 	stepID := r.PathValue("stepId")
-	rows, err := s.pool.Query(r.Context(), stepEventsSQL, runID, stepID, MaxStepEvents)
-	if err != nil {
-		s.writeFault(w, r, fmt.Errorf("projector: read events of step %s: %w", stepID, err))
-		return
-	}
-	evs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (events.Event, error) {
-		e := events.Event{RunID: runID}
-		var typ string
-		err := row.Scan(&e.RunSeq, &e.StepID, &e.LogicalAttemptID, &e.EngineAttemptID, &typ, &e.EventData,
-			&e.EmittedAt, &e.PersistedAt)
-		e.EventType = events.Type(typ)
-		return e, err
-	})
+	evs, err := s.log.EventsFetchStep(r.Context(), runID, stepID, MaxStepEvents)
 	if err != nil {
 		s.writeFault(w, r, fmt.Errorf("projector: read events of step %s: %w", stepID, err))
 		return
