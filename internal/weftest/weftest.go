@@ -27,7 +27,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/weftrun/weft/internal/pgboot"
-	"github.com/weftrun/weft/internal/schema"
 )
 
 // DefaultDatabaseURL is used when WEFT_TEST_DATABASE_URL is unset.
@@ -116,20 +115,25 @@ type DB struct {
 	Name string
 }
 
-// NewDB creates a database for t, applies the schema, and drops the
-// database (terminating its connections) when t ends. Tests that each call
-// NewDB may run in parallel.
+// NewDB creates a database for t with the schema applied (a copy of a
+// migrated template database, migratedTemplate), and drops the database
+// (terminating its connections) when t ends. Tests that each call NewDB
+// may run in parallel.
 func NewDB(t testing.TB) *DB {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	adminURL := AdminURL(t)
 	name := "weft_t_" + randomHex(8)
+	template, err := migratedTemplate(ctx, adminURL)
+	if err != nil {
+		t.Fatalf("weftest: %v", err)
+	}
 	conn, err := pgx.Connect(ctx, adminURL)
 	if err != nil {
 		t.Fatalf("weftest: connect admin: %v", err)
 	}
-	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{template}.Sanitize())
 	_ = conn.Close(ctx)
 	if err != nil {
 		t.Fatalf("weftest: create database: %v", err)
@@ -148,9 +152,6 @@ func NewDB(t testing.TB) *DB {
 		t.Fatalf("weftest: pool: %v", err)
 	}
 	t.Cleanup(pool.Close)
-	if _, err := schema.Migrate(ctx, pool); err != nil {
-		t.Fatalf("weftest: migrate: %v", err)
-	}
 	return &DB{Pool: pool, URL: url, Name: name}
 }
 
