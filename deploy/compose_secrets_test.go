@@ -17,44 +17,36 @@ import (
 	"github.com/weftrun/weft/internal/auth"
 )
 
-// secretsHint is what compose says, with the variable's name, when a
-// secret is unset.
-const secretsHint = "run ./secrets.sh to write .env (docs/deploy.md)"
-
-// No secret has a default in the file: every password, the task key and
-// the API keys are required, and compose refuses to load the project
-// without any one of them, naming it and saying how to make them.
-func TestSecretsAreRequired(t *testing.T) {
+// No secret has a default in the file, and none is required: the one-shot
+// service secrets makes each on first start unless .env gives it. Every
+// use of a secret variable is ${VAR:-}, in the secrets service only, and
+// the project loads with none of them set.
+func TestNoSecretIsRequired(t *testing.T) {
 	t.Parallel()
 	raw, err := os.ReadFile("compose.yaml")
 	require.NoError(t, err)
-	// Every use of a secret variable is ${VAR:?hint}: no ${VAR:-default},
-	// ${VAR-default} or bare ${VAR} that would start with an empty one.
 	uses := regexp.MustCompile(`\$\{(WEFT_[A-Z_]+)([^}]*)\}`).FindAllStringSubmatch(string(raw), -1)
 	seen := map[string]bool{}
 	for _, u := range uses {
 		if slices.Contains(secretVars, u[1]) {
 			seen[u[1]] = true
-			require.Equal(t, ":?"+secretsHint, u[2], "%s must be required, with no default", u[1])
+			require.Equal(t, ":-", u[2], "%s: empty unless given, with no default", u[1])
 		}
 	}
-	require.Len(t, seen, len(secretVars), "every secret is used in compose.yaml")
+	require.Len(t, seen, len(secretVars), "every secret may be given in .env")
 
-	for _, missing := range secretVars {
-		var env []string
-		for _, v := range secretVars {
-			if v != missing {
-				env = append(env, v+"="+secretOf(v))
-			}
-		}
-		_, err := loadProjectEnv(env)
-		require.ErrorContains(t, err, "required variable "+missing+" is missing a value: "+secretsHint)
+	p, err := loadProjectEnv(nil)
+	require.NoError(t, err, "docker compose up needs no setup step")
+	for _, v := range secretVars {
+		require.Empty(t, env(service(t, p, "secrets"), v), "%s: made on first start", v)
 	}
 }
 
-// secrets.sh writes every secret compose requires into a file of mode
-// 0600, and the admin API key it prints, once, authenticates against the
-// WEFT_API_KEYS it wrote. Run again, it changes nothing and prints no key.
+// secrets.sh, the alternative to secrets made on first start, writes every
+// secret compose takes into a file of mode 0600, which compose hands to
+// the service secrets, and the admin API key it prints, once,
+// authenticates against the WEFT_API_KEYS it wrote. Run again, it changes
+// nothing and prints no key.
 func TestSecretsScript(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), ".env")
@@ -78,15 +70,16 @@ func TestSecretsScript(t *testing.T) {
 	require.NotContains(t, written["WEFT_API_KEYS"], token, "the file keeps the key's hash only")
 
 	p := loadProjectFile(t, path)
-	for _, name := range []string{"gateway", "projector"} {
-		keys, err := auth.ParseKeys(env(service(t, p, name), "WEFT_API_KEYS"))
-		require.NoError(t, err, name)
-		principal, err := keys.Authenticate("Bearer " + token)
-		require.NoError(t, err, "%s knows the printed key", name)
-		require.Equal(t, auth.RoleAdmin, principal.Role)
-		require.Equal(t, "default", principal.TenantID)
+	secrets := service(t, p, "secrets")
+	for _, v := range secretVars {
+		require.Equal(t, written[v], env(secrets, v), "%s goes to the service that writes the volume", v)
 	}
-	require.Equal(t, written["WEFT_TASK_KEY"], env(service(t, p, "engine"), "WEFT_TASK_KEY"))
+	keys, err := auth.ParseKeys(env(secrets, "WEFT_API_KEYS"))
+	require.NoError(t, err)
+	principal, err := keys.Authenticate("Bearer " + token)
+	require.NoError(t, err, "the keys written into the volume know the printed key")
+	require.Equal(t, auth.RoleAdmin, principal.Role)
+	require.Equal(t, "default", principal.TenantID)
 
 	before, err := os.ReadFile(path)
 	require.NoError(t, err)
@@ -121,14 +114,14 @@ func loadProjectFile(t *testing.T, path string) *types.Project {
 
 // `docker compose ps` shows every long-running service healthy: each has a
 // healthcheck, maintain's being `weft health` on its ops port, as the
-// others' (TestEveryWeftServiceHasAHealthcheckOnItsOpsPort). migrate is
-// the one one-shot: it never restarts, and every service that waits for it
-// waits for its exit 0.
+// others' (TestEveryWeftServiceHasAHealthcheckOnItsOpsPort). secrets and
+// migrate are the one-shots: they never restart, and every service that
+// waits for one waits for its exit 0.
 func TestEveryLongRunningServiceIsHealthChecked(t *testing.T) {
 	t.Parallel()
 	p := loadProject(t)
 	for name, svc := range p.Services {
-		if name == "migrate" {
+		if name == "migrate" || name == "secrets" {
 			require.Nil(t, svc.HealthCheck, "a one-shot has no health")
 			require.Equal(t, "no", svc.Restart)
 			continue
@@ -136,8 +129,10 @@ func TestEveryLongRunningServiceIsHealthChecked(t *testing.T) {
 		require.NotNil(t, svc.HealthCheck, "%s needs a healthcheck", name)
 		require.NotEmpty(t, svc.HealthCheck.Test, name)
 		require.Equal(t, "unless-stopped", svc.Restart, name)
-		if dep, ok := svc.DependsOn["migrate"]; ok {
-			require.Equal(t, types.ServiceConditionCompletedSuccessfully, dep.Condition, name)
+		for _, oneShot := range []string{"migrate", "secrets"} {
+			if dep, ok := svc.DependsOn[oneShot]; ok {
+				require.Equal(t, types.ServiceConditionCompletedSuccessfully, dep.Condition, name)
+			}
 		}
 	}
 	maintain := service(t, p, "maintain")

@@ -34,8 +34,10 @@ func opsPorts() map[string]string {
 	return ports
 }
 
-// secretVars are the compose file's password variables, each set to a
-// distinct value so the test can see where each one goes.
+// secretVars are the secrets compose.yaml takes from the environment
+// (.env, as deploy/secrets.sh writes it), each set to a distinct value so
+// the test can see where each one goes: to the one-shot service secrets
+// only, which writes them into the volume on first start.
 var secretVars = []string{
 	"WEFT_POSTGRES_PASSWORD",
 	"WEFT_PG_MIGRATOR_PASSWORD", "WEFT_PG_GATEWAY_PASSWORD", "WEFT_PG_ENGINE_PASSWORD",
@@ -70,24 +72,53 @@ func loadProjectEnv(env []string) (*types.Project, error) {
 	return opts.LoadProject(context.Background())
 }
 
-// The engine's task key comes from WEFT_TASK_KEY, which has no default (a
-// key in the file would be everyone's; TestSecretsAreRequired). Only the
-// engine gets it: a worker with the key could sign its own forgeries.
-func TestTaskKeyIsTheEnginesAlone(t *testing.T) {
+// secretsDir is where a service finds its folder of the volume secrets.
+const secretsDir = "/run/weft-secrets"
+
+// Only the one-shot service secrets mounts the whole volume secrets, and
+// writes to it; every other service mounts its own folder (a subpath,
+// read-only), so that none reads another's secrets: the engine's task key
+// is the engine's alone (a worker with it could sign its own forgeries),
+// and no secret's value reaches a service but secrets in its environment.
+func TestEachServiceMountsItsOwnSecrets(t *testing.T) {
 	t.Parallel()
 	p := loadProject(t)
-	require.Equal(t, secretOf("WEFT_TASK_KEY"), env(service(t, p, "engine"), "WEFT_TASK_KEY"))
 	for name, svc := range p.Services {
-		if name == "engine" {
-			continue
-		}
-		require.NotContains(t, svc.Environment, "WEFT_TASK_KEY", name)
-		for k, v := range svc.Environment {
-			if v != nil {
-				require.NotContains(t, *v, secretOf("WEFT_TASK_KEY"), "%s: %s", name, k)
+		var mounts []types.ServiceVolumeConfig
+		for _, v := range svc.Volumes {
+			if v.Source == "secrets" {
+				mounts = append(mounts, v)
 			}
 		}
+		if name == "secrets" {
+			require.Len(t, mounts, 1)
+			require.Equal(t, secretsDir, mounts[0].Target)
+			require.False(t, mounts[0].ReadOnly, "it writes them")
+			require.True(t, mounts[0].Volume == nil || mounts[0].Volume.Subpath == "", "the whole volume")
+			for _, v := range secretVars {
+				require.Equal(t, secretOf(v), env(svc, v), "%s: .env's value is written on first start", v)
+			}
+			continue
+		}
+		require.Len(t, mounts, 1, "%s mounts its folder of secrets", name)
+		require.Equal(t, secretsDir, mounts[0].Target, name)
+		require.True(t, mounts[0].ReadOnly, name)
+		require.NotNil(t, mounts[0].Volume, name)
+		require.Equal(t, name, mounts[0].Volume.Subpath, "%s mounts its own folder only", name)
+		for k, v := range svc.Environment {
+			require.NotContains(t, secretVars, k, "%s: secrets come from files", name)
+			for _, secret := range secretVars {
+				if v != nil {
+					require.NotContains(t, *v, secretOf(secret), "%s: %s", name, k)
+				}
+			}
+		}
+		if name != "engine" {
+			require.NotContains(t, svc.Environment, "WEFT_TASK_KEY_FILE", name)
+		}
 	}
+	require.Equal(t, secretsDir+"/task-key", env(service(t, p, "engine"), "WEFT_TASK_KEY_FILE"))
+	require.Equal(t, secretsDir+"/postgres-password", env(service(t, p, "postgres"), "POSTGRES_PASSWORD_FILE"))
 }
 
 func service(t *testing.T, p *types.Project, name string) types.ServiceConfig {
@@ -111,7 +142,23 @@ func TestComposeTopology(t *testing.T) {
 	for name := range p.Services {
 		names = append(names, name)
 	}
-	require.ElementsMatch(t, []string{"postgres", "nats", "migrate", "maintain", "relay", "engine", "gateway", "projector", "worker"}, names)
+	require.ElementsMatch(t, []string{"secrets", "postgres", "nats", "migrate", "maintain", "relay", "engine", "gateway", "projector", "worker"}, names)
+
+	secrets := service(t, p, "secrets")
+	require.Equal(t, types.ShellCommand{"secrets", "init", "--dir", secretsDir, "--owner", "65532:65532"}, secrets.Command,
+		"the files belong to the image's user, nonroot")
+	require.Equal(t, "weft:local", secrets.Image)
+	require.Equal(t, types.PullPolicyBuild, secrets.PullPolicy)
+	require.Equal(t, "0:0", secrets.User, "root, to give the files to nonroot")
+	require.Equal(t, []string{"ALL"}, secrets.CapDrop)
+	require.Equal(t, []string{"CHOWN"}, secrets.CapAdd, "chown and nothing else")
+	require.True(t, secrets.ReadOnly)
+	require.Equal(t, "no", secrets.Restart, "a one-shot")
+	for _, name := range []string{"postgres", "nats"} {
+		svc := service(t, p, name)
+		require.Equal(t, types.ServiceConditionCompletedSuccessfully, svc.DependsOn["secrets"].Condition, name)
+		require.Equal(t, types.ShellCommand{"/usr/local/bin/weft-entrypoint.sh"}, svc.Entrypoint, "%s reads its secrets' files", name)
+	}
 
 	for _, name := range []string{"postgres", "nats"} {
 		svc := service(t, p, name)
@@ -154,13 +201,11 @@ func TestComposeTopology(t *testing.T) {
 	}
 
 	gw := service(t, p, "gateway")
-	require.Contains(t, gw.Environment, "WEFT_API_KEYS")
 	require.Len(t, gw.Ports, 1)
 	require.EqualValues(t, 8080, gw.Ports[0].Target)
 	require.Equal(t, "8080", gw.Ports[0].Published)
 
 	proj := service(t, p, "projector")
-	require.Contains(t, proj.Environment, "WEFT_API_KEYS")
 	require.Equal(t, "http://gateway:8080", env(proj, "WEFT_GATEWAY_URL"), "the UI's signals reach the gateway by its service name")
 	require.Len(t, proj.Ports, 1)
 	require.EqualValues(t, 8081, proj.Ports[0].Target)
@@ -205,40 +250,44 @@ func TestEveryWeftServiceHasAHealthcheckOnItsOpsPort(t *testing.T) {
 }
 
 // Each service connects to Postgres as its own role and to NATS as its own
-// user, with the password the servers were given.
+// user; the URLs hold no password: each is in a file of the service's
+// folder (PGPASSFILE, WEFT_NATS_PASSWORD_FILE), which `weft secrets init`
+// writes for that role and that user (cmd/weft/secrets.go; the topology
+// test runs it).
 func TestEveryServiceHasItsOwnCredentials(t *testing.T) {
 	t.Parallel()
 	p := loadProject(t)
-	pg, nats := service(t, p, "postgres"), service(t, p, "nats")
-	require.Equal(t, secretOf("WEFT_POSTGRES_PASSWORD"), env(pg, "POSTGRES_PASSWORD"))
 	for name, role := range map[string]string{
 		"migrate": "weft_migrator", "maintain": "weft_migrator", "relay": "weft_relay", "engine": "weft_engine", "gateway": "weft_gateway", "projector": "weft_projector",
 	} {
-		u, err := url.Parse(env(service(t, p, name), "WEFT_DATABASE_URL"))
+		svc := service(t, p, name)
+		u, err := url.Parse(env(svc, "WEFT_DATABASE_URL"))
 		require.NoError(t, err, name)
 		require.Equal(t, role, u.User.Username(), name)
-		pass, _ := u.User.Password()
-		key := "WEFT_PG_" + strings.ToUpper(strings.TrimPrefix(role, "weft_")) + "_PASSWORD"
-		require.Equal(t, secretOf(key), pass, "%s: the password the postgres container sets for %s", name, role)
-		require.Equal(t, pass, env(pg, key), name)
+		_, hasPassword := u.User.Password()
+		require.False(t, hasPassword, name)
+		require.Equal(t, secretsDir+"/pgpass", env(svc, "PGPASSFILE"), name)
 		require.Equal(t, "postgres:5432", u.Host, name)
 		require.Equal(t, "/weft", u.Path, name)
 	}
-	for name := range map[string]bool{"migrate": true, "relay": true, "engine": true, "gateway": true, "projector": true, "worker": true} {
-		u, err := url.Parse(env(service(t, p, name), "WEFT_NATS_URL"))
+	for _, name := range []string{"migrate", "relay", "engine", "gateway", "projector", "worker"} {
+		svc := service(t, p, name)
+		u, err := url.Parse(env(svc, "WEFT_NATS_URL"))
 		require.NoError(t, err, name)
 		require.Equal(t, name, u.User.Username(), name)
-		pass, _ := u.User.Password()
-		key := "WEFT_NATS_" + strings.ToUpper(name) + "_PASSWORD"
-		require.Equal(t, secretOf(key), pass, name)
-		require.Equal(t, pass, env(nats, key), "%s: the password nats.conf reads for %s", name, name)
+		_, hasPassword := u.User.Password()
+		require.False(t, hasPassword, name)
+		require.Equal(t, secretsDir+"/nats-password", env(svc, "WEFT_NATS_PASSWORD_FILE"), name)
 		require.Equal(t, "nats:4222", u.Host, name)
 	}
-	require.Equal(t, secretOf("WEFT_NATS_CLIENT_PASSWORD"), env(nats, "WEFT_NATS_CLIENT_PASSWORD"))
+	for _, name := range []string{"gateway", "projector"} {
+		require.Equal(t, secretsDir+"/api-keys", env(service(t, p, name), "WEFT_API_KEYS_FILE"), name)
+	}
 }
 
 // The roles script runs when the Postgres volume is created, before the
-// script that sets the roles' passwords.
+// script that sets the roles' passwords, which the entrypoint wrapper
+// reads from the secrets volume; nats' wrapper does the same for its users.
 func TestPostgresInitScripts(t *testing.T) {
 	t.Parallel()
 	pg := service(t, loadProject(t), "postgres")
@@ -248,6 +297,9 @@ func TestPostgresInitScripts(t *testing.T) {
 	}
 	require.True(t, strings.HasSuffix(targets["/docker-entrypoint-initdb.d/10-weft-roles.sql"], "deploy/postgres/roles.sql"))
 	require.True(t, strings.HasSuffix(targets["/docker-entrypoint-initdb.d/20-weft-passwords.sh"], "deploy/postgres/passwords.sh"))
+	require.True(t, strings.HasSuffix(targets["/usr/local/bin/weft-entrypoint.sh"], "deploy/postgres/entrypoint.sh"),
+		"it exports the roles' passwords from the secrets volume for passwords.sh")
+	require.True(t, strings.HasSuffix(service(t, loadProject(t), "nats").Volumes[1].Source, "deploy/nats-entrypoint.sh"))
 	require.Equal(t, "weft", env(pg, "POSTGRES_DB"))
 }
 

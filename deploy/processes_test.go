@@ -225,17 +225,16 @@ type natsProcess struct {
 }
 
 // startNATSServer runs nats-server with deploy/nats.conf, on free ports
-// and a store of its own, each user's password set to "pw-<user>", and
-// waits until JetStream is up.
-func startNATSServer(t *testing.T, bin string) *natsProcess {
+// and a store of its own, through nats-entrypoint.sh, as the nats
+// container does: each user's password comes from the file in
+// secretsDir/nats that `weft secrets init` wrote ("pw-<user>",
+// topologySecrets). It waits until JetStream is up.
+func startNATSServer(t *testing.T, bin, secretsDir string) *natsProcess {
 	t.Helper()
 	addr, monitor := freeAddr(t), freeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
 	_, mport, _ := net.SplitHostPort(monitor)
-	var env []string
-	for _, u := range natsUsers {
-		env = append(env, "WEFT_NATS_"+strings.ToUpper(u)+"_PASSWORD=pw-"+u)
-	}
+	env := []string{"WEFT_SECRETS_DIR=" + filepath.Join(secretsDir, "nats"), "NATS_SERVER=" + bin}
 	// nats-server refuses -sd beside the file's store_dir: the test's copy
 	// of the file has its own.
 	conf, err := os.ReadFile("nats.conf")
@@ -244,7 +243,7 @@ func startNATSServer(t *testing.T, bin string) *natsProcess {
 	storeDir := t.TempDir()
 	confPath := filepath.Join(storeDir, "nats.conf")
 	require.NoError(t, os.WriteFile(confPath, []byte(strings.Replace(string(conf), "store_dir: /data", "store_dir: "+strconv.Quote(storeDir), 1)), 0o600))
-	p := startProcess(t, "nats-server", bin, []string{"-c", confPath, "-a", "127.0.0.1", "-p", port, "-m", mport}, env...)
+	p := startProcess(t, "nats-server", "/bin/sh", []string{"nats-entrypoint.sh", "-c", confPath, "-a", "127.0.0.1", "-p", port, "-m", mport}, env...)
 	waitFor(t, p, "nats-server's JetStream", func() bool {
 		status, _ := httpGet(t, "http://"+monitor+"/healthz?js-enabled-only=true", "")
 		return status == http.StatusOK

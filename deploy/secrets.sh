@@ -1,9 +1,13 @@
 #!/bin/sh
-# Writes the secrets deploy/compose.yaml requires into an env file (default:
+# Writes the secrets of deploy/compose.yaml into an env file (default:
 # .env beside compose.yaml, which compose reads): a random password for the
 # Postgres superuser, each Postgres role and each NATS user, the engine's
 # task key, and an admin API key whose token is printed once, here, and
-# kept nowhere (the file holds its SHA-256 only).
+# kept nowhere (the file holds its SHA-256 only). Optional: without it,
+# compose's one-shot service secrets makes them on first start; with it,
+# that service writes these values into the secrets volume instead, so
+# they are known ahead (to script the first start, or to keep them in a
+# vault). A volume already made keeps its values.
 #
 #   ./secrets.sh [FILE]
 #

@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"slices"
+	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -130,39 +131,38 @@ func linesWith(s, sub string) []string {
 func startTopology(t *testing.T) *topology {
 	t.Helper()
 	bin := buildBinaries(t)
-	top := &topology{bin: bin, db: newRolesDB(t), nats: startNATSServer(t, bin.natsServer), ops: map[string]opsOf{}}
+	secrets := topologySecrets(t, bin)
+	top := &topology{bin: bin, db: newRolesDB(t), nats: startNATSServer(t, bin.natsServer, secrets), ops: map[string]opsOf{}}
 
 	migrate := startProcess(t, "migrate", bin.weft, []string{"migrate"},
-		"WEFT_DATABASE_URL="+top.db.url("weft_migrator"),
-		"WEFT_NATS_URL="+top.nats.url("migrate"),
-		"WEFT_GRANTS_FILE=postgres/grants.sql")
+		append(top.credentials(secrets, "migrate", "weft_migrator", "migrate"), "WEFT_GRANTS_FILE=postgres/grants.sql")...)
 	require.NoError(t, migrate.wait(t), migrate.out.String())
 	for _, want := range []string{"applied migrations", "applied grants from postgres/grants.sql", "streams are up to date"} {
 		require.Contains(t, migrate.out.String(), want)
 	}
 
-	keys := "WEFT_API_KEYS=topology default admin " + auth.HashKey(testToken)
+	keys := "WEFT_API_KEYS_FILE="
 	gatewayAddr, projectorAddr := freeAddr(t), freeAddr(t)
 	top.gateway, top.projector = "http://"+gatewayAddr, "http://"+projectorAddr
 	services := []struct {
-		name string
-		env  []string
+		name, role string
+		env        []string
 	}{
-		{"relay", []string{"WEFT_DATABASE_URL=" + top.db.url("weft_relay")}},
-		{"engine", []string{"WEFT_DATABASE_URL=" + top.db.url("weft_engine"), "WEFT_TASK_KEY=" + testTaskKey}},
-		{"worker", nil},
-		{"gateway", []string{"WEFT_DATABASE_URL=" + top.db.url("weft_gateway"), "WEFT_GATEWAY_ADDR=" + gatewayAddr, keys}},
-		{"projector", []string{"WEFT_DATABASE_URL=" + top.db.url("weft_projector"), "WEFT_PROJECTOR_ADDR=" + projectorAddr,
-			"WEFT_GATEWAY_URL=" + top.gateway, keys}},
+		{"relay", "weft_relay", nil},
+		{"engine", "weft_engine", []string{"WEFT_TASK_KEY_FILE=" + filepath.Join(secrets, "engine", "task-key")}},
+		{"worker", "", nil},
+		{"gateway", "weft_gateway", []string{"WEFT_GATEWAY_ADDR=" + gatewayAddr, keys + filepath.Join(secrets, "gateway", "api-keys")}},
+		{"projector", "weft_projector", []string{"WEFT_PROJECTOR_ADDR=" + projectorAddr,
+			"WEFT_GATEWAY_URL=" + top.gateway, keys + filepath.Join(secrets, "projector", "api-keys")}},
 	}
 	for _, s := range services {
 		opsAddr := freeAddr(t)
-		env := append(slices.Clone(s.env), "WEFT_NATS_URL="+top.nats.url(s.name), "WEFT_ENSURE_STREAMS=false",
+		env := append(top.credentials(secrets, s.name, s.role, s.name), "WEFT_ENSURE_STREAMS=false",
 			"WEFT_"+strings.ToUpper(s.name)+"_OPS_ADDR="+opsAddr)
-		p := startProcess(t, s.name, bin.weft, []string{s.name}, env...)
+		p := startProcess(t, s.name, bin.weft, []string{s.name}, append(env, s.env...)...)
 		top.ops[s.name] = opsOf{url: "http://" + opsAddr, p: p}
 	}
-	top.ops["maintain"] = startMaintain(t, top)
+	top.ops["maintain"] = startMaintain(t, top, secrets)
 	for name, o := range top.ops {
 		waitFor(t, o.p, name+" ready", func() bool {
 			status, _ := httpGet(t, o.url+"/readyz", "")
@@ -175,14 +175,51 @@ func startTopology(t *testing.T) *topology {
 // startMaintain starts `weft maintain` as compose does, with the maintain
 // service's WEFT_MAINTAIN_EVERY, as the schema owner, on an ops address of
 // its own.
-func startMaintain(t *testing.T, top *topology) opsOf {
+func startMaintain(t *testing.T, top *topology, secrets string) opsOf {
 	t.Helper()
 	every := env(service(t, loadProject(t), "maintain"), "WEFT_MAINTAIN_EVERY")
 	require.NotEmpty(t, every, "maintain repeats its pass, so it serves its ops listener")
 	opsAddr := freeAddr(t)
-	p := startProcess(t, "maintain", top.bin.weft, []string{"maintain"}, "WEFT_MAINTAIN_EVERY="+every,
-		"WEFT_DATABASE_URL="+top.db.url("weft_migrator"), "WEFT_MAINTAIN_OPS_ADDR="+opsAddr)
+	p := startProcess(t, "maintain", top.bin.weft, []string{"maintain"},
+		append(top.credentials(secrets, "maintain", "weft_migrator", ""), "WEFT_MAINTAIN_EVERY="+every, "WEFT_MAINTAIN_OPS_ADDR="+opsAddr)...)
 	return opsOf{url: "http://" + opsAddr, p: p}
+}
+
+// topologySecrets runs `weft secrets init`, as compose's one-shot service
+// secrets does, into a folder it returns, with the test's values: each
+// NATS user's password "pw-<user>" (natsProcess.url), each role's
+// "weft-topology-test" (rolesDB), testTaskKey and testToken's admin key.
+func topologySecrets(t *testing.T, bin binaries) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "secrets")
+	env := []string{"WEFT_TASK_KEY=" + testTaskKey, "WEFT_API_KEYS=topology default admin " + auth.HashKey(testToken)}
+	for _, u := range natsUsers {
+		env = append(env, "WEFT_NATS_"+strings.ToUpper(u)+"_PASSWORD=pw-"+u)
+	}
+	for _, r := range []string{"POSTGRES", "PG_MIGRATOR", "PG_GATEWAY", "PG_ENGINE", "PG_RELAY", "PG_PROJECTOR"} {
+		env = append(env, "WEFT_"+r+"_PASSWORD=weft-topology-test")
+	}
+	p := startProcess(t, "secrets init", bin.weft, []string{"secrets", "init", "--dir", dir}, env...)
+	require.NoError(t, p.wait(t), p.out.String())
+	return dir
+}
+
+// credentials are the variables that give the service whose folder of
+// secrets is dir its Postgres role (none when "") and its NATS user (none
+// when ""), as compose.yaml does: URLs without a password, and the
+// passwords in files, PGPASSFILE and WEFT_NATS_PASSWORD_FILE.
+func (top *topology) credentials(secrets, dir, role, natsUser string) []string {
+	var env []string
+	if role != "" {
+		u := *top.db.adminURL
+		u.User = url.User(role)
+		env = append(env, "WEFT_DATABASE_URL="+u.String(), "PGPASSFILE="+filepath.Join(secrets, dir, "pgpass"))
+	}
+	if natsUser != "" {
+		env = append(env, "WEFT_NATS_URL=nats://"+natsUser+"@"+top.nats.addr,
+			"WEFT_NATS_PASSWORD_FILE="+filepath.Join(secrets, dir, "nats-password"))
+	}
+	return env
 }
 
 // startApprovalRun starts a run whose second step waits for the signal

@@ -36,8 +36,13 @@ func backendFlags(f *flags) backendURLs {
 // URL the service dials: --nats-url with the password of the file, when
 // one is named, in each of its URLs.
 func natsFlag(f *flags) *string {
+	return natsFlagUsage(f, "NATS server URL; credentials may be given in it (nats://user:password@host:4222)")
+}
+
+// natsFlagUsage is natsFlag with usage as --nats-url's help.
+func natsFlagUsage(f *flags, usage string) *string {
 	t := &natsTarget{out: new(string)}
-	f.Var(natsURLValue{t}, "nats-url", "NATS server URL; credentials may be given in it (nats://user:password@host:4222)"+envNote("WEFT_NATS_URL"))
+	f.Var(natsURLValue{t}, "nats-url", usage+envNote("WEFT_NATS_URL"))
 	f.fromEnv("nats-url", "WEFT_NATS_URL")
 	f.Var(natsPasswordFileValue{t}, "nats-password-file",
 		"file holding the NATS password of the user --nats-url names (nats://user@host:4222), read once at start, "+

@@ -24,7 +24,7 @@ func migrateFlags(env *environment) (*flags, migrateOptions) {
 	f := newFlags("migrate", env)
 	return f, migrateOptions{
 		db: f.string("database-url", "WEFT_DATABASE_URL", "Postgres connection URL, as the role that owns Weft's schema"),
-		nats: f.string("nats-url", "WEFT_NATS_URL",
+		nats: natsFlagUsage(f,
 			"NATS server URL; when set, Weft's JetStream streams are created or updated too (credentials may be given in it)"),
 		grants: f.string("grants-file", "WEFT_GRANTS_FILE",
 			"SQL file run after the migrations in one transaction, e.g. the per-service grants of deploy/postgres/grants.sql"),

@@ -17,10 +17,20 @@ import (
 )
 
 // `weft secrets init` writes the secrets of the compose topology
-// (deploy/compose.yaml) into a folder, one file each, so that a one-shot
-// service can make them on first start in an image without a shell. It is
-// deploy/secrets.sh as files: the same secrets, each fresh and random
-// unless its variable gives it, and a file already there is kept.
+// (deploy/compose.yaml) into a folder, so that a one-shot service can make
+// them on first start in an image without a shell. It is deploy/secrets.sh
+// as files: the same secrets, each fresh and random unless its variable
+// gives it, and a file already there is kept. The folder has a subfolder
+// per reader, which compose mounts alone (a volume subpath), so that no
+// service reads another's secrets:
+//
+//	postgres/postgres-password, postgres/pg-<role>-password   the server's
+//	nats/<user>-password                                       the server's
+//	<service>/pgpass         its role's line of a PGPASSFILE
+//	<service>/nats-password  its NATS user's password
+//	engine/task-key          the engine's task key
+//	gateway/api-keys         the API keys; projector/api-keys the same
+//	client/nats-password     the password of the callers' NATS user, client
 
 // pgRoles are the Postgres roles of the topology (deploy/postgres/roles.sql),
 // without their weft_ prefix.
@@ -29,25 +39,38 @@ var pgRoles = []string{"migrator", "gateway", "engine", "relay", "projector"}
 // natsUsers are the NATS users of the topology (deploy/nats.conf).
 var natsUsers = []string{"migrate", "relay", "engine", "worker", "projector", "gateway", "client"}
 
-// secret is one file `weft secrets init` writes: its name in the folder,
-// the variable that may give its value, and how a new value is made.
+// secretReaders are the folders of the services (and of the NATS callers,
+// client) with the Postgres role and the NATS user whose passwords each
+// gets; "" for none.
+var secretReaders = []struct{ dir, role, natsUser string }{
+	{"migrate", "migrator", "migrate"}, {"maintain", "migrator", ""}, {"relay", "relay", "relay"},
+	{"engine", "engine", "engine"}, {"gateway", "gateway", "gateway"}, {"projector", "projector", "projector"},
+	{"worker", "", "worker"}, {"client", "", "client"},
+}
+
+// secret is a secret `weft secrets init` makes, as a file of the folder:
+// its path there, the variable that may give its value, and how a new
+// value is made.
 type secret struct {
 	file, envKey string
 	generate     func() (string, error)
 }
 
-// topologySecrets are the secrets of the compose topology, in the order
-// they are written: a role's password before its PGPASSFILE line.
+// topologySecrets are the secrets the topology's servers and services
+// share, each kept once; the readers' folders get copies.
 func topologySecrets() []secret {
-	s := []secret{{"postgres-password", "WEFT_POSTGRES_PASSWORD", randomPassword}}
+	s := []secret{{"postgres/postgres-password", "WEFT_POSTGRES_PASSWORD", randomPassword}}
 	for _, r := range pgRoles {
-		s = append(s, secret{"pg-" + r + "-password", "WEFT_PG_" + strings.ToUpper(r) + "_PASSWORD", randomPassword})
+		s = append(s, secret{pgPasswordFile(r), "WEFT_PG_" + strings.ToUpper(r) + "_PASSWORD", randomPassword})
 	}
 	for _, u := range natsUsers {
-		s = append(s, secret{"nats-" + u + "-password", "WEFT_NATS_" + strings.ToUpper(u) + "_PASSWORD", randomPassword})
+		s = append(s, secret{natsPasswordFile(u), "WEFT_NATS_" + strings.ToUpper(u) + "_PASSWORD", randomPassword})
 	}
-	return append(s, secret{"task-key", taskKeyEnv, randomTaskKey})
+	return append(s, secret{"engine/task-key", taskKeyEnv, randomTaskKey})
 }
+
+func pgPasswordFile(role string) string   { return "postgres/pg-" + role + "-password" }
+func natsPasswordFile(user string) string { return "nats/" + user + "-password" }
 
 // randomPassword is 24 random bytes in hex: safe in URLs, nats.conf and SQL.
 func randomPassword() (string, error) {
@@ -90,11 +113,12 @@ func secretsSubcommands() map[string]command {
 
 // runSecretsInit is `weft secrets init`: it writes each secret of
 // topologySecrets that the folder lacks (from its variable when set, else
-// random), each role's PGPASSFILE (pgpass-<role>) and the API keys
-// (api-keys: WEFT_API_KEYS, else one new admin key of tenant default,
-// whose token it prints on stdout, this once: only its hash is kept).
-// Run again, it changes nothing and prints nothing.
-func runSecretsInit(_ context.Context, env *environment, args []string) error {
+// random), each reader's copies (ensureCopies) and the API keys
+// (gateway/api-keys and projector/api-keys: WEFT_API_KEYS, else one new
+// admin key of tenant default, whose token it prints on stdout, this
+// once: only its hash is kept). Run again, it changes nothing and prints
+// nothing.
+func runSecretsInit(ctx context.Context, env *environment, args []string) error {
 	f, opt := secretsInitFlags(env)
 	if err := f.parse(args); err != nil {
 		return err
@@ -111,21 +135,17 @@ func runSecretsInit(_ context.Context, env *environment, args []string) error {
 			return err
 		}
 	}
-	for _, r := range pgRoles {
-		pw, err := os.ReadFile(filepath.Join(w.dir, "pg-"+r+"-password")) //nolint:gosec // the folder the operator names
-		if err != nil {
-			return fmt.Errorf("secrets init: %w", err)
-		}
-		line := "*:*:*:weft_" + r + ":" + pgpassEscape(strings.TrimSpace(string(pw)))
-		if _, err := w.ensure("pgpass-"+r, line, nil); err != nil {
-			return err
-		}
+	if err := w.ensureCopies(); err != nil {
+		return err
 	}
 	token, err := w.ensureAPIKeys(env.getenv("WEFT_API_KEYS"))
 	if err != nil {
 		return err
 	}
-	env.logger.Info("secrets init: done", "dir", w.dir, "written", w.written)
+	if err := w.chown(); err != nil {
+		return err
+	}
+	env.logger.InfoContext(ctx, "secrets init: done", "dir", w.dir, "written", len(w.written))
 	if token == "" {
 		return nil
 	}
@@ -134,11 +154,12 @@ func runSecretsInit(_ context.Context, env *environment, args []string) error {
 }
 
 // secretWriter writes new secret files into dir, each mode 0600 and, with
-// an owner, chowned to it.
+// an owner, chowned to it once all are written (so that a root without
+// the right to read others' files still reads the ones it wrote).
 type secretWriter struct {
 	dir      string
-	uid, gid int // -1: unchanged
-	written  int
+	uid, gid int      // -1: unchanged
+	written  []string // the paths of the files and folders written
 }
 
 func newSecretWriter(dir, owner string) (*secretWriter, error) {
@@ -174,23 +195,78 @@ func (w *secretWriter) ensure(file, value string, generate func() (string, error
 		}
 		value = v
 	}
+	if err := w.mkdir(filepath.Dir(path)); err != nil {
+		return false, err
+	}
 	if err := writeNewFile(path, []byte(value+"\n")); err != nil {
 		return false, fmt.Errorf("secrets init: %w", err)
 	}
-	if w.uid >= 0 {
-		if err := os.Chown(path, w.uid, w.gid); err != nil {
-			return false, fmt.Errorf("secrets init: %w", err)
+	w.written = append(w.written, path)
+	return true, nil
+}
+
+// ensureCopies writes each reader's pgpass and nats-password, from the
+// shared secrets, unless they exist.
+func (w *secretWriter) ensureCopies() error {
+	for _, r := range secretReaders {
+		if r.role != "" {
+			_, err := w.ensure(r.dir+"/pgpass", "", func() (string, error) {
+				pw, err := w.read(pgPasswordFile(r.role))
+				return "*:*:*:weft_" + r.role + ":" + pgpassEscape(pw), err
+			})
+			if err != nil {
+				return err
+			}
+		}
+		if r.natsUser != "" {
+			if _, err := w.ensure(r.dir+"/nats-password", "", func() (string, error) { return w.read(natsPasswordFile(r.natsUser)) }); err != nil {
+				return err
+			}
 		}
 	}
-	w.written++
-	return true, nil
+	return nil
+}
+
+// read returns the secret in file, without its final line break.
+func (w *secretWriter) read(file string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(w.dir, file)) //nolint:gosec // the folder the operator names
+	if err != nil {
+		return "", fmt.Errorf("secrets init: %w", err)
+	}
+	return strings.TrimRight(string(data), "\r\n"), nil
+}
+
+// mkdir creates dir, mode 0700, unless it exists.
+func (w *secretWriter) mkdir(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return fmt.Errorf("secrets init: %w", err)
+	}
+	w.written = append(w.written, dir)
+	return nil
+}
+
+// chown gives the files and folders written to the owner, if one was
+// named.
+func (w *secretWriter) chown() error {
+	if w.uid < 0 {
+		return nil
+	}
+	for _, path := range w.written {
+		if err := os.Chown(path, w.uid, w.gid); err != nil {
+			return fmt.Errorf("secrets init: %w", err)
+		}
+	}
+	return nil
 }
 
 // ensureAPIKeys writes api-keys unless it exists: the keys given, one a
 // line, or else a new admin key of tenant default, whose token it returns.
 func (w *secretWriter) ensureAPIKeys(given string) (string, error) {
 	var token string
-	wrote, err := w.ensure("api-keys", strings.ReplaceAll(given, ",", "\n"), func() (string, error) {
+	wrote, err := w.ensure("gateway/api-keys", strings.ReplaceAll(given, ",", "\n"), func() (string, error) {
 		var err error
 		if token, err = auth.GenerateToken(); err != nil {
 			return "", err
@@ -200,6 +276,10 @@ func (w *secretWriter) ensureAPIKeys(given string) (string, error) {
 	if !wrote {
 		token = ""
 	}
+	if err != nil {
+		return "", err
+	}
+	_, err = w.ensure("projector/api-keys", "", func() (string, error) { return w.read("gateway/api-keys") })
 	return token, err
 }
 

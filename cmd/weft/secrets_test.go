@@ -1,9 +1,14 @@
 package main
 
 import (
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -11,28 +16,34 @@ import (
 	"github.com/weftrun/weft/internal/auth"
 )
 
-// secretFiles lists the files of dir with their contents.
+// secretFiles lists the files below dir, by their path there, with their
+// contents, checking that each is mode 0600.
 func secretFiles(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	entries, err := os.ReadDir(dir)
-	require.NoError(t, err)
 	files := map[string]string{}
-	for _, e := range entries {
-		info, err := e.Info()
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
 		require.NoError(t, err)
-		require.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "%s is the owner's only", e.Name())
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		rel, err := filepath.Rel(dir, path)
 		require.NoError(t, err)
-		files[e.Name()] = strings.TrimSuffix(string(data), "\n")
-	}
+		require.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "%s is the owner's only", rel)
+		data, err := os.ReadFile(path) //nolint:gosec // the test's folder
+		require.NoError(t, err)
+		files[rel] = strings.TrimSuffix(string(data), "\n")
+		return nil
+	}))
 	return files
 }
 
 // `weft secrets init` writes every secret of the compose topology, each
-// its own and random, mode 0600, and prints the new admin key once: the
-// api-keys file knows it, the task key file loads, each role's
-// PGPASSFILE holds its password and each NATS password file fills its
-// user's URL. Run again, it changes nothing and prints nothing.
+// its own and random, mode 0600, and prints the new admin key once. Each
+// service's folder holds its own: its role's PGPASSFILE line, its NATS
+// user's password (which fills its URL), the engine's task key (which
+// loads), the gateway's and projector's API keys (which know the printed
+// key). Run again, it changes nothing and prints nothing.
 func TestSecretsInit(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "secrets")
@@ -49,26 +60,40 @@ func TestSecretsInit(t *testing.T) {
 		values[files[s.file]] = true
 	}
 	require.Len(t, values, len(topologySecrets()), "every secret is its own")
-	require.Len(t, files, len(topologySecrets())+len(pgRoles)+1, "the secrets, a pgpass file per role and the API keys")
-	require.NotContains(t, files["api-keys"], token, "only the key's hash is kept")
+	require.ElementsMatch(t, []string{
+		"postgres/postgres-password", "postgres/pg-migrator-password", "postgres/pg-gateway-password", "postgres/pg-engine-password",
+		"postgres/pg-relay-password", "postgres/pg-projector-password",
+		"nats/migrate-password", "nats/relay-password", "nats/engine-password", "nats/worker-password",
+		"nats/projector-password", "nats/gateway-password", "nats/client-password",
+		"migrate/pgpass", "migrate/nats-password", "maintain/pgpass", "relay/pgpass", "relay/nats-password",
+		"engine/pgpass", "engine/nats-password", "engine/task-key", "gateway/pgpass", "gateway/nats-password", "gateway/api-keys",
+		"projector/pgpass", "projector/nats-password", "projector/api-keys", "worker/nats-password", "client/nats-password",
+	}, slices.Collect(maps.Keys(files)))
 
-	keys, err := auth.LoadKeysFile(filepath.Join(dir, "api-keys"))
+	require.NotContains(t, files["gateway/api-keys"], token, "only the key's hash is kept")
+	require.Equal(t, files["gateway/api-keys"], files["projector/api-keys"])
+	keys, err := auth.LoadKeysFile(filepath.Join(dir, "projector/api-keys"))
 	require.NoError(t, err)
 	principal, err := keys.Authenticate("Bearer " + token)
 	require.NoError(t, err)
 	require.Equal(t, auth.RoleAdmin, principal.Role)
 	require.Equal(t, "default", principal.TenantID)
-	_, err = loadTaskKeys(&environment{getenv: envOf(nil)}, filepath.Join(dir, "task-key"))
+	_, err = loadTaskKeys(&environment{getenv: envOf(nil)}, filepath.Join(dir, "engine/task-key"))
 	require.NoError(t, err)
-	for _, role := range pgRoles {
-		require.Equal(t, "*:*:*:weft_"+role+":"+files["pg-"+role+"-password"], files["pgpass-"+role], role)
+	for _, r := range secretReaders {
+		if r.role != "" {
+			require.Equal(t, "*:*:*:weft_"+r.role+":"+files["postgres/pg-"+r.role+"-password"], files[r.dir+"/pgpass"], r.dir)
+		}
+		if r.natsUser != "" {
+			require.Equal(t, files["nats/"+r.natsUser+"-password"], files[r.dir+"/nats-password"], r.dir)
+		}
 	}
 	f := newFlags("test", &environment{getenv: envOf(map[string]string{
-		"WEFT_NATS_URL": "nats://engine@nats:4222", "WEFT_NATS_PASSWORD_FILE": filepath.Join(dir, "nats-engine-password"),
+		"WEFT_NATS_URL": "nats://engine@nats:4222", "WEFT_NATS_PASSWORD_FILE": filepath.Join(dir, "engine/nats-password"),
 	})})
 	natsURL := natsFlag(f)
 	require.NoError(t, f.parse(nil))
-	require.Equal(t, "nats://engine:"+files["nats-engine-password"]+"@nats:4222", *natsURL)
+	require.Equal(t, "nats://engine:"+files["nats/engine-password"]+"@nats:4222", *natsURL)
 
 	r = weft(t, nil, "secrets", "init", "--dir", dir)
 	require.NoError(t, r.err, r.errOut)
@@ -87,9 +112,9 @@ func TestSecretsInitTakesGivenValues(t *testing.T) {
 	require.NoError(t, r.err, r.errOut)
 	require.Empty(t, r.out, "the keys were given: no token to print")
 	files := secretFiles(t, dir)
-	require.Equal(t, "given-nats", files["nats-engine-password"])
-	require.Equal(t, `*:*:*:weft_engine:a\:b\\c`, files["pgpass-engine"], "escaped for a PGPASSFILE line")
-	loaded, err := auth.LoadKeysFile(filepath.Join(dir, "api-keys"))
+	require.Equal(t, "given-nats", files["engine/nats-password"])
+	require.Equal(t, `*:*:*:weft_engine:a\:b\\c`, files["engine/pgpass"], "escaped for a PGPASSFILE line")
+	loaded, err := auth.LoadKeysFile(filepath.Join(dir, "gateway/api-keys"))
 	require.NoError(t, err)
 	require.Equal(t, 2, loaded.Len())
 }
@@ -98,4 +123,30 @@ func TestSecretsInitRefusals(t *testing.T) {
 	t.Parallel()
 	require.ErrorContains(t, weft(t, nil, "secrets", "init").err, "set --dir or WEFT_SECRETS_DIR")
 	require.ErrorContains(t, weft(t, nil, "secrets", "init", "--dir", t.TempDir(), "--owner", "nonroot").err, "--owner is uid:gid")
+}
+
+// --owner gives every new file to uid:gid (as root: another user's).
+func TestSecretsInitOwner(t *testing.T) {
+	t.Parallel()
+	uid, gid := os.Getuid(), os.Getgid()
+	if uid == 0 {
+		uid, gid = 4321, 4321
+	}
+	dir := t.TempDir()
+	r := weft(t, nil, "secrets", "init", "--dir", dir, "--owner", strconv.Itoa(uid)+":"+strconv.Itoa(gid))
+	require.NoError(t, r.err, r.errOut)
+	n := 0
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || path == dir {
+			return err
+		}
+		info, err := d.Info()
+		require.NoError(t, err)
+		st, ok := info.Sys().(*syscall.Stat_t)
+		require.True(t, ok)
+		require.Equal(t, []int{uid, gid}, []int{int(st.Uid), int(st.Gid)}, path)
+		n++
+		return nil
+	}))
+	require.Greater(t, n, len(topologySecrets()), "the files and their folders")
 }
