@@ -209,29 +209,59 @@ func printStarted(w io.Writer, format outputFormat, req api.StartRunRequest, res
 const getSynopsis = "weft run get RUN_ID [-o json]"
 
 // runGet is `weft run get`: the run's view, and each step's input,
-// output and attempts, which it reads from the run's events
-// (events.StepDetails).
+// output and attempts (readRunDetail).
 func runGet(ctx context.Context, env *environment, args []string) error {
 	return withRun(env, "run get", getSynopsis, "", args, func(c *cliClient, format outputFormat, runID string) error {
-		v, err := getRun(ctx, c, runID)
+		d, err := readRunDetail(ctx, c, runID, format)
 		if err != nil {
 			return err
 		}
-		page, err := allEvents(ctx, c, runID, 0)
-		if err != nil {
-			return err
-		}
-		details, err := events.StepDetails(page.Events)
-		if err != nil {
-			return fmt.Errorf("steps of run %s: %w", runID, err)
-		}
-		return printAs(env.stdout, format, runDetail{RunView: v, StepDetails: details}, printRunDetailNow)
+		return printAs(env.stdout, format, d, printRunDetailNow)
 	})
 }
 
+// readRunDetail reads what `weft run get` shows in format. For people: the
+// run's top-level steps (client.TopSteps) and the detail of each step it
+// has a row for, one request per row, so neither a forEach step's
+// children nor the run's log is read. -o json carries every step's
+// detail, each child's too: it reads the whole view and the run's events
+// (events.StepDetails), which costs a forEach run of N elements a page
+// per thousand events rather than a request per child.
+func readRunDetail(ctx context.Context, c *cliClient, runID string, format outputFormat) (runDetail, error) {
+	if format == outputJSON {
+		v, err := getRun(ctx, c, runID)
+		if err != nil {
+			return runDetail{}, err
+		}
+		page, err := allEvents(ctx, c, runID, 0)
+		if err != nil {
+			return runDetail{}, err
+		}
+		details, err := events.StepDetails(page.Events)
+		if err != nil {
+			return runDetail{}, fmt.Errorf("steps of run %s: %w", runID, err)
+		}
+		return runDetail{RunView: v, StepDetails: details}, nil
+	}
+	v, err := getRun(ctx, c, runID, client.TopSteps())
+	if err != nil {
+		return runDetail{}, err
+	}
+	rows := stepRows(v)
+	details := make(map[string]*events.StepDetail, len(rows))
+	for _, r := range rows {
+		d, err := c.Step(ctx, runID, r.id)
+		if err != nil {
+			return runDetail{}, c.explain(fmt.Errorf("step %s of run %s: %w", r.id, runID, err))
+		}
+		details[r.id] = d
+	}
+	return runDetail{RunView: v, StepDetails: details}, nil
+}
+
 // getRun reads a run, saying plainly when there is none.
-func getRun(ctx context.Context, c *cliClient, runID string) (*api.RunView, error) {
-	v, err := c.GetRun(ctx, runID)
+func getRun(ctx context.Context, c *cliClient, runID string, opts ...client.GetRunOption) (*api.RunView, error) {
+	v, err := c.GetRun(ctx, runID, opts...)
 	if client.IsCode(err, api.CodeNotFound) {
 		return nil, fmt.Errorf("no run %s: the read API at %s does not know it (a run appears there a moment after it starts)", runID, c.readURL)
 	}

@@ -19,8 +19,8 @@
 // listeners (under `weft dev`, http://127.0.0.1:8080 and
 // http://127.0.0.1:8081). New takes the gateway's URL; WithReadURL names
 // the read API's. One Client with one API key serves both. The read calls
-// (GetRun, WaitRun, ListRuns, Runs, RunEvents) of a Client built without
-// WithReadURL fail with ErrNoReadURL.
+// (GetRun, WaitRun, ListRuns, Runs, RunEvents, Step, StepChildren) of a
+// Client built without WithReadURL fail with ErrNoReadURL.
 //
 // # Waiting for a run
 //

@@ -31,8 +31,8 @@ var (
 	// is not retried.
 	ErrUnexpectedResponse = errors.New("client: unexpected response")
 	// ErrNoReadURL is wrapped by the error of every read call (GetRun,
-	// WaitRun, ListRuns, Runs, RunEvents) of a Client built without
-	// WithReadURL. Nothing is sent.
+	// WaitRun, ListRuns, Runs, RunEvents, Step, StepChildren) of a Client
+	// built without WithReadURL. Nothing is sent.
 	ErrNoReadURL = errors.New("client: no read API URL: build the Client with WithReadURL (the projector's address)")
 )
 

@@ -44,8 +44,8 @@ func WithToken(token string) Option {
 // WithReadURL sets the base URL of the read API (docs/read-api.md), which
 // the projector serves on its own listener, apart from the gateway that
 // New's base URL names: "http://127.0.0.1:8081" under `weft dev`. It has
-// the form of New's base URL. Without it, GetRun, WaitRun, ListRuns, Runs
-// and RunEvents fail with ErrNoReadURL. Where one address serves both (a
+// the form of New's base URL. Without it, the read calls (GetRun, WaitRun,
+// ListRuns, Runs, RunEvents, Step, StepChildren) fail with ErrNoReadURL. Where one address serves both (a
 // proxy routing GET /v1/runs… to the projector and the rest to the
 // gateway), pass that address to both.
 func WithReadURL(readURL string) Option {

@@ -50,13 +50,14 @@ func (f RunFilter) query() url.Values {
 // (GET /v1/runs/{runId}). A run the key cannot see, or that does not
 // exist (yet: the read API lags the gateway by a moment), yields an error
 // with code api.CodeNotFound. runID must not be empty, "." or "..": such a
-// request fails with ErrInvalidRequest and is not sent.
-func (c *Client) GetRun(ctx context.Context, runID string) (*api.RunView, error) {
+// request fails with ErrInvalidRequest and is not sent. With TopSteps,
+// the view leaves forEach steps' children out.
+func (c *Client) GetRun(ctx context.Context, runID string, opts ...GetRunOption) (*api.RunView, error) {
 	if !validRunID(runID) {
 		return nil, fmt.Errorf("%w: runID %q", ErrInvalidRequest, runID)
 	}
 	var v api.RunView
-	if err := c.get(ctx, runPath(runID), nil, nil, &v); err != nil {
+	if err := c.get(ctx, runPath(runID), getRunQuery(opts), nil, &v); err != nil {
 		return nil, err
 	}
 	return &v, nil
