@@ -21,13 +21,6 @@ import (
 	"github.com/weftrun/weft/pkg/streams"
 )
 
-// Header names set on every event message, so consumers can route and
-// dedupe without decoding the payload.
-const (
-	HeaderEventType = "Weft-Event-Type"
-	HeaderRunSeq    = "Weft-Run-Seq"
-)
-
 // Journal appends events and enqueues their bus messages. Safe for
 // concurrent use.
 type Journal struct {
@@ -238,8 +231,8 @@ func eventMessage(ev events.Event, res eventlog.AppendResult) (outbox.Message, e
 		DedupeID: ev.EventID,
 		OrderKey: ev.RunID,
 		Headers: map[string]string{
-			HeaderEventType: string(ev.EventType),
-			HeaderRunSeq:    strconv.FormatInt(ev.RunSeq, 10),
+			streams.HeaderEventType: string(ev.EventType),
+			streams.HeaderRunSeq:    strconv.FormatInt(ev.RunSeq, 10),
 		},
 	}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/weftrun/weft/internal/weftest"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/streams"
 )
 
 func TestMain(m *testing.M) { weftest.Main(m) }
@@ -60,14 +61,14 @@ func TestAppendEnqueuesOneMessagePerNewEvent(t *testing.T) {
 		require.Equal(t, "weft.events."+runID, r.Subject)
 		require.Equal(t, evs[i].EventID, r.DedupeID, "deterministic dedupe id: the event id")
 		require.Equal(t, runID, r.OrderKey, "ordered per run")
-		require.Equal(t, string(evs[i].EventType), r.Headers[journal.HeaderEventType])
+		require.Equal(t, string(evs[i].EventType), r.Headers[streams.HeaderEventType])
 		var sent events.Event
 		require.NoError(t, json.Unmarshal(r.Payload, &sent))
 		require.Equal(t, res[i].RunSeq, sent.RunSeq, "the payload carries the assigned runSeq")
 		require.Equal(t, res[i].PersistedAt, sent.PersistedAt)
 		require.Equal(t, evs[i].IdempotencyKey, sent.IdempotencyKey)
 	}
-	require.Equal(t, "2", rows[1].Headers[journal.HeaderRunSeq])
+	require.Equal(t, "2", rows[1].Headers[streams.HeaderRunSeq])
 }
 
 func TestAppendDuplicateEnqueuesNothing(t *testing.T) {

@@ -30,6 +30,15 @@ const (
 // the queue group ReconcileQueue, so one engine answers each request.
 const ReconcileSubject = "weft.engine.reconcile"
 
+// Header names set on every event message on WEFT_EVENTS, so consumers can
+// route and dedupe without decoding the payload.
+const (
+	// HeaderEventType is the event's type (events.Type).
+	HeaderEventType = "Weft-Event-Type"
+	// HeaderRunSeq is the event's runSeq, in decimal.
+	HeaderRunSeq = "Weft-Run-Seq"
+)
+
 // ReconcileQueue is the queue group the engines serve ReconcileSubject in.
 const ReconcileQueue = "weft-engine"
 

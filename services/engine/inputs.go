@@ -11,7 +11,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/weftrun/weft/internal/journal"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/task"
@@ -24,13 +23,13 @@ import (
 // needs nothing. The event type is read from the header first, so the
 // engine decodes only the events it reacts to.
 func eventRound(m jetstream.Msg) (round.Round, bool, error) {
-	switch events.Type(m.Headers().Get(journal.HeaderEventType)) {
+	switch events.Type(m.Headers().Get(streams.HeaderEventType)) {
 	case events.RunApproved, events.SignalAccepted:
 	default:
 		return round.Round{}, false, nil
 	}
 	now := time.Now().UTC()
-	if events.Type(m.Headers().Get(journal.HeaderEventType)) == events.RunApproved {
+	if events.Type(m.Headers().Get(streams.HeaderEventType)) == events.RunApproved {
 		// The subject names the run; the payload, which holds the plan (up
 		// to MaxPlanBytes), is not read: the round loads the run's log.
 		runID, err := streams.RunOfEventSubject(m.Subject())

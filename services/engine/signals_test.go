@@ -271,8 +271,8 @@ func (s *stack) publishEvent(t *testing.T, ev events.Event) {
 	require.NoError(t, err)
 	msg := nats.NewMsg(subject)
 	msg.Data = data
-	msg.Header.Set(journal.HeaderEventType, string(ev.EventType))
-	msg.Header.Set(journal.HeaderRunSeq, strconv.FormatInt(ev.RunSeq, 10))
+	msg.Header.Set(streams.HeaderEventType, string(ev.EventType))
+	msg.Header.Set(streams.HeaderRunSeq, strconv.FormatInt(ev.RunSeq, 10))
 	msg.Header.Set(nats.MsgIdHdr, ev.EventID)
 	_, err = s.js.PublishMsg(t.Context(), msg)
 	require.NoError(t, err)

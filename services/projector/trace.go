@@ -8,8 +8,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/weftrun/weft/internal/journal"
 	"github.com/weftrun/weft/internal/tracing"
+	"github.com/weftrun/weft/pkg/streams"
 )
 
 // tracerName names the projector's tracer.
@@ -31,7 +31,7 @@ func startApplySpans(ctx context.Context, tp trace.TracerProvider, msgs []jetstr
 		_, spans[i] = tracer.Start(tracing.ExtractNATS(ctx, m.Headers()), "projector apply",
 			trace.WithSpanKind(trace.SpanKindConsumer),
 			trace.WithAttributes(attribute.String("messaging.source.name", m.Subject()),
-				attribute.String("weft.event_type", m.Headers().Get(journal.HeaderEventType)),
+				attribute.String("weft.event_type", m.Headers().Get(streams.HeaderEventType)),
 				attribute.Int("weft.batch_size", len(msgs))))
 	}
 	return spans
