@@ -39,6 +39,7 @@ func documented() []struct {
 		{"migrate", func(e *environment) *flags { f, _ := migrateFlags(e); return f }},
 		{"maintain", func(e *environment) *flags { f, _ := maintainFlags(e); return f }},
 		{"health", func(e *environment) *flags { f, _ := healthFlags(e); return f }},
+		{"secrets init", func(e *environment) *flags { f, _ := secretsInitFlags(e); return f }},
 	}
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -71,11 +70,11 @@ func devTaskKeys(dir string) (*task.Signer, error) {
 	path := filepath.Join(dir, devTaskKeyFile)
 	data, err := os.ReadFile(path) //nolint:gosec // in the dev folder
 	if errors.Is(err, fs.ErrNotExist) {
-		key := make([]byte, task.MinTaskKeyBytes)
-		if _, err := rand.Read(key); err != nil {
-			return nil, fmt.Errorf("dev task key: %w", err)
+		key, kerr := randomTaskKey()
+		if kerr != nil {
+			return nil, fmt.Errorf("dev task key: %w", kerr)
 		}
-		data = []byte(task.EncodeTaskKey(key) + "\n")
+		data = []byte(key + "\n")
 		err = writeNewFile(path, data)
 		if errors.Is(err, fs.ErrExist) { // another dev stack wrote it first
 			data, err = os.ReadFile(path) //nolint:gosec // in the dev folder
