@@ -6,12 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/internal/weftest"
 	"github.com/weftrun/weft/pkg/streams"
 )
 
@@ -47,16 +47,7 @@ func startQueueServer(t *testing.T) *server.Server {
 	t.Setenv("WEFT_NATS_WORKER_BATCH_PASSWORD", "pw-worker-batch")
 	path := filepath.Join(t.TempDir(), "nats.conf")
 	require.NoError(t, os.WriteFile(path, []byte(queueWorkerConf(t, "batch")), 0o600))
-	opts, err := server.ProcessConfigFile(path)
-	require.NoError(t, err)
-	opts.Host, opts.Port, opts.HTTPPort = "127.0.0.1", -1, 0
-	opts.StoreDir = t.TempDir()
-	opts.NoSigs, opts.NoLog = true, true
-	srv, err := server.NewServer(opts)
-	require.NoError(t, err)
-	srv.Start()
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	require.True(t, srv.ReadyForConnections(10*time.Second))
+	srv := weftest.NATSFromConf(t, path)
 	migrate := connectAs(t, srv, "migrate")
 	for _, sc := range []jetstream.StreamConfig{streams.Tasks(streams.Config{}), streams.Results(streams.Config{})} {
 		_, err := migrate.CreateOrUpdateStream(t.Context(), sc)

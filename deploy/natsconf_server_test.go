@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/internal/weftest"
 	"github.com/weftrun/weft/pkg/streams"
 )
 
@@ -24,17 +25,7 @@ const refusedWithin = 2 * time.Second
 func startConfServer(t *testing.T) *server.Server {
 	t.Helper()
 	loadNATSConf(t) // sets the users' passwords
-	opts, err := server.ProcessConfigFile("nats.conf")
-	require.NoError(t, err)
-	opts.Host, opts.Port, opts.HTTPPort = "127.0.0.1", -1, 0
-	opts.StoreDir = t.TempDir()
-	opts.NoSigs, opts.NoLog = true, true
-	srv, err := server.NewServer(opts)
-	require.NoError(t, err)
-	srv.Start()
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	require.True(t, srv.ReadyForConnections(10*time.Second), "nats-server from nats.conf is ready")
-
+	srv := weftest.NATSFromConf(t, "nats.conf")
 	js := connectAs(t, srv, "migrate")
 	require.NoError(t, streams.Ensure(t.Context(), js, streams.Config{}))
 	return srv

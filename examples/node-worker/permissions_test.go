@@ -92,16 +92,7 @@ func startDeployNATS(t *testing.T) *server.Server {
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "nats.conf")
 	require.NoError(t, os.WriteFile(path, passwordVar.ReplaceAll(conf, []byte(`"pw-$1"`)), 0o600))
-	opts, err := server.ProcessConfigFile(path)
-	require.NoError(t, err)
-	opts.Host, opts.Port, opts.HTTPPort = "127.0.0.1", -1, 0
-	opts.StoreDir = t.TempDir()
-	opts.NoSigs, opts.NoLog = true, true
-	srv, err := server.NewServer(opts)
-	require.NoError(t, err)
-	srv.Start()
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	require.True(t, srv.ReadyForConnections(devstacktest.Step))
+	srv := weftest.NATSFromConf(t, path)
 	require.NoError(t, streams.Ensure(t.Context(), connectAs(t, srv, "migrate"), streams.Config{}))
 	return srv
 }

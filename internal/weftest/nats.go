@@ -95,3 +95,29 @@ func (n *NATS) JetStream(t testing.TB) jetstream.JetStream {
 	}
 	return js
 }
+
+// NATSFromConf runs an embedded nats-server from the configuration file at
+// path (its users, permissions and accounts), on a free loopback port,
+// with a JetStream store of its own and no monitoring listener or signal
+// handling, and shuts it down when t ends. It is how tests check
+// deploy/nats.conf's permissions against a real server.
+func NATSFromConf(t testing.TB, path string) *server.Server {
+	t.Helper()
+	opts, err := server.ProcessConfigFile(path)
+	if err != nil {
+		t.Fatalf("weftest: nats config %s: %v", path, err)
+	}
+	opts.Host, opts.Port, opts.HTTPPort = "127.0.0.1", -1, 0
+	opts.StoreDir = t.TempDir()
+	opts.NoSigs, opts.NoLog = true, true
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatalf("weftest: nats server from %s: %v", path, err)
+	}
+	srv.Start()
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	if !srv.ReadyForConnections(30 * time.Second) {
+		t.Fatalf("weftest: nats server from %s is not ready", path)
+	}
+	return srv
+}
