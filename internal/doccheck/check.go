@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/weftrun/weft/internal/strictjson"
+	"github.com/weftrun/weft/pkg/strictjson"
 )
 
 // Elision is the mark of a left-out value or member in an example.

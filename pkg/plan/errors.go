@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/weftrun/weft/internal/strictjson"
+	"github.com/weftrun/weft/pkg/strictjson"
 )
 
 // Problem codes. They are stable: callers (the signal-gateway's API, the

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/weftrun/weft/internal/strictjson"
+	"github.com/weftrun/weft/pkg/strictjson"
 )
 
 // Parse reads a plan from a JSON or YAML document, applies defaults

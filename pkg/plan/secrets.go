@@ -11,7 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/weftrun/weft/internal/strictjson"
+	"github.com/weftrun/weft/pkg/strictjson"
 )
 
 // This file holds the secret-value detector. A plan is persisted in the

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"strconv"
 
-	"github.com/weftrun/weft/internal/strictjson"
+	"github.com/weftrun/weft/pkg/strictjson"
 )
 
 // This file adapts internal/strictjson, which checks every document before

@@ -7,8 +7,8 @@ import (
 
 	"github.com/weftrun/weft/internal/auth"
 	"github.com/weftrun/weft/internal/httpserve"
-	"github.com/weftrun/weft/internal/strictjson"
 	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/strictjson"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
 	"github.com/weftrun/weft/services/signal-gateway/internal/jsonrpc"
 )

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/weftrun/weft/internal/strictjson"
 	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/strictjson"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"cel.dev/cel-go/cel"
 
-	"github.com/weftrun/weft/internal/strictjson"
+	"github.com/weftrun/weft/pkg/strictjson"
 )
 
 // Template is a JSON document whose strings may hold expressions, compiled

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/weftrun/weft/internal/strictjson"
+	"github.com/weftrun/weft/pkg/strictjson"
 )
 
 func ExampleDecode() {
