@@ -22,6 +22,9 @@ type RunFilter struct {
 	Status []string
 	// PlanID keeps runs of this plan id, matched exactly. Empty: any plan.
 	PlanID string
+	// TriggerID keeps the runs this trigger's events started (run request
+	// id "{triggerId}:{eventId}"). Empty: any run.
+	TriggerID string
 	// Limit is the page size, 1 to 200; 0 means the server's default (50).
 	Limit int
 	// Cursor is the NextCursor of the previous page; empty for the first.
@@ -36,6 +39,9 @@ func (f RunFilter) query() url.Values {
 	}
 	if f.PlanID != "" {
 		q.Set("plan", f.PlanID)
+	}
+	if f.TriggerID != "" {
+		q.Set("trigger", f.TriggerID)
 	}
 	if f.Limit != 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))

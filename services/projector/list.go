@@ -25,6 +25,7 @@ type listQuery struct {
 	statuses []string // nil: any
 	stale    bool     // STALE was among the statuses
 	plan     string
+	trigger  string // "": any run; else the runs trigger started
 	limit    int
 	after    *cursor
 }
@@ -35,18 +36,49 @@ type cursor struct {
 	RunID     string    `json:"id"`
 }
 
+// runSummary is a run of GET /v1/runs: api.RunSummary and the run's run
+// request id ("" until the projector has recorded it: migration 0012).
+type runSummary struct {
+	api.RunSummary
+	RunRequestID string `json:"runRequestId"`
+}
+
+// runList is the answer of GET /v1/runs: api.RunList with runSummary's.
+type runList struct {
+	Runs       []runSummary `json:"runs"`
+	NextCursor string       `json:"nextCursor,omitempty"`
+}
+
+// runsListSQL lists a tenant's runs newest first, its %s standing for
+// the trigger filter: runsAllSQL has none, runsByTriggerSQL has
+// triggerCond, whose $8 is the trigger id. ORDER BY names the table's
+// run_id: a bare run_id would be the output column, run_id::text, which
+// no index orders, so every page would sort all the runs that match.
 const runsListSQL = `
 SELECT run_id::text, tenant_id, project_id, environment_id, plan_id, plan_version, status,
        gap_seen_seq IS NOT NULL, created_at, (snapshot->>'startedAt')::timestamptz,
        (snapshot->>'completedAt')::timestamptz, (snapshot->>'totalDurationMs')::bigint,
-       updated_at, last_event_seq, steps_total, steps_done, coalesce((snapshot->>'failedSteps')::int, 0)
+       updated_at, last_event_seq, steps_total, steps_done, coalesce((snapshot->>'failedSteps')::int, 0),
+       coalesce(run_request_id, '')
 FROM run_snapshots
 WHERE tenant_id = $1
   AND ($2::text[] IS NULL OR status = ANY($2) OR ($3 AND gap_seen_seq IS NOT NULL))
   AND ($4 = '' OR plan_id = $4)
   AND ($5::timestamptz IS NULL OR (created_at, run_id) < ($5, $6::uuid))
-ORDER BY created_at DESC, run_id DESC
+  %s
+ORDER BY created_at DESC, run_snapshots.run_id DESC
 LIMIT $7`
+
+// triggerCond keeps the runs trigger $8 started: those whose run request
+// id is "$8:{eventId}". It is the predicate and the expression of the
+// index run_snapshots_source (migration 0012), spelt as there so that the
+// index serves the list newest first, pages included.
+const triggerCond = `AND strpos(run_request_id, ':') > 0 AND split_part(run_request_id, ':', 1) = $8`
+
+var (
+	runsAllSQL       = fmt.Sprintf(runsListSQL, "")
+	runsByTriggerSQL = fmt.Sprintf(runsListSQL, triggerCond)
+)
 
 // handleRunsList answers GET /v1/runs.
 func (s *Service) handleRunsList(w http.ResponseWriter, r *http.Request, p auth.Principal) {
@@ -67,26 +99,30 @@ func (s *Service) handleRunsList(w http.ResponseWriter, r *http.Request, p auth.
 	httpserve.WriteJSON(w, http.StatusOK, list)
 }
 
-func (s *Service) runsList(r *http.Request, q listQuery) (api.RunList, error) {
+func (s *Service) runsList(r *http.Request, q listQuery) (runList, error) {
 	var afterAt, afterID any
 	if q.after != nil {
 		afterAt, afterID = q.after.CreatedAt, q.after.RunID
 	}
-	rows, err := s.pool.Query(r.Context(), runsListSQL, q.tenant, q.statuses, q.stale, q.plan, afterAt, afterID, q.limit+1)
-	if err != nil {
-		return api.RunList{}, fmt.Errorf("projector: list runs: %w", err)
+	sql, args := runsAllSQL, []any{q.tenant, q.statuses, q.stale, q.plan, afterAt, afterID, q.limit + 1}
+	if q.trigger != "" {
+		sql, args = runsByTriggerSQL, append(args, q.trigger)
 	}
-	runs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (api.RunSummary, error) {
-		var v api.RunSummary
+	rows, err := s.pool.Query(r.Context(), sql, args...)
+	if err != nil {
+		return runList{}, fmt.Errorf("projector: list runs: %w", err)
+	}
+	runs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (runSummary, error) {
+		var v runSummary
 		err := row.Scan(&v.RunID, &v.TenantID, &v.ProjectID, &v.EnvironmentID, &v.PlanID, &v.PlanVersion,
 			&v.Status, &v.Stale, &v.CreatedAt, &v.StartedAt, &v.CompletedAt, &v.TotalDurationMs,
-			&v.UpdatedAt, &v.LastEventSeq, &v.StepsTotal, &v.StepsDone, &v.FailedSteps)
+			&v.UpdatedAt, &v.LastEventSeq, &v.StepsTotal, &v.StepsDone, &v.FailedSteps, &v.RunRequestID)
 		return v, err
 	})
 	if err != nil {
-		return api.RunList{}, fmt.Errorf("projector: list runs: %w", err)
+		return runList{}, fmt.Errorf("projector: list runs: %w", err)
 	}
-	list := api.RunList{Runs: runs}
+	list := runList{Runs: runs}
 	if len(runs) > q.limit {
 		list.Runs = runs[:q.limit]
 		last := list.Runs[q.limit-1]
@@ -100,9 +136,12 @@ var errOtherTenant = errors.New("tenant: a key reads only its own tenant's runs"
 // parseList reads and checks the list's query parameters.
 func parseList(r *http.Request, p auth.Principal) (listQuery, error) {
 	v := r.URL.Query()
-	q := listQuery{tenant: p.TenantID, plan: v.Get("plan"), limit: DefaultListLimit}
+	q := listQuery{tenant: p.TenantID, plan: v.Get("plan"), trigger: v.Get("trigger"), limit: DefaultListLimit}
 	if t := v.Get("tenant"); t != "" && t != p.TenantID {
 		return q, errOtherTenant
+	}
+	if v.Has("trigger") && (q.trigger == "" || strings.Contains(q.trigger, ":")) {
+		return q, fmt.Errorf("trigger %q: want a trigger id, which is not empty and holds no ':'", q.trigger)
 	}
 	if v.Has("status") {
 		q.statuses = []string{}

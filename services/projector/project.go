@@ -153,7 +153,7 @@ func (s *Service) lagging(bus []events.Event, watermark int64, now time.Time) bo
 }
 
 // absorb records what the applied events tell beyond the snapshot: the
-// run's identity and plan from its RunApproved, and each event's
+// run's identity, plan and run request id from its RunApproved, and each event's
 // persistedAt. The row's lag_ms is the last event's lag as of now (the
 // batch's writes); the histogram measures to the commit (afterCommit).
 func (s *Service) absorb(r *runRow, applied []events.Event, now time.Time, ch *runChange) {
@@ -171,6 +171,7 @@ func (s *Service) absorb(r *runRow, applied []events.Event, now time.Time, ch *r
 		}
 		r.ident = api.RunIdentity{TenantID: d.TenantID, ProjectID: d.ProjectID, EnvironmentID: d.EnvironmentID,
 			PlanID: d.PlanID, PlanVersion: d.PlanVersion}
+		r.requestID = &d.RunRequestID
 		var planned int
 		r.planSteps, planned = planGraph(d.Plan)
 		r.stepsTotal = max(r.stepsTotal, planned)

@@ -43,16 +43,29 @@ const (
 
 // rebuildScanSQL looks at the next $3 runs of the log with an id in
 // ($1, $2) and at least one event, through run_heads' primary key, and
-// returns how many it looked at, the last one's id, and those without a
-// snapshot row.
+// returns how many it looked at, the last one's id, those without a
+// snapshot row, and those whose row has no run request id recorded (a
+// build older than migration 0012 projected them).
 const rebuildScanSQL = `
 WITH page AS (
     SELECT run_id FROM run_heads
     WHERE run_id > $1::uuid AND run_id < $2::uuid AND head_seq > 0
     ORDER BY run_id LIMIT $3)
 SELECT count(*), coalesce((array_agg(p.run_id::text ORDER BY p.run_id DESC))[1], ''),
-       coalesce(array_agg(p.run_id::text ORDER BY p.run_id) FILTER (WHERE s.run_id IS NULL), '{}')
+       coalesce(array_agg(p.run_id::text ORDER BY p.run_id) FILTER (WHERE s.run_id IS NULL), '{}'),
+       coalesce(array_agg(p.run_id::text ORDER BY p.run_id)
+           FILTER (WHERE s.run_request_id IS NULL AND s.last_event_seq > 0), '{}')
 FROM page p LEFT JOIN run_snapshots s USING (run_id)`
+
+// requestIDsFillSQL records the run request id of the rows of $1 that
+// have none, from their run's RunApproved in the log (an empty one when
+// it names none). A row whose run has no RunApproved in the log stays
+// NULL.
+const requestIDsFillSQL = `
+UPDATE run_snapshots s SET run_request_id = coalesce(e.event_data->>'runRequestId', '')
+FROM run_events e
+WHERE s.run_id = ANY($1::uuid[]) AND s.run_request_id IS NULL
+  AND e.run_id = s.run_id AND e.event_type = 'RunApproved'`
 
 // RebuildStats is what a rebuild did.
 type RebuildStats struct {
@@ -78,18 +91,24 @@ type rebuildPass struct {
 	stats         RebuildStats
 }
 
-// rebuildPage scans the pass's next page and rebuilds its runs without a
-// snapshot. It returns false when the pass has no run left.
+// rebuildPage scans the pass's next page, rebuilds its runs without a
+// snapshot and records the run request ids its rows lack. It returns
+// false when the pass has no run left.
 func (s *Service) rebuildPage(ctx context.Context, p *rebuildPass) (bool, error) {
 	var n int
 	var last string
-	var missing []string
-	err := s.pool.QueryRow(ctx, rebuildScanSQL, p.after, p.before, rebuildPage).Scan(&n, &last, &missing)
+	var missing, unnamed []string
+	err := s.pool.QueryRow(ctx, rebuildScanSQL, p.after, p.before, rebuildPage).Scan(&n, &last, &missing, &unnamed)
 	if err != nil {
 		return false, fmt.Errorf("projector: scan the log's runs: %w", err)
 	}
 	if n == 0 {
 		return false, nil
+	}
+	if len(unnamed) > 0 {
+		if _, err := s.pool.Exec(ctx, requestIDsFillSQL, unnamed); err != nil {
+			return false, fmt.Errorf("projector: record run request ids: %w", err)
+		}
 	}
 	p.stats.Scanned += n
 	rebuilt, err := s.rebuildMissing(ctx, missing)
@@ -218,7 +237,8 @@ func (s *Service) logRebuild(ctx context.Context, pass string, st RebuildStats, 
 }
 
 // Rebuild is one whole pass over every run the log has: each without a
-// snapshot row is projected from its log (`weft projector rebuild`). It
+// snapshot row is projected from its log, and each row without a run
+// request id gets its RunApproved's (`weft projector rebuild`). It
 // is safe while projectors run; they keep applying live events. It
 // returns what it did so far when it fails or ctx ends.
 func (s *Service) Rebuild(ctx context.Context) (RebuildStats, error) {

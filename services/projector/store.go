@@ -23,6 +23,9 @@ type runRow struct {
 	// otherwise. stepsTotal is the stored steps_total.
 	planSteps  json.RawMessage
 	stepsTotal int
+	// requestID is the run's run request id, set like planSteps only by
+	// a RunApproved applied in this batch (nil: the stored one stays).
+	requestID *string
 	// gapSeen is the runSeq of an event seen past a gap (0: no gap open),
 	// and gapSince when the gap was found.
 	gapSeen       int64
@@ -119,7 +122,8 @@ UPDATE run_snapshots SET
     tenant_id = $2, project_id = $3, environment_id = $4, plan_id = $5, plan_version = $6,
     status = $7, last_event_seq = $8, steps_total = $9, steps_done = $10, snapshot = $11,
     plan_steps = coalesce($12, plan_steps), gap_seen_seq = nullif($13, 0), gap_since = $14, created_at = $15,
-    updated_at = clock_timestamp(), last_persisted_at = $16, lag_ms = $17
+    updated_at = clock_timestamp(), last_persisted_at = $16, lag_ms = $17,
+    run_request_id = coalesce($18, run_request_id)
 WHERE run_id = $1`
 
 // queueSave queues the UPDATE that stores r, its watermark included.
@@ -133,7 +137,7 @@ func queueSave(b *pgx.Batch, r *runRow) error {
 		r.ident.PlanID, r.ident.PlanVersion, string(r.snap.Status), r.snap.LastEventSeq,
 		max(r.stepsTotal, len(top)), stepsDone(top),
 		snap, nullJSON(r.planSteps), r.gapSeen, nullTime(r.gapSince), r.createdAt,
-		nullTime(r.lastPersisted), r.lagMs)
+		nullTime(r.lastPersisted), r.lagMs, r.requestID)
 	return nil
 }
 
