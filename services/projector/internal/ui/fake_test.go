@@ -31,6 +31,12 @@ func summaryOf(v api.RunView) api.RunSummary {
 	}
 }
 
+// listedRun is a run of GET /v1/runs: its summary and its run request id.
+type listedRun struct {
+	api.RunSummary
+	RunRequestID string `json:"runRequestId"`
+}
+
 // signalCall is one POST /gateway/v1/runs/{runId}/signals the fake saw.
 type signalCall struct {
 	RunID         string
@@ -62,9 +68,10 @@ type fakeAPI struct {
 	schedQuery  []url.Values
 	schedError  *apiError
 	duplicate   bool
-	schedCalls  []string      // "POST /v1/schedules/{id}/pause" …, as the gateway sees them
-	triggers    []api.Trigger // by triggerId
-	changed     chan struct{} // closed and replaced by every update
+	schedCalls  []string          // "POST /v1/schedules/{id}/pause" …, as the gateway sees them
+	triggers    []api.Trigger     // by triggerId
+	requestIDs  map[string]string // runId → runRequestId (setRequestIDs)
+	changed     chan struct{}     // closed and replaced by every update
 	closed      chan struct{}
 }
 
@@ -195,7 +202,7 @@ func (f *fakeAPI) list(w http.ResponseWriter, r *http.Request) {
 	for _, s := range q["status"] {
 		statuses = append(statuses, strings.Split(s, ",")...)
 	}
-	var rows []api.RunSummary
+	var rows []listedRun
 	for _, v := range f.runs {
 		stale := slices.Contains(statuses, "STALE") && v.Stale
 		if len(statuses) > 0 && !stale && !slices.Contains(statuses, string(v.Status)) {
@@ -204,7 +211,11 @@ func (f *fakeAPI) list(w http.ResponseWriter, r *http.Request) {
 		if p := q.Get("plan"); p != "" && v.PlanID != p {
 			continue
 		}
-		rows = append(rows, summaryOf(v))
+		req := f.requestIDs[v.RunID]
+		if tr := q.Get("trigger"); q.Has("trigger") && !strings.HasPrefix(req, tr+":") {
+			continue
+		}
+		rows = append(rows, listedRun{summaryOf(v), req})
 	}
 	f.mu.Unlock()
 
@@ -215,7 +226,7 @@ func (f *fakeAPI) list(w http.ResponseWriter, r *http.Request) {
 	start, _ := strconv.Atoi(q.Get("cursor"))
 	start = min(max(start, 0), len(rows))
 	end := min(start+limit, len(rows))
-	body := map[string]any{"runs": append([]api.RunSummary{}, rows[start:end]...)}
+	body := map[string]any{"runs": append([]listedRun{}, rows[start:end]...)}
 	if end < len(rows) {
 		body["nextCursor"] = strconv.Itoa(end)
 	}

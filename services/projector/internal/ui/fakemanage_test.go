@@ -1,6 +1,7 @@
 package ui_test
 
 import (
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -85,4 +86,13 @@ func (f *fakeAPI) triggerList(w http.ResponseWriter, _ *http.Request) {
 	list := api.TriggerList{Triggers: append([]api.Trigger{}, f.triggers...)}
 	f.mu.Unlock()
 	writeJSON(w, http.StatusOK, list)
+}
+
+// setRequestIDs records the run request id of runs the fake holds (runId
+// → runRequestId), which GET /v1/runs answers and its trigger filter
+// matches.
+func (f *fakeAPI) setRequestIDs(ids map[string]string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.requestIDs = maps.Clone(ids)
 }

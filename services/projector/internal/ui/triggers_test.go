@@ -1,6 +1,9 @@
 package ui_test
 
 import (
+	"fmt"
+	"net/url"
+	"slices"
 	"testing"
 	"time"
 
@@ -8,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/events"
 )
 
 // The Triggers page lists the tenant's triggers with their plan, their
@@ -39,5 +43,72 @@ func TestTriggersList(t *testing.T) {
 		{"orders", "orders@v3", "the event’s payload", apiTime(now.Add(-2 * time.Hour)), "weft trigger send orders"},
 	}, got)
 	require.Equal(t, "2 triggers", eval[string](b, `document.querySelector('[data-testid="triggers-summary"]').textContent`))
+	b.console.RequireNoErrors(t)
+}
+
+// Under each trigger, the Triggers page shows its last five events: each
+// event's id (its run's request id after "{triggerId}:"), the run it
+// started, linked, with its status; and a link to all its runs, the runs
+// list filtered by trigger (issue #19, item 13). A trigger whose id only
+// starts the same has its own events; one without events says so.
+func TestTriggersShowLastEvents(t *testing.T) {
+	t.Parallel()
+	now := time.Now().UTC().Truncate(time.Second)
+	statuses := []events.RunStatus{events.RunStatusRunning, events.RunStatusFailed, events.RunStatusCompleted}
+	var runs []api.RunView // newest first
+	requests := map[string]string{}
+	for i := range 7 {
+		v := simpleRun(runID(i+1), statuses[i%3], now)
+		v.CreatedAt = now.Add(-time.Duration(i) * time.Minute)
+		runs = append(runs, v)
+		requests[v.RunID] = fmt.Sprintf("orders:evt-%d", 7-i)
+	}
+	requests[runs[0].RunID] = "orders:evt:with:colons"
+	eu := simpleRun(runID(20), events.RunStatusCompleted, now)
+	plain := simpleRun(runID(21), events.RunStatusCompleted, now)
+	runs = append([]api.RunView{eu, plain}, runs...)
+	requests[eu.RunID] = "orders-eu:e1"
+	requests[plain.RunID] = "adhoc"
+	b := setup(t, runs...)
+	b.api.setRequestIDs(requests)
+	b.api.setTriggers(
+		api.Trigger{TriggerID: "orders", TenantID: "default", PlanID: "hello", PlanVersion: "v1", CreatedAt: now.Add(-time.Hour)},
+		api.Trigger{TriggerID: "orders-eu", TenantID: "default", PlanID: "hello", PlanVersion: "v1", CreatedAt: now.Add(-time.Hour)},
+		api.Trigger{TriggerID: "quiet", TenantID: "default", PlanID: "hello", PlanVersion: "v1", CreatedAt: now.Add(-time.Hour)})
+
+	b.open("/triggers")
+	b.waitFor(`document.querySelectorAll('[data-trigger-id="orders"] [data-testid="trigger-event"]').length === 5`)
+	type event struct{ ID, Href, Status string }
+	shown := func(trigger string) []event {
+		return eval[[]event](b, `[...document.querySelectorAll('[data-trigger-id=`+js(trigger)+`] [data-testid="trigger-event"]')].map(e => ({
+			ID: e.dataset.eventId, Href: e.querySelector('[data-testid="trigger-event-run"]').getAttribute('href'),
+			Status: e.querySelector('[data-testid="trigger-event-status"]').textContent}))`)
+	}
+	want := []event{{"evt:with:colons", "/runs/" + runs[2].RunID, "RUNNING"}}
+	for i, v := range runs[3:7] {
+		want = append(want, event{fmt.Sprintf("evt-%d", 6-i), "/runs/" + v.RunID, string(v.Status)})
+	}
+	require.Equal(t, want, shown("orders"))
+	b.waitFor(`document.querySelectorAll('[data-trigger-id="orders-eu"] [data-testid="trigger-event"]').length === 1`)
+	require.Equal(t, []event{{"e1", "/runs/" + eu.RunID, "COMPLETED"}}, shown("orders-eu"))
+	b.waitFor(`!!document.querySelector('[data-trigger-id="quiet"] [data-testid="trigger-events-none"]')`)
+	i := slices.IndexFunc(b.api.listCalls(), func(q url.Values) bool { return q.Get("trigger") == "orders" })
+	require.GreaterOrEqual(t, i, 0, "the page asked for the runs of trigger orders")
+	require.Equal(t, "5", b.api.listCalls()[i].Get("limit"))
+
+	b.do(chromedp.Click(`[data-trigger-id="orders"] [data-testid="trigger-runs-link"]`))
+	b.waitFor(`document.querySelectorAll('[data-testid="run-row"]').length === 7`)
+	require.Equal(t, "/?trigger=orders", eval[string](b, `location.pathname + location.search`))
+	require.Equal(t, "trigger orders", eval[string](b, `document.querySelector('[data-testid="filter-trigger"]').textContent`))
+	require.Equal(t, "7 runs matching", eval[string](b, `document.querySelector('[data-testid="runs-summary"]').textContent`))
+	b.do(chromedp.Click(sel("filter-clear")))
+	b.waitFor(`document.querySelectorAll('[data-testid="run-row"]').length === 9`)
+	require.Equal(t, "/", eval[string](b, `location.pathname + location.search`))
+	require.True(t, eval[bool](b, `document.querySelector('[data-testid="filter-trigger"]').hidden`))
+
+	b.do(chromedp.Click(sel("nav-triggers")))
+	b.waitFor(`document.querySelectorAll('[data-trigger-id="orders"] [data-testid="trigger-event"]').length === 5`)
+	b.do(chromedp.Click(`[data-trigger-id="orders"] [data-testid="trigger-event-run"]`))
+	b.waitFor(`location.pathname === ` + js("/runs/"+runs[2].RunID))
 	b.console.RequireNoErrors(t)
 }

@@ -1,4 +1,5 @@
-// A paged list: the machinery the runs and schedules lists share. It reads
+// A paged list: the machinery the runs, schedules and triggers lists
+// share (resourceList adds the page of a gateway resource's list). It reads
 // a list endpoint with cursor pagination, refreshes the first page every
 // few seconds while the tab is visible, appends the next page on "Load
 // more", keeps the rows loaded beyond the first page across refreshes,
@@ -182,11 +183,30 @@ export function pagedList(opts) {
   };
 }
 
+// resourceList draws into root the list page of one of the gateway's
+// resources, whose list answer holds them in the field name ('schedules')
+// and counts them as one / name ("1 schedule", "3 schedules"), and returns
+// its pagedList, not yet started. opts are listPage's title, intro and
+// table, the table's tbody, and pagedList's view, path, key, pollMs,
+// createRow, fillRow, dropRow and emptyRow; its optional onDraw runs after
+// the count is drawn.
+export function resourceList(root, opts) {
+  const { name, one, title, intro, table } = opts;
+  const { summary, errorBox, loadMore } = listPage(root, { name, title, intro, table });
+  return pagedList({
+    ...opts, errorBox, loadMore, field: name, noun: name,
+    onDraw(drawn) {
+      summary.textContent = countText(drawn, one, name);
+      opts.onDraw?.(drawn);
+    },
+  });
+}
+
 // listPage draws a list page into root: a head with title, intro and a
 // count, the error box, table in a card, and "Load more". name prefixes the
 // testids: {name}-summary, {name}-error. It returns {summary, errorBox,
 // loadMore} for pagedList and onDraw.
-export function listPage(root, { name, title, intro, table }) {
+function listPage(root, { name, title, intro, table }) {
   const summary = h('span', { class: 'muted small', testid: `${name}-summary` });
   const errorBox = h('div', { class: 'inline-error', role: 'alert', hidden: true, testid: `${name}-error` });
   const loadMore = h('button', { type: 'button', class: 'btn', testid: 'load-more', text: 'Load more', hidden: true });
@@ -202,7 +222,7 @@ export function listPage(root, { name, title, intro, table }) {
 
 // countText is a list's count once loaded: "3 schedules", "50+ schedules"
 // (more to load), "1 schedule"; '' before the first answer.
-export function countText({ items, nextCursor, loaded }, one, many) {
+function countText({ items, nextCursor, loaded }, one, many) {
   const n = items.length;
   return loaded ? `${n}${nextCursor ? '+' : ''} ${n === 1 ? one : many}` : '';
 }

@@ -16,6 +16,7 @@ export function mountRuns(root, view) {
   const state = {
     status: params.get('status') || '',
     plan: params.get('plan') || '',
+    trigger: params.get('trigger') || '', // set only from the address (the Triggers page links here)
   };
 
   // Toolbar.
@@ -29,6 +30,8 @@ export function mountRuns(root, view) {
     placeholder: 'Plan id', 'aria-label': 'Plan id', spellcheck: 'false', autocomplete: 'off',
   });
   planInput.value = state.plan;
+  const triggerChip = h('span', { class: 'chip mono small', testid: 'filter-trigger', hidden: !state.trigger,
+    text: `trigger ${state.trigger}` });
   const clearFilters = h('button', { type: 'button', class: 'linklike', text: 'Clear filters', testid: 'filter-clear' });
   const summary = h('span', { class: 'muted small', testid: 'runs-summary' });
 
@@ -48,7 +51,7 @@ export function mountRuns(root, view) {
       h('div', {}, h('h1', { text: 'Runs' }), h('p', { class: 'muted', text: 'Every run of your tenant, newest first.' }))),
     alerts,
     h('div', { class: 'toolbar' },
-      h('div', { class: 'toolbar-filters' }, statusSelect, planInput, clearFilters),
+      h('div', { class: 'toolbar-filters' }, statusSelect, planInput, triggerChip, clearFilters),
       summary),
     errorBox,
     h('div', { class: 'card table-card' }, h('div', { class: 'table-scroll' }, table)),
@@ -59,6 +62,7 @@ export function mountRuns(root, view) {
     const q = new URLSearchParams();
     if (state.status) q.set('status', state.status);
     if (state.plan) q.set('plan', state.plan);
+    if (state.trigger) q.set('trigger', state.trigger);
     for (const [k, v] of Object.entries(extra)) q.set(k, String(v));
     return q.toString();
   }
@@ -82,7 +86,7 @@ export function mountRuns(root, view) {
     fillRow: (row, run, now) => fillRow(row.nodes[0], run, now),
     emptyRow,
     onDraw({ items, nextCursor, loaded }) {
-      const filtered = state.status || state.plan;
+      const filtered = state.status || state.plan || state.trigger;
       summary.textContent = loaded
         ? `${items.length}${nextCursor ? '+' : ''} ${items.length === 1 ? 'run' : 'runs'}${filtered ? ' matching' : ''}`
         : '';
@@ -100,7 +104,7 @@ export function mountRuns(root, view) {
   }
 
   function emptyRow() {
-    const filtered = state.status || state.plan;
+    const filtered = state.status || state.plan || state.trigger;
     return h('tr', { class: 'empty-row' }, h('td', { colspan: COLUMNS },
       h('div', { class: 'empty' },
         h('strong', { text: filtered ? 'No runs match these filters' : 'No runs yet' }),
@@ -117,22 +121,25 @@ export function mountRuns(root, view) {
   }
 
   // applyFilters reads the inputs, mirrors them in the address and reloads.
-  function applyFilters() {
+  // clearing (Clear filters) drops the trigger filter too.
+  function applyFilters(clearing = false) {
     const status = statusSelect.value;
     const plan = planInput.value.trim();
-    if (status === state.status && plan === state.plan) return;
+    if (status === state.status && plan === state.plan && !clearing) return;
     state.status = status;
     state.plan = plan;
+    if (clearing) state.trigger = '';
+    triggerChip.hidden = !state.trigger;
     const q = query({});
     history.replaceState(null, '', q ? `/?${q}` : '/');
     list.reset();
   }
 
   let debounce = null;
-  statusSelect.addEventListener('change', applyFilters);
+  statusSelect.addEventListener('change', () => applyFilters());
   planInput.addEventListener('input', () => {
     clearTimeout(debounce);
-    debounce = setTimeout(applyFilters, 300);
+    debounce = setTimeout(() => applyFilters(), 300);
   });
   planInput.addEventListener('keydown', (ev) => {
     if (ev.key === 'Enter') {
@@ -143,7 +150,7 @@ export function mountRuns(root, view) {
   clearFilters.addEventListener('click', () => {
     statusSelect.value = '';
     planInput.value = '';
-    applyFilters();
+    applyFilters(true);
   });
   list.start();
 

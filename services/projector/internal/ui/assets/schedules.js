@@ -10,7 +10,7 @@
 import { ApiError, scheduleAction, schedulesPath, whoami } from './api.js';
 import { fillCells, h, icon, pill, replace, runHref } from './dom.js';
 import { dateTime, fromNow, parseTime, relativeTime, shortId } from './format.js';
-import { countText, listPage, pagedList } from './pagedlist.js';
+import { resourceList } from './pagedlist.js';
 
 const POLL_MS = 5000;
 const COLUMNS = 9;
@@ -42,17 +42,11 @@ export function mountSchedules(root, view) {
       ['Schedule', 'Plan', 'Cron', 'Policies', 'State', 'Next fire', 'Last fire', 'Skipped'].map((text) => h('th', { text })),
       actionsHead)),
     tbody);
-  const { summary, errorBox, loadMore } = listPage(root, {
-    name: 'schedules', title: 'Schedules', table,
+  const list = resourceList(root, {
+    name: 'schedules', one: 'schedule', title: 'Schedules', table, tbody, view,
     intro: 'The cron schedules of your tenant: when each fires next, what it started last, and the fires it skipped.',
-  });
-
-  const list = pagedList({
-    view, tbody, errorBox, loadMore,
     path: schedulesPath,
-    field: 'schedules',
     key: (sc) => sc.scheduleId,
-    noun: 'schedules',
     pollMs: POLL_MS,
     createRow: (sc) => scheduleRows(sc.scheduleId),
     fillRow: (r, sc, now) => {
@@ -62,9 +56,6 @@ export function mountSchedules(root, view) {
     },
     dropRow: (r, scheduleId) => expanded.delete(scheduleId),
     emptyRow,
-    onDraw(drawn) {
-      summary.textContent = countText(drawn, 'schedule', 'schedules');
-    },
   });
 
   // scheduleRows makes the rows of scheduleId: the schedule's row, and the
