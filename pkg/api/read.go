@@ -106,6 +106,24 @@ type RunSummary struct {
 	StepsTotal  int `json:"stepsTotal"`
 	StepsDone   int `json:"stepsDone"`
 	FailedSteps int `json:"failedSteps"`
+	// RunRequestID is the run's run request id ("{triggerId}:{eventId}"
+	// for a run a trigger started); empty until the projector has recorded
+	// it (a run an older build projected, before a rebuild pass).
+	RunRequestID string `json:"runRequestId"`
+}
+
+// ChildPage is the answer of GET /v1/runs/{runId}/steps/{stepId}/children:
+// one page of a forEach step's children (its elements' steps).
+type ChildPage struct {
+	// Children are the children's snapshots, in element order, with an
+	// index above the request's afterIndex. A child not yet scheduled has
+	// no snapshot and is not listed.
+	Children []events.StepSnapshot `json:"children"`
+	// More says whether a later page lists more children.
+	More bool `json:"more"`
+	// NextAfterIndex is the element index of the last child listed (the
+	// request's afterIndex when none are): the next page's afterIndex.
+	NextAfterIndex int `json:"nextAfterIndex"`
 }
 
 // RunList is the answer of GET /v1/runs: runs newest first (by approval

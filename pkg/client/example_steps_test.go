@@ -78,7 +78,7 @@ func exampleStepsAPI() http.Handler {
 		writeJSON(w, http.StatusOK, details[r.PathValue("stepId")])
 	})
 	mux.HandleFunc("GET /v1/runs/{runId}/steps/{stepId}/children", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, client.ChildPage{Children: []events.StepSnapshot{done("each[0]"), done("each[1]")}, NextAfterIndex: 1})
+		writeJSON(w, http.StatusOK, api.ChildPage{Children: []events.StepSnapshot{done("each[0]"), done("each[1]")}, NextAfterIndex: 1})
 	})
 	return mux
 }

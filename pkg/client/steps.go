@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 )
 
@@ -76,18 +77,6 @@ func (f ChildFilter) query() url.Values {
 	return q
 }
 
-// ChildPage is one page of a forEach step's children.
-type ChildPage struct {
-	// Children are the children's snapshots, in element order. A child
-	// not yet scheduled has no snapshot and is not listed.
-	Children []events.StepSnapshot `json:"children"`
-	// More says whether a later page lists more children.
-	More bool `json:"more"`
-	// NextAfterIndex is the element index of the last child listed (the
-	// filter's FromIndex - 1 when none are).
-	NextAfterIndex int `json:"nextAfterIndex"`
-}
-
 // StepChildren returns one page of forEach step stepID's children, in
 // element order, from the run's view as the read API has it now
 // (GET /v1/runs/{runId}/steps/{stepId}/children). While the page's More
@@ -95,14 +84,14 @@ type ChildPage struct {
 // a forEach step has no children. An unknown run yields an error with
 // code api.CodeNotFound; a FromIndex below 0 fails with ErrInvalidRequest
 // and is not sent, and runID and stepID are checked as Step checks them.
-func (c *Client) StepChildren(ctx context.Context, runID, stepID string, f ChildFilter) (*ChildPage, error) {
+func (c *Client) StepChildren(ctx context.Context, runID, stepID string, f ChildFilter) (*api.ChildPage, error) {
 	if err := checkStepPath(runID, stepID); err != nil {
 		return nil, err
 	}
 	if f.FromIndex < 0 {
 		return nil, fmt.Errorf("%w: FromIndex %d is negative", ErrInvalidRequest, f.FromIndex)
 	}
-	var page ChildPage
+	var page api.ChildPage
 	if err := c.get(ctx, stepPath(runID, stepID)+"/children", f.query(), nil, &page); err != nil {
 		return nil, err
 	}

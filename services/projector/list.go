@@ -36,19 +36,6 @@ type cursor struct {
 	RunID     string    `json:"id"`
 }
 
-// runSummary is a run of GET /v1/runs: api.RunSummary and the run's run
-// request id ("" until the projector has recorded it: migration 0012).
-type runSummary struct {
-	api.RunSummary
-	RunRequestID string `json:"runRequestId"`
-}
-
-// runList is the answer of GET /v1/runs: api.RunList with runSummary's.
-type runList struct {
-	Runs       []runSummary `json:"runs"`
-	NextCursor string       `json:"nextCursor,omitempty"`
-}
-
 // runsListSQL lists a tenant's runs newest first, its %s standing for
 // the trigger filter: runsAllSQL has none, runsByTriggerSQL has
 // triggerCond, whose $8 is the trigger id. ORDER BY names the table's
@@ -99,7 +86,7 @@ func (s *Service) handleRunsList(w http.ResponseWriter, r *http.Request, p auth.
 	httpserve.WriteJSON(w, http.StatusOK, list)
 }
 
-func (s *Service) runsList(r *http.Request, q listQuery) (runList, error) {
+func (s *Service) runsList(r *http.Request, q listQuery) (api.RunList, error) {
 	var afterAt, afterID any
 	if q.after != nil {
 		afterAt, afterID = q.after.CreatedAt, q.after.RunID
@@ -110,19 +97,19 @@ func (s *Service) runsList(r *http.Request, q listQuery) (runList, error) {
 	}
 	rows, err := s.pool.Query(r.Context(), sql, args...)
 	if err != nil {
-		return runList{}, fmt.Errorf("projector: list runs: %w", err)
+		return api.RunList{}, fmt.Errorf("projector: list runs: %w", err)
 	}
-	runs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (runSummary, error) {
-		var v runSummary
+	runs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (api.RunSummary, error) {
+		var v api.RunSummary
 		err := row.Scan(&v.RunID, &v.TenantID, &v.ProjectID, &v.EnvironmentID, &v.PlanID, &v.PlanVersion,
 			&v.Status, &v.Stale, &v.CreatedAt, &v.StartedAt, &v.CompletedAt, &v.TotalDurationMs,
 			&v.UpdatedAt, &v.LastEventSeq, &v.StepsTotal, &v.StepsDone, &v.FailedSteps, &v.RunRequestID)
 		return v, err
 	})
 	if err != nil {
-		return runList{}, fmt.Errorf("projector: list runs: %w", err)
+		return api.RunList{}, fmt.Errorf("projector: list runs: %w", err)
 	}
-	list := runList{Runs: runs}
+	list := api.RunList{Runs: runs}
 	if len(runs) > q.limit {
 		list.Runs = runs[:q.limit]
 		last := list.Runs[q.limit-1]

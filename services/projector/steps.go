@@ -56,18 +56,6 @@ const (
 	MaxChildrenLimit     = 10_000
 )
 
-// ChildPage is the answer of GET /v1/runs/{runId}/steps/{stepId}/children:
-// the snapshots of the forEach step's children with an index above
-// afterIndex, in index order, at most limit of them. Children not yet
-// scheduled have no snapshot and are not listed. More says whether a
-// later page has some; NextAfterIndex is the index of the last child
-// listed (afterIndex when none).
-type ChildPage struct {
-	Children       []events.StepSnapshot `json:"children"`
-	More           bool                  `json:"more"`
-	NextAfterIndex int                   `json:"nextAfterIndex"`
-}
-
 // handleStepChildren answers GET /v1/runs/{runId}/steps/{stepId}/children
 // from the run's snapshot (afterIndex, default -1; limit, default
 // DefaultChildrenLimit).
@@ -94,9 +82,9 @@ func (s *Service) handleStepChildren(w http.ResponseWriter, r *http.Request, p a
 }
 
 // childPage picks the page of parent's children from the snapshot.
-func childPage(snap events.RunSnapshot, parent string, after, limit int) ChildPage {
+func childPage(snap events.RunSnapshot, parent string, after, limit int) api.ChildPage {
 	kids := snap.Children(parent, after)
-	page := ChildPage{Children: kids[:min(limit, len(kids))], More: len(kids) > limit, NextAfterIndex: after}
+	page := api.ChildPage{Children: kids[:min(limit, len(kids))], More: len(kids) > limit, NextAfterIndex: after}
 	if n := len(page.Children); n > 0 {
 		_, page.NextAfterIndex, _ = events.ParseChildStepID(page.Children[n-1].StepID)
 	}

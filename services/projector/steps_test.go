@@ -71,7 +71,7 @@ func TestStepDetail(t *testing.T) {
 	s.fetch(t, readerToken, "/v1/runs/"+runID+"?steps=top").decode(t, &top)
 	require.Len(t, top.Steps, 3, "a, b and each")
 	requireError(t, s.fetch(t, readerToken, "/v1/runs/"+runID+"?steps=some"), http.StatusBadRequest, api.CodeInvalidArgument, "steps")
-	var page projector.ChildPage
+	var page api.ChildPage
 	s.fetch(t, readerToken, "/v1/runs/"+runID+"/steps/each/children?limit=1").decode(t, &page)
 	require.Len(t, page.Children, 1)
 	require.Equal(t, "each[0]", page.Children[0].StepID)
@@ -79,7 +79,7 @@ func TestStepDetail(t *testing.T) {
 	require.Equal(t, 0, page.NextAfterIndex)
 	require.False(t, page.More, "each[1] is not scheduled yet")
 	s.fetch(t, readerToken, "/v1/runs/"+runID+"/steps/each/children?afterIndex=0").decode(t, &page)
-	require.Equal(t, projector.ChildPage{Children: []events.StepSnapshot{}, NextAfterIndex: 0}, page)
+	require.Equal(t, api.ChildPage{Children: []events.StepSnapshot{}, NextAfterIndex: 0}, page)
 	requireError(t, s.fetch(t, readerToken, "/v1/runs/"+runID+"/steps/each/children?limit=0"), http.StatusBadRequest, api.CodeInvalidArgument, "limit")
 	requireError(t, s.fetch(t, otherToken, "/v1/runs/"+runID+"/steps/each/children"), http.StatusNotFound, api.CodeNotFound)
 
