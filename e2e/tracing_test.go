@@ -53,7 +53,7 @@ func TestSpanChainFollowsRunAndSignal(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, tp.Shutdown(context.Background())) })
 	base, _ := startStack(t, tp)
 
-	runCaller := remoteParent(t, "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331")
+	runCaller := weftest.RemoteParent(t, "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331")
 	status, body := post(t, base+"/v1/runs", runCaller, map[string]any{"tenantId": "acme", "projectId": "p",
 		"environmentId": "dev", "planId": "traced", "planVersion": "1", "runRequestId": events.NewRunID(),
 		"plan": json.RawMessage(planDoc), "input": map[string]any{}})
@@ -67,7 +67,7 @@ func TestSpanChainFollowsRunAndSignal(t *testing.T) {
 	require.Equal(t, []string{"gateway POST /v1/runs", "outbox publish", "engine round", "outbox publish",
 		"activity echo", "engine round", "outbox publish", "projector apply"}, names(runChain))
 
-	signalCaller := remoteParent(t, "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7")
+	signalCaller := weftest.RemoteParent(t, "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7")
 	status, body = post(t, base+"/v1/runs/"+run.RunID+"/signals", signalCaller,
 		map[string]any{"signalName": "go", "signalId": "go-1", "payload": map[string]any{}})
 	require.Equal(t, http.StatusAccepted, status, "%s", body)
@@ -79,16 +79,6 @@ func TestSpanChainFollowsRunAndSignal(t *testing.T) {
 	require.Equal(t, run.RunID, attr(runChain[2], "weft.run_id"))
 	require.Equal(t, run.RunID, attr(signalChain[4], "weft.run_id"))
 	require.Equal(t, "b", attr(signalChain[4], "weft.step_id"))
-}
-
-// remoteParent is a caller's span context, as a traceparent would carry it.
-func remoteParent(t *testing.T, traceID, spanID string) trace.SpanContext {
-	t.Helper()
-	tid, err := trace.TraceIDFromHex(traceID)
-	require.NoError(t, err)
-	sid, err := trace.SpanIDFromHex(spanID)
-	require.NoError(t, err)
-	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled, Remote: true})
 }
 
 // post sends body as JSON with the operator's token and caller's
@@ -175,7 +165,7 @@ func TestSpanChainFollowsNATSIngress(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, tp.Shutdown(context.Background())) })
 	_, nc := startStack(t, tp)
 
-	caller := remoteParent(t, "5bf92f3577b34da6a3ce929d0e0e4737", "10f067aa0ba902b8")
+	caller := weftest.RemoteParent(t, "5bf92f3577b34da6a3ce929d0e0e4737", "10f067aa0ba902b8")
 	body, err := json.Marshal(map[string]any{"tenantId": "acme", "projectId": "p", "environmentId": "dev",
 		"planId": "traced", "planVersion": "1", "runRequestId": events.NewRunID(),
 		"plan": json.RawMessage(planDoc), "input": map[string]any{}})

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/weftrun/weft/internal/tracing"
+	"github.com/weftrun/weft/pkg/tracing"
 )
 
 // command is one subcommand: it parses its own flags from args.

@@ -10,11 +10,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftrun/weft/internal/journal"
-	"github.com/weftrun/weft/internal/tracing"
 	"github.com/weftrun/weft/internal/weftest"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/outbox"
+	"github.com/weftrun/weft/pkg/tracing"
 )
 
 func traced(ctx context.Context, b byte) context.Context {

@@ -14,11 +14,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/weftrun/weft/internal/tracing"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/outbox"
 	"github.com/weftrun/weft/pkg/streams"
+	"github.com/weftrun/weft/pkg/tracing"
 )
 
 // Journal appends events and enqueues their bus messages. Safe for

@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/weftrun/weft/internal/tracing"
 	"github.com/weftrun/weft/pkg/streams"
+	"github.com/weftrun/weft/pkg/tracing"
 )
 
 // Partitions is the number of outbox partitions. EnqueueTx writes

@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/weftrun/weft/internal/metrics/scrapecache"
+	"github.com/weftrun/weft/pkg/scrapecache"
 )
 
 // meterName is the instrumentation scope of the relay's metrics.

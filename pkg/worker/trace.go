@@ -8,8 +8,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/weftrun/weft/internal/tracing"
 	"github.com/weftrun/weft/pkg/task"
+	"github.com/weftrun/weft/pkg/tracing"
 )
 
 // tracerName names the worker's tracer.

@@ -16,8 +16,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/weftrun/weft/internal/tracing"
 	"github.com/weftrun/weft/pkg/streams"
+	"github.com/weftrun/weft/pkg/tracing"
 )
 
 // Worker runs the activities registered with it for the tasks of one

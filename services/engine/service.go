@@ -32,9 +32,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftrun/weft/internal/admission"
-	"github.com/weftrun/weft/internal/tracing"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/task"
+	"github.com/weftrun/weft/pkg/tracing"
 	"github.com/weftrun/weft/services/engine/internal/round"
 )
 

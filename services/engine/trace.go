@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/weftrun/weft/internal/tracing"
+	"github.com/weftrun/weft/pkg/tracing"
 	"github.com/weftrun/weft/services/engine/internal/round"
 )
 

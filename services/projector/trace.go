@@ -8,8 +8,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/weftrun/weft/internal/tracing"
 	"github.com/weftrun/weft/pkg/streams"
+	"github.com/weftrun/weft/pkg/tracing"
 )
 
 // tracerName names the projector's tracer.

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/weftrun/weft/internal/tracing"
+	"github.com/weftrun/weft/pkg/tracing"
 )
 
 // tracerName names the gateway's tracer.

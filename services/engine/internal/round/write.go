@@ -10,11 +10,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/weftrun/weft/internal/tracing"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/outbox"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/task"
+	"github.com/weftrun/weft/pkg/tracing"
 	"github.com/weftrun/weft/services/engine/internal/decide"
 )
 

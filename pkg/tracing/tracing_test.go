@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/weftrun/weft/internal/tracing"
+	"github.com/weftrun/weft/pkg/tracing"
 )
 
 const (
@@ -21,10 +21,14 @@ const (
 	header   = "00-" + traceHex + "-" + spanHex + "-01"
 )
 
-func spanCtx(t *testing.T) context.Context {
-	t.Helper()
-	return tracing.WithSpanContext(t.Context(), remoteParent(t, traceHex, spanHex))
+// parent is the remote caller's span context that header carries.
+func parent() trace.SpanContext {
+	tid, _ := trace.TraceIDFromHex(traceHex)
+	sid, _ := trace.SpanIDFromHex(spanHex)
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled, Remote: true})
 }
+
+func spanCtx(t *testing.T) context.Context { return tracing.WithSpanContext(t.Context(), parent()) }
 
 func TestInjectHeaders(t *testing.T) {
 	t.Parallel()
@@ -44,7 +48,7 @@ func TestInjectHeaders(t *testing.T) {
 
 func TestExtractRoundTrips(t *testing.T) {
 	t.Parallel()
-	want := remoteParent(t, traceHex, spanHex)
+	want := parent()
 	got := trace.SpanContextFromContext(tracing.ExtractHeaders(t.Context(), map[string]string{"traceparent": header}))
 	require.True(t, want.Equal(got), "got %v", got)
 	got = trace.SpanContextFromContext(tracing.ExtractHTTP(t.Context(), http.Header{"Traceparent": {header}}))
