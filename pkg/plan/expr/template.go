@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"cel.dev/cel-go/cel"
 
@@ -152,7 +153,7 @@ func (c *compiler) compileNew(path, src string, check typeCheck) (cel.Program, b
 		c.add(path, 0, "the expression is %d bytes, over the limit of %d", len(src), c.lim.MaxExpressionBytes)
 		return nil, false
 	}
-	ast, iss := c.env.Compile(src)
+	ast, iss := compileSerially(c.env, src)
 	if iss != nil && iss.Err() != nil {
 		e := iss.Errors()[0]
 		c.add(path, e.Location.Column()+1, "%s", e.Message)
@@ -173,6 +174,23 @@ func (c *compiler) compileNew(path, src string, check typeCheck) (cel.Program, b
 		return nil, false
 	}
 	return prg, true
+}
+
+// compiling serialises the type checks of new expressions. cel-go v0.33
+// shares one checker environment among all compilations of a cel.Env and
+// initialises its symbol catalog lazily: a check that reports an
+// undeclared name writes it while a concurrent check that enters a
+// comprehension's scope reads it unguarded (a data race the race
+// detector finds when two plans compile at once). Compiled programs are
+// cached (cache.go), so only an expression's first compilation waits;
+// evaluation is never serialised.
+var compiling sync.Mutex
+
+// compileSerially is env.Compile(src) under compiling.
+func compileSerially(env *cel.Env, src string) (*cel.Ast, *cel.Issues) {
+	compiling.Lock()
+	defer compiling.Unlock()
+	return env.Compile(src)
 }
 
 // typeCheck says why an expression's type does not fit where it is, or
