@@ -157,13 +157,14 @@ func (w *Watcher) reload(ctx context.Context, force bool) error {
 	}
 	if err != nil {
 		err = fmt.Errorf("%s: %w", w.path, err)
-		w.reloads.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", "failed")))
+		// Logged before it is counted: whoever sees the count sees the log.
 		w.logger.ErrorContext(ctx, "admission file not reloaded: the last good limits stay in force", "path", w.path, "err", err)
+		w.reloads.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", "failed")))
 		return err
 	}
-	w.live.Store(l)
-	w.reloads.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", "applied")))
 	w.logger.InfoContext(ctx, "admission file reloaded", "path", w.path, "environments", len(l.PerEnvironment),
 		"default_max_concurrent_runs", l.Default.MaxConcurrentRuns)
+	w.live.Store(l)
+	w.reloads.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", "applied")))
 	return nil
 }
