@@ -108,12 +108,7 @@ func (s *Service) handleRunGet(w http.ResponseWriter, r *http.Request, p auth.Pr
 		defer release()
 	}
 	v, err := s.waitForRun(r, runID, p.TenantID, wait)
-	switch {
-	case errors.Is(err, errNoRun):
-		writeError(w, http.StatusNotFound, api.CodeNotFound, "no run "+runID)
-		return
-	case err != nil:
-		s.writeFault(w, r, err)
+	if !s.runFound(w, r, runID, err) {
 		return
 	}
 	tag := v.etag()
@@ -278,4 +273,19 @@ func (s *Service) waitForRun(r *http.Request, runID, tenant string, wait waitSpe
 			return RunView{}, r.Context().Err()
 		}
 	}
+}
+
+// runFound reports whether a read of run runID succeeded; when it did not
+// (err), it answers 404 for a run the key cannot see (errNoRun), or the
+// fault.
+func (s *Service) runFound(w http.ResponseWriter, r *http.Request, runID string, err error) bool {
+	switch {
+	case errors.Is(err, errNoRun):
+		writeError(w, http.StatusNotFound, api.CodeNotFound, "no run "+runID)
+		return false
+	case err != nil:
+		s.writeFault(w, r, err)
+		return false
+	}
+	return true
 }

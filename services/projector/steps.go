@@ -70,12 +70,7 @@ func (s *Service) handleStepChildren(w http.ResponseWriter, r *http.Request, p a
 		return
 	}
 	v, err := s.runView(r, runID, p.TenantID)
-	switch {
-	case errors.Is(err, errNoRun):
-		writeError(w, http.StatusNotFound, api.CodeNotFound, "no run "+runID)
-		return
-	case err != nil:
-		s.writeFault(w, r, err)
+	if !s.runFound(w, r, runID, err) {
 		return
 	}
 	httpserve.WriteJSON(w, http.StatusOK, childPage(v.RunSnapshot, r.PathValue("stepId"), after, limit))
