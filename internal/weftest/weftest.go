@@ -39,6 +39,21 @@ var admin struct {
 	instance *pgboot.Instance
 }
 
+// MainWithChild is Main for a package whose crash tests run the test
+// binary again as a child process, with the environment variable env set:
+// that process is the child, and runs child instead of the tests. A child
+// crashes (exits with the code its test expects) where its test wanted; if
+// child returns instead, the process reports why and exits 1.
+func MainWithChild(m *testing.M, env string, child func() error) {
+	if os.Getenv(env) != "" {
+		if err := child(); err != nil {
+			fmt.Fprintln(os.Stderr, "crash child:", err)
+		}
+		os.Exit(1)
+	}
+	Main(m)
+}
+
 // Main runs the package's tests, stops a private Postgres the harness may
 // have started, and fails the run if goroutines leaked.
 func Main(m *testing.M) {

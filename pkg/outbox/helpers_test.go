@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,15 +19,8 @@ import (
 	"github.com/weftrun/weft/pkg/streams"
 )
 
-func TestMain(m *testing.M) {
-	if os.Getenv(childDBEnv) != "" { // a crash test's relay process
-		if err := crashChild(); err != nil {
-			fmt.Fprintln(os.Stderr, "crash child:", err)
-		}
-		os.Exit(1)
-	}
-	weftest.Main(m)
-}
+// TestMain runs the tests, or, in a crash test's child process, its relay.
+func TestMain(m *testing.M) { weftest.MainWithChild(m, childDBEnv, crashChild) }
 
 const waitFor = 30 * time.Second // deadline for every asynchronous condition
 

@@ -4,9 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -27,15 +25,8 @@ import (
 	"github.com/weftrun/weft/services/engine"
 )
 
-func TestMain(m *testing.M) {
-	if os.Getenv(childDBEnv) != "" { // a crash test's engine process
-		if err := crashChild(); err != nil {
-			fmt.Fprintln(os.Stderr, "crash child:", err)
-		}
-		os.Exit(1)
-	}
-	weftest.Main(m)
-}
+// TestMain runs the tests, or, in a crash test's child process, its engine.
+func TestMain(m *testing.M) { weftest.MainWithChild(m, childDBEnv, crashChild) }
 
 const waitFor = 30 * time.Second
 

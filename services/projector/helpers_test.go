@@ -3,11 +3,9 @@ package projector_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"testing"
 	"time"
 
@@ -29,15 +27,8 @@ import (
 	"github.com/weftrun/weft/services/projector"
 )
 
-func TestMain(m *testing.M) {
-	if os.Getenv(childDBEnv) != "" { // a crash test's projector process
-		if err := crashChild(); err != nil {
-			fmt.Fprintln(os.Stderr, "crash child:", err)
-		}
-		os.Exit(1)
-	}
-	weftest.Main(m)
-}
+// TestMain runs the tests, or, in a crash test's child process, its projector.
+func TestMain(m *testing.M) { weftest.MainWithChild(m, childDBEnv, crashChild) }
 
 const waitFor = 30 * time.Second
 
