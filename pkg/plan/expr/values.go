@@ -45,16 +45,37 @@ type RunVars struct {
 	ID, PlanID, PlanVersion, TenantID, ProjectID, EnvironmentID string
 }
 
-// activation returns the variables as CEL reads them.
+// activation returns the variables as CEL reads them. The run's input and
+// the steps' results are decoded only when an expression reads them (lazy
+// bindings): a forEach element's input that reads only item does not
+// decode its ancestors' outputs, up to 1 MiB each, once per element.
 func (v Vars) activation() (map[string]any, error) {
-	input, err := fromJSON(v.Input)
+	item, err := fromJSON(v.Item)
 	if err != nil {
-		return nil, fmt.Errorf("expr: the run input: %w", err)
+		return nil, fmt.Errorf("expr: the forEach item: %w", err)
 	}
+	r := v.Run
+	return map[string]any{
+		varInput: lazy(func() (any, error) {
+			input, err := fromJSON(v.Input)
+			if err != nil {
+				return nil, fmt.Errorf("expr: the run input: %w", err)
+			}
+			return input, nil
+		}),
+		varSteps: lazy(v.steps), varItem: item, varIndex: int64(v.Index),
+		varRun: map[string]string{"id": r.ID, "planId": r.PlanID, "planVersion": r.PlanVersion,
+			"tenantId": r.TenantID, "projectId": r.ProjectID, "environmentId": r.EnvironmentID},
+	}, nil
+}
+
+// steps returns the steps' results as CEL reads them.
+func (v Vars) steps() (any, error) {
 	steps := make(map[string]any, len(v.Steps))
 	for id, s := range v.Steps {
 		m := map[string]any{"status": s.Status}
 		if s.Completed {
+			var err error
 			if m["output"], err = fromJSON(s.Output); err != nil {
 				return nil, fmt.Errorf("expr: the output of step %q: %w", id, err)
 			}
@@ -67,16 +88,19 @@ func (v Vars) activation() (map[string]any, error) {
 		}
 		steps[id] = m
 	}
-	item, err := fromJSON(v.Item)
-	if err != nil {
-		return nil, fmt.Errorf("expr: the forEach item: %w", err)
+	return steps, nil
+}
+
+// lazy is a binding CEL resolves when an expression first reads it (the
+// activation keeps the value): decode's value, or its error as CEL's.
+func lazy(decode func() (any, error)) func() ref.Val {
+	return func() ref.Val {
+		v, err := decode()
+		if err != nil {
+			return types.NewErrFromString(err.Error())
+		}
+		return types.DefaultTypeAdapter.NativeToValue(v)
 	}
-	r := v.Run
-	return map[string]any{
-		varInput: input, varSteps: steps, varItem: item, varIndex: int64(v.Index),
-		varRun: map[string]string{"id": r.ID, "planId": r.PlanID, "planVersion": r.PlanVersion,
-			"tenantId": r.TenantID, "projectId": r.ProjectID, "environmentId": r.EnvironmentID},
-	}, nil
 }
 
 // fromJSON decodes a document for CEL: whole numbers that fit become
