@@ -77,8 +77,16 @@ func (s State) activities(p *plan.Plan, f func(ps *plan.Step, st StepState)) {
 		}
 		if ps.ForEach == "" {
 			f(ps, s.Steps[ps.ID])
-			continue
 		}
+	}
+	s.elements(p, f)
+}
+
+// elements calls f with the step and state of every element of p's
+// forEach steps whose attempt is scheduled, once it has had an event.
+func (s State) elements(p *plan.Plan, f func(ps *plan.Step, st StepState)) {
+	for i := range p.Steps {
+		ps := &p.Steps[i]
 		if _, fanned := s.Fans[ps.ID]; fanned {
 			s.Elements[ps.ID].each(func(j int, st StepState) { f(childStep(ps, j), st) })
 		}

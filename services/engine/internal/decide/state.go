@@ -210,11 +210,7 @@ func (s State) Timers(p *plan.Plan) []Timer {
 	for i := range p.Steps {
 		add(p.Steps[i].ID, s.Steps[p.Steps[i].ID])
 	}
-	s.activities(p, func(ps *plan.Step, st StepState) {
-		if _, inPlan := p.Step(ps.ID); !inPlan {
-			add(ps.ID, st)
-		}
-	})
+	s.elements(p, func(ps *plan.Step, st StepState) { add(ps.ID, st) })
 	return append(out, s.timeoutTimers(p)...)
 }
 

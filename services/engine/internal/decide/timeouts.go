@@ -148,15 +148,11 @@ func (d *decider) runTimedOut() {
 	}
 	d.reconcileCancelled(cancels, e.Message)
 	d.out.Cancels = append(d.out.Cancels, cancels...)
-	for _, parent := range d.order {
-		if _, fanned := d.s.Fans[parent]; fanned {
-			d.s.Elements[parent].each(func(i int, st StepState) {
-				if c := childCategory(st); c == childRunning || c == childWaiting {
-					d.emit(events.ChildStepID(parent, i), st.Attempt, events.StepFailed, events.StepFailedData{Error: e}, "")
-				}
-			})
+	d.s.elements(d.p, func(ps *plan.Step, st StepState) {
+		if c := childCategory(st); c == childRunning || c == childWaiting {
+			d.emit(ps.ID, st.Attempt, events.StepFailed, events.StepFailedData{Error: e}, "")
 		}
-	}
+	})
 	for _, id := range d.order {
 		switch st := d.s.Steps[id]; {
 		case st.InFlight():
