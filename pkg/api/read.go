@@ -46,19 +46,6 @@ type RunView struct {
 	Plan RunPlan `json:"plan"`
 }
 
-// StepsDone counts the steps whose status is SUCCESS or SKIPPED, as the
-// list's stepsDone does: the plan's steps, a forEach step once, not its
-// elements.
-func (v *RunView) StepsDone() int {
-	n := 0
-	for _, s := range v.TopSteps() {
-		if s.Status == events.StepStatusSuccess || s.Status == events.StepStatusSkipped {
-			n++
-		}
-	}
-	return n
-}
-
 // StepsTotal is the number of the plan's steps, or of the steps the
 // snapshot has seen when that is more (a plan the projector could not
 // read), a forEach step counted once.

@@ -152,6 +152,18 @@ func (f *ForEachProgress) count(st StepStatus) {
 	}
 }
 
+// StepsDone counts the steps of s that are SUCCESS or SKIPPED, a forEach
+// step once (TopSteps), not its children: the runs list's stepsDone.
+func (s RunSnapshot) StepsDone() int {
+	n := 0
+	for _, st := range s.TopSteps() {
+		if st.Status == StepStatusSuccess || st.Status == StepStatusSkipped {
+			n++
+		}
+	}
+	return n
+}
+
 // TopSteps returns the steps of s that are not children of a forEach
 // step (ChildStepID): the plan's steps, whose children their parent's
 // ForEach counts. It allocates only when s has forEach steps.

@@ -132,23 +132,12 @@ func queueSave(b *pgx.Batch, r *runRow) error {
 	if err != nil {
 		return fmt.Errorf("projector: encode snapshot of run %s: %w", r.snap.RunID, err)
 	}
-	top := r.snap.TopSteps() // a forEach step counts once, not once per child
 	b.Queue(rowSaveSQL, r.snap.RunID, r.ident.TenantID, r.ident.ProjectID, r.ident.EnvironmentID,
 		r.ident.PlanID, r.ident.PlanVersion, string(r.snap.Status), r.snap.LastEventSeq,
-		max(r.stepsTotal, len(top)), stepsDone(top),
+		max(r.stepsTotal, len(r.snap.TopSteps())), r.snap.StepsDone(),
 		snap, nullJSON(r.planSteps), r.gapSeen, nullTime(r.gapSince), r.createdAt,
 		nullTime(r.lastPersisted), r.lagMs, r.requestID)
 	return nil
-}
-
-// stepsDone counts the steps that are SUCCESS or SKIPPED.
-func stepsDone(steps []events.StepSnapshot) (done int) {
-	for _, st := range steps {
-		if st.Status == events.StepStatusSuccess || st.Status == events.StepStatusSkipped {
-			done++
-		}
-	}
-	return done
 }
 
 // sortedKeys returns m's keys in order.
