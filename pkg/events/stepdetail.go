@@ -84,6 +84,7 @@ type stepEvent struct {
 	Reason    string          `json:"reason"`
 	Condition string          `json:"condition"`
 	RetryAt   time.Time       `json:"retryAt"`
+	StartedAt time.Time       `json:"startedAt"`
 }
 
 // StepDetails returns the detail of every step the events name, keyed by
@@ -163,7 +164,7 @@ func (t *stepTrace) apply(e Event, d stepEvent) {
 		t.d.ForEach = cmp.Or(d.ForEach, t.d.ForEach)
 	case StepStarted:
 		a.Deliveries++
-		a.StartedAt = cmp.Or(a.StartedAt, timePtr(StartedTime(e)))
+		a.StartedAt = cmp.Or(a.StartedAt, timePtr(cmp.Or(d.StartedAt, at))) // as StartedTime, the payload decoded once
 		a.WorkerID = cmp.Or(d.WorkerID, a.WorkerID)
 		if a.Status == StepStatusPending {
 			a.Status = StepStatusRunning

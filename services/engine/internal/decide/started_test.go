@@ -46,6 +46,9 @@ func TestReportedStartIsTheAttemptsStart(t *testing.T) {
 			require.NoError(t, err)
 			if !c.reported.IsZero() {
 				require.Equal(t, want, *snap.Steps[0].StartedAt, "the snapshot shows the reported start")
+				details, err := events.StepDetails(b.log)
+				require.NoError(t, err)
+				require.Equal(t, want, *details["a"].Attempts[0].StartedAt, "so does the step's detail")
 			}
 		})
 	}
