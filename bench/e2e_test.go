@@ -7,15 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftrun/weft/internal/journal"
-	"github.com/weftrun/weft/internal/runstart"
-	"github.com/weftrun/weft/internal/weftest"
+	"github.com/weftrun/weft/internal/store/journal"
+	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/outbox"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/worker"
 	"github.com/weftrun/weft/services/engine"
+	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 
 // e2eRuns is how many runs each end-to-end figure submits at once.

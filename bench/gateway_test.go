@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftrun/weft/internal/auth"
-	"github.com/weftrun/weft/internal/keylimit"
-	"github.com/weftrun/weft/internal/weftest"
+	"github.com/weftrun/weft/internal/policy/auth"
+	"github.com/weftrun/weft/internal/policy/keylimit"
+	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/api"
 	gateway "github.com/weftrun/weft/services/signal-gateway"
 )

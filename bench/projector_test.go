@@ -14,14 +14,14 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/weftrun/weft/internal/auth"
-	"github.com/weftrun/weft/internal/journal"
-	"github.com/weftrun/weft/internal/runstart"
-	"github.com/weftrun/weft/internal/weftest"
+	"github.com/weftrun/weft/internal/policy/auth"
+	"github.com/weftrun/weft/internal/store/journal"
+	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/services/projector"
+	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 
 // Issue #5's figures: how fast the projector drains a backlog, and its

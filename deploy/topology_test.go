@@ -15,8 +15,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/auth"
-	"github.com/weftrun/weft/internal/health"
+	"github.com/weftrun/weft/internal/boot/health"
+	"github.com/weftrun/weft/internal/policy/auth"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/streams"
 )

@@ -20,7 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/internal/policy/auth"
 )
 
 // token is the API key of the soak's gateways and projector.

@@ -11,7 +11,7 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/weftrun/weft/internal/admission"
+	"github.com/weftrun/weft/internal/policy/admission"
 )
 
 // admissionOptions are the admission file's flags, in `weft gateway`,

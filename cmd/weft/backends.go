@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/weftrun/weft/internal/health"
+	"github.com/weftrun/weft/internal/boot/health"
 	"github.com/weftrun/weft/pkg/streams"
 )
 

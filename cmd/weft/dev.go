@@ -11,9 +11,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/weftrun/weft/internal/pgboot"
-	"github.com/weftrun/weft/internal/retention"
-	"github.com/weftrun/weft/internal/schema"
+	"github.com/weftrun/weft/internal/boot/pgboot"
+	"github.com/weftrun/weft/internal/store/retention"
+	"github.com/weftrun/weft/internal/store/schema"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/services/engine"
 )

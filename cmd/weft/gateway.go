@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 
-	"github.com/weftrun/weft/internal/auth"
-	"github.com/weftrun/weft/internal/keylimit"
+	"github.com/weftrun/weft/internal/policy/auth"
+	"github.com/weftrun/weft/internal/policy/keylimit"
 	gateway "github.com/weftrun/weft/services/signal-gateway"
 )
 

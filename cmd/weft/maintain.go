@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/weftrun/weft/internal/health"
-	"github.com/weftrun/weft/internal/retention"
+	"github.com/weftrun/weft/internal/boot/health"
+	"github.com/weftrun/weft/internal/store/retention"
 )
 
 // maintainOptions are the flags of `weft maintain`.

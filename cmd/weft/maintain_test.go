@@ -9,13 +9,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/health"
-	"github.com/weftrun/weft/internal/weftest"
+	"github.com/weftrun/weft/internal/boot/health"
+	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
 )
 
-// The retention itself is tested in internal/retention; this is the
+// The retention itself is tested in internal/store/retention; this is the
 // command: its one pass, its report and its bad input.
 func TestMaintainOnePass(t *testing.T) {
 	t.Parallel()

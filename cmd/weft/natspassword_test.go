@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/natsboot"
-	"github.com/weftrun/weft/internal/weftest"
+	"github.com/weftrun/weft/internal/boot/natsboot"
+	"github.com/weftrun/weft/internal/testkit/weftest"
 )
 
 // natsPassword has characters a URL must escape.

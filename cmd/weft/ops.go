@@ -11,10 +11,10 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/weftrun/weft/internal/health"
-	"github.com/weftrun/weft/internal/httpserve"
-	"github.com/weftrun/weft/internal/metrics"
-	"github.com/weftrun/weft/internal/traceboot"
+	"github.com/weftrun/weft/internal/boot/health"
+	"github.com/weftrun/weft/internal/boot/httpserve"
+	"github.com/weftrun/weft/internal/boot/metrics"
+	"github.com/weftrun/weft/internal/boot/traceboot"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/worker"
 	"github.com/weftrun/weft/services/engine"
@@ -57,7 +57,7 @@ type ops struct {
 	// metrics serves meters' instruments.
 	metrics http.Handler
 	// tracer is the command's TracerProvider, set up from the standard
-	// OTEL_* variables (internal/traceboot): hand it to every service.
+	// OTEL_* variables (internal/boot/traceboot): hand it to every service.
 	tracer trace.TracerProvider
 	// flushTraces exports the spans still queued; closeTraces calls it.
 	flushTraces func(context.Context) error

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/internal/policy/auth"
 	"github.com/weftrun/weft/pkg/task"
 )
 

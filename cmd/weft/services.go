@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/weftrun/weft/internal/retention"
+	"github.com/weftrun/weft/internal/store/retention"
 	"github.com/weftrun/weft/pkg/outbox"
 	activityworker "github.com/weftrun/weft/services/activity-worker"
 	"github.com/weftrun/weft/services/engine"

@@ -12,8 +12,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/browsertest"
-	"github.com/weftrun/weft/internal/weftest"
+	"github.com/weftrun/weft/internal/testkit/browsertest"
+	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/client"
 	"github.com/weftrun/weft/pkg/eventlog"

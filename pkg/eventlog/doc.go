@@ -1,7 +1,7 @@
 // Package eventlog is Weft's event log in Postgres: the authoritative,
 // append-only history of every run (state-store contract, execution
 // semantics §1). Schema and SQL functions live in
-// internal/schema/migrations/0001_event_log.sql; docs/event-log.md explains
+// internal/store/schema/migrations/0001_event_log.sql; docs/event-log.md explains
 // the design.
 //
 // The log promises, for every run:

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/goldentest"
+	"github.com/weftrun/weft/internal/testkit/goldentest"
 )
 
 // outbox.headers as EnqueueTx writes it (a JSON object of header name to

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftrun/weft/internal/goldentest"
+	"github.com/weftrun/weft/internal/testkit/goldentest"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/pkg/task"

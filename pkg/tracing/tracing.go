@@ -9,7 +9,7 @@
 // nil provider into a no-op tracer. A no-op tracer still passes a remote
 // parent through (its spans carry the parent's context), so an untraced
 // hop does not break a chain. The providers themselves are built by
-// internal/traceboot.
+// internal/boot/traceboot.
 package tracing
 
 import (

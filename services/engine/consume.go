@@ -7,7 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/weftrun/weft/internal/lanes"
+	"github.com/weftrun/weft/internal/bus/lanes"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/services/engine/internal/round"
 )
@@ -37,7 +37,7 @@ func (s *Service) startConsumers(ctx context.Context) ([]*lanes.Lanes, error) {
 }
 
 // consume creates (or updates) the durable consumer and feeds it to
-// Concurrency lanes (internal/lanes): one engine handles a run's messages
+// Concurrency lanes (internal/bus/lanes): one engine handles a run's messages
 // one batch at a time, in the order JetStream delivers them, so a worker's
 // StepStarted is recorded before its StepCompleted and rounds of one run
 // rarely race. Rounds of different runs run in parallel. The lanes keep the

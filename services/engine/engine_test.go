@@ -13,9 +13,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/journal"
-	"github.com/weftrun/weft/internal/runstart"
-	"github.com/weftrun/weft/internal/weftest"
+	"github.com/weftrun/weft/internal/store/journal"
+	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/outbox"
@@ -23,6 +22,7 @@ import (
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/task"
 	"github.com/weftrun/weft/services/engine"
+	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 
 // TestMain runs the tests, or, in a crash test's child process, its engine.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/admission"
+	"github.com/weftrun/weft/internal/policy/admission"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/services/engine"
 )

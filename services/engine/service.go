@@ -31,7 +31,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/weftrun/weft/internal/admission"
+	"github.com/weftrun/weft/internal/policy/admission"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/task"
 	"github.com/weftrun/weft/pkg/tracing"

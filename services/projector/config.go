@@ -9,9 +9,9 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/weftrun/weft/internal/auth"
-	"github.com/weftrun/weft/internal/httpserve"
-	"github.com/weftrun/weft/internal/keylimit"
+	"github.com/weftrun/weft/internal/boot/httpserve"
+	"github.com/weftrun/weft/internal/policy/auth"
+	"github.com/weftrun/weft/internal/policy/keylimit"
 )
 
 // Defaults applied to a zero Config field.

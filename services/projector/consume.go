@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/weftrun/weft/internal/lanes"
-	"github.com/weftrun/weft/internal/pipetx"
+	"github.com/weftrun/weft/internal/bus/lanes"
+	"github.com/weftrun/weft/internal/store/pipetx"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/streams"
 )
@@ -88,7 +88,7 @@ func (s *Service) handleBatch(ctx context.Context, msgs []jetstream.Msg) {
 
 // applyRuns projects each run's events (nil for a resync with no new
 // event) and stores the changed snapshots, their watermarks and their gap
-// alerts in one transaction of two round trips (internal/pipetx): BEGIN
+// alerts in one transaction of two round trips (internal/store/pipetx): BEGIN
 // with the creation and locking of the runs' rows, then the writes with
 // COMMIT. A resync that reads the log adds its reads. After the commit it
 // tells the other projectors which runs changed (notifyChanged), reports

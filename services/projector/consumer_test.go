@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/health"
+	"github.com/weftrun/weft/internal/boot/health"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/services/projector"
 )

@@ -15,16 +15,16 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
-	"github.com/weftrun/weft/internal/auth"
-	"github.com/weftrun/weft/internal/journal"
-	"github.com/weftrun/weft/internal/runstart"
-	"github.com/weftrun/weft/internal/weftest"
+	"github.com/weftrun/weft/internal/policy/auth"
+	"github.com/weftrun/weft/internal/store/journal"
+	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/outbox"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/services/projector"
+	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 
 // TestMain runs the tests, or, in a crash test's child process, its projector.

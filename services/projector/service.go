@@ -14,8 +14,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/weftrun/weft/internal/httpserve"
-	"github.com/weftrun/weft/internal/keylimit"
+	"github.com/weftrun/weft/internal/boot/httpserve"
+	"github.com/weftrun/weft/internal/policy/keylimit"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
 )

@@ -3,8 +3,8 @@ package projector
 import (
 	"net/http"
 
-	"github.com/weftrun/weft/internal/auth"
-	"github.com/weftrun/weft/internal/httpserve"
+	"github.com/weftrun/weft/internal/boot/httpserve"
+	"github.com/weftrun/weft/internal/policy/auth"
 )
 
 // Whoami is the answer of GET /v1/whoami: the caller's key, tenant and

@@ -15,8 +15,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/auth"
-	"github.com/weftrun/weft/internal/weftest"
+	"github.com/weftrun/weft/internal/policy/auth"
+	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 	gateway "github.com/weftrun/weft/services/signal-gateway"

@@ -11,7 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/internal/policy/auth"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"

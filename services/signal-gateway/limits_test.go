@@ -12,10 +12,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/keylimit"
-	"github.com/weftrun/weft/internal/metrics"
-	"github.com/weftrun/weft/internal/metrics/metricstest"
-	"github.com/weftrun/weft/internal/weftest"
+	"github.com/weftrun/weft/internal/boot/metrics"
+	"github.com/weftrun/weft/internal/boot/metrics/metricstest"
+	"github.com/weftrun/weft/internal/policy/keylimit"
+	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/streams"
 	gateway "github.com/weftrun/weft/services/signal-gateway"

@@ -4,7 +4,7 @@ import (
 	_ "embed"
 	"net/http"
 
-	"github.com/weftrun/weft/internal/httpserve"
+	"github.com/weftrun/weft/internal/boot/httpserve"
 )
 
 // openAPI is the gateway's OpenAPI 3.1 document, kept by hand beside

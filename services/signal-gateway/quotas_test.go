@@ -12,9 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/metrics"
-	"github.com/weftrun/weft/internal/metrics/metricstest"
-	"github.com/weftrun/weft/internal/weftest"
+	"github.com/weftrun/weft/internal/boot/metrics"
+	"github.com/weftrun/weft/internal/boot/metrics/metricstest"
+	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/api"
 	gateway "github.com/weftrun/weft/services/signal-gateway"
 	"github.com/weftrun/weft/services/signal-gateway/internal/jsonrpc"

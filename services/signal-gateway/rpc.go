@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/weftrun/weft/internal/auth"
-	"github.com/weftrun/weft/internal/httpserve"
+	"github.com/weftrun/weft/internal/boot/httpserve"
+	"github.com/weftrun/weft/internal/policy/auth"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/strictjson"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"

@@ -3,7 +3,7 @@ package gateway
 import (
 	"context"
 
-	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/internal/policy/auth"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
 )

@@ -3,7 +3,7 @@ package gateway
 import (
 	"net/http"
 
-	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/internal/policy/auth"
 	"github.com/weftrun/weft/pkg/api"
 )
 

@@ -22,9 +22,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/weftrun/weft/internal/admission"
-	"github.com/weftrun/weft/internal/journal"
-	"github.com/weftrun/weft/internal/pipetx"
+	"github.com/weftrun/weft/internal/policy/admission"
+	"github.com/weftrun/weft/internal/store/journal"
+	"github.com/weftrun/weft/internal/store/pipetx"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/pkg/task"

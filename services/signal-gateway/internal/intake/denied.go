@@ -3,7 +3,7 @@ package intake
 import (
 	"fmt"
 
-	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/internal/policy/auth"
 	"github.com/weftrun/weft/pkg/api"
 )
 

@@ -19,12 +19,12 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/weftrun/weft/internal/admission"
-	"github.com/weftrun/weft/internal/auth"
-	"github.com/weftrun/weft/internal/journal"
-	"github.com/weftrun/weft/internal/runstart"
+	"github.com/weftrun/weft/internal/policy/admission"
+	"github.com/weftrun/weft/internal/policy/auth"
+	"github.com/weftrun/weft/internal/store/journal"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/plan"
+	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 
 // Defaults applied to a zero Config field.

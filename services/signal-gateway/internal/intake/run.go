@@ -10,13 +10,13 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/weftrun/weft/internal/admission"
-	"github.com/weftrun/weft/internal/auth"
-	"github.com/weftrun/weft/internal/pipetx"
-	"github.com/weftrun/weft/internal/runstart"
+	"github.com/weftrun/weft/internal/policy/admission"
+	"github.com/weftrun/weft/internal/policy/auth"
+	"github.com/weftrun/weft/internal/store/pipetx"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/plan"
+	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 
 // RunResult is the answer to a start: Created is false for a repeat of an

@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/weftrun/weft/internal/journal"
-	"github.com/weftrun/weft/internal/pipetx"
+	"github.com/weftrun/weft/internal/store/journal"
+	"github.com/weftrun/weft/internal/store/pipetx"
 )
 
 // commitError is a fault of the batch that commits: whether the

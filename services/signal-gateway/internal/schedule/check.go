@@ -9,7 +9,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/weftrun/weft/internal/auth"
+	"github.com/weftrun/weft/internal/policy/auth"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
 )

@@ -1,0 +1,149 @@
+// Package runstart approves runs: it validates a plan and appends the new
+// run's RunApproved event, carrying the plan, to the event log (and so, by
+// the journal's outbox row, to WEFT_EVENTS, where the engine picks it up).
+// The signal gateway's run-start endpoints, the dev stack and tests all
+// start runs through it.
+package runstart
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/weftrun/weft/internal/policy/admission"
+	"github.com/weftrun/weft/internal/store/journal"
+	"github.com/weftrun/weft/internal/store/pipetx"
+	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/plan"
+)
+
+// Request is a run to approve.
+type Request struct {
+	TenantID, ProjectID, EnvironmentID string
+	// RunRequestID is the caller's id for this start; the gateway makes
+	// starts idempotent on it (execution-semantics §3).
+	RunRequestID string
+	// Plan is the validated plan; ApproveTx refuses one that is not valid.
+	Plan *plan.Plan
+	// Input is the run's input document, references only.
+	Input json.RawMessage
+	// RunID is the new run's id, a UUIDv7 from events.NewRunID; empty
+	// means a fresh one. The gateway picks it before approving, to record
+	// it with the run request in the same transaction.
+	RunID string
+}
+
+// Approver approves runs. The zero Plans and Admission mean the default
+// plan limits and no limit of concurrent runs.
+type Approver struct {
+	Journal   *journal.Journal
+	Plans     plan.Limits
+	Admission admission.Limits
+}
+
+// Approval is an approval whose writes are queued on a batch
+// (ApproveBatch).
+type Approval struct {
+	RunID string
+	// Pending is the append of the run's RunApproved. Once the batch has
+	// been sent, Journal.OutboxBatch queues its outbox row on a later
+	// batch of the same transaction.
+	Pending *journal.Pending
+}
+
+// ApproveBatch gives the run its id and queues on b the append of its
+// RunApproved and its row in engine_runs, for a caller that sends them in
+// one round trip with other statements of tx. Nothing is queued for an
+// invalid plan (a *plan.ValidationError) or, under the REJECT policy, for
+// an environment at its limit (an *admission.RejectedError); only that
+// check reads, in tx, at once.
+func (a Approver) ApproveBatch(ctx context.Context, tx pgx.Tx, b *pgx.Batch, req Request) (Approval, error) {
+	if req.Plan == nil {
+		return Approval{}, fmt.Errorf("runstart: no plan")
+	}
+	req.Plan.ApplyDefaults()
+	if err := req.Plan.Validate(a.Plans); err != nil {
+		return Approval{}, err
+	}
+	if err := admission.CheckRejectTx(ctx, tx, req.EnvironmentID, a.Admission.For(req.EnvironmentID)); err != nil {
+		return Approval{}, err
+	}
+	planJSON, err := json.Marshal(req.Plan)
+	if err != nil {
+		return Approval{}, fmt.Errorf("runstart: encode plan: %w", err)
+	}
+	runID := cmp.Or(req.RunID, events.NewRunID())
+	ev, err := events.New(events.Spec{
+		RunID: runID, Type: events.RunApproved, PlanVersion: req.Plan.PlanVersion,
+		Data: events.RunApprovedData{
+			TenantID: req.TenantID, ProjectID: req.ProjectID, EnvironmentID: req.EnvironmentID,
+			PlanID: req.Plan.PlanID, PlanVersion: req.Plan.PlanVersion, RunRequestID: req.RunRequestID,
+			Input: req.Input, Plan: planJSON,
+		},
+	})
+	if err != nil {
+		return Approval{}, err
+	}
+	head := int64(0)
+	pending, err := a.Journal.AppendBatch(ctx, b, &head, ev)
+	if err != nil {
+		return Approval{}, fmt.Errorf("runstart: append RunApproved: %w", err)
+	}
+	// The engine's sweep finds the run here even if the bus loses the
+	// RunApproved message.
+	b.Queue(`INSERT INTO engine_runs (run_id, environment_id) VALUES ($1, $2)`, runID, req.EnvironmentID)
+	return Approval{RunID: runID, Pending: pending}, nil
+}
+
+// ApproveTx approves the run in tx, in two round trips (ApproveBatch,
+// then its outbox row), and returns its id. Nothing is written for an
+// invalid plan or a rejected start (see ApproveBatch).
+func (a Approver) ApproveTx(ctx context.Context, tx pgx.Tx, req Request) (string, error) {
+	return a.approve(ctx, tx, req, func(b *pgx.Batch) error { return tx.SendBatch(ctx, b).Close() })
+}
+
+// Approve approves the run in a transaction of its own on pool, in two
+// round trips: BEGIN goes out with the append, COMMIT with the outbox row
+// (pipetx).
+func (a Approver) Approve(ctx context.Context, pool *pgxpool.Pool, req Request) (string, error) {
+	var runID string
+	err := pipetx.BeginFunc(ctx, pool, []string{eventlog.GenericPlansSQL}, func(tx *pipetx.Tx) error {
+		var err error
+		runID, err = a.ApproveCommit(ctx, tx, req)
+		return err
+	})
+	return runID, err
+}
+
+// ApproveCommit approves the run in tx and commits tx with the run's
+// outbox row: two round trips, the first of which carries BEGIN if tx has
+// sent nothing yet. Nothing is written for an invalid plan or a rejected
+// start (see ApproveBatch).
+func (a Approver) ApproveCommit(ctx context.Context, tx *pipetx.Tx, req Request) (string, error) {
+	return a.approve(ctx, tx, req, func(b *pgx.Batch) error { return tx.CommitBatch(ctx, b) })
+}
+
+// approve approves the run in tx and sends its outbox row with last.
+func (a Approver) approve(ctx context.Context, tx pgx.Tx, req Request, last func(*pgx.Batch) error) (string, error) {
+	b := &pgx.Batch{}
+	ap, err := a.ApproveBatch(ctx, tx, b, req)
+	if err != nil {
+		return "", err
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return "", fmt.Errorf("runstart: approve run %s: %w", ap.RunID, err)
+	}
+	b = &pgx.Batch{}
+	if err := a.Journal.OutboxBatch(ctx, b, ap.Pending); err != nil {
+		return "", err
+	}
+	if err := last(b); err != nil {
+		return "", fmt.Errorf("runstart: enqueue RunApproved of run %s: %w", ap.RunID, err)
+	}
+	return ap.RunID, nil
+}

@@ -1,0 +1,127 @@
+package runstart_test
+
+import (
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftrun/weft/internal/policy/admission"
+	"github.com/weftrun/weft/internal/store/journal"
+	"github.com/weftrun/weft/internal/testkit/weftest"
+	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/plan"
+	"github.com/weftrun/weft/services/signal-gateway/runstart"
+)
+
+func TestMain(m *testing.M) { weftest.Main(m) }
+
+// approveFunc approves a run one way: in the caller's transaction
+// (ApproveTx) or in one of its own (Approve).
+type approveFunc func(t *testing.T, db *weftest.DB, a runstart.Approver, req runstart.Request) (string, error)
+
+var ways = map[string]approveFunc{
+	"ApproveTx": func(t *testing.T, db *weftest.DB, a runstart.Approver, req runstart.Request) (string, error) {
+		var runID string
+		err := pgx.BeginFunc(t.Context(), db.Pool, func(tx pgx.Tx) error {
+			var err error
+			runID, err = a.ApproveTx(t.Context(), tx, req)
+			return err
+		})
+		return runID, err
+	},
+	"Approve": func(t *testing.T, db *weftest.DB, a runstart.Approver, req runstart.Request) (string, error) {
+		return a.Approve(t.Context(), db.Pool, req)
+	},
+}
+
+// eachWay runs test once per approveFunc.
+func eachWay(t *testing.T, test func(t *testing.T, approve approveFunc)) {
+	for name, approve := range ways {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			test(t, approve)
+		})
+	}
+}
+
+func counts(t *testing.T, db *weftest.DB) (evs, outbox, runs int) {
+	t.Helper()
+	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT
+		(SELECT count(*) FROM run_events), (SELECT count(*) FROM outbox), (SELECT count(*) FROM engine_runs)`).
+		Scan(&evs, &outbox, &runs))
+	return evs, outbox, runs
+}
+
+func onePlan() *plan.Plan {
+	return &plan.Plan{PlanID: "p", PlanVersion: "1", Steps: []plan.Step{{ID: "a", Activity: "echo"}}}
+}
+
+func TestApproveWritesRunApprovedWithPlan(t *testing.T) {
+	eachWay(t, testApproveWritesRunApprovedWithPlan)
+}
+
+func testApproveWritesRunApprovedWithPlan(t *testing.T, approve approveFunc) {
+	db := weftest.NewDB(t)
+	log := eventlog.New(db.Pool)
+	a := runstart.Approver{Journal: journal.New(log)}
+	runID, err := approve(t, db, a, runstart.Request{Plan: onePlan(), EnvironmentID: "dev", RunRequestID: "r1"})
+	require.NoError(t, err)
+	evs, err := log.EventsFetchAfter(t.Context(), runID, 0, 0)
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	var d events.RunApprovedData
+	require.NoError(t, evs[0].Data(&d))
+	require.Equal(t, "dev", d.EnvironmentID)
+	require.Equal(t, "r1", d.RunRequestID)
+	stored, err := plan.Parse(d.Plan, plan.Limits{})
+	require.NoError(t, err, "the stored plan is a valid plan")
+	require.Equal(t, "p", stored.PlanID)
+	require.Equal(t, plan.DefaultQueue, stored.Steps[0].Queue, "stored with its defaults applied")
+	_, outbox, runs := counts(t, db)
+	require.Equal(t, 1, outbox, "the approval is on its way to the bus")
+	require.Equal(t, 1, runs, "and registered with the engine")
+}
+
+func TestApproveRefusesBeforeWriting(t *testing.T) {
+	eachWay(t, testApproveRefusesBeforeWriting)
+}
+
+func testApproveRefusesBeforeWriting(t *testing.T, approve approveFunc) {
+	db := weftest.NewDB(t)
+	a := runstart.Approver{
+		Journal:   journal.New(eventlog.New(db.Pool)),
+		Admission: admission.Limits{Default: admission.Limit{MaxConcurrentRuns: 1, Policy: admission.Reject}},
+	}
+	_, err := approve(t, db, a, runstart.Request{Plan: onePlan(), EnvironmentID: "e"})
+	require.NoError(t, err)
+
+	_, err = approve(t, db, a, runstart.Request{Plan: onePlan(), EnvironmentID: "e"})
+	require.ErrorIs(t, err, admission.ErrRejected, "the environment is at its limit")
+	bad := onePlan()
+	bad.Steps[0].DependsOn = []string{"ghost"}
+	_, err = approve(t, db, a, runstart.Request{Plan: bad, EnvironmentID: "other"})
+	var verr *plan.ValidationError
+	require.ErrorAs(t, err, &verr)
+	_, err = approve(t, db, a, runstart.Request{EnvironmentID: "other"})
+	require.Error(t, err)
+
+	evs, outbox, runs := counts(t, db)
+	require.Equal(t, [3]int{1, 1, 1}, [3]int{evs, outbox, runs}, "only the first run was written")
+}
+
+// A run id already in the log fails the approval's compare-and-swap on
+// the head (0): the approval writes nothing, and the run is untouched.
+func TestApproveOfAnExistingRunWritesNothing(t *testing.T) {
+	eachWay(t, func(t *testing.T, approve approveFunc) {
+		db := weftest.NewDB(t)
+		a := runstart.Approver{Journal: journal.New(eventlog.New(db.Pool))}
+		runID, err := approve(t, db, a, runstart.Request{Plan: onePlan()})
+		require.NoError(t, err)
+		_, err = approve(t, db, a, runstart.Request{Plan: onePlan(), RunID: runID})
+		require.ErrorIs(t, err, eventlog.ErrConflict)
+		evs, outbox, runs := counts(t, db)
+		require.Equal(t, [3]int{1, 1, 1}, [3]int{evs, outbox, runs}, "only the first approval was written")
+	})
+}
