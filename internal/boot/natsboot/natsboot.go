@@ -6,6 +6,7 @@ package natsboot
 import (
 	"cmp"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -29,6 +30,24 @@ type Config struct {
 	// connection without a user and password of one of them is refused.
 	// Empty, any client may connect (the test harness).
 	Users []User
+	// Name is the server's name, unique in a cluster. Default
+	// "weft-embedded".
+	Name string
+	// Cluster, when set, makes the server a node of a JetStream cluster.
+	Cluster *Cluster
+}
+
+// Cluster places an embedded server in a cluster of embedded servers on
+// loopback, the way the test harness runs a 3-node JetStream cluster on
+// one machine. Every node needs a distinct Config.Name and StoreDir.
+type Cluster struct {
+	// Name is the cluster's name, the same on every node. Required.
+	Name string
+	// Port is the route listener's port; -1 picks a free one.
+	Port int
+	// Routes are the route URLs (nats-route://127.0.0.1:PORT) of the
+	// other nodes. A node learns the rest of the cluster from any one.
+	Routes []string
 }
 
 // User is a NATS user of an embedded server, allowed everything.
@@ -48,7 +67,7 @@ func Start(cfg Config) (*server.Server, error) {
 		return nil, err
 	}
 	opts := &server.Options{
-		ServerName: "weft-embedded",
+		ServerName: cmp.Or(cfg.Name, "weft-embedded"),
 		Host:       cmp.Or(cfg.Host, "127.0.0.1"),
 		Port:       cmp.Or(cfg.Port, 4222),
 		JetStream:  true,
@@ -58,6 +77,9 @@ func Start(cfg Config) (*server.Server, error) {
 		NoLog:      true,
 		MaxPayload: 8 << 20,
 		Users:      users,
+	}
+	if err := clusterOptions(opts, cfg.Cluster); err != nil {
+		return nil, err
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
@@ -69,6 +91,26 @@ func Start(cfg Config) (*server.Server, error) {
 		return nil, fmt.Errorf("natsboot: server on %s:%d not ready (port taken?)", opts.Host, opts.Port)
 	}
 	return srv, nil
+}
+
+// clusterOptions sets opts' cluster listener and routes from c; nil
+// leaves a standalone server.
+func clusterOptions(opts *server.Options, c *Cluster) error {
+	if c == nil {
+		return nil
+	}
+	if c.Name == "" {
+		return fmt.Errorf("natsboot: Cluster.Name is required")
+	}
+	opts.Cluster = server.ClusterOpts{Name: c.Name, Host: opts.Host, Port: c.Port}
+	for _, r := range c.Routes {
+		u, err := url.Parse(r)
+		if err != nil {
+			return fmt.Errorf("natsboot: route %q: %w", r, err)
+		}
+		opts.Routes = append(opts.Routes, u)
+	}
+	return nil
 }
 
 // serverUsers checks users and returns them as the server's options.

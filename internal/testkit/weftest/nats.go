@@ -1,7 +1,6 @@
 package weftest
 
 import (
-	"net"
 	"testing"
 	"time"
 
@@ -34,14 +33,7 @@ func NewNATS(t testing.TB, opts ...NATSOption) *NATS {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	srv, err := natsboot.Start(cfg)
-	if err != nil {
-		t.Fatalf("weftest: start nats: %v", err)
-	}
-	cfg.Port = srv.Addr().(*net.TCPAddr).Port // so Restart comes back on the same address
-	n := &NATS{t: t, cfg: cfg, server: srv}
-	t.Cleanup(n.Stop)
-	return n
+	return startNATS(t, cfg)
 }
 
 // URL is the client URL of the server.
@@ -74,7 +66,13 @@ func (n *NATS) Restart() {
 // replayed later, out of order). It is closed when the test ends.
 func (n *NATS) Conn(t testing.TB) *nats.Conn {
 	t.Helper()
-	nc, err := nats.Connect(n.URL(),
+	return connect(t, n.URL())
+}
+
+// connect is Conn to url, which may list several servers.
+func connect(t testing.TB, url string) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(url,
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(20*time.Millisecond),
 		nats.ReconnectBufSize(-1),
@@ -89,7 +87,12 @@ func (n *NATS) Conn(t testing.TB) *nats.Conn {
 // JetStream returns a JetStream context on a new connection from Conn.
 func (n *NATS) JetStream(t testing.TB) jetstream.JetStream {
 	t.Helper()
-	js, err := jetstream.New(n.Conn(t))
+	return newJetStream(t, n.Conn(t))
+}
+
+func newJetStream(t testing.TB, nc *nats.Conn) jetstream.JetStream {
+	t.Helper()
+	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatalf("weftest: jetstream: %v", err)
 	}
