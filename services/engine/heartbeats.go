@@ -24,7 +24,8 @@ const (
 // in (task.HeartbeatsBucket; docs/worker-protocol.md, "Heartbeats"): one
 // revision per step, each value at most the details limit plus the
 // record's overhead, entries dropped after HeartbeatMaxAge, the whole
-// bounded by HeartbeatBucketBytes. Heartbeats are kept out of the event
+// bounded by HeartbeatBucketBytes, with as many replicas as the streams
+// (Config.Streams.Replicas). Heartbeats are kept out of the event
 // log (task.Heartbeat says why).
 func (s *Service) ensureHeartbeats(ctx context.Context) error {
 	kv, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
@@ -35,6 +36,7 @@ func (s *Service) ensureHeartbeats(ctx context.Context) error {
 		TTL:          s.cfg.HeartbeatMaxAge,
 		MaxBytes:     s.cfg.HeartbeatBucketBytes,
 		Storage:      jetstream.FileStorage,
+		Replicas:     s.cfg.Streams.WithDefaults().Replicas,
 	})
 	if err != nil {
 		return fmt.Errorf("engine: heartbeat bucket %s: %w", task.HeartbeatsBucket, err)
