@@ -30,6 +30,9 @@ type Config struct {
 	// connection without a user and password of one of them is refused.
 	// Empty, any client may connect (the test harness).
 	Users []User
+	// HTTPPort, when not 0, serves the server's monitoring endpoints
+	// (/healthz, /jsz) on Host.
+	HTTPPort int
 	// Name is the server's name, unique in a cluster. Default
 	// "weft-embedded".
 	Name string
@@ -76,6 +79,8 @@ func Start(cfg Config) (*server.Server, error) {
 		NoSigs:     true,
 		NoLog:      true,
 		MaxPayload: 8 << 20,
+		HTTPHost:   cmp.Or(cfg.Host, "127.0.0.1"),
+		HTTPPort:   cfg.HTTPPort,
 		Users:      users,
 	}
 	if err := clusterOptions(opts, cfg.Cluster); err != nil {

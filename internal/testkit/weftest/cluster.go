@@ -1,9 +1,16 @@
 package weftest
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,56 +20,59 @@ import (
 	"github.com/weftrun/weft/internal/boot/natsboot"
 )
 
-// NATSCluster is a JetStream cluster of embedded nats-servers on loopback
-// that belongs to one test: each node has its own client port, route port
-// and store, and every node routes to every other, so a killed node that
-// restarts rejoins whichever nodes are up. It shuts down when the test
-// ends.
+// NATSCluster is a JetStream cluster of nats-servers on loopback that
+// belongs to one test. Each node is a process of its own (the test binary
+// again, run by Main), with its own client, route and monitoring ports and
+// its own store, so that Kill is a kill -9 of a real server process and
+// Start brings it back on the same ports and store. Every node routes to
+// every other. The nodes are killed when the test ends.
+//
+// A package that uses it must run its tests with Main (or MainWithChild).
 type NATSCluster struct {
 	t     testing.TB
-	nodes []*NATS
+	nodes []*clusterNode
 }
 
-// clusterReady bounds the wait for a cluster to elect its leaders.
+type clusterNode struct {
+	cfg  natsboot.Config
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process has exited
+}
+
+// natsNodeEnv, in a process a NATSCluster starts, holds the
+// natsboot.Config (JSON) of the node that process runs instead of tests.
+const natsNodeEnv = "WEFT_TEST_NATS_NODE"
+
+// clusterReady bounds the wait for a node to serve and for the cluster to
+// be current.
 const clusterReady = 30 * time.Second
 
-// NewNATSCluster starts a cluster of size nodes and waits until its
-// JetStream meta group has a leader that every node follows.
+// NewNATSCluster starts a cluster of size nodes and waits until every
+// node reports JetStream current (WaitReady).
 func NewNATSCluster(t testing.TB, size int) *NATSCluster {
 	t.Helper()
 	c := &NATSCluster{t: t}
 	// A clustered JetStream server refuses to start without its routes,
-	// so every node's route port is chosen before the first starts.
+	// so every node's ports are chosen before the first starts.
 	routes := make([]string, size)
-	ports := make([]int, size)
 	for i := range size {
-		ports[i] = FreePort(t)
-		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", ports[i])
-	}
-	for i := range size {
-		c.nodes = append(c.nodes, startNATS(t, natsboot.Config{
+		cfg := natsboot.Config{
 			StoreDir: t.TempDir(),
-			Port:     -1,
+			Port:     FreePort(t),
+			HTTPPort: FreePort(t),
 			Name:     fmt.Sprintf("weft-n%d", i),
-			Cluster:  &natsboot.Cluster{Name: "weft-test", Port: ports[i], Routes: without(routes, i)},
-		}))
+			Cluster:  &natsboot.Cluster{Name: "weft-test", Port: FreePort(t)},
+		}
+		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", cfg.Cluster.Port)
+		c.nodes = append(c.nodes, &clusterNode{cfg: cfg})
+	}
+	for i, n := range c.nodes {
+		n.cfg.Cluster.Routes = without(routes, i)
+		t.Cleanup(func() { c.Kill(i) })
+		c.Start(i)
 	}
 	c.WaitReady()
 	return c
-}
-
-// startNATS starts the server cfg describes and fixes cfg's client port to
-// the one it got, so that Restart comes back on the same address.
-func startNATS(t testing.TB, cfg natsboot.Config) *NATS {
-	t.Helper()
-	srv, err := natsboot.Start(cfg)
-	if err != nil {
-		t.Fatalf("weftest: start nats: %v", err)
-	}
-	cfg.Port = srv.Addr().(*net.TCPAddr).Port
-	n := &NATS{t: t, cfg: cfg, server: srv}
-	t.Cleanup(n.Stop)
-	return n
 }
 
 func without(s []string, i int) []string {
@@ -86,8 +96,56 @@ func FreePort(t testing.TB) int {
 // Size is the number of nodes, running or not.
 func (c *NATSCluster) Size() int { return len(c.nodes) }
 
-// Node returns node i; Stop and Restart kill and restart it.
-func (c *NATSCluster) Node(i int) *NATS { return c.nodes[i] }
+// Start starts node i's process, which must not be running, and waits
+// until it serves its monitoring endpoint.
+func (c *NATSCluster) Start(i int) {
+	c.t.Helper()
+	n := c.nodes[i]
+	cfg, err := json.Marshal(n.cfg)
+	if err != nil {
+		c.t.Fatalf("weftest: nats node %d: %v", i, err)
+	}
+	n.cmd = exec.Command(os.Args[0], "-test.run=^$")
+	n.cmd.Env = append(os.Environ(), natsNodeEnv+"="+string(cfg))
+	n.cmd.Stderr = os.Stderr
+	if err := n.cmd.Start(); err != nil {
+		c.t.Fatalf("weftest: start nats node %d: %v", i, err)
+	}
+	n.done = make(chan struct{})
+	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(n.cmd, n.done)
+	c.waitFor(func() bool { return n.get("/varz", nil) == nil }, "node %d serves", i)
+}
+
+// Kill kills node i's process with SIGKILL and waits for it to exit; a
+// node that is not running is left alone.
+func (c *NATSCluster) Kill(i int) { c.signal(i, syscall.SIGKILL) }
+
+// Stop stops node i gracefully (SIGTERM: the server shuts down, handing
+// over the leaderships it holds) and waits for it to exit.
+func (c *NATSCluster) Stop(i int) { c.signal(i, syscall.SIGTERM) }
+
+func (c *NATSCluster) signal(i int, sig syscall.Signal) {
+	n := c.nodes[i]
+	if !c.Running(i) {
+		return
+	}
+	_ = n.cmd.Process.Signal(sig)
+	<-n.done
+}
+
+// Running reports whether node i's process is running.
+func (c *NATSCluster) Running(i int) bool {
+	n := c.nodes[i]
+	if n.done == nil {
+		return false
+	}
+	select {
+	case <-n.done:
+		return false
+	default:
+		return true
+	}
+}
 
 // URLs are the client URLs of every node, comma-separated, the form
 // nats.Connect and every Weft service's --nats-url take.
@@ -100,50 +158,83 @@ func (c *NATSCluster) URLs() string {
 }
 
 // MetaLeader is the index of the node that leads the JetStream meta
-// group, or -1 while there is none.
+// group, as a running node reports it, or -1 while none does.
 func (c *NATSCluster) MetaLeader() int {
 	for i, n := range c.nodes {
-		if n.server.Running() && n.server.JetStreamIsLeader() {
-			return i
+		var jsz struct {
+			Meta *struct {
+				Leader string `json:"leader"`
+			} `json:"meta_cluster"`
 		}
+		if !c.Running(i) || n.get("/jsz", &jsz) != nil || jsz.Meta == nil {
+			continue
+		}
+		return c.index(jsz.Meta.Leader)
 	}
 	return -1
 }
 
-// StreamLeader is the index of the node that leads stream (of the default
-// account), or -1 while there is none.
-func (c *NATSCluster) StreamLeader(stream string) int {
+// StreamLeader is the index of the node that leads stream, as js reports
+// it, or -1 while there is none.
+func (c *NATSCluster) StreamLeader(ctx context.Context, js jetstream.JetStream, stream string) int {
+	s, err := js.Stream(ctx, stream)
+	if err != nil || s.CachedInfo().Cluster == nil {
+		return -1
+	}
+	return c.index(s.CachedInfo().Cluster.Leader)
+}
+
+// index is the index of the node named name, or -1.
+func (c *NATSCluster) index(name string) int {
 	for i, n := range c.nodes {
-		if n.server.Running() && n.server.JetStreamIsStreamLeader("$G", stream) {
+		if n.cfg.Name == name {
 			return i
 		}
 	}
 	return -1
 }
 
-// WaitReady waits until the meta group has a leader and every running
-// node is current with it, and fails the test after clusterReady.
+// WaitReady waits until every running node reports itself healthy
+// (/healthz: JetStream enabled and current with its meta group and its
+// streams), and fails the test after clusterReady.
 func (c *NATSCluster) WaitReady() {
 	c.t.Helper()
+	c.waitFor(func() bool {
+		for i, n := range c.nodes {
+			if c.Running(i) && n.get("/healthz", nil) != nil {
+				return false
+			}
+		}
+		return c.MetaLeader() >= 0
+	}, "the cluster is current")
+}
+
+func (c *NATSCluster) waitFor(ok func() bool, what string, args ...any) {
+	c.t.Helper()
 	deadline := time.Now().Add(clusterReady)
-	for !c.ready() {
+	for !ok() {
 		if time.Now().After(deadline) {
-			c.t.Fatalf("weftest: the NATS cluster has no JetStream meta leader after %v", clusterReady)
+			c.t.Fatalf("weftest: not true after %v: "+what, append([]any{clusterReady}, args...)...)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
 
-func (c *NATSCluster) ready() bool {
-	if c.MetaLeader() < 0 {
-		return false
+// get reads the node's monitoring endpoint path into out (nil: only the
+// status); any status but 200 is an error.
+func (n *clusterNode) get(path string, out any) error {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", n.cfg.HTTPPort, path))
+	if err != nil {
+		return err
 	}
-	for _, n := range c.nodes {
-		if n.server.Running() && !n.server.JetStreamIsCurrent() {
-			return false
-		}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", path, resp.Status)
 	}
-	return true
+	if out == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
 }
 
 // Conn connects a client to every node, as NATS.Conn does to one: it
@@ -157,4 +248,34 @@ func (c *NATSCluster) Conn(t testing.TB) *nats.Conn {
 func (c *NATSCluster) JetStream(t testing.TB) jetstream.JetStream {
 	t.Helper()
 	return newJetStream(t, c.Conn(t))
+}
+
+// runNATSNodeIfAsked runs a cluster node and exits when this process is
+// one (natsNodeEnv is set), and returns at once otherwise.
+func runNATSNodeIfAsked() {
+	if cfg := os.Getenv(natsNodeEnv); cfg != "" {
+		os.Exit(runNATSNode(cfg))
+	}
+}
+
+// runNATSNode is the process of a cluster node: it runs the server cfg
+// (JSON natsboot.Config) describes until SIGTERM, which shuts it down,
+// and returns the process's exit code. SIGKILL ends it where it is.
+func runNATSNode(cfg string) int {
+	var c natsboot.Config
+	if err := json.Unmarshal([]byte(cfg), &c); err != nil {
+		fmt.Fprintln(os.Stderr, "weftest: nats node:", err)
+		return 1
+	}
+	srv, err := natsboot.Start(c)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "weftest: nats node:", err)
+		return 1
+	}
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM)
+	<-stop
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	return 0
 }

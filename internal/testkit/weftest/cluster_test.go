@@ -18,16 +18,14 @@ import (
 // on one disk can reserve them.
 var clusterStreams = streams.Config{Replicas: 3, MaxBytes: 64 << 20, LanesMaxBytes: 16 << 20, CancelsMaxBytes: 16 << 20}
 
-// TestNATSClusterStopsEachRoleWithoutLosingAnAck stops, in turn, the
-// leader of WEFT_EVENTS, the meta leader and a follower of a 3-node
-// cluster while a client publishes, restarting each before the next. A
-// stop here is the server's own shutdown, in which a stream leader hands
-// its leadership over first; a kill -9 of a node's process is not
-// covered by this in-process harness. Every
+// TestNATSClusterKillsEachRoleWithoutLosingAnAck kills (SIGKILL), in
+// turn, the node that leads WEFT_EVENTS, the meta leader and a follower of
+// a 3-node cluster while a client publishes, restarting each before the
+// next. Every
 // publish the cluster acknowledged is in the stream exactly once (each
 // message carries a Nats-Msg-Id and is retried until acknowledged), and
 // the stream keeps three replicas.
-func TestNATSClusterStopsEachRoleWithoutLosingAnAck(t *testing.T) {
+func TestNATSClusterKillsEachRoleWithoutLosingAnAck(t *testing.T) {
 	c := weftest.NewNATSCluster(t, 3)
 	js := c.JetStream(t)
 	ctx := t.Context()
@@ -38,20 +36,20 @@ func TestNATSClusterStopsEachRoleWithoutLosingAnAck(t *testing.T) {
 		name string
 		pick func() int
 	}{
-		{"stream leader", func() int { return c.StreamLeader(streams.EventsStream) }},
+		{"stream leader", func() int { return c.StreamLeader(ctx, js, streams.EventsStream) }},
 		{"meta leader", c.MetaLeader},
-		{"follower", func() int { return follower(c) }},
+		{"follower", func() int { return follower(ctx, c, js) }},
 	}
 	for _, role := range roles {
 		p.publish(ctx, t, 50)
 		victim := role.pick()
 		require.GreaterOrEqual(t, victim, 0, "the cluster has a %s", role.name)
-		c.Node(victim).Stop()
+		c.Kill(victim)
 		start := time.Now()
 		p.publish(ctx, t, 1)
-		t.Logf("%s (node %d) stopped: publishing resumed after %v", role.name, victim, time.Since(start).Round(time.Millisecond))
+		t.Logf("%s (node %d) killed: publishing resumed after %v", role.name, victim, time.Since(start).Round(time.Millisecond))
 		p.publish(ctx, t, 50)
-		c.Node(victim).Restart()
+		c.Start(victim)
 		c.WaitReady()
 	}
 
@@ -64,9 +62,9 @@ func TestNATSClusterStopsEachRoleWithoutLosingAnAck(t *testing.T) {
 
 // follower is a running node that leads neither the meta group nor
 // WEFT_EVENTS, or -1.
-func follower(c *weftest.NATSCluster) int {
+func follower(ctx context.Context, c *weftest.NATSCluster, js jetstream.JetStream) int {
 	for i := range c.Size() {
-		if c.Node(i).Server().Running() && i != c.MetaLeader() && i != c.StreamLeader(streams.EventsStream) {
+		if c.Running(i) && i != c.MetaLeader() && i != c.StreamLeader(ctx, js, streams.EventsStream) {
 			return i
 		}
 	}

@@ -1,6 +1,7 @@
 package weftest
 
 import (
+	"net"
 	"testing"
 	"time"
 
@@ -34,6 +35,20 @@ func NewNATS(t testing.TB, opts ...NATSOption) *NATS {
 		o(&cfg)
 	}
 	return startNATS(t, cfg)
+}
+
+// startNATS starts the server cfg describes and fixes cfg's client port to
+// the one it got, so that Restart comes back on the same address.
+func startNATS(t testing.TB, cfg natsboot.Config) *NATS {
+	t.Helper()
+	srv, err := natsboot.Start(cfg)
+	if err != nil {
+		t.Fatalf("weftest: start nats: %v", err)
+	}
+	cfg.Port = srv.Addr().(*net.TCPAddr).Port
+	n := &NATS{t: t, cfg: cfg, server: srv}
+	t.Cleanup(n.Stop)
+	return n
 }
 
 // URL is the client URL of the server.

@@ -45,6 +45,7 @@ var admin struct {
 // crashes (exits with the code its test expects) where its test wanted; if
 // child returns instead, the process reports why and exits 1.
 func MainWithChild(m *testing.M, env string, child func() error) {
+	runNATSNodeIfAsked()
 	if os.Getenv(env) != "" {
 		if err := child(); err != nil {
 			fmt.Fprintln(os.Stderr, "crash child:", err)
@@ -55,8 +56,10 @@ func MainWithChild(m *testing.M, env string, child func() error) {
 }
 
 // Main runs the package's tests, stops a private Postgres the harness may
-// have started, and fails the run if goroutines leaked.
+// have started, and fails the run if goroutines leaked. In a process a
+// NATSCluster started, it runs that cluster's node instead.
 func Main(m *testing.M) {
+	runNATSNodeIfAsked()
 	code := m.Run()
 	if admin.instance != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
