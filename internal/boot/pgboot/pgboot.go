@@ -236,6 +236,9 @@ func findBinDir(explicit string) (string, error) {
 	}
 	var candidates []string
 	if p, err := exec.LookPath("pg_ctl"); err == nil {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real // a link to the installation's bin, which has the other tools (pg_basebackup)
+		}
 		candidates = append(candidates, filepath.Dir(p))
 	}
 	for _, pattern := range []string{"/usr/lib/postgresql/*/bin", "/usr/local/opt/postgresql*/bin",

@@ -1,0 +1,93 @@
+package pgboot
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// StartStandby starts a streaming standby of primary on a free port: a
+// base backup of it (pg_basebackup -R, with the WAL written during the copy
+// streamed too) in a new temporary folder, started as a hot standby that
+// follows the primary's WAL from then on. It replicates asynchronously
+// until the primary lists it in synchronous_standby_names. Stop removes it.
+func StartStandby(ctx context.Context, primary *Instance) (*Instance, error) {
+	dir, err := os.MkdirTemp("", "weft-pg-standby-")
+	if err != nil {
+		return nil, fmt.Errorf("pgboot: temp folder: %w", err)
+	}
+	inst := &Instance{binDir: primary.binDir, asUser: primary.asUser, dataDir: dir, tempDir: true}
+	inst.logFile = filepath.Join(dir, "server.log")
+	if inst.port, err = freePort(ctx); err != nil {
+		inst.cleanup()
+		return nil, err
+	}
+	if err := inst.ensureOwner(); err != nil {
+		inst.cleanup()
+		return nil, err
+	}
+	err = inst.run(ctx, "pg_basebackup", "-D", inst.pgData(), "-h", "127.0.0.1",
+		"-p", fmt.Sprint(primary.port), "-U", "postgres", "-X", "stream", "-R", "--no-sync")
+	if err != nil {
+		inst.cleanup()
+		return nil, err
+	}
+	if err := inst.start(ctx); err != nil {
+		inst.cleanup()
+		return nil, err
+	}
+	return inst, nil
+}
+
+// Promote makes a standby the primary (pg_ctl promote) and returns once it
+// accepts writes.
+func (i *Instance) Promote(ctx context.Context) error {
+	return i.run(ctx, "pg_ctl", "promote", "-D", i.pgData(), "-w", "-t", "60")
+}
+
+// killWait bounds the wait for a killed postmaster to be gone.
+const killWait = 30 * time.Second
+
+// Kill ends the server as a crash of its machine would: SIGKILL to the
+// postmaster, which leaves its backends to notice and exit, and no
+// checkpoint. It returns once the postmaster is gone. The folder stays
+// for Stop (or a later Start, which recovers it) to clean up.
+func (i *Instance) Kill() error {
+	b, err := os.ReadFile(filepath.Join(i.pgData(), pidFileName))
+	if err != nil {
+		return fmt.Errorf("pgboot: kill: %w", err)
+	}
+	pid, ok := parsePIDFile(b)
+	if !ok {
+		return errors.New("pgboot: kill: unreadable " + pidFileName)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("pgboot: kill %d: %w", pid, err)
+	}
+	deadline := time.Now().Add(killWait)
+	for running(pid) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pgboot: postmaster %d still there %v after SIGKILL", pid, killWait)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
+
+// running reports whether process pid runs: it exists and is not a
+// zombie (a daemonised postmaster's parent is init, which in a container
+// may never reap it).
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return syscall.Kill(pid, 0) == nil // no /proc: a zombie counts as running
+	}
+	// "pid (comm) state …", where comm may hold spaces and parentheses.
+	i := bytes.LastIndex(b, []byte(") "))
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+}

@@ -1,0 +1,94 @@
+package pgboot_test
+
+import (
+	"context"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftrun/weft/internal/boot/pgboot"
+)
+
+// promoteWait bounds how long a write may keep failing after the primary
+// was killed and the standby promoted.
+const promoteWait = time.Minute
+
+// TestPromotedSyncStandbyHoldsEveryAcknowledgedCommit is a failover with
+// synchronous replication: a client writes through a multi-host URL with
+// target_session_attrs=read-write, the primary is killed with SIGKILL,
+// the standby promoted, and the same pool's next write lands on the new
+// primary, which holds every commit the old one acknowledged (RPO 0).
+func TestPromotedSyncStandbyHoldsEveryAcknowledgedCommit(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	primary, err := pgboot.Start(ctx, pgboot.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = primary.Stop(context.Background()) })
+	standby, err := pgboot.StartStandby(ctx, primary)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = standby.Stop(context.Background()) })
+
+	exec(ctx, t, primary.URL(), "ALTER SYSTEM SET synchronous_standby_names = '*'")
+	exec(ctx, t, primary.URL(), "SELECT pg_reload_conf()")
+	pool, err := pgxpool.New(ctx, failoverURL(t, primary, standby))
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	awaitSyncStandby(ctx, t, pool)
+
+	_, err = pool.Exec(ctx, "CREATE TABLE acked (n int PRIMARY KEY)")
+	require.NoError(t, err)
+	const acked = 200
+	for n := range acked {
+		_, err := pool.Exec(ctx, "INSERT INTO acked VALUES ($1)", n)
+		require.NoError(t, err)
+	}
+
+	require.NoError(t, primary.Kill())
+	killed := time.Now()
+	require.NoError(t, standby.Promote(ctx))
+	for {
+		_, err := pool.Exec(ctx, "INSERT INTO acked VALUES ($1)", acked)
+		if err == nil {
+			break
+		}
+		require.Less(t, time.Since(killed), promoteWait, "no write after the failover: %v", err)
+	}
+	t.Logf("primary killed: the pool wrote to the promoted standby after %v", time.Since(killed).Round(time.Millisecond))
+
+	var count int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM acked").Scan(&count))
+	require.Equal(t, acked+1, count, "every acknowledged commit survived the failover")
+}
+
+// failoverURL is a multi-host URL over both servers that only settles for
+// the one that accepts writes.
+func failoverURL(t *testing.T, primary, standby *pgboot.Instance) string {
+	t.Helper()
+	u, err := url.Parse(primary.URL())
+	require.NoError(t, err)
+	s, err := url.Parse(standby.URL())
+	require.NoError(t, err)
+	u.Host += "," + s.Host
+	q := u.Query()
+	q.Set("target_session_attrs", "read-write")
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// awaitSyncStandby waits until the primary replicates synchronously.
+func awaitSyncStandby(ctx context.Context, t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	for {
+		var sync bool
+		err := pool.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_stat_replication WHERE sync_state = 'sync'").Scan(&sync)
+		require.NoError(t, err)
+		if sync {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
