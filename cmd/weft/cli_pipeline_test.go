@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/cmd/weft/internal/cli"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 )
@@ -17,7 +18,7 @@ func testOrderPipeline(t *testing.T, s *cliStack) {
 	t.Parallel()
 	r := s.weft(t, "run", "start", "-f", example("order-pipeline.yaml"), "--wait", "-o", "json",
 		"--input", "@"+example("order.json"))
-	require.Equal(t, exitOK, r.code, "err: %v\nstderr: %s", r.err, r.errOut)
+	require.Equal(t, cli.ExitOK, r.code, "err: %v\nstderr: %s", r.err, r.errOut)
 	v := decode[api.RunView](t, r)
 	require.Equal(t, events.RunStatusCompleted, v.Status)
 	require.JSONEq(t, `{"order": "o-1", "reserved": ["tea", "cake", "jam"], "charged": true, "released": false}`, string(v.Output))
@@ -26,7 +27,7 @@ func testOrderPipeline(t *testing.T, s *cliStack) {
 
 	r = s.weft(t, "run", "start", "-f", example("order-pipeline.yaml"), "--wait", "-o", "json",
 		"--input", `{"orderId": "o-2", "customer": "Bo", "declineCard": true, "items": [{"sku": "tea", "qty": 1}, {"sku": "jam", "qty": 2}]}`)
-	require.Equal(t, exitOK, r.code, "err: %v\nstderr: %s", r.err, r.errOut)
+	require.Equal(t, cli.ExitOK, r.code, "err: %v\nstderr: %s", r.err, r.errOut)
 	v = decode[api.RunView](t, r)
 	require.Equal(t, events.RunStatusCompleted, v.Status, "release handles the declined charge")
 	require.JSONEq(t, `{"order": "o-2", "reserved": ["tea", "jam"], "charged": false, "released": true}`, string(v.Output))

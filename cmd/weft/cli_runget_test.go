@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/cmd/weft/internal/cli"
 	"github.com/weftrun/weft/pkg/events"
 )
 
@@ -26,7 +27,7 @@ func TestRunGetStepData(t *testing.T) {
 	s := startCLIStack(t)
 	r := s.weft(t, "run", "start", "-f", example("order-pipeline.yaml"), "--wait", "-o", "json",
 		"--input", `{"orderId": "o-9", "customer": "Cy", "items": [{"sku": "tea", "qty": 2}, {"sku": "jam", "qty": 1}]}`)
-	require.Equal(t, exitOK, r.code, "err: %v\nstderr: %s", r.err, r.errOut)
+	require.Equal(t, cli.ExitOK, r.code, "err: %v\nstderr: %s", r.err, r.errOut)
 	runID := decode[runGetJSON](t, r).RunID
 
 	text := s.weft(t, "run", "get", runID)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/cmd/weft/internal/cli"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 )
@@ -42,7 +43,7 @@ func testScheduleCommands(t *testing.T, s *cliStack) {
 		args := append([]string{"schedule", "create", "-f", example("hello.yaml")}, bad...)
 		r = s.weft(t, args...)
 		require.Error(t, r.err, "%v", bad)
-		require.Equal(t, exitError, r.code)
+		require.Equal(t, cli.ExitError, r.code)
 		require.Contains(t, r.err.Error(), "InvalidArgument", "%v", bad)
 	}
 	r = s.weft(t, "schedule", "create", "--cron", "0 9 * * *")

@@ -6,9 +6,17 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/cmd/weft/internal/cli"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 )
+
+// signalJSON is what `weft signal -o json` prints: the gateway's
+// acceptance with the engine's verdict.
+type signalJSON struct {
+	api.AcceptedSignalResult
+	Verdict *events.SignalAppliedData `json:"verdict"`
+}
 
 // TestCLISignalAnswers: `weft signal` says what became of a signal and
 // exits non-zero when it can have had no effect: refused by the gateway (a
@@ -37,13 +45,13 @@ func TestCLISignalAnswers(t *testing.T) {
 	}
 	for _, tc := range refused {
 		r := s.weft(t, append([]string{"signal", runID}, tc.args...)...)
-		require.Equal(t, exitError, r.code, "%v: %v", tc.args, r.err)
+		require.Equal(t, cli.ExitError, r.code, "%v: %v", tc.args, r.err)
 		require.ErrorContains(t, r.err, tc.msg)
 		require.Empty(t, r.out, "nothing accepted")
 	}
 
 	r = s.weft(t, "signal", runID, "RESUME")
-	require.Equal(t, exitError, r.code, "an ignored signal fails: %v", r.err)
+	require.Equal(t, cli.ExitError, r.code, "an ignored signal fails: %v", r.err)
 	require.Contains(t, r.out, "Signal RESUME accepted for run "+runID)
 	require.Contains(t, r.out, "Ignored (RUN_NOT_PAUSED): RESUME needs a PAUSED run; the run is RUNNING.")
 	require.ErrorContains(t, r.err, "signal RESUME to run "+runID+" was ignored (RUN_NOT_PAUSED)")
@@ -54,7 +62,7 @@ func TestCLISignalAnswers(t *testing.T) {
 
 	r = s.weft(t, "signal", runID, "RESUME", "-o", "json")
 	require.NoError(t, r.err, "RESUME of the paused run: %s", r.errOut)
-	answer := decode[signalAnswer](t, r)
+	answer := decode[signalJSON](t, r)
 	require.Equal(t, "RESUME", answer.SignalName)
 	require.Equal(t, events.SignalOutcomeApplied, answer.Verdict.Outcome)
 
@@ -64,7 +72,7 @@ func TestCLISignalAnswers(t *testing.T) {
 	s.waitFor(t, runID, "the run completes", func(v *api.RunView) bool { return v.Status == events.RunStatusCompleted })
 
 	r = s.weft(t, "signal", runID, "PAUSE")
-	require.Equal(t, exitError, r.code, "%v", r.err)
+	require.Equal(t, cli.ExitError, r.code, "%v", r.err)
 	require.ErrorContains(t, r.err, "run "+runID+" has ended COMPLETED: it takes no more signals; nothing was sent to it")
 
 	// Without a read API the verdict cannot be read: the acceptance is
@@ -75,7 +83,7 @@ func TestCLISignalAnswers(t *testing.T) {
 	require.NoError(t, r.err, r.errOut)
 	other := decode[api.StartRunResult](t, r).RunID
 	r = weft(t, env, "signal", other, "CANCEL")
-	require.Equal(t, exitError, r.code, "%v", r.err)
+	require.Equal(t, cli.ExitError, r.code, "%v", r.err)
 	require.Contains(t, r.out, "Signal CANCEL accepted for run "+other)
 	require.ErrorContains(t, r.err, "(--no-wait skips the wait)")
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/cmd/weft/internal/cli"
 	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/client"
@@ -67,7 +68,7 @@ func weft(t *testing.T, env map[string]string, args ...string) cliResult {
 	defer cancel()
 	var out, errOut weftest.Buffer
 	err := run(ctx, args, &out, &errOut, envOf(env))
-	return cliResult{out: out.String(), errOut: errOut.String(), err: err, code: exitCode(err)}
+	return cliResult{out: out.String(), errOut: errOut.String(), err: err, code: cli.ExitCode(err)}
 }
 
 // weft runs a weft command against the stack.
@@ -152,7 +153,7 @@ func testDataFlow(t *testing.T, s *cliStack) {
 	t.Parallel()
 	r := s.weft(t, "run", "start", "-f", example("data-flow.yaml"), "--wait", "-o", "json",
 		"--input", `{"customer": "Ada", "items": [{"sku": "tea", "qty": 2}, {"sku": "cake", "qty": 1}]}`)
-	require.Equal(t, exitOK, r.code, "err: %v\nstderr: %s", r.err, r.errOut)
+	require.Equal(t, cli.ExitOK, r.code, "err: %v\nstderr: %s", r.err, r.errOut)
 	v := decode[api.RunView](t, r)
 	require.Equal(t, events.RunStatusCompleted, v.Status)
 	require.JSONEq(t, `"Ada ordered tea, cake"`, string(v.Output), "the plan's output")
@@ -187,7 +188,7 @@ func testExamplesComplete(t *testing.T, s *cliStack) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			r := s.weft(t, "run", "start", "-f", example(name), "--wait", "-o", "json")
-			require.Equal(t, exitOK, r.code, "err: %v\nstderr: %s", r.err, r.errOut)
+			require.Equal(t, cli.ExitOK, r.code, "err: %v\nstderr: %s", r.err, r.errOut)
 			v := decode[api.RunView](t, r)
 			require.Equal(t, events.RunStatusCompleted, v.Status)
 			require.Equal(t, steps, v.StepsTotal())
@@ -235,7 +236,7 @@ func testApprovalGate(t *testing.T, s *cliStack) {
 	require.NoError(t, got.err)
 	require.Contains(t, got.out, "waits for signal approve")
 	late := s.weft(t, "run", "watch", started.RunID, "--timeout", "100ms")
-	require.Equal(t, exitTimeout, late.code, "the gate waits for the signal: err %v", late.err)
+	require.Equal(t, cli.ExitTimeout, late.code, "the gate waits for the signal: err %v", late.err)
 	require.Contains(t, late.out, "running: gate (waits for signal approve)")
 
 	r = s.weft(t, "signal", started.RunID, "approve", "--payload", `{"by":"cli-test"}`, "--signal-id", "approve-1", "-o", "json")
@@ -245,7 +246,7 @@ func testApprovalGate(t *testing.T, s *cliStack) {
 	require.Equal(t, "approve-1", acc.SignalID)
 
 	r = s.weft(t, "run", "watch", started.RunID, "-o", "json")
-	require.Equal(t, exitOK, r.code, "err: %v", r.err)
+	require.Equal(t, cli.ExitOK, r.code, "err: %v", r.err)
 	v := decode[api.RunView](t, r)
 	require.Equal(t, events.RunStatusCompleted, v.Status)
 	require.Equal(t, events.StepStatusSuccess, stepStatus(&v, "ship"))
@@ -270,7 +271,7 @@ func testPauseCancel(t *testing.T, s *cliStack) {
 
 	require.NoError(t, s.weft(t, "signal", runID, "CANCEL").err)
 	r = s.weft(t, "run", "watch", runID)
-	require.Equal(t, exitCancelled, r.code, "err: %v", r.err)
+	require.Equal(t, cli.ExitCancelled, r.code, "err: %v", r.err)
 	require.ErrorContains(t, r.err, "CANCELLED")
 	require.Contains(t, r.out, "CANCELLED")
 }
@@ -295,7 +296,7 @@ steps:
 	// first sleeps so that the CLI sees the run running before it fails,
 	// however fast the stack: at least two states, two lines.
 	r := s.weft(t, "run", "start", "-f", file, "--wait")
-	require.Equal(t, exitFailed, r.code, "err: %v\nstdout: %s", r.err, r.out)
+	require.Equal(t, cli.ExitFailed, r.code, "err: %v\nstdout: %s", r.err, r.out)
 	require.ErrorContains(t, r.err, "FAILED")
 	require.ErrorContains(t, r.err, "PLANNED_FAILURE")
 	require.Contains(t, r.out, "Started run ")
@@ -316,7 +317,7 @@ steps:
 func testReads(t *testing.T, s *cliStack) {
 	t.Parallel()
 	r := s.weft(t, "run", "start", "-f", example("hello.yaml"), "--wait", "-o", "json", "--run-request-id", "reads-1")
-	require.Equal(t, exitOK, r.code, "err: %v", r.err)
+	require.Equal(t, cli.ExitOK, r.code, "err: %v", r.err)
 	runID := decode[api.RunView](t, r).RunID
 
 	again := s.weft(t, "run", "start", "-f", example("hello.yaml"), "--run-request-id", "reads-1", "-o", "json")
@@ -415,7 +416,7 @@ func testBadInput(t *testing.T, s *cliStack) {
 	}
 	for _, c := range cases {
 		r := weft(t, c.env, c.args...)
-		require.Equal(t, exitError, r.code, "weft %v: %v", c.args, r.err)
+		require.Equal(t, cli.ExitError, r.code, "weft %v: %v", c.args, r.err)
 		require.ErrorContains(t, r.err, c.want, "weft %v", c.args)
 	}
 }
@@ -427,7 +428,7 @@ func testDevTokenFile(t *testing.T, s *cliStack) {
 	dir := t.TempDir()
 	env := map[string]string{"WEFT_API_URL": s.env["WEFT_API_URL"], "WEFT_READ_URL": s.env["WEFT_READ_URL"], "WEFT_DEV_DIR": dir}
 	r := weft(t, env, "runs", "ls")
-	require.Equal(t, exitError, r.code)
+	require.Equal(t, cli.ExitError, r.code)
 	require.ErrorContains(t, r.err, "no API token: pass --token or set WEFT_TOKEN")
 	require.ErrorContains(t, r.err, filepath.Join(dir, "token"))
 
@@ -437,35 +438,6 @@ func testDevTokenFile(t *testing.T, s *cliStack) {
 	decode[api.RunList](t, r)
 
 	r = weft(t, env, "runs", "ls", "--token", "weft_wrong_token")
-	require.Equal(t, exitError, r.code)
+	require.Equal(t, cli.ExitError, r.code)
 	require.ErrorContains(t, r.err, api.CodeUnauthenticated, "--token wins over the file")
-}
-
-// --input and --payload read a document from @FILE or - (stdin), and
-// say which when it is not JSON.
-func TestJSONArgSources(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	big := `{"s": "` + strings.Repeat("x", 200<<10) + `"}` // beyond a shell argument's comfort
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "in.json"), []byte(big), 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.json"), []byte(`{"a":`), 0o600))
-
-	doc, err := jsonArgFrom("--input", "@"+filepath.Join(dir, "in.json"), nil)
-	require.NoError(t, err)
-	require.JSONEq(t, big, string(doc))
-	doc, err = jsonArgFrom("--payload", "-", strings.NewReader(`{"from": "stdin"}`))
-	require.NoError(t, err)
-	require.JSONEq(t, `{"from": "stdin"}`, string(doc))
-	doc, err = jsonArgFrom("--input", "", nil)
-	require.NoError(t, err)
-	require.Nil(t, doc)
-
-	_, err = jsonArgFrom("--input", "@"+filepath.Join(dir, "bad.json"), nil)
-	require.ErrorContains(t, err, "bad.json is not JSON")
-	_, err = jsonArgFrom("--input", "@"+filepath.Join(dir, "missing.json"), nil)
-	require.ErrorContains(t, err, "missing.json")
-	_, err = jsonArgFrom("--payload", "-", strings.NewReader(`nope`))
-	require.ErrorContains(t, err, "standard input is not JSON")
-	_, err = jsonArgFrom("--payload", "-", strings.NewReader(`"`+strings.Repeat("x", maxJSONArgBytes)+`"`))
-	require.ErrorContains(t, err, "more than")
 }

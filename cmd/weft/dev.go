@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/weftrun/weft/cmd/weft/internal/devfile"
 	"github.com/weftrun/weft/internal/boot/pgboot"
 	"github.com/weftrun/weft/internal/store/retention"
 	"github.com/weftrun/weft/internal/store/schema"
@@ -163,7 +164,7 @@ func devStack(ctx context.Context, env *environment, cfg devConfig) (err error) 
 	if err != nil {
 		return err
 	}
-	if err := writeDevEndpoints(cfg.dir, urls.endpoints(cfg, bus.url)); err != nil {
+	if err := devfile.Write(cfg.dir, urls.endpoints(cfg, bus.url)); err != nil {
 		return err
 	}
 	if err := devBanner(env, cfg, urls); err != nil {
@@ -204,14 +205,14 @@ func startDevApps(ctx context.Context, env *environment, b *backends, cfg devCon
 // Postgres's folder ("" for a server of WEFT_DATABASE_URL).
 type devURLs struct{ ui, api, token, db, pgData, nats, ops string }
 
-// endpoints is what devEndpointsFile records of u; natsURL is the NATS
+// endpoints is what devfile.Name records of u; natsURL is the NATS
 // server's URL without credentials.
-func (u devURLs) endpoints(cfg devConfig, natsURL string) devEndpoints {
+func (u devURLs) endpoints(cfg devConfig, natsURL string) devfile.Endpoints {
 	dir, err := filepath.Abs(cfg.dir)
 	if err != nil {
 		dir = cfg.dir
 	}
-	return devEndpoints{Gateway: u.api, ReadAPI: u.ui, NATS: natsURL, NATSUser: devNATSUser,
+	return devfile.Endpoints{Gateway: u.api, ReadAPI: u.ui, NATS: natsURL, NATSUser: devNATSUser,
 		NATSPasswordFile: filepath.Join(dir, devNATSPasswordFile), Ops: u.ops,
 		TokenFile: devTokenFile(devConfig{dir: dir, devToken: cfg.devToken})}
 }
@@ -240,7 +241,7 @@ func devBanner(env *environment, cfg devConfig, u devURLs) error {
 	}
 	_, err := fmt.Fprintf(env.stdout, "\nWeft dev stack is up.\n  UI:       %s/#token=%s\n  API:      %s\n  Read API: %s/v1/runs\n  Token:    %s (%s)\n  Postgres: %s\n  NATS:     %s\n            (user %s, password in %s)\n  Ops:      %s\n  Data:     %s\n            (these URLs are in %s: weft commands find them there)\nPress Ctrl-C to stop.\n\n",
 		u.ui, u.token, u.api, u.ui, u.token, tokenFrom, pg,
-		u.nats, devNATSUser, filepath.Join(cfg.dir, devNATSPasswordFile), ops, cfg.dir, filepath.Join(cfg.dir, devEndpointsFile))
+		u.nats, devNATSUser, filepath.Join(cfg.dir, devNATSPasswordFile), ops, cfg.dir, filepath.Join(cfg.dir, devfile.Name))
 	return err
 }
 

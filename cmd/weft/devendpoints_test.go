@@ -4,15 +4,14 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/cmd/weft/internal/devfile"
 	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/api"
 )
@@ -26,13 +25,13 @@ func TestDevWritesItsEndpointsAndTheCLIFindsThem(t *testing.T) {
 	t.Parallel()
 	dev := startDev(t, weftest.NewDB(t), "false")
 	banner := dev.out.String()
-	path := filepath.Join(dev.dir, devEndpointsFile)
+	path := filepath.Join(dev.dir, devfile.Name)
 	st, err := os.Stat(path)
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o600), st.Mode().Perm())
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
-	var e devEndpoints
+	var e devfile.Endpoints
 	require.NoError(t, json.Unmarshal(raw, &e))
 	require.Equal(t, bannerURL(t, banner, "API:"), e.Gateway)
 	require.Equal(t, strings.TrimSuffix(bannerURL(t, banner, "Read API:"), "/v1/runs"), e.ReadAPI)
@@ -66,79 +65,6 @@ func TestDevWritesItsEndpointsAndTheCLIFindsThem(t *testing.T) {
 
 	r = weft(t, map[string]string{"WEFT_DEV_DIR": dev.dir}, "runs", "ls")
 	require.ErrorContains(t, r.err, "no API token: weft dev took its token from WEFT_DEV_TOKEN ("+path+" says so): pass the same as --token or WEFT_TOKEN")
-}
-
-// fakeServer is someone else's server on a port the CLI may reach: it
-// answers every request with status and records each request's path and
-// bearer token.
-type fakeServer struct {
-	*httptest.Server
-	mu       sync.Mutex
-	requests []string
-}
-
-func newFakeServer(t *testing.T, status int, body string) *fakeServer {
-	t.Helper()
-	f := &fakeServer{}
-	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.mu.Lock()
-		f.requests = append(f.requests, r.URL.Path+" "+r.Header.Get("Authorization"))
-		f.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = w.Write([]byte(body))
-	}))
-	t.Cleanup(f.Close)
-	return f
-}
-
-func (f *fakeServer) seen() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.requests...)
-}
-
-// The CLI takes each URL from its flag, else its variable, else weft dev's
-// endpoints file, else the default, and the token from the file the
-// endpoints name. An authentication failure against a URL that the
-// endpoints file did not name says where that URL came from.
-func TestCLIURLSources(t *testing.T) {
-	t.Parallel()
-	dev := newFakeServer(t, http.StatusOK, `{"runs":[]}`)
-	other := newFakeServer(t, http.StatusUnauthorized, `{"code":"Unauthenticated","message":"unknown key"}`)
-	dir := t.TempDir()
-	tokenFile := filepath.Join(t.TempDir(), "elsewhere-token")
-	require.NoError(t, os.WriteFile(tokenFile, []byte("weft_token_from_the_file\n"), 0o600))
-	require.NoError(t, writeDevEndpoints(dir, devEndpoints{Gateway: dev.URL, ReadAPI: dev.URL, TokenFile: tokenFile}))
-
-	r := weft(t, map[string]string{"WEFT_DEV_DIR": dir}, "runs", "ls")
-	require.NoError(t, r.err)
-	require.Equal(t, []string{"/v1/runs Bearer weft_token_from_the_file"}, dev.seen(), "the URL and the token file of the endpoints")
-
-	r = weft(t, map[string]string{"WEFT_DEV_DIR": dir, "WEFT_READ_URL": other.URL}, "runs", "ls")
-	require.ErrorContains(t, r.err, "HTTP 401")
-	require.ErrorContains(t, r.err, "(the read API "+other.URL+" is from WEFT_READ_URL: is that the server you meant? `weft dev` writes its URLs to $WEFT_DEV_DIR/endpoints.json")
-	require.NotContains(t, r.err.Error(), "the gateway", "the gateway's URL came from the endpoints file")
-
-	r = weft(t, map[string]string{"WEFT_DEV_DIR": dir, "WEFT_READ_URL": dev.URL}, "runs", "ls", "--read-url", other.URL)
-	require.ErrorContains(t, r.err, "the read API "+other.URL+" is from --read-url")
-
-	r = weft(t, map[string]string{"WEFT_DEV_DIR": dir}, "runs", "ls", "--read-url", other.URL, "--api-url", other.URL)
-	require.ErrorContains(t, r.err, "the gateway "+other.URL+" is from --api-url; the read API "+other.URL+" is from --read-url")
-
-	r = weft(t, map[string]string{"WEFT_DEV_DIR": dir, "WEFT_READ_URL": dev.URL}, "runs", "ls")
-	require.NoError(t, r.err, "a variable wins over the endpoints file")
-
-	// Without the file, the defaults, which say so.
-	env := &environment{stdout: &weftest.Buffer{}, stderr: &weftest.Buffer{}, getenv: envOf(map[string]string{"WEFT_DEV_DIR": t.TempDir(), "WEFT_TOKEN": "weft_x"})}
-	cmd := newAPICommand(env, "runs ls", lsSynopsis, "")
-	_, err := cmd.parse(nil)
-	require.NoError(t, err)
-	c, err := cmd.conn.client()
-	require.NoError(t, err)
-	defer c.close()
-	require.Equal(t, []string{defaultAPIURL, defaultReadURL}, []string{c.apiURL, c.readURL})
-	require.Equal(t, "the default (no --read-url, no WEFT_READ_URL, no "+filepath.Join(env.getenv("WEFT_DEV_DIR"), devEndpointsFile)+")", c.readFrom)
 }
 
 // The banner says where the token is: its file, or WEFT_DEV_TOKEN.

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/weftrun/weft/cmd/weft/internal/cli"
 	"github.com/weftrun/weft/pkg/tracing"
 )
 
@@ -34,7 +35,10 @@ type environment struct {
 	getenv func(string) string
 }
 
-var errUsage = errors.New("usage")
+// errUsage is returned when -h printed a command's usage: main prints
+// nothing more. It is the CLI's ErrUsage, so that main treats the -h of a
+// CLI command and of a service alike.
+var errUsage = cli.ErrUsage
 
 func commands() map[string]command {
 	return map[string]command{
@@ -47,12 +51,12 @@ func commands() map[string]command {
 		"migrate":   {"apply the Postgres schema (with --nats-url also create the streams)", runMigrate},
 		"projector": {"run the snapshot projector with the read API and the web UI (projector rebuild: refold runs without a snapshot)", runProjector},
 		"relay":     {"run the outbox relay (Postgres outbox to JetStream)", runRelay},
-		"run":       {"start, show, watch a run, or list its events (docs/cli.md)", commandGroup("run", runSubcommands())},
-		"runs":      {"list runs (runs ls)", commandGroup("runs", runsSubcommands())},
+		"run":       {"start, show, watch a run, or list its events (docs/cli.md)", cliGroup("run", cli.RunCommands())},
+		"runs":      {"list runs (runs ls)", cliGroup("runs", cli.RunsCommands())},
 		"secrets":   {"write the compose topology's secrets into a folder (secrets init; docs/deploy.md)", commandGroup("secrets", secretsSubcommands())},
-		"schedule":  {"create, list, show, pause, resume or delete schedules (docs/schedules.md)", commandGroup("schedule", scheduleSubcommands())},
-		"signal":    {"send a signal to a run: PAUSE, RESUME, CANCEL, RETRY_STEP, or the signal a waitSignal step waits for", runSignal},
-		"trigger":   {"create, list or delete event triggers, or send one an event", commandGroup("trigger", triggerSubcommands())},
+		"schedule":  {"create, list, show, pause, resume or delete schedules (docs/schedules.md)", cliGroup("schedule", cli.ScheduleCommands())},
+		"signal":    {"send a signal to a run: PAUSE, RESUME, CANCEL, RETRY_STEP, or the signal a waitSignal step waits for", cliCommand(cli.Signal)},
+		"trigger":   {"create, list or delete event triggers, or send one an event", cliGroup("trigger", cli.TriggerCommands())},
 		"version":   {"print the version, the VCS revision and the Go version", runVersion},
 	}
 }
@@ -68,7 +72,7 @@ func main() {
 		if !errors.Is(err, errUsage) {
 			fmt.Fprintln(os.Stderr, "weft:", err)
 		}
-		os.Exit(exitCode(err))
+		os.Exit(cli.ExitCode(err))
 	}
 }
 
@@ -92,6 +96,54 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return fmt.Errorf("unknown command %q", args[0])
 	}
 	return cmd.run(ctx, env, args[1:])
+}
+
+// commandGroup is `weft <name> <subcommand>`: it runs the one of subs
+// that its arguments start with; help, or a name it does not know, lists
+// subs.
+func commandGroup(name string, subs map[string]command) func(context.Context, *environment, []string) error {
+	return func(ctx context.Context, env *environment, args []string) error {
+		if len(args) > 0 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
+			subUsage(env.stdout, name, subs)
+			return nil
+		}
+		if len(args) == 0 {
+			subUsage(env.stderr, name, subs)
+			return fmt.Errorf("%s: name a command", name)
+		}
+		sub, ok := subs[args[0]]
+		if !ok {
+			subUsage(env.stderr, name, subs)
+			return fmt.Errorf("%s: unknown command %q", name, args[0])
+		}
+		return sub.run(ctx, env, args[1:])
+	}
+}
+
+// cliGroup is commandGroup of the CLI's subcommands subs (cliCommand).
+func cliGroup(name string, subs map[string]cli.Command) func(context.Context, *environment, []string) error {
+	cmds := make(map[string]command, len(subs))
+	for n, c := range subs {
+		cmds[n] = command{c.Summary, cliCommand(c.Run)}
+	}
+	return commandGroup(name, cmds)
+}
+
+// cliCommand runs the CLI's command run with env's streams and variables
+// and the binary's version.
+func cliCommand(run func(context.Context, *cli.Env, []string) error) func(context.Context, *environment, []string) error {
+	return func(ctx context.Context, env *environment, args []string) error {
+		return run(ctx, &cli.Env{Stdout: env.stdout, Stderr: env.stderr, Getenv: env.getenv, Version: version}, args)
+	}
+}
+
+// subUsage lists the subcommands of `weft <name>`.
+func subUsage(w io.Writer, name string, subs map[string]command) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Usage: weft %s <command> [flags]\n\nCommands:\n", name)
+	writeCommands(&b, subs)
+	fmt.Fprintf(&b, "\nRun 'weft %s <command> -h' for a command's flags. docs/cli.md has more.\n", name)
+	_, _ = io.WriteString(w, b.String()) // usage is best effort, as main's is
 }
 
 func usage(w io.Writer, cmds map[string]command) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/cmd/weft/internal/cli"
 	"github.com/weftrun/weft/internal/store/journal"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/eventlog"
@@ -58,7 +59,7 @@ func TestNewWriterOldReader(t *testing.T) {
 
 	require.NoError(t, s.weft(t, "signal", runID, "approve").err)
 	r = s.weft(t, "run", "watch", runID, "-o", "json")
-	require.Equal(t, exitOK, r.code, "err: %v", r.err)
+	require.Equal(t, cli.ExitOK, r.code, "err: %v", r.err)
 	v := decode[api.RunView](t, r)
 	require.Equal(t, events.RunStatusCompleted, v.Status)
 	require.False(t, v.Stale)

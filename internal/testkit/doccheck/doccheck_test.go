@@ -1,6 +1,7 @@
 package doccheck_test
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -21,11 +22,13 @@ import (
 // entry is a type the documents' examples may name: new returns a pointer
 // to its zero value; or, for a type no test can import, source names the
 // Go file that declares it (from the module's root) and the example's keys
-// are held to its fields' json names (doccheck.CheckKeysFromSource).
+// are held to its fields' json names (doccheck.CheckKeysFromSource) of the
+// type named sourceType there (default: the marker's name after the dot).
 type entry struct {
-	new    func() any
-	opts   doccheck.Options
-	source string
+	new        func() any
+	opts       doccheck.Options
+	source     string
+	sourceType string
 }
 
 func of[T any]() entry { return entry{new: func() any { return new(T) }} }
@@ -73,8 +76,9 @@ var registry = map[string]entry{
 	"health.Report":         of[health.Report](),
 	// GET /v1/alerts answers map[string][]projector.Alert{"alerts": …}.
 	"projector.Alerts": of[map[string][]projector.Alert](),
-	// weft dev's endpoints.json, written by cmd/weft (package main).
-	"weft.devEndpoints":                          {source: "cmd/weft/devendpoints.go"},
+	// weft dev's endpoints.json, written by cmd/weft (package main) with
+	// cmd/weft/internal/devfile, which no test here may import.
+	"weft.devEndpoints":                          {source: "cmd/weft/internal/devfile/devfile.go", sourceType: "Endpoints"},
 	"task.Task":                                  of[task.Task](),
 	"task.Result":                                of[task.Result](),
 	"task.ReconcileRequest":                      of[task.ReconcileRequest](),
@@ -136,7 +140,7 @@ func checkBlock(b doccheck.Block) error {
 		}
 		if e.source != "" {
 			_, typ, _ := strings.Cut(b.Type, ".")
-			return doccheck.CheckKeysFromSource(b.JSON, filepath.Join("../../..", e.source), typ)
+			return doccheck.CheckKeysFromSource(b.JSON, filepath.Join("../../..", e.source), cmp.Or(e.sourceType, typ))
 		}
 		v := e.new()
 		if err := doccheck.Check(b.JSON, v, e.opts); err != nil {
@@ -188,7 +192,7 @@ func TestCheckCatchesWrongExamples(t *testing.T) {
 		"no marker":    {doc: "Some text:\n\n```json\n{}\n```\n", want: "no marker"},
 		"unknown type": {doc: "<!-- type: api.Nope -->\n```json\n{}\n```\n", want: "api.Nope"},
 		"a key the source lacks": {doc: "<!-- type: weft.devEndpoints -->\n```json\n{\"gateway\": \"http://x\", \"readAPI\": \"http://y\"}\n```\n",
-			want: `keys "readAPI" name no field of devEndpoints`},
+			want: `keys "readAPI" name no field of Endpoints`},
 		"wrong type": {doc: "<!-- type: task.Heartbeat -->\n```json\n{\"schemaVersion\": \"one\"}\n```\n", want: "must be an integer"},
 	} {
 		t.Run(name, func(t *testing.T) {

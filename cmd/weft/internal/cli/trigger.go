@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -9,9 +9,9 @@ import (
 	"github.com/weftrun/weft/pkg/api"
 )
 
-// triggerSubcommands are the subcommands of `weft trigger`.
-func triggerSubcommands() map[string]command {
-	return map[string]command{
+// TriggerCommands are the subcommands of `weft trigger`.
+func TriggerCommands() map[string]Command {
+	return map[string]Command{
 		"create": {"create an event trigger: each event starts a run of a plan file", triggerCreate},
 		"ls":     {"list triggers", listCommand("trigger", (*cliClient).ListTriggers, printTriggerList)},
 		"rm":     {"delete a trigger (its runs go on)", removeCommand("trigger", (*cliClient).DeleteTrigger)},
@@ -30,7 +30,7 @@ it fails on is refused and starts nothing. Quote it for the shell:
 `
 
 // triggerCreate is `weft trigger create`.
-func triggerCreate(ctx context.Context, env *environment, args []string) error {
+func triggerCreate(ctx context.Context, env *Env, args []string) error {
 	cmd := newAPICommand(env, "trigger create", triggerCreateSynopsis, triggerHelp)
 	var req api.TriggerRequest
 	var file string
@@ -80,7 +80,7 @@ func printTriggerList(w io.Writer, list *api.TriggerList, limit int) error {
 const triggerSendSynopsis = "weft trigger send TRIGGER_ID [--event-id ID] [--payload JSON] [-o json]"
 
 // triggerSend is `weft trigger send`.
-func triggerSend(ctx context.Context, env *environment, args []string) error {
+func triggerSend(ctx context.Context, env *Env, args []string) error {
 	cmd := newAPICommand(env, "trigger send", triggerSendSynopsis, "")
 	var ev api.TriggerEvent
 	payload := cmd.String("payload", "", "the event, a JSON document, @FILE, or - for stdin")

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -13,9 +13,9 @@ import (
 	"github.com/weftrun/weft/pkg/events"
 )
 
-// runsSubcommands are the subcommands of `weft runs`.
-func runsSubcommands() map[string]command {
-	return map[string]command{
+// RunsCommands are the subcommands of `weft runs`.
+func RunsCommands() map[string]Command {
+	return map[string]Command{
 		"ls": {"list runs, newest first", runsList},
 	}
 }
@@ -38,7 +38,7 @@ func (s *statusList) Set(v string) error {
 }
 
 // runsList is `weft runs ls`: one page of runs.
-func runsList(ctx context.Context, env *environment, args []string) error {
+func runsList(ctx context.Context, env *Env, args []string) error {
 	cmd := newAPICommand(env, "runs ls", lsSynopsis, "")
 	var filter client.RunFilter
 	var statuses statusList
@@ -102,9 +102,9 @@ type signalAnswer struct {
 	Verdict *events.SignalAppliedData `json:"verdict,omitempty"`
 }
 
-// runSignal is `weft signal`: send a signal to a run through the gateway
+// Signal is `weft signal`: send a signal to a run through the gateway
 // and, unless --no-wait, wait for the engine's verdict on it.
-func runSignal(ctx context.Context, env *environment, args []string) error {
+func Signal(ctx context.Context, env *Env, args []string) error {
 	cmd := newAPICommand(env, "signal", signalSynopsis, signalHelp)
 	var req api.SignalRequest
 	payload := cmd.String("payload", "", "the signal's payload, a JSON document, @FILE, or - for stdin")
@@ -130,7 +130,7 @@ func runSignal(ctx context.Context, env *environment, args []string) error {
 		if !*noWait {
 			answer.Verdict, waitErr = waitVerdict(ctx, c, res, *timeout)
 		}
-		if err := printAs(env.stdout, cmd.format, answer, printSignalAnswer); err != nil {
+		if err := printAs(env.Stdout, cmd.format, answer, printSignalAnswer); err != nil {
 			return err
 		}
 		return waitErr
@@ -165,7 +165,7 @@ func waitVerdict(ctx context.Context, c *cliClient, res *api.AcceptedSignalResul
 	case errors.As(err, &ignored):
 		return v, fmt.Errorf("signal %s to run %s was ignored (%s): %s", res.SignalName, res.WorkflowID, ignored.Code, ignored.Reason)
 	case err != nil && ctx.Err() == nil && waitCtx.Err() != nil:
-		return nil, &codeError{code: exitTimeout, err: fmt.Errorf(
+		return nil, &codeError{code: ExitTimeout, err: fmt.Errorf(
 			"the engine gave no verdict on signal %s within --timeout %s: is the engine running? (weft run events %s shows the run's log)",
 			res.SignalID, timeout, res.WorkflowID)}
 	case err != nil:

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"cmp"
@@ -10,9 +10,9 @@ import (
 	"github.com/weftrun/weft/pkg/api"
 )
 
-// scheduleSubcommands are the subcommands of `weft schedule`.
-func scheduleSubcommands() map[string]command {
-	return map[string]command{
+// ScheduleCommands are the subcommands of `weft schedule`.
+func ScheduleCommands() map[string]Command {
+	return map[string]Command{
 		"create": {"create a schedule: a plan file started at the fire times of a cron expression", scheduleCreate},
 		"ls":     {"list schedules", listCommand("schedule", (*cliClient).ListSchedules, printScheduleList)},
 		"get":    {"show a schedule: its next fire, last run and what it skipped", scheduleCommand("get", (*cliClient).GetSchedule, printSchedule)},
@@ -42,7 +42,7 @@ anyway, cancel-previous sends that run CANCEL first. docs/schedules.md.
 `
 
 // scheduleCreate is `weft schedule create`.
-func scheduleCreate(ctx context.Context, env *environment, args []string) error {
+func scheduleCreate(ctx context.Context, env *Env, args []string) error {
 	cmd := newAPICommand(env, "schedule create", scheduleCreateSynopsis, scheduleHelp)
 	var req api.ScheduleRequest
 	var file, input string
@@ -101,8 +101,8 @@ func printScheduleList(w io.Writer, list *api.ScheduleList, limit int) error {
 // the schedule and prints the schedule do returns with text, or as JSON
 // under -o json.
 func scheduleCommand(name string, do func(c *cliClient, ctx context.Context, id string) (*api.Schedule, error),
-	text func(io.Writer, *api.Schedule) error) func(context.Context, *environment, []string) error {
-	return func(ctx context.Context, env *environment, args []string) error {
+	text func(io.Writer, *api.Schedule) error) func(context.Context, *Env, []string) error {
+	return func(ctx context.Context, env *Env, args []string) error {
 		cmd := newAPICommand(env, "schedule "+name, "weft schedule "+name+" SCHEDULE_ID [-o json]", "")
 		pos, err := cmd.parse(args, "SCHEDULE_ID")
 		if err != nil {

@@ -1,4 +1,11 @@
-package main
+// Package cli is the weft binary's client commands: run, runs, signal,
+// schedule and trigger. They talk to a Weft deployment through pkg/client:
+// the gateway to start runs, send signals and manage schedules and
+// triggers, the read API to read runs. They never open the database.
+// docs/cli.md is the reference. Each is an apiCommand; cmd/weft's main
+// dispatches to the maps RunCommands, RunsCommands, ScheduleCommands,
+// TriggerCommands and to Signal.
+package cli
 
 import (
 	"cmp"
@@ -13,13 +20,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/weftrun/weft/cmd/weft/internal/devfile"
 	"github.com/weftrun/weft/pkg/client"
 )
-
-// The CLI's commands (run, runs, signal, schedule, trigger) talk to a Weft
-// deployment through pkg/client: the gateway to start runs, send signals
-// and manage schedules and triggers, the read API to read runs. They never
-// open the database. docs/cli.md is the reference. Each is an apiCommand.
 
 // Defaults of the CLI's connection flags: the addresses `weft dev` listens
 // on, and where it keeps its token.
@@ -29,15 +32,16 @@ const (
 	defaultDevDir  = ".weft/dev"
 )
 
-// Exit codes of the CLI (docs/cli.md). `run start --wait` and `run watch`
-// exit with the run's outcome; the other commands exit 0 on success.
+// Exit codes of the CLI (docs/cli.md), which ExitCode gives. `run start
+// --wait` and `run watch` exit with the run's outcome; the other commands
+// exit 0 on success.
 const (
-	exitOK        = 0
-	exitError     = 1 // bad usage or input, an API or network error, an unknown run
-	exitFailed    = 2 // the run ended FAILED
-	exitCancelled = 3 // the run ended CANCELLED
-	exitTimeout   = 4 // --timeout passed before the run ended
-	exitInterrupt = 130
+	ExitOK        = 0
+	ExitError     = 1 // bad usage or input, an API or network error, an unknown run
+	ExitFailed    = 2 // the run ended FAILED
+	ExitCancelled = 3 // the run ended CANCELLED
+	ExitTimeout   = 4 // --timeout passed before the run ended
+	ExitInterrupt = 130
 )
 
 // exitCodesHelp is the exit code table for command help.
@@ -52,8 +56,8 @@ const exitCodesHelp = `Exit codes:
   130  interrupted (Ctrl-C) while waiting
 `
 
-// codeError is an error that sets the process's exit code: main exits with
-// code rather than 1.
+// codeError is an error that sets the process's exit code: ExitCode
+// gives code rather than 1.
 type codeError struct {
 	code int
 	err  error
@@ -62,17 +66,18 @@ type codeError struct {
 func (e *codeError) Error() string { return e.err.Error() }
 func (e *codeError) Unwrap() error { return e.err }
 
-// exitCode is the process exit code for err, the error run returned: the
-// code of a *codeError in its chain, else exitError (exitOK for nil).
-func exitCode(err error) int {
+// ExitCode is the process exit code for err, the error a command (any of
+// the binary's, not only the CLI's) returned: the code the CLI set for a
+// run's outcome, else ExitError (ExitOK for nil).
+func ExitCode(err error) int {
 	if err == nil {
-		return exitOK
+		return ExitOK
 	}
 	var ce *codeError
 	if errors.As(err, &ce) {
 		return ce.code
 	}
-	return exitError
+	return ExitError
 }
 
 // outputFormat is the value of -o: "text" (the default) or "json".
@@ -85,7 +90,7 @@ const (
 
 // connFlags are the connection and output flags every CLI command takes.
 type connFlags struct {
-	env     *environment
+	env     *Env
 	set     *flags
 	apiURL  *string
 	readURL *string
@@ -132,10 +137,10 @@ type apiCommand struct {
 
 // newAPICommand returns `weft <name>` with the connection and output
 // flags; -h prints synopsis, the flags and footer.
-func newAPICommand(env *environment, name, synopsis, footer string) *apiCommand {
+func newAPICommand(env *Env, name, synopsis, footer string) *apiCommand {
 	f := newFlags(name, env)
 	f.setUsage(synopsis, footer)
-	return &apiCommand{flags: f, conn: addConnFlags(f), synopsis: synopsis, stdout: env.stdout}
+	return &apiCommand{flags: f, conn: addConnFlags(f), synopsis: synopsis, stdout: env.Stdout}
 }
 
 // parse parses args, flags and positional arguments in any order, and
@@ -180,8 +185,8 @@ func callAPI[T any](a *apiCommand, what string, do func(*cliClient) (T, error), 
 
 // removeCommand is `weft <noun> rm <NOUN>_ID`: it deletes what del names,
 // then says so in text whatever -o says.
-func removeCommand(noun string, del func(c *cliClient, ctx context.Context, id string) error) func(context.Context, *environment, []string) error {
-	return func(ctx context.Context, env *environment, args []string) error {
+func removeCommand(noun string, del func(c *cliClient, ctx context.Context, id string) error) func(context.Context, *Env, []string) error {
+	return func(ctx context.Context, env *Env, args []string) error {
 		arg := strings.ToUpper(noun) + "_ID"
 		cmd := newAPICommand(env, noun+" rm", "weft "+noun+" rm "+arg, "")
 		pos, err := cmd.parse(args, arg)
@@ -192,7 +197,7 @@ func removeCommand(noun string, del func(c *cliClient, ctx context.Context, id s
 			if err := del(c, ctx, pos[0]); err != nil {
 				return c.explain(fmt.Errorf("delete %s %s: %w", noun, pos[0], err))
 			}
-			_, err := fmt.Fprintf(env.stdout, "Deleted %s %s.\n", noun, pos[0])
+			_, err := fmt.Fprintf(env.Stdout, "Deleted %s %s.\n", noun, pos[0])
 			return err
 		})
 	}
@@ -202,8 +207,8 @@ func removeCommand(noun string, del func(c *cliClient, ctx context.Context, id s
 // it with text, which is given the page size for the command of the next
 // page, or as JSON under -o json.
 func listCommand[L any](noun string, list func(c *cliClient, ctx context.Context, p client.Page) (*L, error),
-	text func(w io.Writer, list *L, limit int) error) func(context.Context, *environment, []string) error {
-	return func(ctx context.Context, env *environment, args []string) error {
+	text func(w io.Writer, list *L, limit int) error) func(context.Context, *Env, []string) error {
+	return func(ctx context.Context, env *Env, args []string) error {
 		cmd := newAPICommand(env, noun+" ls", "weft "+noun+" ls [--limit N] [--cursor C] [-o json]", "")
 		var p client.Page
 		addPageFlags(cmd.flags, noun+"s", 50, &p.Limit, &p.Cursor)
@@ -233,7 +238,7 @@ type whereFlags struct{ tenant, project, environment *string }
 // flag's name in its usage (" of the run").
 func addWhereFlags(f *flags, of string) whereFlags {
 	return whereFlags{
-		tenant:      f.string("tenant", "WEFT_TENANT", "tenant"+of+" (default "+devTenant+")"),
+		tenant:      f.string("tenant", "WEFT_TENANT", "tenant"+of+" (default "+defaultTenant+")"),
 		project:     f.string("project", "WEFT_PROJECT", "project"+of+" (default "+defaultProject+")"),
 		environment: f.string("environment", "WEFT_ENVIRONMENT", "environment"+of+" (default "+defaultEnvironment+")"),
 	}
@@ -241,7 +246,7 @@ func addWhereFlags(f *flags, of string) whereFlags {
 
 // ids are the flags' values, each defaulting to the dev stack's.
 func (w whereFlags) ids() (tenant, project, environment string) {
-	return cmp.Or(*w.tenant, devTenant), cmp.Or(*w.project, defaultProject), cmp.Or(*w.environment, defaultEnvironment)
+	return cmp.Or(*w.tenant, defaultTenant), cmp.Or(*w.project, defaultProject), cmp.Or(*w.environment, defaultEnvironment)
 }
 
 // addPageFlags adds --limit, with default def, and --cursor, which choose
@@ -249,37 +254,6 @@ func (w whereFlags) ids() (tenant, project, environment string) {
 func addPageFlags(f *flags, noun string, def int, limit *int, cursor *string) {
 	f.IntVar(limit, "limit", def, noun+" per page, 1 to 200")
 	f.StringVar(cursor, "cursor", "", "the page after the one that printed this cursor")
-}
-
-// commandGroup is `weft <name> <subcommand>`: it runs the one of subs
-// that its arguments start with; help, or a name it does not know, lists
-// subs.
-func commandGroup(name string, subs map[string]command) func(context.Context, *environment, []string) error {
-	return func(ctx context.Context, env *environment, args []string) error {
-		if len(args) > 0 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
-			subUsage(env.stdout, name, subs)
-			return nil
-		}
-		if len(args) == 0 {
-			subUsage(env.stderr, name, subs)
-			return fmt.Errorf("%s: name a command", name)
-		}
-		sub, ok := subs[args[0]]
-		if !ok {
-			subUsage(env.stderr, name, subs)
-			return fmt.Errorf("%s: unknown command %q", name, args[0])
-		}
-		return sub.run(ctx, env, args[1:])
-	}
-}
-
-// subUsage lists the subcommands of `weft <name>`.
-func subUsage(w io.Writer, name string, subs map[string]command) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Usage: weft %s <command> [flags]\n\nCommands:\n", name)
-	writeCommands(&b, subs)
-	fmt.Fprintf(&b, "\nRun 'weft %s <command> -h' for a command's flags. docs/cli.md has more.\n", name)
-	_, _ = io.WriteString(w, b.String()) // usage is best effort, as main's is
 }
 
 // cliClient is a client of the deployment the flags name, and the HTTP
@@ -298,24 +272,24 @@ func (c *cliClient) close() { c.hc.CloseIdleConnections() }
 // client builds the client the flags describe: each URL from its flag,
 // else its variable, else weft dev's endpoints file, else its default.
 func (c *connFlags) client() (*cliClient, error) {
-	devDir := cmp.Or(c.env.getenv("WEFT_DEV_DIR"), defaultDevDir)
-	dev, err := readDevEndpoints(devDir)
+	devDir := cmp.Or(c.env.Getenv("WEFT_DEV_DIR"), defaultDevDir)
+	dev, err := devfile.Read(devDir)
 	if err != nil {
 		return nil, err
 	}
 	if dev == nil {
-		dev = &devEndpoints{}
+		dev = &devfile.Endpoints{}
 	}
 	token, err := c.resolveToken(devDir, dev)
 	if err != nil {
 		return nil, err
 	}
-	endpointsFile := filepath.Join(devDir, devEndpointsFile)
+	endpointsFile := filepath.Join(devDir, devfile.Name)
 	cc := &cliClient{hc: &http.Client{Timeout: client.DefaultAttemptTimeout, Transport: http.DefaultTransport.(*http.Transport).Clone()}}
 	cc.apiURL, cc.apiFrom = c.urlSource(*c.apiURL, "api-url", "WEFT_API_URL", dev.Gateway, endpointsFile, defaultAPIURL)
 	cc.readURL, cc.readFrom = c.urlSource(*c.readURL, "read-url", "WEFT_READ_URL", dev.ReadAPI, endpointsFile, defaultReadURL)
 	cc.Client, err = client.New(cc.apiURL, client.WithToken(token), client.WithReadURL(cc.readURL),
-		client.WithHTTPClient(cc.hc), client.WithUserAgent("weft-cli/"+version))
+		client.WithHTTPClient(cc.hc), client.WithUserAgent("weft-cli/"+c.env.Version))
 	if err != nil {
 		return nil, err
 	}
@@ -346,7 +320,7 @@ func (c *connFlags) urlSource(value, name, envKey, dev, devFile, def string) (st
 
 // resolveToken is --token, else WEFT_TOKEN, else the token file of
 // `weft dev` its endpoints file names, else devDir/token.
-func (c *connFlags) resolveToken(devDir string, dev *devEndpoints) (string, error) {
+func (c *connFlags) resolveToken(devDir string, dev *devfile.Endpoints) (string, error) {
 	if *c.token != "" {
 		return strings.TrimSpace(*c.token), nil
 	}
@@ -356,7 +330,7 @@ func (c *connFlags) resolveToken(devDir string, dev *devEndpoints) (string, erro
 		path = dev.TokenFile
 	case dev.Gateway != "":
 		return "", fmt.Errorf("no API token: weft dev took its token from WEFT_DEV_TOKEN (%s says so): pass the same as --token or WEFT_TOKEN",
-			filepath.Join(devDir, devEndpointsFile))
+			filepath.Join(devDir, devfile.Name))
 	}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -391,62 +365,11 @@ func (c *cliClient) explain(err error) error {
 			return err
 		}
 		return fmt.Errorf("%w\n(%s: is that the server you meant? `weft dev` writes its URLs to $WEFT_DEV_DIR/%s, which the CLI reads when no flag or variable names one)",
-			err, strings.Join(notDev, "; "), devEndpointsFile)
+			err, strings.Join(notDev, "; "), devfile.Name)
 	case errors.As(err, &ue) && !errors.As(err, &answered):
 		return fmt.Errorf("%w\n(is Weft up? the gateway is %s (from %s) and the read API %s (from %s); `weft dev` runs both, or set --api-url / --read-url)",
 			err, c.apiURL, c.apiFrom, c.readURL, c.readFrom)
 	default:
 		return err
 	}
-}
-
-// parseArgs parses args, flags and positional arguments in any order, and
-// returns the positional ones; everything after "--" is positional. -h
-// prints the usage and returns errUsage.
-func (f *flags) parseArgs(args []string) ([]string, error) {
-	if err := errors.Join(f.envErrs...); err != nil {
-		return nil, err
-	}
-	var positional []string
-	for {
-		if err := f.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, errUsage
-			}
-			return nil, err
-		}
-		rest := f.Args()
-		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
-			return append(positional, rest...), nil
-		}
-		if len(rest) == 0 {
-			return positional, nil
-		}
-		positional = append(positional, rest[0])
-		args = rest[1:]
-	}
-}
-
-// setUsage makes -h print synopsis, the flags, and footer.
-func (f *flags) setUsage(synopsis, footer string) {
-	f.Usage = func() {
-		out := f.Output()
-		_, _ = fmt.Fprintf(out, "Usage: %s\n\nFlags:\n", synopsis)
-		f.PrintDefaults()
-		if footer != "" {
-			_, _ = io.WriteString(out, "\n"+footer)
-		}
-	}
-}
-
-// wantArgs checks the count of positional arguments against names.
-func wantArgs(synopsis string, got []string, names ...string) error {
-	if len(got) == len(names) {
-		return nil
-	}
-	want := "no arguments"
-	if len(names) > 0 {
-		want = strings.Join(names, " and ")
-	}
-	return fmt.Errorf("want %s, got %d argument(s) %q\nusage: %s", want, len(got), got, synopsis)
 }

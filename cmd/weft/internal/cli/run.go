@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -16,9 +16,9 @@ import (
 	"github.com/weftrun/weft/pkg/plan"
 )
 
-// runSubcommands are the subcommands of `weft run`.
-func runSubcommands() map[string]command {
-	return map[string]command{
+// RunCommands are the subcommands of `weft run`.
+func RunCommands() map[string]Command {
+	return map[string]Command{
 		"start":  {"start a run of a plan file, and with --wait follow it to its end", runStart},
 		"get":    {"show a run: its status and each step's", runGet},
 		"watch":  {"follow a run's progress until it ends; exit with its outcome", runWatch},
@@ -29,7 +29,7 @@ func runSubcommands() map[string]command {
 const startSynopsis = "weft run start -f PLAN_FILE [--input JSON] [--wait [--timeout D]] [--run-request-id ID] [-o json]"
 
 // runStart is `weft run start`.
-func runStart(ctx context.Context, env *environment, args []string) error {
+func runStart(ctx context.Context, env *Env, args []string) error {
 	cmd := newAPICommand(env, "run start", startSynopsis, exitCodesHelp)
 	var sf startFlags
 	addPlanFileFlag(cmd.flags, &sf.file)
@@ -51,10 +51,10 @@ func runStart(ctx context.Context, env *environment, args []string) error {
 			return c.explain(fmt.Errorf("start a run of %s: %w", sf.file, err))
 		}
 		if !*wait {
-			return printStarted(env.stdout, cmd.format, req, res, false)
+			return printStarted(env.Stdout, cmd.format, req, res, false)
 		}
 		if cmd.format == outputText { // under -o json, stdout carries the final view alone
-			if err := printStarted(env.stdout, cmd.format, req, res, true); err != nil {
+			if err := printStarted(env.Stdout, cmd.format, req, res, true); err != nil {
 				return err
 			}
 		}
@@ -63,8 +63,12 @@ func runStart(ctx context.Context, env *environment, args []string) error {
 }
 
 // Defaults of the identity of what `weft run start`, `schedule create` and
-// `trigger create` make: the dev stack's.
+// `trigger create` make: the dev stack's. defaultTenant is the tenant of
+// weft dev's token (cmd/weft's devTenant): the tests that drive the CLI
+// against the dev stack start runs without --tenant, which the gateway
+// refuses for another tenant.
 const (
+	defaultTenant      = "default"
 	defaultProject     = "default"
 	defaultEnvironment = "dev"
 )
@@ -210,13 +214,13 @@ const getSynopsis = "weft run get RUN_ID [-o json]"
 
 // runGet is `weft run get`: the run's view, and each step's input,
 // output and attempts (readRunDetail).
-func runGet(ctx context.Context, env *environment, args []string) error {
+func runGet(ctx context.Context, env *Env, args []string) error {
 	return withRun(env, "run get", getSynopsis, "", args, func(c *cliClient, format outputFormat, runID string) error {
 		d, err := readRunDetail(ctx, c, runID, format)
 		if err != nil {
 			return err
 		}
-		return printAs(env.stdout, format, d, printRunDetailNow)
+		return printAs(env.Stdout, format, d, printRunDetailNow)
 	})
 }
 
@@ -273,7 +277,7 @@ func getRun(ctx context.Context, c *cliClient, runID string, opts ...client.GetR
 
 // withRun parses the flags of a command that takes one run id, builds the
 // client and calls do. extra adds the command's own flags.
-func withRun(env *environment, name, synopsis, footer string, args []string,
+func withRun(env *Env, name, synopsis, footer string, args []string,
 	do func(c *cliClient, format outputFormat, runID string) error, extra ...func(*flags)) error {
 	cmd := newAPICommand(env, name, synopsis, footer)
 	for _, add := range extra {
@@ -289,7 +293,7 @@ func withRun(env *environment, name, synopsis, footer string, args []string,
 const watchSynopsis = "weft run watch RUN_ID [--timeout D] [-o json]"
 
 // runWatch is `weft run watch`.
-func runWatch(ctx context.Context, env *environment, args []string) error {
+func runWatch(ctx context.Context, env *Env, args []string) error {
 	var timeout time.Duration
 	return withRun(env, "run watch", watchSynopsis, exitCodesHelp, args, func(c *cliClient, format outputFormat, runID string) error {
 		v, err := getRun(ctx, c, runID)
@@ -305,22 +309,22 @@ func runWatch(ctx context.Context, env *environment, args []string) error {
 // watchToEnd follows the run to its end, showing its progress (on stdout,
 // or stderr when stdout carries JSON), then prints its last view and
 // returns the error that gives the outcome's exit code.
-func watchToEnd(ctx context.Context, env *environment, c *cliClient, runID string, first *api.RunView,
+func watchToEnd(ctx context.Context, env *Env, c *cliClient, runID string, first *api.RunView,
 	format outputFormat, timeout time.Duration) error {
 	waitCtx, cancel := ctx, context.CancelFunc(func() {})
 	if timeout > 0 {
 		waitCtx, cancel = context.WithTimeout(ctx, timeout)
 	}
 	defer cancel()
-	progressOut := env.stdout
+	progressOut := env.Stdout
 	if format == outputJSON {
-		progressOut = env.stderr
+		progressOut = env.Stderr
 	}
-	p := newProgress(progressOut, env.getenv("COLUMNS"))
+	p := newProgress(progressOut, env.Getenv("COLUMNS"))
 	v, err := follow(waitCtx, c.Client, runID, first, p)
 	p.finish()
 	if v != nil {
-		if perr := printFinal(env.stdout, format, v); perr != nil {
+		if perr := printFinal(env.Stdout, format, v); perr != nil {
 			return perr
 		}
 	}
@@ -328,9 +332,9 @@ func watchToEnd(ctx context.Context, env *environment, c *cliClient, runID strin
 	case err == nil:
 		return outcome(v)
 	case ctx.Err() != nil:
-		return &codeError{code: exitInterrupt, err: fmt.Errorf("interrupted while waiting for run %s; the run goes on (weft run watch %s)", runID, runID)}
+		return &codeError{code: ExitInterrupt, err: fmt.Errorf("interrupted while waiting for run %s; the run goes on (weft run watch %s)", runID, runID)}
 	case waitCtx.Err() != nil:
-		return &codeError{code: exitTimeout, err: fmt.Errorf("run %s did not end within --timeout %s; it goes on (weft run watch %s)", runID, timeout, runID)}
+		return &codeError{code: ExitTimeout, err: fmt.Errorf("run %s did not end within --timeout %s; it goes on (weft run watch %s)", runID, timeout, runID)}
 	default:
 		return c.explain(fmt.Errorf("follow run %s: %w", runID, err))
 	}
@@ -357,9 +361,9 @@ func outcome(v *api.RunView) error {
 		if v.Error != nil {
 			why = ": " + stepErrorText(v.Error)
 		}
-		return &codeError{code: exitFailed, err: fmt.Errorf("run %s FAILED%s", v.RunID, why)}
+		return &codeError{code: ExitFailed, err: fmt.Errorf("run %s FAILED%s", v.RunID, why)}
 	case events.RunStatusCancelled:
-		return &codeError{code: exitCancelled, err: fmt.Errorf("run %s was CANCELLED", v.RunID)}
+		return &codeError{code: ExitCancelled, err: fmt.Errorf("run %s was CANCELLED", v.RunID)}
 	default:
 		return fmt.Errorf("run %s is %s, not ended", v.RunID, v.Status)
 	}
@@ -369,14 +373,14 @@ const eventsSynopsis = "weft run events RUN_ID [--after-seq N] [-o json]"
 
 // runEvents is `weft run events`: every event of the run after --after-seq,
 // read page by page.
-func runEvents(ctx context.Context, env *environment, args []string) error {
+func runEvents(ctx context.Context, env *Env, args []string) error {
 	var after int64
 	return withRun(env, "run events", eventsSynopsis, "", args, func(c *cliClient, format outputFormat, runID string) error {
 		page, err := allEvents(ctx, c, runID, after)
 		if err != nil {
 			return err
 		}
-		return printAs(env.stdout, format, page, func(w io.Writer, page *api.EventPage) error {
+		return printAs(env.Stdout, format, page, func(w io.Writer, page *api.EventPage) error {
 			return printEvents(w, page.Events)
 		})
 	}, func(f *flags) {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -81,15 +81,15 @@ func TestProgressElapsedOfEndedRun(t *testing.T) {
 func TestOutcomeExitCodes(t *testing.T) {
 	t.Parallel()
 	for status, code := range map[events.RunStatus]int{
-		events.RunStatusCompleted: exitOK,
-		events.RunStatusFailed:    exitFailed,
-		events.RunStatusCancelled: exitCancelled,
-		events.RunStatusRunning:   exitError,
+		events.RunStatusCompleted: ExitOK,
+		events.RunStatusFailed:    ExitFailed,
+		events.RunStatusCancelled: ExitCancelled,
+		events.RunStatusRunning:   ExitError,
 	} {
-		require.Equal(t, code, exitCode(outcome(progressView(1, status))), "%s", status)
+		require.Equal(t, code, ExitCode(outcome(progressView(1, status))), "%s", status)
 	}
-	require.Equal(t, exitError, exitCode(errors.New("any")))
-	require.Equal(t, exitTimeout, exitCode(errors.Join(errors.New("x"), &codeError{code: exitTimeout, err: errors.New("late")})))
+	require.Equal(t, ExitError, ExitCode(errors.New("any")))
+	require.Equal(t, ExitTimeout, ExitCode(errors.Join(errors.New("x"), &codeError{code: ExitTimeout, err: errors.New("late")})))
 }
 
 // Flags may come before, between or after the positional arguments; "--"
@@ -107,14 +107,14 @@ func TestParseArgsAnyOrder(t *testing.T) {
 		{[]string{"id", "--", "-o", "x"}, []string{"id", "-o", "x"}, "text"},
 		{nil, nil, "text"},
 	} {
-		f := newFlags("t", &environment{stderr: &weftest.Buffer{}, getenv: envOf(nil)})
+		f := newFlags("t", testEnv(nil))
 		conn := addConnFlags(f)
 		pos, err := f.parseArgs(tc.args)
 		require.NoError(t, err, "%q", tc.args)
 		require.Equal(t, tc.pos, pos, "%q", tc.args)
 		require.Equal(t, tc.out, *conn.output, "%q", tc.args)
 	}
-	f := newFlags("t", &environment{stderr: &weftest.Buffer{}, getenv: envOf(nil)})
+	f := newFlags("t", testEnv(nil))
 	_, err := f.parseArgs([]string{"id", "--nope"})
 	require.ErrorContains(t, err, "not defined: -nope")
 }

@@ -1,4 +1,7 @@
-package main
+// Package devfile is weft dev's endpoints file, .weft/dev/endpoints.json:
+// `weft dev` writes it, the CLI reads it to find the stack when no flag or
+// variable names a URL (docs/cli.md, "Finding the dev stack").
+package devfile
 
 import (
 	"encoding/json"
@@ -9,17 +12,16 @@ import (
 	"path/filepath"
 )
 
-// devEndpointsFile, in the dev data folder, says where the running (or
-// last) `weft dev` listens: the CLI reads it when no flag or variable
-// names a URL, so that a stack on other ports than the defaults is still
-// found (docs/cli.md, "Finding the dev stack").
-const devEndpointsFile = "endpoints.json"
+// Name is the endpoints file's name in the dev data folder. It says where
+// the running (or last) `weft dev` listens, so that a stack on other ports
+// than the defaults is still found.
+const Name = "endpoints.json"
 
-// devEndpoints is the content of devEndpointsFile. Paths are absolute,
+// Endpoints is the content of the endpoints file. Paths are absolute,
 // URLs carry no secret: the NATS password and the token stay in their own
 // files. Its JSON names are a contract with the CLI and with programs
 // beside the dev stack (docs/cli.md).
-type devEndpoints struct {
+type Endpoints struct {
 	// Gateway is the gateway's URL (the API: runs, signals, schedules).
 	Gateway string `json:"gateway"`
 	// ReadAPI is the read API's URL, which also serves the UI.
@@ -36,15 +38,15 @@ type devEndpoints struct {
 	TokenFile string `json:"tokenFile,omitempty"`
 }
 
-// writeDevEndpoints writes e to dir's devEndpointsFile, mode 0600, by
-// renaming a temporary file into place: a reader sees the old content or
-// the new, never a part.
-func writeDevEndpoints(dir string, e devEndpoints) error {
+// Write writes e to dir's endpoints file, mode 0600, by renaming a
+// temporary file into place: a reader sees the old content or the new,
+// never a part.
+func Write(dir string, e Endpoints) error {
 	b, err := json.MarshalIndent(e, "", "  ")
 	if err != nil {
 		return fmt.Errorf("dev endpoints: %w", err)
 	}
-	f, err := os.CreateTemp(dir, "."+devEndpointsFile+".tmp-*")
+	f, err := os.CreateTemp(dir, "."+Name+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("dev endpoints: %w", err)
 	}
@@ -53,17 +55,16 @@ func writeDevEndpoints(dir string, e devEndpoints) error {
 		_ = os.Remove(f.Name())
 		return fmt.Errorf("dev endpoints: %w", err)
 	}
-	if err := os.Rename(f.Name(), filepath.Join(dir, devEndpointsFile)); err != nil { // CreateTemp made it 0600
+	if err := os.Rename(f.Name(), filepath.Join(dir, Name)); err != nil { // CreateTemp made it 0600
 		_ = os.Remove(f.Name())
 		return fmt.Errorf("dev endpoints: %w", err)
 	}
 	return nil
 }
 
-// readDevEndpoints reads dir's devEndpointsFile; a missing file is
-// (nil, nil).
-func readDevEndpoints(dir string) (*devEndpoints, error) {
-	path := filepath.Join(dir, devEndpointsFile)
+// Read reads dir's endpoints file; a missing file is (nil, nil).
+func Read(dir string) (*Endpoints, error) {
+	path := filepath.Join(dir, Name)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -71,7 +72,7 @@ func readDevEndpoints(dir string) (*devEndpoints, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read weft dev's endpoints: %w", err)
 	}
-	var e devEndpoints
+	var e Endpoints
 	if err := json.Unmarshal(b, &e); err != nil {
 		return nil, fmt.Errorf("weft dev's endpoints file %s: %w (remove it, or restart weft dev to write it again)", path, err)
 	}
