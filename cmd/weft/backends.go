@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,11 +52,56 @@ func natsFlagUsage(f *flags, usage string) *string {
 	return t.out
 }
 
-// ensureFlag adds --ensure-streams to f.
-func ensureFlag(f *flags) *bool {
-	return f.bool("ensure-streams", "WEFT_ENSURE_STREAMS", true,
-		"create or update Weft's JetStream streams at start; false waits for them instead (created by `weft migrate --nats-url`), for a NATS user without stream admin rights")
+// streamOptions are the flags of a service that uses Weft's streams.
+type streamOptions struct {
+	// ensure creates or updates every stream at start; false waits for them.
+	ensure bool
+	// replicas is each stream's replica count (streams.Config.Replicas).
+	replicas int
 }
+
+// streamFlags adds --ensure-streams and --stream-replicas to f.
+func streamFlags(f *flags) *streamOptions {
+	o := &streamOptions{}
+	f.boolVar(&o.ensure, "ensure-streams", "WEFT_ENSURE_STREAMS", true,
+		"create or update Weft's JetStream streams at start; false waits for them instead (created by `weft migrate --nats-url`), for a NATS user without stream admin rights")
+	replicasFlag(f, &o.replicas)
+	return o
+}
+
+// replicasFlag adds --stream-replicas to f. A count out of 1 to 5 fails
+// the parse, before the command touches anything.
+func replicasFlag(f *flags, p *int) {
+	*p = streams.DefaultReplicas
+	f.Var(replicasValue{p}, "stream-replicas",
+		"copies of each JetStream stream, 1 to 5: 1 on one server, 3 on a 3-node cluster (docs/scaling.md)"+envNote("WEFT_STREAM_REPLICAS"))
+	f.fromEnv("stream-replicas", "WEFT_STREAM_REPLICAS")
+}
+
+// replicasValue is --stream-replicas: an int that streams.Config accepts.
+type replicasValue struct{ p *int }
+
+func (v replicasValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return strconv.Itoa(*v.p)
+}
+
+func (v replicasValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return errors.New("not a number")
+	}
+	if n < 1 || n > 5 { // streams.Config takes 0 for its default
+		return fmt.Errorf("%d replicas: a stream has 1 to 5", n)
+	}
+	*v.p = n
+	return nil
+}
+
+// config is the streams' configuration the flags ask for.
+func (o *streamOptions) config() streams.Config { return streams.Config{Replicas: o.replicas} }
 
 // backends are a service's connections: Postgres (nil for a service that
 // needs none) and NATS with its JetStream context.
@@ -115,11 +161,11 @@ func (b *backends) checks(streamNames ...string) []health.Check {
 }
 
 // streams makes sure the named streams exist before the service uses them:
-// with ensure, it creates or updates all of Weft's streams; without, it
+// with o.ensure, it creates or updates all of Weft's streams; without, it
 // waits until the named ones exist, or ctx ends.
-func (b *backends) streams(ctx context.Context, ensure bool, logger *slog.Logger, names ...string) error {
-	if ensure {
-		if err := streams.Ensure(ctx, b.js, streams.Config{}); err != nil {
+func (b *backends) streams(ctx context.Context, o *streamOptions, logger *slog.Logger, names ...string) error {
+	if o.ensure {
+		if err := streams.Ensure(ctx, b.js, o.config()); err != nil {
 			return fmt.Errorf("jetstream: %w (a NATS user without stream admin rights needs --ensure-streams=false)", err)
 		}
 		return nil

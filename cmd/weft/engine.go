@@ -15,7 +15,7 @@ import (
 // engineOptions are the flags of `weft engine`.
 type engineOptions struct {
 	urls        backendURLs
-	ensure      *bool
+	streams     *streamOptions
 	ops         *string
 	concurrency *int
 	checkpoints checkpointOptions
@@ -91,7 +91,7 @@ func engineFlags(env *environment) (*flags, engineOptions) {
 	f := newFlags("engine", env)
 	return f, engineOptions{
 		urls:        backendFlags(f),
-		ensure:      ensureFlag(f),
+		streams:     streamFlags(f),
 		ops:         opsFlag(f, "WEFT_ENGINE_OPS_ADDR", engineOpsAddr),
 		concurrency: f.int("concurrency", "WEFT_ENGINE_CONCURRENCY", "rounds in flight per consumer (0: default)"),
 		checkpoints: checkpointFlags(f),
@@ -116,6 +116,7 @@ func runEngine(ctx context.Context, env *environment, args []string) error {
 		return fmt.Errorf("weft engine %w", err)
 	}
 	cfg.Admission = opt.admission.limits()
+	cfg.Streams = opt.streams.config() // the lanes streams and the heartbeat bucket
 	o, err := newOps(ctx, env, "weft-engine", *opt.ops, opsHint(f))
 	if err != nil {
 		return err
@@ -131,7 +132,7 @@ func runEngine(ctx context.Context, env *environment, args []string) error {
 	uses := []string{streams.EventsStream, streams.ResultsStream} // its consumers'
 	checks := append(b.checks(uses...), consumerChecks(b, engineConsumers()...)...)
 	return withOps(ctx, env, o, checks, func(ctx context.Context) error {
-		if err := b.streams(ctx, *opt.ensure, env.logger, uses...); err != nil {
+		if err := b.streams(ctx, opt.streams, env.logger, uses...); err != nil {
 			return err
 		}
 		cfg.MeterProvider, cfg.TracerProvider = o.meters, o.tracer
@@ -148,7 +149,7 @@ func runEngine(ctx context.Context, env *environment, args []string) error {
 // workerOptions are the flags of `weft worker`.
 type workerOptions struct {
 	nats        *string
-	ensure      *bool
+	streams     *streamOptions
 	ops         *string
 	queue       *string
 	concurrency *int
@@ -165,7 +166,7 @@ func workerFlags(env *environment) (*flags, workerOptions) {
 	f := newFlags("worker", env)
 	opt := workerOptions{
 		nats:        natsFlag(f),
-		ensure:      ensureFlag(f),
+		streams:     streamFlags(f),
 		ops:         opsFlag(f, "WEFT_WORKER_OPS_ADDR", workerOpsAddr),
 		queue:       f.string("queue", "WEFT_WORKER_QUEUE", "task queue to serve (empty: default)"),
 		concurrency: f.int("concurrency", "WEFT_WORKER_CONCURRENCY", "activities run at once (0: default)"),
@@ -208,7 +209,7 @@ func runWorker(ctx context.Context, env *environment, args []string) error {
 	}
 	checks := append(b.checks(uses...), consumerChecks(b, consumers...)...)
 	return withOps(ctx, env, o, checks, func(ctx context.Context) error {
-		if err := b.streams(ctx, *opt.ensure, env.logger, uses...); err != nil {
+		if err := b.streams(ctx, opt.streams, env.logger, uses...); err != nil {
 			return err
 		}
 		w, err := activityworker.New(b.nc, activityworker.Config{

@@ -51,6 +51,9 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"worker"}, map[string]string{"WEFT_WORKER_CONCURRENCY": "x"}, `WEFT_WORKER_CONCURRENCY="x"`},
 		{[]string{"migrate", "extra"}, nil, "unexpected arguments"},
 		{[]string{"dev"}, map[string]string{"WEFT_DEV_NATS_PORT": "many"}, `WEFT_DEV_NATS_PORT="many"`},
+		{[]string{"migrate", "--stream-replicas", "0"}, nil, "0 replicas: a stream has 1 to 5"},
+		{[]string{"engine", "--stream-replicas", "6"}, nil, "6 replicas: a stream has 1 to 5"},
+		{[]string{"relay"}, map[string]string{"WEFT_STREAM_REPLICAS": "three"}, `WEFT_STREAM_REPLICAS="three"`},
 	}
 	for _, c := range cases {
 		var out, errOut weftest.Buffer

@@ -16,19 +16,22 @@ import (
 // migrateOptions are the flags of `weft migrate`.
 type migrateOptions struct {
 	db, nats, grants *string
+	replicas         int
 }
 
 // migrateFlags defines the flags of `weft migrate`; docs/configuration.md
 // is generated from them (configdoc_test.go).
-func migrateFlags(env *environment) (*flags, migrateOptions) {
+func migrateFlags(env *environment) (*flags, *migrateOptions) {
 	f := newFlags("migrate", env)
-	return f, migrateOptions{
+	opt := &migrateOptions{
 		db: f.string("database-url", "WEFT_DATABASE_URL", "Postgres connection URL, as the role that owns Weft's schema"),
 		nats: natsFlagUsage(f,
 			"NATS server URL; when set, Weft's JetStream streams are created or updated too (credentials may be given in it)"),
 		grants: f.string("grants-file", "WEFT_GRANTS_FILE",
 			"SQL file run after the migrations in one transaction, e.g. the per-service grants of deploy/postgres/grants.sql"),
 	}
+	replicasFlag(f, &opt.replicas)
+	return f, opt
 }
 
 // runMigrate is `weft migrate`: it applies the Postgres schema, then the
@@ -66,7 +69,7 @@ func runMigrate(ctx context.Context, env *environment, args []string) error {
 	if *opt.nats == "" {
 		return nil
 	}
-	if err := ensureStreams(ctx, *opt.nats); err != nil {
+	if err := ensureStreams(ctx, *opt.nats, streams.Config{Replicas: opt.replicas}); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintln(env.stdout, "streams are up to date")
@@ -93,9 +96,9 @@ func applyGrants(ctx context.Context, pool *pgxpool.Pool, path string) error {
 	return nil
 }
 
-// ensureStreams creates or updates Weft's streams on the NATS server at
-// natsURL.
-func ensureStreams(ctx context.Context, natsURL string) error {
+// ensureStreams creates or updates Weft's streams, as cfg defines them, on
+// the NATS server at natsURL.
+func ensureStreams(ctx context.Context, natsURL string, cfg streams.Config) error {
 	nc, err := connectNATS(natsURL, "migrate")
 	if err != nil {
 		return err
@@ -105,7 +108,7 @@ func ensureStreams(ctx context.Context, natsURL string) error {
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	if err := streams.Ensure(ctx, js, streams.Config{}); err != nil {
+	if err := streams.Ensure(ctx, js, cfg); err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
 	return nil

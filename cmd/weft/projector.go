@@ -18,7 +18,7 @@ import (
 // projectorOptions are the flags of `weft projector`.
 type projectorOptions struct {
 	urls     backendURLs
-	ensure   *bool
+	streams  *streamOptions
 	ops      *string
 	loadKeys func() (*auth.Keys, error)
 	cfg      projector.Config
@@ -28,7 +28,7 @@ type projectorOptions struct {
 // is generated from them (configdoc_test.go).
 func projectorFlags(env *environment) (*flags, *projectorOptions) {
 	f := newFlags("projector", env)
-	opt := &projectorOptions{urls: backendFlags(f), ensure: ensureFlag(f), ops: opsFlag(f, "WEFT_PROJECTOR_OPS_ADDR", projectorOpsAddr)}
+	opt := &projectorOptions{urls: backendFlags(f), streams: streamFlags(f), ops: opsFlag(f, "WEFT_PROJECTOR_OPS_ADDR", projectorOpsAddr)}
 	cfg := &opt.cfg
 	f.stringVar(&cfg.Addr, "addr", "WEFT_PROJECTOR_ADDR", "", "HTTP listen address of the read API and UI (empty: :8081)")
 	f.stringVar(&cfg.GatewayURL, "gateway-url", "WEFT_GATEWAY_URL", "", "the gateway's URL, where the UI's signals go")
@@ -76,7 +76,7 @@ func runProjector(ctx context.Context, env *environment, args []string) error {
 	cfg.Keys = keys
 	checks := append(b.checks(streams.EventsStream), consumerChecks(b, projectorConsumers()...)...)
 	return withOps(ctx, env, o, checks, func(ctx context.Context) error {
-		if err := b.streams(ctx, *opt.ensure, env.logger, streams.EventsStream); err != nil {
+		if err := b.streams(ctx, opt.streams, env.logger, streams.EventsStream); err != nil {
 			return err
 		}
 		p, err := newProjector(b.pool, b.js, cfg, o, env.logger)

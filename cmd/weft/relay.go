@@ -15,9 +15,9 @@ import (
 
 // relayOptions are the flags of `weft relay`.
 type relayOptions struct {
-	urls   backendURLs
-	ensure *bool
-	ops    *string
+	urls    backendURLs
+	streams *streamOptions
+	ops     *string
 }
 
 // relayFlags defines the flags of `weft relay`; docs/configuration.md
@@ -25,9 +25,9 @@ type relayOptions struct {
 func relayFlags(env *environment) (*flags, relayOptions) {
 	f := newFlags("relay", env)
 	return f, relayOptions{
-		urls:   backendFlags(f),
-		ensure: ensureFlag(f),
-		ops:    opsFlag(f, "WEFT_RELAY_OPS_ADDR", relayOpsAddr),
+		urls:    backendFlags(f),
+		streams: streamFlags(f),
+		ops:     opsFlag(f, "WEFT_RELAY_OPS_ADDR", relayOpsAddr),
 	}
 }
 
@@ -50,7 +50,7 @@ func runRelay(ctx context.Context, env *environment, args []string) error {
 	defer b.close()
 	uses := []string{streams.EventsStream, streams.TasksStream} // what the outbox holds
 	return withOps(ctx, env, o, b.checks(uses...), func(ctx context.Context) error {
-		if err := b.streams(ctx, *opt.ensure, env.logger, uses...); err != nil {
+		if err := b.streams(ctx, opt.streams, env.logger, uses...); err != nil {
 			return err
 		}
 		stop, err := startRelay(ctx, env.logger, b.pool, b.nc, outbox.RelayConfig{MeterProvider: o.meters, TracerProvider: o.tracer})
