@@ -20,7 +20,7 @@ func (s *scanner) scalar(tok json.Token, path string, sc *schema) error {
 		if !ok {
 			return s.add(path, CodeWrongType, "must be %s", sc)
 		}
-		return s.unmarshalText(path, sc, str)
+		return s.method(path, unmarshalText(sc.typ, str))
 	}
 	if !literalOK(tok, sc) {
 		return s.add(path, CodeWrongType, "must be %s", sc)
@@ -125,17 +125,10 @@ func (s *scanner) judged(tok json.Token, path string, sc *schema, depth int) err
 	return nil
 }
 
-// unmarshal calls UnmarshalJSON(raw) on a fresh value of sc's type.
-func (s *scanner) unmarshal(path string, sc *schema, raw []byte) error {
-	if err := unmarshalJSON(sc.typ, raw); err != nil {
-		return s.add(path, CodeWrongType, "%v", err)
-	}
-	return nil
-}
-
-// unmarshalText calls UnmarshalText(str) on a fresh value of sc's type.
-func (s *scanner) unmarshalText(path string, sc *schema, str string) error {
-	if err := unmarshalText(sc.typ, str); err != nil {
+// method records err, from a type's UnmarshalJSON or UnmarshalText method,
+// as the problem of the value at path.
+func (s *scanner) method(path string, err error) error {
+	if err != nil {
 		return s.add(path, CodeWrongType, "%v", err)
 	}
 	return nil

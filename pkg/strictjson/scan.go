@@ -131,7 +131,7 @@ func (s *scanner) shape(tok json.Token, path string, sc *schema, depth int) erro
 // except that it hands null to an UnmarshalJSON method.
 func (s *scanner) null(path string, sc *schema) error {
 	if sc.judge {
-		return s.unmarshal(path, sc, []byte("null"))
+		return s.method(path, unmarshalJSON(sc.typ, []byte("null")))
 	}
 	return nil
 }
