@@ -11,7 +11,8 @@ import (
 )
 
 // ParseValidated holds the plan Parse returns, in the encoding
-// json.Marshal gives it: the bytes RunApproved persists.
+// json.Marshal gives it: the bytes RunApproved persists, the same as when
+// the approval applied the defaults again and encoded the plan itself.
 func TestParseValidatedHoldsTheParsedPlansEncoding(t *testing.T) {
 	t.Parallel()
 	for _, file := range []string{"hello.yaml", "fanout.json", "gate.yaml"} {
@@ -19,6 +20,7 @@ func TestParseValidatedHoldsTheParsedPlansEncoding(t *testing.T) {
 		require.NoError(t, err)
 		p, err := Parse(data, Limits{})
 		require.NoError(t, err)
+		p.ApplyDefaults()
 		want, err := json.Marshal(p)
 		require.NoError(t, err)
 
