@@ -53,9 +53,10 @@ func benchForEach(b *testing.B, p *plan.Plan) time.Duration {
 	startE2ERelay(b, db, nats, telemetry{})
 	startE2EEngine(b, db, nats, telemetry{})
 	approver := runstart.Approver{Journal: journal.New(eventlog.New(db.Pool))}
+	v := validatedPlan(b, p)
 	b.StartTimer()
 	start := time.Now()
-	if _, err := approver.Approve(ctx, db.Pool, runstart.Request{Plan: p}); err != nil {
+	if _, err := approver.Approve(ctx, db.Pool, runstart.Request{Plan: v}); err != nil {
 		b.Fatal(err)
 	}
 	if err := waitRunsDone(ctx, db, 5*time.Minute); err != nil {

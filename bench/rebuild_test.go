@@ -34,9 +34,10 @@ func BenchmarkProjectorRebuild(b *testing.B) {
 	}
 	log := eventlog.New(db.Pool)
 	approver := runstart.Approver{Journal: journal.New(log)}
+	v := validatedPlan(b, p)
 	parallel(b, projectorWriters, rebuildRuns, func(_, _ int) error {
 		return pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
-			runID, err := approver.ApproveTx(ctx, tx, runstart.Request{Plan: p})
+			runID, err := approver.ApproveTx(ctx, tx, runstart.Request{Plan: v})
 			if err != nil {
 				return err
 			}

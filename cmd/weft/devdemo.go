@@ -34,7 +34,7 @@ const demoPlan = `{
 // delivers it, until the run ends: a plan approved in Postgres, relayed by
 // the outbox, driven by the engine and run by the worker.
 func demoRun(ctx context.Context, env *environment, pool *pgxpool.Pool, js jetstream.JetStream) error {
-	p, err := plan.Parse([]byte(demoPlan), plan.Limits{})
+	p, err := plan.ParseValidated([]byte(demoPlan), plan.Limits{})
 	if err != nil {
 		return fmt.Errorf("demo plan: %w", err)
 	}

@@ -63,7 +63,7 @@ func startProjectorRun(t *testing.T, planJSON string, input json.RawMessage) *pr
 	c, err := client.New("http://gateway.invalid", client.WithToken(testToken), client.WithReadURL("http://"+ln.Addr().String()))
 	require.NoError(t, err)
 	r := &projectorRun{client: c, journal: journal.New(eventlog.New(db.Pool)), db: db}
-	pl, err := plan.Parse([]byte(planJSON), plan.Limits{})
+	pl, err := plan.ParseValidated([]byte(planJSON), plan.Limits{})
 	require.NoError(t, err)
 	r.inTx(t, func(tx pgx.Tx) (err error) {
 		r.runID, err = runstart.Approver{Journal: r.journal}.ApproveTx(t.Context(), tx,

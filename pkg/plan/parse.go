@@ -36,29 +36,43 @@ import (
 // well-formed enough to read one, and otherwise by path ("steps[2].retry").
 // Parse never panics.
 func Parse(data []byte, limits Limits) (*Plan, error) {
+	p, _, err := parse(data, limits)
+	return p, err
+}
+
+// ParseValidated is Parse for a caller that wants the plan as a Validated:
+// the plan, its defaults filled in, found valid against limits, in its
+// JSON encoding. It validates once, as Parse does.
+func ParseValidated(data []byte, limits Limits) (Validated, error) {
+	_, v, err := parse(data, limits)
+	return v, err
+}
+
+// parse is Parse, returning the plan both as it parsed and as a Validated.
+func parse(data []byte, limits Limits) (*Plan, Validated, error) {
 	l := limits.withDefaults()
 	if len(data) > l.MaxPlanBytes {
-		return nil, single("", CodePlanTooLarge, "the document is %d bytes, more than the limit of %d", len(data), l.MaxPlanBytes)
+		return nil, Validated{}, single("", CodePlanTooLarge, "the document is %d bytes, more than the limit of %d", len(data), l.MaxPlanBytes)
 	}
 	if err := strictjson.CheckUTF8(data); err != nil {
-		return nil, fromStrict(err).err()
+		return nil, Validated{}, fromStrict(err).err()
 	}
 	doc := data
 	if !isJSON(data) {
 		var err error
 		if doc, err = yamlToJSON(data, l.MaxDepth, l.MaxPlanBytes); err != nil {
-			return nil, err
+			return nil, Validated{}, err
 		}
 	}
 	p, err := decodeStrict(doc, l.MaxDepth)
 	if err != nil {
-		return nil, err
+		return nil, Validated{}, err
 	}
-	p.ApplyDefaults()
-	if err := p.Validate(l); err != nil {
-		return nil, err
+	v, err := p.Validated(l)
+	if err != nil {
+		return nil, Validated{}, err
 	}
-	return p, nil
+	return p, v, nil
 }
 
 // attributeSteps rewrites problems found at "steps[N]…" to name step N by

@@ -37,9 +37,16 @@ const maxSecretKeyBytes = 1024
 // SchemaVersion) are valid. Validate does not modify p. Cycles are not
 // searched for in a plan with more than MaxSteps steps.
 func (p *Plan) Validate(limits Limits) error {
-	l := limits.withDefaults()
+	_, _, err := p.validate(limits.withDefaults())
+	return err
+}
+
+// validate is Validate with the limits l, defaults filled in. It also
+// returns p's JSON encoding, which the size check made, or json.Marshal's
+// error.
+func (p *Plan) validate(l Limits) (doc []byte, encErr, err error) {
 	var ps problems
-	p.validateHeader(&ps, l)
+	doc, encErr = p.validateHeader(&ps, l)
 	first := make(map[string]int, len(p.Steps))
 	for i := range p.Steps {
 		if _, dup := first[p.Steps[i].ID]; !dup {
@@ -62,10 +69,12 @@ func (p *Plan) Validate(limits Limits) error {
 			p.forEaches(&ps)
 		}
 	}
-	return ps.err()
+	return doc, encErr, ps.err()
 }
 
-func (p *Plan) validateHeader(ps *problems, l Limits) {
+// validateHeader checks the plan's own fields and size, and returns its
+// JSON encoding or json.Marshal's error.
+func (p *Plan) validateHeader(ps *problems, l Limits) ([]byte, error) {
 	if p.SchemaVersion < 0 || p.SchemaVersion > SchemaVersion {
 		ps.add("", "schemaVersion", CodeUnsupportedSchemaVersion,
 			"version %d is not supported; this code reads versions 1 to %d", p.SchemaVersion, SchemaVersion)
@@ -78,9 +87,11 @@ func (p *Plan) validateHeader(ps *problems, l Limits) {
 	case len(p.Steps) > l.MaxSteps:
 		ps.add("", "steps", CodeTooManySteps, "%d steps, more than the limit of %d", len(p.Steps), l.MaxSteps)
 	}
-	if b, err := json.Marshal(p); err == nil && len(b) > l.MaxPlanBytes {
+	b, err := json.Marshal(p)
+	if err == nil && len(b) > l.MaxPlanBytes {
 		ps.add("", "", CodePlanTooLarge, "the plan encodes to %d bytes of JSON, more than the limit of %d", len(b), l.MaxPlanBytes)
 	}
+	return b, err
 }
 
 func checkID(ps *problems, field, id string, maxBytes int) {

@@ -90,7 +90,7 @@ func (s *stack) startIn(t *testing.T, p *plan.Plan, env string) string {
 	err := pgx.BeginFunc(t.Context(), s.db.Pool, func(tx pgx.Tx) error {
 		var err error
 		runID, err = runstart.Approver{Journal: journal.New(s.log)}.ApproveTx(t.Context(), tx,
-			runstart.Request{Plan: p, EnvironmentID: env})
+			runstart.Request{Plan: validated(t, p), EnvironmentID: env})
 		return err
 	})
 	require.NoError(t, err)
@@ -231,6 +231,14 @@ func parsePlan(t *testing.T, doc string) *plan.Plan {
 	p, err := plan.Parse([]byte(doc), plan.Limits{})
 	require.NoError(t, err)
 	return p
+}
+
+// validated is p with its defaults, validated for a start.
+func validated(t *testing.T, p *plan.Plan) plan.Validated {
+	t.Helper()
+	v, err := p.Validated(plan.Limits{})
+	require.NoError(t, err)
+	return v
 }
 
 func types(evs []events.Event) []events.Type {

@@ -38,7 +38,7 @@ func TestRunInputAndOutputsFlowThroughExpressions(t *testing.T) {
 	err = pgx.BeginFunc(t.Context(), s.db.Pool, func(tx pgx.Tx) error {
 		var err error
 		runID, err = runstart.Approver{Journal: journal.New(s.log)}.ApproveTx(t.Context(), tx,
-			runstart.Request{Plan: p, TenantID: "acme", Input: json.RawMessage(`{"orderId": "o-17", "qty": 3}`)})
+			runstart.Request{Plan: validated(t, p), TenantID: "acme", Input: json.RawMessage(`{"orderId": "o-17", "qty": 3}`)})
 		return err
 	})
 	require.NoError(t, err)

@@ -341,7 +341,7 @@ func (s *stack) completed(t *testing.T, planID string) string {
 // approveAs approves a run with the given id, as approve does.
 func (s *stack) approveAs(t *testing.T, runID string) {
 	t.Helper()
-	p, err := plan.Parse([]byte(`{"planId":"later","planVersion":"v1","steps":[{"id":"a","activity":"echo"}]}`), plan.Limits{})
+	p, err := plan.ParseValidated([]byte(`{"planId":"later","planVersion":"v1","steps":[{"id":"a","activity":"echo"}]}`), plan.Limits{})
 	require.NoError(t, err)
 	err = pgx.BeginFunc(t.Context(), s.db.Pool, func(tx pgx.Tx) error {
 		_, err := runstart.Approver{Journal: s.journal}.ApproveTx(t.Context(), tx,

@@ -24,7 +24,7 @@ type requested struct {
 // requestID, as approve does, and returns its run id.
 func (s *stack) approveRequest(t *testing.T, ten, requestID string) string {
 	t.Helper()
-	p, err := plan.Parse([]byte(`{"planId":"orders","planVersion":"v1","steps":[{"id":"a","activity":"echo"}]}`), plan.Limits{})
+	p, err := plan.ParseValidated([]byte(`{"planId":"orders","planVersion":"v1","steps":[{"id":"a","activity":"echo"}]}`), plan.Limits{})
 	require.NoError(t, err)
 	var runID string
 	err = pgx.BeginFunc(t.Context(), s.db.Pool, func(tx pgx.Tx) error {

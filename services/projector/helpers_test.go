@@ -150,7 +150,7 @@ func (s *stack) approve(t *testing.T, planID string) string {
 // input (tenant acme), as approve does, and returns the run id.
 func (s *stack) approveWith(t *testing.T, planJSON string, input json.RawMessage) string {
 	t.Helper()
-	p, err := plan.Parse([]byte(planJSON), plan.Limits{})
+	p, err := plan.ParseValidated([]byte(planJSON), plan.Limits{})
 	require.NoError(t, err)
 	var runID string
 	err = pgx.BeginFunc(t.Context(), s.db.Pool, func(tx pgx.Tx) error {

@@ -55,22 +55,31 @@ func decode(data []byte, v any, maxDepth int, what string) error {
 	return err
 }
 
-// decodeStart decodes a start request. A runRequestId that is present but
-// empty is refused: omitting it asks for a fresh id (a start that is not
-// idempotent), and an empty string is more likely a caller's bug than
-// that request.
+// startBody is a start request as the transports decode it. Its
+// RunRequestID shadows the embedded request's, to tell an id sent empty
+// from one left out; the two read the same JSON member, a string or null.
+type startBody struct {
+	api.StartRunRequest
+	RunRequestID *string `json:"runRequestId"`
+}
+
+// decodeStart decodes a start request, in one pass. A runRequestId that
+// is present but empty is refused: omitting it asks for a fresh id (a
+// start that is not idempotent), and an empty string is more likely a
+// caller's bug than that request.
 func decodeStart(data []byte, maxDepth int, what string) (api.StartRunRequest, error) {
-	var req api.StartRunRequest
-	if err := decode(data, &req, maxDepth, what); err != nil {
-		return req, err
+	var body startBody
+	if err := decode(data, &body, maxDepth, what); err != nil {
+		return body.StartRunRequest, err
 	}
-	var present struct {
-		RunRequestID *string `json:"runRequestId"`
-	}
-	if err := json.Unmarshal(data, &present); err == nil && present.RunRequestID != nil && *present.RunRequestID == "" {
-		return req, &intake.Error{Code: api.CodeInvalidArgument,
-			Message: "runRequestId is empty: send an id to make the start idempotent, or omit the field",
-			Details: map[string]any{"field": "runRequestId"}}
+	req := body.StartRunRequest
+	if body.RunRequestID != nil {
+		if *body.RunRequestID == "" {
+			return req, &intake.Error{Code: api.CodeInvalidArgument,
+				Message: "runRequestId is empty: send an id to make the start idempotent, or omit the field",
+				Details: map[string]any{"field": "runRequestId"}}
+		}
+		req.RunRequestID = *body.RunRequestID
 	}
 	return req, nil
 }

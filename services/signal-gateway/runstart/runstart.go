@@ -1,5 +1,5 @@
-// Package runstart approves runs: it validates a plan and appends the new
-// run's RunApproved event, carrying the plan, to the event log (and so, by
+// Package runstart approves runs: it appends the new run's RunApproved
+// event, carrying its validated plan, to the event log (and so, by
 // the journal's outbox row, to WEFT_EVENTS, where the engine picks it up).
 // The signal gateway's run-start endpoints, the dev stack and tests all
 // start runs through it.
@@ -22,14 +22,18 @@ import (
 	"github.com/weftrun/weft/pkg/plan"
 )
 
-// Request is a run to approve.
+// Request is a run to approve. Its plan is a plan.Validated, which only
+// validation makes: the plan of a start is validated once, where the start
+// is checked (the gateway's intake, or a caller's Plan.Validated), and
+// approving it does not validate it again.
 type Request struct {
 	TenantID, ProjectID, EnvironmentID string
 	// RunRequestID is the caller's id for this start; the gateway makes
 	// starts idempotent on it (execution-semantics §3).
 	RunRequestID string
-	// Plan is the validated plan; ApproveTx refuses one that is not valid.
-	Plan *plan.Plan
+	// Plan is the run's plan, validated; the approval refuses the zero
+	// plan.Validated. Its planId and planVersion are the run's.
+	Plan plan.Validated
 	// Input is the run's input document, references only.
 	Input json.RawMessage
 	// RunID is the new run's id, a UUIDv7 from events.NewRunID; empty
@@ -38,11 +42,10 @@ type Request struct {
 	RunID string
 }
 
-// Approver approves runs. The zero Plans and Admission mean the default
-// plan limits and no limit of concurrent runs.
+// Approver approves runs. The zero Admission means no limit of concurrent
+// runs.
 type Approver struct {
 	Journal   *journal.Journal
-	Plans     plan.Limits
 	Admission admission.Limits
 }
 
@@ -58,32 +61,24 @@ type Approval struct {
 
 // ApproveBatch gives the run its id and queues on b the append of its
 // RunApproved and its row in engine_runs, for a caller that sends them in
-// one round trip with other statements of tx. Nothing is queued for an
-// invalid plan (a *plan.ValidationError) or, under the REJECT policy, for
-// an environment at its limit (an *admission.RejectedError); only that
-// check reads, in tx, at once.
+// one round trip with other statements of tx. Nothing is queued for a
+// request without a plan or, under the REJECT policy, for an environment
+// at its limit (an *admission.RejectedError); only that check reads, in
+// tx, at once.
 func (a Approver) ApproveBatch(ctx context.Context, tx pgx.Tx, b *pgx.Batch, req Request) (Approval, error) {
-	if req.Plan == nil {
+	if req.Plan.IsZero() {
 		return Approval{}, fmt.Errorf("runstart: no plan")
-	}
-	req.Plan.ApplyDefaults()
-	if err := req.Plan.Validate(a.Plans); err != nil {
-		return Approval{}, err
 	}
 	if err := admission.CheckRejectTx(ctx, tx, req.EnvironmentID, a.Admission.For(req.EnvironmentID)); err != nil {
 		return Approval{}, err
 	}
-	planJSON, err := json.Marshal(req.Plan)
-	if err != nil {
-		return Approval{}, fmt.Errorf("runstart: encode plan: %w", err)
-	}
 	runID := cmp.Or(req.RunID, events.NewRunID())
 	ev, err := events.New(events.Spec{
-		RunID: runID, Type: events.RunApproved, PlanVersion: req.Plan.PlanVersion,
+		RunID: runID, Type: events.RunApproved, PlanVersion: req.Plan.PlanVersion(),
 		Data: events.RunApprovedData{
 			TenantID: req.TenantID, ProjectID: req.ProjectID, EnvironmentID: req.EnvironmentID,
-			PlanID: req.Plan.PlanID, PlanVersion: req.Plan.PlanVersion, RunRequestID: req.RunRequestID,
-			Input: req.Input, Plan: planJSON,
+			PlanID: req.Plan.PlanID(), PlanVersion: req.Plan.PlanVersion(), RunRequestID: req.RunRequestID,
+			Input: req.Input, Plan: req.Plan.JSON(),
 		},
 	})
 	if err != nil {

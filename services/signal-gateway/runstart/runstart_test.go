@@ -1,6 +1,7 @@
 package runstart_test
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -54,8 +55,37 @@ func counts(t *testing.T, db *weftest.DB) (evs, outbox, runs int) {
 	return evs, outbox, runs
 }
 
-func onePlan() *plan.Plan {
-	return &plan.Plan{PlanID: "p", PlanVersion: "1", Steps: []plan.Step{{ID: "a", Activity: "echo"}}}
+// onePlan is a one-step plan, validated.
+func onePlan(t *testing.T) plan.Validated {
+	t.Helper()
+	v, err := (&plan.Plan{PlanID: "p", PlanVersion: "1", Steps: []plan.Step{{ID: "a", Activity: "echo"}}}).Validated(plan.Limits{})
+	require.NoError(t, err)
+	return v
+}
+
+// The plan of a start is validated once, where the start is checked,
+// and approving it cannot validate it again. The type system proves it:
+// a Request carries its plan only as a plan.Validated, which only a
+// validation makes (its fields are unexported, pkg/plan pins that) and
+// which holds the plan as its encoding, with no *plan.Plan to validate.
+// This pins the structure: a field that carries a plan any other way
+// fails here.
+func TestRequestCarriesItsPlanOnlyValidated(t *testing.T) {
+	t.Parallel()
+	validated := reflect.TypeFor[plan.Validated]()
+	var plans []string
+	for f := range reflect.TypeFor[runstart.Request]().Fields() {
+		if f.Type == validated {
+			plans = append(plans, f.Name)
+			continue
+		}
+		require.NotContains(t, []reflect.Type{reflect.TypeFor[plan.Plan](), reflect.TypeFor[*plan.Plan]()}, f.Type,
+			"Request.%s carries a plan nobody need have validated", f.Name)
+	}
+	require.Equal(t, []string{"Plan"}, plans)
+	for f := range validated.Fields() {
+		require.NotEqual(t, reflect.TypeFor[*plan.Plan](), f.Type, "plan.Validated.%s would let its holder validate again", f.Name)
+	}
 }
 
 func TestApproveWritesRunApprovedWithPlan(t *testing.T) {
@@ -66,7 +96,8 @@ func testApproveWritesRunApprovedWithPlan(t *testing.T, approve approveFunc) {
 	db := weftest.NewDB(t)
 	log := eventlog.New(db.Pool)
 	a := runstart.Approver{Journal: journal.New(log)}
-	runID, err := approve(t, db, a, runstart.Request{Plan: onePlan(), EnvironmentID: "dev", RunRequestID: "r1"})
+	p := onePlan(t)
+	runID, err := approve(t, db, a, runstart.Request{Plan: p, EnvironmentID: "dev", RunRequestID: "r1"})
 	require.NoError(t, err)
 	evs, err := log.EventsFetchAfter(t.Context(), runID, 0, 0)
 	require.NoError(t, err)
@@ -75,6 +106,8 @@ func testApproveWritesRunApprovedWithPlan(t *testing.T, approve approveFunc) {
 	require.NoError(t, evs[0].Data(&d))
 	require.Equal(t, "dev", d.EnvironmentID)
 	require.Equal(t, "r1", d.RunRequestID)
+	require.Equal(t, [2]string{"p", "1"}, [2]string{d.PlanID, d.PlanVersion})
+	require.JSONEq(t, string(p.JSON()), string(d.Plan), "the validated plan is stored as it is")
 	stored, err := plan.Parse(d.Plan, plan.Limits{})
 	require.NoError(t, err, "the stored plan is a valid plan")
 	require.Equal(t, "p", stored.PlanID)
@@ -94,18 +127,13 @@ func testApproveRefusesBeforeWriting(t *testing.T, approve approveFunc) {
 		Journal:   journal.New(eventlog.New(db.Pool)),
 		Admission: admission.Limits{Default: admission.Limit{MaxConcurrentRuns: 1, Policy: admission.Reject}},
 	}
-	_, err := approve(t, db, a, runstart.Request{Plan: onePlan(), EnvironmentID: "e"})
+	_, err := approve(t, db, a, runstart.Request{Plan: onePlan(t), EnvironmentID: "e"})
 	require.NoError(t, err)
 
-	_, err = approve(t, db, a, runstart.Request{Plan: onePlan(), EnvironmentID: "e"})
+	_, err = approve(t, db, a, runstart.Request{Plan: onePlan(t), EnvironmentID: "e"})
 	require.ErrorIs(t, err, admission.ErrRejected, "the environment is at its limit")
-	bad := onePlan()
-	bad.Steps[0].DependsOn = []string{"ghost"}
-	_, err = approve(t, db, a, runstart.Request{Plan: bad, EnvironmentID: "other"})
-	var verr *plan.ValidationError
-	require.ErrorAs(t, err, &verr)
 	_, err = approve(t, db, a, runstart.Request{EnvironmentID: "other"})
-	require.Error(t, err)
+	require.ErrorContains(t, err, "no plan")
 
 	evs, outbox, runs := counts(t, db)
 	require.Equal(t, [3]int{1, 1, 1}, [3]int{evs, outbox, runs}, "only the first run was written")
@@ -117,9 +145,9 @@ func TestApproveOfAnExistingRunWritesNothing(t *testing.T) {
 	eachWay(t, func(t *testing.T, approve approveFunc) {
 		db := weftest.NewDB(t)
 		a := runstart.Approver{Journal: journal.New(eventlog.New(db.Pool))}
-		runID, err := approve(t, db, a, runstart.Request{Plan: onePlan()})
+		runID, err := approve(t, db, a, runstart.Request{Plan: onePlan(t)})
 		require.NoError(t, err)
-		_, err = approve(t, db, a, runstart.Request{Plan: onePlan(), RunID: runID})
+		_, err = approve(t, db, a, runstart.Request{Plan: onePlan(t), RunID: runID})
 		require.ErrorIs(t, err, eventlog.ErrConflict)
 		evs, outbox, runs := counts(t, db)
 		require.Equal(t, [3]int{1, 1, 1}, [3]int{evs, outbox, runs}, "only the first approval was written")

@@ -30,10 +30,11 @@ func TestBatchTakesAdmissionLocksInOrder(t *testing.T) {
 	db := weftest.NewDB(t)
 	approver := runstart.Approver{Journal: journal.New(eventlog.New(db.Pool))}
 	p := &plan.Plan{PlanID: "one", PlanVersion: "1", Steps: []plan.Step{{ID: "a", Activity: "echo"}}}
-	require.NoError(t, p.Validate(plan.Limits{}))
-	runA, err := approver.Approve(ctx, db.Pool, runstart.Request{EnvironmentID: "env-a", Plan: p})
+	v, err := p.Validated(plan.Limits{})
 	require.NoError(t, err)
-	runB, err := approver.Approve(ctx, db.Pool, runstart.Request{EnvironmentID: "env-b", Plan: p})
+	runA, err := approver.Approve(ctx, db.Pool, runstart.Request{EnvironmentID: "env-a", Plan: v})
+	require.NoError(t, err)
+	runB, err := approver.Approve(ctx, db.Pool, runstart.Request{EnvironmentID: "env-b", Plan: v})
 	require.NoError(t, err)
 
 	holder, err := db.Pool.Begin(ctx)

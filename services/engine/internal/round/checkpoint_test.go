@@ -43,10 +43,11 @@ func newBench(t *testing.T, n int) *bench {
 		}
 		p.Steps = append(p.Steps, s)
 	}
-	require.NoError(t, p.Validate(plan.Limits{}))
-	err := pgx.BeginFunc(t.Context(), b.db.Pool, func(tx pgx.Tx) error {
+	v, err := p.Validated(plan.Limits{})
+	require.NoError(t, err)
+	err = pgx.BeginFunc(t.Context(), b.db.Pool, func(tx pgx.Tx) error {
 		var err error
-		b.runID, err = runstart.Approver{Journal: journal.New(b.log)}.ApproveTx(t.Context(), tx, runstart.Request{Plan: p})
+		b.runID, err = runstart.Approver{Journal: journal.New(b.log)}.ApproveTx(t.Context(), tx, runstart.Request{Plan: v})
 		return err
 	})
 	require.NoError(t, err)

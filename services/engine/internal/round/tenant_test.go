@@ -30,8 +30,9 @@ func TestTasksCarryTheRunsTenant(t *testing.T) {
 	p := &plan.Plan{PlanID: "two", PlanVersion: "1", Steps: []plan.Step{
 		{ID: "a", Activity: "echo"}, {ID: "b", Activity: "echo", DependsOn: []string{"a"}},
 	}}
-	require.NoError(t, p.Validate(plan.Limits{}))
-	runID, err := approver.Approve(ctx, db.Pool, runstart.Request{TenantID: "acme", EnvironmentID: "prod", Plan: p})
+	v, err := p.Validated(plan.Limits{})
+	require.NoError(t, err)
+	runID, err := approver.Approve(ctx, db.Pool, runstart.Request{TenantID: "acme", EnvironmentID: "prod", Plan: v})
 	require.NoError(t, err)
 
 	x := round.New(db.Pool, round.Config{})
@@ -70,7 +71,8 @@ func TestRoundsEnsureTheQueuesLanes(t *testing.T) {
 	p := &plan.Plan{PlanID: "fan", PlanVersion: "1", Steps: []plan.Step{
 		{ID: "a", Activity: "echo"}, {ID: "b", Activity: "echo"}, {ID: "c", Activity: "echo", Queue: "batch"},
 	}}
-	require.NoError(t, p.Validate(plan.Limits{}))
+	v, err := p.Validated(plan.Limits{})
+	require.NoError(t, err)
 	var ensured []string
 	fail := false
 	x := round.New(db.Pool, round.Config{EnsureLanes: func(_ context.Context, queue string) error {
@@ -81,7 +83,7 @@ func TestRoundsEnsureTheQueuesLanes(t *testing.T) {
 		return nil
 	}})
 	start := func(tenant string) error {
-		runID, err := approver.Approve(ctx, db.Pool, runstart.Request{TenantID: tenant, EnvironmentID: "prod", Plan: p})
+		runID, err := approver.Approve(ctx, db.Pool, runstart.Request{TenantID: tenant, EnvironmentID: "prod", Plan: v})
 		require.NoError(t, err)
 		_, err = x.Run(ctx, round.Round{RunID: runID, Input: decide.RunApproved{Now: time.Now().UTC()}})
 		return err

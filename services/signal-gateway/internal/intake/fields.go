@@ -12,13 +12,14 @@ import (
 )
 
 // startProblems checks every field of a start and its plan, and returns
-// the plan when it parsed, and the problems of every field at fault, in
-// the order of the request's fields: a request missing three fields is
-// told of the three at once (issue 19, item 9). planId and planVersion
-// are held to the plan's own when it parsed, and, unless refFromPlan says
-// they were read from the plan (a schedule's or trigger's start), are
-// required when there is no plan to compare them with.
-func (in *Intake) startProblems(req api.StartRunRequest, refFromPlan bool) (*plan.Plan, []api.Problem) {
+// the plan when it parsed, validated (plan.ParseValidated), and the
+// problems of every field at fault, in the order of the request's fields:
+// a request missing three fields is told of the three at once (issue 19,
+// item 9). planId and planVersion are held to the plan's own when it
+// parsed, and, unless refFromPlan says they were read from the plan (a
+// schedule's or trigger's start), are required when there is no plan to
+// compare them with.
+func (in *Intake) startProblems(req api.StartRunRequest, refFromPlan bool) (plan.Validated, []api.Problem) {
 	var ps []api.Problem
 	for _, f := range []struct{ name, value string }{
 		{"tenantId", req.TenantID}, {"projectId", req.ProjectID}, {"environmentId", req.EnvironmentID},
@@ -41,19 +42,19 @@ func (in *Intake) startProblems(req api.StartRunRequest, refFromPlan bool) (*pla
 	}
 	switch {
 	case !hasPlan:
-		return nil, append(ps, problem("plan", api.ProblemMissing, "must be a plan document, a JSON object"))
+		return plan.Validated{}, append(ps, problem("plan", api.ProblemMissing, "must be a plan document, a JSON object"))
 	case !bytes.HasPrefix(bytes.TrimLeft(req.Plan, " \t\r\n"), []byte("{")):
-		return nil, append(ps, problem("plan", api.ProblemInvalid, "must be a plan document, a JSON object"))
+		return plan.Validated{}, append(ps, problem("plan", api.ProblemInvalid, "must be a plan document, a JSON object"))
 	}
-	pl, err := plan.Parse(req.Plan, in.cfg.Plans)
+	pl, err := plan.ParseValidated(req.Plan, in.cfg.Plans)
 	if verr, ok := errors.AsType[*plan.ValidationError](err); ok {
-		return nil, append(ps, planProblems(verr.Problems)...)
+		return plan.Validated{}, append(ps, planProblems(verr.Problems)...)
 	}
 	if err != nil {
-		return nil, append(ps, problem("plan", api.ProblemInvalid, err.Error()))
+		return plan.Validated{}, append(ps, problem("plan", api.ProblemInvalid, err.Error()))
 	}
-	ps = appendPlanRef(ps, "planId", req.PlanID, pl.PlanID)
-	ps = appendPlanRef(ps, "planVersion", req.PlanVersion, pl.PlanVersion)
+	ps = appendPlanRef(ps, "planId", req.PlanID, pl.PlanID())
+	ps = appendPlanRef(ps, "planVersion", req.PlanVersion, pl.PlanVersion())
 	return pl, ps
 }
 

@@ -120,7 +120,7 @@ func New(pool *pgxpool.Pool, log *eventlog.Store, authz auth.Authorizer, cfg Con
 	j := journal.New(log, opts...)
 	in := &Intake{
 		pool: pool, log: log, journal: j, authz: authz, cfg: cfg,
-		approver: runstart.Approver{Journal: j, Plans: cfg.Plans, Admission: cfg.Admission},
+		approver: runstart.Approver{Journal: j, Admission: cfg.Admission},
 	}
 	in.groups.decide = in.decideGroup
 	return in, nil

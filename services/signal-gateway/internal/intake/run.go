@@ -15,7 +15,6 @@ import (
 	"github.com/weftrun/weft/internal/store/pipetx"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
-	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 
@@ -48,15 +47,15 @@ func (in *Intake) RunStart(ctx context.Context, p auth.Principal, req api.StartR
 	if err := checkPlainRequestID(req.RunRequestID); err != nil {
 		return RunResult{}, err
 	}
-	req, pl, err := in.admitStart(ctx, p, req)
+	start, err := in.admitStart(ctx, p, req)
 	if err != nil {
 		return RunResult{}, err
 	}
-	res, commitSent, err := in.runStartOnce(ctx, req, pl)
+	res, commitSent, err := in.runStartOnce(ctx, start)
 	if retryable(ctx, err, commitSent) {
 		in.cfg.Logger.WarnContext(ctx, "intake: the database connection was lost before the start committed; trying once more",
-			"run_request_id", req.RunRequestID, "err", err)
-		res, _, err = in.runStartOnce(ctx, req, pl)
+			"run_request_id", start.RunRequestID, "err", err)
+		res, _, err = in.runStartOnce(ctx, start)
 	}
 	if rej, ok := errors.AsType[*admission.RejectedError](err); ok {
 		return RunResult{}, overloaded(rej)
@@ -90,13 +89,13 @@ func checkPlainRequestID(id string) error {
 
 // runStartOnce is one try of RunStart, in a transaction of its own. It
 // reports whether the transaction's COMMIT was sent.
-func (in *Intake) runStartOnce(ctx context.Context, req api.StartRunRequest, pl *plan.Plan) (RunResult, bool, error) {
+func (in *Intake) runStartOnce(ctx context.Context, start runstart.Request) (RunResult, bool, error) {
 	var res RunResult
 	var ptx *pipetx.Tx
 	err := pipetx.BeginFunc(ctx, in.pool, []string{genericPlans}, func(tx *pipetx.Tx) error {
 		ptx = tx
 		var err error
-		res, err = in.startTx(ctx, tx, req, pl, func(r runstart.Request) error {
+		res, err = in.startTx(ctx, tx, start, func(r runstart.Request) error {
 			_, err := in.approver.ApproveCommit(ctx, tx, r)
 			return err
 		})
@@ -106,46 +105,50 @@ func (in *Intake) runStartOnce(ctx context.Context, req api.StartRunRequest, pl 
 }
 
 // admitStart gives req a fresh RunRequestID when it has none, checks it
-// and authorizes p to start it. It returns req and its parsed plan.
-func (in *Intake) admitStart(ctx context.Context, p auth.Principal, req api.StartRunRequest) (api.StartRunRequest, *plan.Plan, error) {
+// and authorizes p to start it. It returns the start checked, its plan
+// validated: the one value the rest of the start carries.
+func (in *Intake) admitStart(ctx context.Context, p auth.Principal, req api.StartRunRequest) (runstart.Request, error) {
 	if req.RunRequestID == "" {
 		req.RunRequestID = events.NewRunID()
 	}
-	pl, err := in.checkStart(req, false)
+	start, err := in.checkStart(req, false)
 	if err != nil {
-		return req, nil, err
+		return runstart.Request{}, err
 	}
 	d := in.authz.Authorize(ctx, p, auth.ActionRunStart, auth.Resource{TenantID: req.TenantID})
 	if !d.Allowed {
-		return req, nil, Denied(p, req.TenantID, d)
+		return runstart.Request{}, Denied(p, req.TenantID, d)
 	}
-	return req, pl, nil
+	return start, nil
 }
 
 // checkStart refuses what can be refused before touching the database and
-// returns the parsed plan. Every field is checked before a refusal, which
-// lists the problems of all (startProblems, refFromPlan passed on); an
-// input over its limit is refused on its own, as CodePayloadTooLarge.
-func (in *Intake) checkStart(req api.StartRunRequest, refFromPlan bool) (*plan.Plan, error) {
+// returns the start to approve, its plan validated: the only validation
+// of a start's plan. Every field is checked before a refusal, which lists
+// the problems of all (startProblems, refFromPlan passed on); an input
+// over its limit is refused on its own, as CodePayloadTooLarge.
+func (in *Intake) checkStart(req api.StartRunRequest, refFromPlan bool) (runstart.Request, error) {
 	if n := len(req.Input); n > in.cfg.MaxRunInputBytes {
-		return nil, &Error{Code: api.CodePayloadTooLarge, Message: fmt.Sprintf("input is %d bytes, more than the limit of %d", n, in.cfg.MaxRunInputBytes),
+		return runstart.Request{}, &Error{Code: api.CodePayloadTooLarge, Message: fmt.Sprintf("input is %d bytes, more than the limit of %d", n, in.cfg.MaxRunInputBytes),
 			Details: map[string]any{"field": "input", "limit": in.cfg.MaxRunInputBytes}}
 	}
 	pl, ps := in.startProblems(req, refFromPlan)
 	if len(ps) > 0 {
-		return nil, Problems(ps)
+		return runstart.Request{}, Problems(ps)
 	}
-	return pl, nil
+	return runstart.Request{TenantID: req.TenantID, ProjectID: req.ProjectID, EnvironmentID: req.EnvironmentID,
+		RunRequestID: req.RunRequestID, Plan: pl, Input: req.Input}, nil
 }
 
-// startTx claims the run request and, with approve, approves its run, or
-// finds the run of an earlier claim, in tx. In a pipelined transaction
-// whose approve commits it (runstart.Approver.ApproveCommit), a new start
-// takes three round trips: BEGIN with the claim, the approval's writes,
-// and its outbox row with COMMIT.
-func (in *Intake) startTx(ctx context.Context, tx pgx.Tx, req api.StartRunRequest, pl *plan.Plan, approve func(runstart.Request) error) (RunResult, error) {
+// startTx claims the run request of start and, with approve, approves its
+// run, or finds the run of an earlier claim, in tx. In a pipelined
+// transaction whose approve commits it (runstart.Approver.ApproveCommit),
+// a new start takes three round trips: BEGIN with the claim, the
+// approval's writes, and its outbox row with COMMIT.
+func (in *Intake) startTx(ctx context.Context, tx pgx.Tx, start runstart.Request, approve func(runstart.Request) error) (RunResult, error) {
 	now := in.now()
-	key := runRequestKey(req.TenantID, req.ProjectID, req.EnvironmentID, req.PlanID, req.PlanVersion, req.RunRequestID)
+	planID, planVersion := start.Plan.PlanID(), start.Plan.PlanVersion()
+	key := runRequestKey(start.TenantID, start.ProjectID, start.EnvironmentID, planID, planVersion, start.RunRequestID)
 	runID := events.NewRunID()
 	// A row expired but not yet removed is replaced: its start is
 	// forgotten, as the retention promises.
@@ -158,7 +161,7 @@ func (in *Intake) startTx(ctx context.Context, tx pgx.Tx, req api.StartRunReques
 		ON CONFLICT (request_key) DO UPDATE
 		SET run_id = EXCLUDED.run_id, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
 		WHERE run_requests.expires_at <= EXCLUDED.created_at`,
-		key, req.TenantID, req.ProjectID, req.EnvironmentID, req.PlanID, req.PlanVersion, req.RunRequestID,
+		key, start.TenantID, start.ProjectID, start.EnvironmentID, planID, planVersion, start.RunRequestID,
 		runID, now, now.Add(in.cfg.RunRequestRetention)).Exec(func(tag pgconn.CommandTag) error {
 		claimed = tag.RowsAffected() > 0
 		return nil
@@ -167,22 +170,19 @@ func (in *Intake) startTx(ctx context.Context, tx pgx.Tx, req api.StartRunReques
 		return RunResult{}, fmt.Errorf("intake: claim run request: %w", err)
 	}
 	if !claimed {
-		return in.duplicateStart(ctx, tx, req, key)
+		return in.duplicateStart(ctx, tx, start, key)
 	}
-	err := approve(runstart.Request{
-		TenantID: req.TenantID, ProjectID: req.ProjectID, EnvironmentID: req.EnvironmentID,
-		RunRequestID: req.RunRequestID, Plan: pl, Input: req.Input, RunID: runID,
-	})
-	if err != nil {
+	start.RunID = runID
+	if err := approve(start); err != nil {
 		return RunResult{}, err
 	}
-	return RunResult{Created: true, StartRunResult: api.StartRunResult{RunID: runID, RunRequestID: req.RunRequestID,
+	return RunResult{Created: true, StartRunResult: api.StartRunResult{RunID: runID, RunRequestID: start.RunRequestID,
 		Status: string(events.RunStatusApproved)}}, nil
 }
 
 // duplicateStart answers a repeated start with its run and that run's
 // status now.
-func (in *Intake) duplicateStart(ctx context.Context, tx pgx.Tx, req api.StartRunRequest, key []byte) (RunResult, error) {
+func (in *Intake) duplicateStart(ctx context.Context, tx pgx.Tx, start runstart.Request, key []byte) (RunResult, error) {
 	var got api.StartRunRequest
 	var runID string
 	err := tx.QueryRow(ctx, `
@@ -192,15 +192,15 @@ func (in *Intake) duplicateStart(ctx context.Context, tx pgx.Tx, req api.StartRu
 	if err != nil {
 		return RunResult{}, fmt.Errorf("intake: read run request: %w", err)
 	}
-	if got.TenantID != req.TenantID || got.ProjectID != req.ProjectID || got.EnvironmentID != req.EnvironmentID ||
-		got.PlanID != req.PlanID || got.PlanVersion != req.PlanVersion || got.RunRequestID != req.RunRequestID {
+	if got.TenantID != start.TenantID || got.ProjectID != start.ProjectID || got.EnvironmentID != start.EnvironmentID ||
+		got.PlanID != start.Plan.PlanID() || got.PlanVersion != start.Plan.PlanVersion() || got.RunRequestID != start.RunRequestID {
 		return RunResult{}, errors.New("intake: two run-request tuples share a SHA-256")
 	}
 	status, err := in.runStatusTx(ctx, tx, runID)
 	if err != nil {
 		return RunResult{}, err
 	}
-	return RunResult{StartRunResult: api.StartRunResult{RunID: runID, RunRequestID: req.RunRequestID,
+	return RunResult{StartRunResult: api.StartRunResult{RunID: runID, RunRequestID: start.RunRequestID,
 		Status: string(status), Duplicate: true}}, nil
 }
 

@@ -36,14 +36,14 @@ func (in *Intake) CheckStart(req api.StartRunRequest) error {
 // nothing of the start is left in tx, and tx stays usable. The start is
 // idempotent on its run-request tuple as RunStart's is, once tx commits.
 func (in *Intake) RunStartTx(ctx context.Context, tx pgx.Tx, p auth.Principal, req api.StartRunRequest) (RunResult, error) {
-	req, pl, err := in.admitStart(ctx, p, req)
+	start, err := in.admitStart(ctx, p, req)
 	if err != nil {
 		return RunResult{}, err
 	}
 	var res RunResult
 	err = pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
 		var err error
-		res, err = in.startTx(ctx, sp, req, pl, func(r runstart.Request) error {
+		res, err = in.startTx(ctx, sp, start, func(r runstart.Request) error {
 			_, err := in.approver.ApproveTx(ctx, sp, r)
 			return err
 		})
