@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
@@ -32,10 +33,13 @@ const waitFor = 30 * time.Second
 
 // stack is one test's Postgres, JetStream, outbox relay and engine.
 type stack struct {
-	db   *weftest.DB
+	db *weftest.DB
+	// nats is the one server of the stack's bus, nil on a cluster.
 	nats *weftest.NATS
-	js   jetstream.JetStream
-	log  *eventlog.Store
+	// bus is the stack's bus: nats, or a cluster (newClusterStack).
+	bus bus
+	js  jetstream.JetStream
+	log *eventlog.Store
 	// logger, if set before runEngine, receives the engines' logs.
 	logger *slog.Logger
 }
@@ -48,17 +52,31 @@ func setup(t *testing.T, cfg engine.Config) *stack {
 	return s
 }
 
+// bus is a JetStream server or cluster of the test harness.
+type bus interface {
+	Conn(testing.TB) *nats.Conn
+	JetStream(testing.TB) jetstream.JetStream
+}
+
 // newStack starts Postgres, JetStream and the outbox relay, without an
 // engine.
 func newStack(t *testing.T) *stack {
 	t.Helper()
-	s := &stack{db: weftest.NewDB(t), nats: weftest.NewNATS(t)}
-	s.js = s.nats.JetStream(t)
-	s.log = eventlog.New(s.db.Pool)
-	ctx := t.Context()
-	require.NoError(t, streams.Ensure(ctx, s.js, streams.Config{MaxBytes: 256 << 20}))
+	n := weftest.NewNATS(t)
+	s := newStackOn(t, n, streams.Config{MaxBytes: 256 << 20})
+	s.nats = n
+	return s
+}
 
-	relay, err := outbox.NewRelay(s.db.Pool, s.nats.JetStream(t), outbox.RelayConfig{PollInterval: 100 * time.Millisecond}, nil)
+// newStackOn is newStack on bus b, whose streams it makes as cfg says.
+func newStackOn(t *testing.T, b bus, cfg streams.Config) *stack {
+	t.Helper()
+	s := &stack{db: weftest.NewDB(t), bus: b}
+	s.js = b.JetStream(t)
+	s.log = eventlog.New(s.db.Pool)
+	require.NoError(t, streams.Ensure(t.Context(), s.js, cfg))
+
+	relay, err := outbox.NewRelay(s.db.Pool, b.JetStream(t), outbox.RelayConfig{PollInterval: 100 * time.Millisecond}, nil)
 	require.NoError(t, err)
 	require.NoError(t, relay.Start(context.Background()))
 	t.Cleanup(func() { require.NoError(t, relay.Stop(context.Background())) })
@@ -69,7 +87,7 @@ func newStack(t *testing.T) *stack {
 func (s *stack) runEngine(t *testing.T, cfg engine.Config) {
 	t.Helper()
 	cfg.TaskKeys = cmp.Or(cfg.TaskKeys, testTaskKeys)
-	eng, err := engine.New(s.db.Pool, s.nats.Conn(t), cfg, s.logger)
+	eng, err := engine.New(s.db.Pool, s.bus.Conn(t), cfg, s.logger)
 	require.NoError(t, err)
 	runCtx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)

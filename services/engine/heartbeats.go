@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/weftrun/weft/pkg/task"
@@ -25,10 +26,12 @@ const (
 // revision per step, each value at most the details limit plus the
 // record's overhead, entries dropped after HeartbeatMaxAge, the whole
 // bounded by HeartbeatBucketBytes, with as many replicas as the streams
-// (Config.Streams.Replicas). Heartbeats are kept out of the event
+// (Config.Streams.Replicas). A request the bus does not answer in time
+// (a cluster without a leader for a moment) is made again every
+// RetryDelay until ctx ends; a refusal fails at once. Heartbeats are kept out of the event
 // log (task.Heartbeat says why).
 func (s *Service) ensureHeartbeats(ctx context.Context) error {
-	kv, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	cfg := jetstream.KeyValueConfig{
 		Bucket:       task.HeartbeatsBucket,
 		Description:  "Weft: the last heartbeat of each activity step, by run and step",
 		MaxValueSize: task.DefaultMaxHeartbeatDetailsBytes + task.HeartbeatRecordOverheadBytes,
@@ -37,12 +40,33 @@ func (s *Service) ensureHeartbeats(ctx context.Context) error {
 		MaxBytes:     s.cfg.HeartbeatBucketBytes,
 		Storage:      jetstream.FileStorage,
 		Replicas:     s.cfg.Streams.WithDefaults().Replicas,
-	})
-	if err != nil {
-		return fmt.Errorf("engine: heartbeat bucket %s: %w", task.HeartbeatsBucket, err)
 	}
-	s.heartbeats = kv
-	return nil
+	for logged := false; ; logged = true {
+		kv, err := s.js.CreateOrUpdateKeyValue(ctx, cfg)
+		if err == nil {
+			s.heartbeats = kv
+			return nil
+		}
+		if !busUnanswered(err) || ctx.Err() != nil {
+			return fmt.Errorf("engine: heartbeat bucket %s: %w", task.HeartbeatsBucket, err)
+		}
+		if !logged { // a cluster electing a leader, or a server restarting
+			s.logger.WarnContext(ctx, "engine: heartbeat bucket unanswered; trying again", "bucket", task.HeartbeatsBucket, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("engine: heartbeat bucket %s: %w", task.HeartbeatsBucket, ctx.Err())
+		case <-time.After(s.cfg.RetryDelay):
+		}
+	}
+}
+
+// busUnanswered reports whether err is a JetStream request that got no
+// answer in time (no server, no leader yet): worth asking again, unlike
+// an answer that refused it.
+func busUnanswered(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders)
 }
 
 // lastHeartbeat returns when logical attempt attempt of step stepID of
