@@ -71,6 +71,8 @@ type injector struct {
 	bound  time.Duration // how long to wait for progress after a fault
 	logger *slog.Logger
 	faults []faultRec
+	// natsKills counts "nats" faults, which kill a cluster's roles in turn.
+	natsKills int
 }
 
 // run injects faults until `until`: a pause of 3–12 s, a fault, a wait for
@@ -125,7 +127,12 @@ func (in *injector) inject(ctx context.Context, kind string) (string, string, er
 		}
 		return p.name, probe, in.killRestart(ctx, p)
 	case kind == "nats":
-		return "nats-server", progressRuns, in.killRestart(ctx, in.top.nats)
+		n, target, err := in.natsVictim(ctx, in.natsKills)
+		in.natsKills++
+		if err != nil {
+			return target, progressRuns, err
+		}
+		return target, progressRuns, in.killRestart(ctx, n.proc)
 	case kind == "db":
 		n, err := in.cutDB(ctx)
 		return fmt.Sprintf("%d backends", n), progressRuns, err
@@ -170,7 +177,7 @@ func (in *injector) readyWhileMissing(ctx context.Context, consumer string) []st
 			stream = c[0]
 		}
 	}
-	nc, err := nats.Connect("nats://soak:pw-soak@"+in.top.natsAddr, nats.Name("weft-soak"))
+	nc, err := nats.Connect(in.top.natsURL("soak"), nats.Name("weft-soak"))
 	if err != nil {
 		return nil
 	}
@@ -207,7 +214,7 @@ func (in *injector) deleteConsumer(ctx context.Context) (string, string, error) 
 	if c[1] == "projector" {
 		probe = progressSnapshots
 	}
-	nc, err := nats.Connect("nats://soak:pw-soak@"+in.top.natsAddr, nats.Name("weft-soak"))
+	nc, err := nats.Connect(in.top.natsURL("soak"), nats.Name("weft-soak"))
 	if err != nil {
 		return c[1], probe, fmt.Errorf("connect as soak: %w", err)
 	}

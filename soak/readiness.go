@@ -20,7 +20,7 @@ const readinessBound = time.Minute
 // created again by its service (issue 16, defect 2).
 func checkConsumers(ctx context.Context, top *topology) (checkResult, error) {
 	res := checkResult{Name: "every durable consumer present", OK: true}
-	nc, err := nats.Connect("nats://soak:pw-soak@"+top.natsAddr, nats.Name("weft-soak"))
+	nc, err := nats.Connect(top.natsURL("soak"), nats.Name("weft-soak"))
 	if err != nil {
 		return res, fmt.Errorf("consumers: connect as soak: %w", err)
 	}

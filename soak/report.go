@@ -18,7 +18,9 @@ type Summary struct {
 	Duration string   `json:"duration"`
 	Faults   []string `json:"faultKinds"`
 	WorkDir  string   `json:"workDir"`
-	WallMs   int64    `json:"wallMs"`
+	// NATSNodes is the number of nats-server nodes (Config.NATSNodes).
+	NATSNodes int   `json:"natsNodes"`
+	WallMs    int64 `json:"wallMs"`
 	// QuiesceMs is how long the runs took to end after the faults stopped.
 	QuiesceMs    int64          `json:"quiesceMs"`
 	Injected     []faultRec     `json:"faults"`

@@ -45,11 +45,15 @@ type Config struct {
 	AdminURL string
 	// Root is the module root (default: the working directory).
 	Root string
+	// NATSNodes is 1 (default), one nats-server, or 3 or 5, a JetStream
+	// cluster with every stream at that many replicas, whose "nats" fault
+	// kills the WEFT_EVENTS leader, the meta leader and a follower in turn.
+	NATSNodes int
 }
 
 // ConfigFromEnv reads SOAK_SEED, SOAK_DURATION, SOAK_FAULTS, SOAK_RATE,
-// SOAK_QUIESCE, SOAK_RECOVERY_BOUND, SOAK_OUT, SOAK_KEEP and
-// WEFT_TEST_DATABASE_URL.
+// SOAK_QUIESCE, SOAK_RECOVERY_BOUND, SOAK_OUT, SOAK_KEEP, SOAK_NATS_NODES
+// and WEFT_TEST_DATABASE_URL.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	var c Config
 	var err error
@@ -71,6 +75,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("SOAK_RATE %q: want a number of runs per second in (0, 100]", s)
 		}
 	}
+	if s := getenv("SOAK_NATS_NODES"); s != "" {
+		if c.NATSNodes, err = strconv.Atoi(s); err != nil || (c.NATSNodes != 1 && c.NATSNodes != 3 && c.NATSNodes != 5) {
+			return c, fmt.Errorf("SOAK_NATS_NODES %q: want 1, 3 or 5", s)
+		}
+	}
 	if c.Faults, err = parseFaults(getenv("SOAK_FAULTS")); err != nil {
 		return c, err
 	}
@@ -87,6 +96,7 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	c.Duration = cmp.Or(c.Duration, 5*time.Minute)
 	c.Rate = cmp.Or(c.Rate, 3)
+	c.NATSNodes = cmp.Or(c.NATSNodes, 1)
 	c.Quiesce = cmp.Or(c.Quiesce, 6*time.Minute)
 	c.RecoveryBound = cmp.Or(c.RecoveryBound, 3*time.Minute)
 	c.Out = cmp.Or(c.Out, filepath.Join(os.TempDir(), fmt.Sprintf("weft-soak-%d.json", c.Seed)))
@@ -118,13 +128,14 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (*Summary, error)
 	if err != nil {
 		return nil, err
 	}
-	logger.InfoContext(ctx, "soak", "seed", cfg.Seed, "duration", cfg.Duration.String(), "faults", strings.Join(cfg.Faults, ","))
+	logger.InfoContext(ctx, "soak", "seed", cfg.Seed, "duration", cfg.Duration.String(), "faults", strings.Join(cfg.Faults, ","),
+		"nats_nodes", cfg.NATSNodes)
 	dir, err := os.MkdirTemp("", "weft-soak-")
 	if err != nil {
 		return nil, fmt.Errorf("work folder: %w", err)
 	}
 	top := &topology{dir: dir, root: cfg.Root, procs: &procs{}}
-	sum := &Summary{Seed: cfg.Seed, Duration: cfg.Duration.String(), Faults: cfg.Faults, WorkDir: dir}
+	sum := &Summary{Seed: cfg.Seed, Duration: cfg.Duration.String(), Faults: cfg.Faults, WorkDir: dir, NATSNodes: cfg.NATSNodes}
 	defer func() { cleanup(context.WithoutCancel(ctx), top, cfg, sum, logger) }()
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0)) //nolint:gosec // a seeded soak
 	if err := setUp(ctx, top, cfg, rng, logger); err != nil {
@@ -169,7 +180,7 @@ func setUp(ctx context.Context, top *topology, cfg Config, rng *rand.Rand, logge
 	if err := createDB(ctx, top, cfg.AdminURL); err != nil {
 		return err
 	}
-	if err := startNATS(ctx, top, rng); err != nil {
+	if err := startNATS(ctx, top, cfg.NATSNodes, rng); err != nil {
 		return err
 	}
 	if err := migrate(ctx, top); err != nil {

@@ -42,10 +42,8 @@ type topology struct {
 	procs    *procs
 	dbName   string
 	adminURL *url.URL
-	admin    *pgxpool.Pool // the soak's database, as a superuser
-	nats     *proc
-	natsAddr string
-	natsMon  string
+	admin    *pgxpool.Pool     // the soak's database, as a superuser
+	nats     []*natsNode       // one server, or a cluster's nodes
 	gateways []string          // base URLs of the gateways' APIs
 	readURL  string            // the projector's read API
 	ops      map[string]string // ops base URL per proc name
@@ -153,64 +151,6 @@ func (t *topology) dbURL(role string) string {
 	return u.String()
 }
 
-// natsURL returns the NATS server's URL for user.
-func (t *topology) natsURL(user string) string {
-	return "nats://" + user + ":pw-" + user + "@" + t.natsAddr
-}
-
-// natsConf writes deploy/nats.conf with the soak's store and an admin user
-// "soak" (for the injector's consumer deletion) and returns its path.
-func natsConf(t *topology) (string, error) {
-	conf, err := os.ReadFile(filepath.Join(t.root, "deploy/nats.conf"))
-	if err != nil {
-		return "", fmt.Errorf("nats.conf: %w", err)
-	}
-	s := string(conf)
-	if strings.Count(s, "store_dir: /data") != 1 || strings.Count(s, "users: [") != 1 {
-		return "", errors.New("deploy/nats.conf: expected one store_dir: /data and one users: [")
-	}
-	store := filepath.Join(t.dir, "nats-store")
-	s = strings.Replace(s, "store_dir: /data", "store_dir: "+strconv.Quote(store), 1)
-	s = strings.Replace(s, "users: [", "users: [\n      { user: soak, password: pw-soak }", 1)
-	path := filepath.Join(t.dir, "nats.conf")
-	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
-		return "", fmt.Errorf("nats.conf: %w", err)
-	}
-	return path, nil
-}
-
-// startNATS starts nats-server on the soak's ports and store and waits for
-// JetStream. A restart after kill9 reuses both.
-func startNATS(ctx context.Context, t *topology, rng *rand.Rand) error {
-	conf, err := natsConf(t)
-	if err != nil {
-		return err
-	}
-	if t.natsAddr, err = freeAddr(ctx, rng); err != nil {
-		return err
-	}
-	if t.natsMon, err = freeAddr(ctx, rng); err != nil {
-		return err
-	}
-	_, port, _ := net.SplitHostPort(t.natsAddr)
-	_, mport, _ := net.SplitHostPort(t.natsMon)
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	for _, u := range natsUsers {
-		env = append(env, "WEFT_NATS_"+strings.ToUpper(u)+"_PASSWORD=pw-"+u)
-	}
-	t.nats = t.procs.add(&proc{name: "nats-server", kind: "nats", dir: t.dir, env: env,
-		path: filepath.Join(t.dir, "nats-server"), args: []string{"-c", conf, "-a", "127.0.0.1", "-p", port, "-m", mport}})
-	if err := t.nats.start(ctx); err != nil {
-		return err
-	}
-	return t.waitNATS(ctx)
-}
-
-// waitNATS waits until nats-server's JetStream answers healthy.
-func (t *topology) waitNATS(ctx context.Context) error {
-	return waitHTTP(ctx, t.nats, "http://"+t.natsMon+"/healthz?js-enabled-only=true", 2*time.Minute)
-}
-
 // waitHTTP polls url until it answers 200, p exits, or bound passes.
 func waitHTTP(ctx context.Context, p *proc, url string, bound time.Duration) error {
 	hc := &http.Client{Timeout: 2 * time.Second}
@@ -255,7 +195,7 @@ func poll(ctx context.Context, bound time.Duration, cond func() (bool, error)) e
 func migrate(ctx context.Context, t *topology) error {
 	cmd := exec.CommandContext(ctx, t.weft, "migrate")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-		"WEFT_DATABASE_URL=" + t.dbURL("weft_migrator"), "WEFT_NATS_URL=" + t.natsURL("migrate"),
+		"WEFT_DATABASE_URL=" + t.dbURL("weft_migrator"), "WEFT_NATS_URL=" + t.natsURL("migrate"), t.replicasEnv(),
 		"WEFT_GRANTS_FILE=" + filepath.Join(t.root, "deploy/postgres/grants.sql")}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("weft migrate: %w: %s", err, out)
@@ -318,7 +258,7 @@ const soakTaskKey = "c29hay10YXNrLWtleS1vZi10aGUtZW5naW5lcy0zMmI="
 // serviceEnv is the environment of one service process.
 func serviceEnv(ctx context.Context, t *topology, kind, keys string, rng *rand.Rand) ([]string, error) {
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-		"WEFT_NATS_URL=" + t.natsURL(kind), "WEFT_ENSURE_STREAMS=false", "OTEL_SDK_DISABLED=true"}
+		"WEFT_NATS_URL=" + t.natsURL(kind), "WEFT_ENSURE_STREAMS=false", t.replicasEnv(), "OTEL_SDK_DISABLED=true"}
 	if role, ok := roleOf[kind]; ok {
 		env = append(env, "WEFT_DATABASE_URL="+t.dbURL(role))
 	}
@@ -352,8 +292,8 @@ func (t *topology) restart(ctx context.Context, p *proc) error {
 		if err = p.start(ctx); err != nil {
 			return err
 		}
-		if p == t.nats {
-			err = t.waitNATS(ctx)
+		if n := t.natsNodeOf(p); n != nil {
+			err = n.wait(ctx)
 		} else {
 			err = waitHTTP(ctx, p, t.ops[p.name]+"/readyz", 2*time.Minute)
 		}
