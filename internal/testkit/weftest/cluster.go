@@ -105,7 +105,7 @@ func (c *NATSCluster) Start(i int) {
 	if err != nil {
 		c.t.Fatalf("weftest: nats node %d: %v", i, err)
 	}
-	n.cmd = exec.Command(os.Args[0], "-test.run=^$")
+	n.cmd = exec.CommandContext(c.t.Context(), os.Args[0], "-test.run=^$") // killed when the test ends, if not before
 	n.cmd.Env = append(os.Environ(), natsNodeEnv+"="+string(cfg))
 	n.cmd.Stderr = os.Stderr
 	if err := n.cmd.Start(); err != nil {
@@ -113,7 +113,7 @@ func (c *NATSCluster) Start(i int) {
 	}
 	n.done = make(chan struct{})
 	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(n.cmd, n.done)
-	c.waitFor(func() bool { return n.get("/varz", nil) == nil }, "node %d serves", i)
+	c.waitFor(func() bool { return n.get(c.t.Context(), "/varz", nil) == nil }, "node %d serves", i)
 }
 
 // Kill kills node i's process with SIGKILL and waits for it to exit; a
@@ -159,14 +159,14 @@ func (c *NATSCluster) URLs() string {
 
 // MetaLeader is the index of the node that leads the JetStream meta
 // group, as a running node reports it, or -1 while none does.
-func (c *NATSCluster) MetaLeader() int {
+func (c *NATSCluster) MetaLeader(ctx context.Context) int {
 	for i, n := range c.nodes {
 		var jsz struct {
 			Meta *struct {
 				Leader string `json:"leader"`
 			} `json:"meta_cluster"`
 		}
-		if !c.Running(i) || n.get("/jsz", &jsz) != nil || jsz.Meta == nil {
+		if !c.Running(i) || n.get(ctx, "/jsz", &jsz) != nil || jsz.Meta == nil {
 			continue
 		}
 		return c.index(jsz.Meta.Leader)
@@ -201,11 +201,11 @@ func (c *NATSCluster) WaitReady() {
 	c.t.Helper()
 	c.waitFor(func() bool {
 		for i, n := range c.nodes {
-			if c.Running(i) && n.get("/healthz", nil) != nil {
+			if c.Running(i) && n.get(c.t.Context(), "/healthz", nil) != nil {
 				return false
 			}
 		}
-		return c.MetaLeader() >= 0
+		return c.MetaLeader(c.t.Context()) >= 0
 	}, "the cluster is current")
 }
 
@@ -222,8 +222,14 @@ func (c *NATSCluster) waitFor(ok func() bool, what string, args ...any) {
 
 // get reads the node's monitoring endpoint path into out (nil: only the
 // status); any status but 200 is an error.
-func (n *clusterNode) get(path string, out any) error {
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", n.cfg.HTTPPort, path))
+func (n *clusterNode) get(ctx context.Context, path string, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", n.cfg.HTTPPort, path), http.NoBody)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
 	}

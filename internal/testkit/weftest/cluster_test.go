@@ -37,7 +37,7 @@ func TestNATSClusterKillsEachRoleWithoutLosingAnAck(t *testing.T) {
 		pick func() int
 	}{
 		{"stream leader", func() int { return c.StreamLeader(ctx, js, streams.EventsStream) }},
-		{"meta leader", c.MetaLeader},
+		{"meta leader", func() int { return c.MetaLeader(ctx) }},
 		{"follower", func() int { return follower(ctx, c, js) }},
 	}
 	for _, role := range roles {
@@ -64,7 +64,7 @@ func TestNATSClusterKillsEachRoleWithoutLosingAnAck(t *testing.T) {
 // WEFT_EVENTS, or -1.
 func follower(ctx context.Context, c *weftest.NATSCluster, js jetstream.JetStream) int {
 	for i := range c.Size() {
-		if c.Running(i) && i != c.MetaLeader() && i != c.StreamLeader(ctx, js, streams.EventsStream) {
+		if c.Running(i) && i != c.MetaLeader(ctx) && i != c.StreamLeader(ctx, js, streams.EventsStream) {
 			return i
 		}
 	}
