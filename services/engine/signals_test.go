@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/internal/store/journal"
+	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/pkg/streams"
@@ -25,7 +26,7 @@ func (s *stack) signal(t *testing.T, runID, name, signalID string, payload strin
 		Data: events.SignalAcceptedData{SignalName: name, SignalID: signalID, Payload: json.RawMessage(payload)},
 	})
 	require.NoError(t, err)
-	_, err = journal.New(s.log).Append(t.Context(), s.db.Pool, nil, ev)
+	_, err = eventlogtest.Append(t.Context(), journal.New(s.log), s.db.Pool, nil, ev)
 	require.NoError(t, err)
 }
 

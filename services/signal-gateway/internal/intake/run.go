@@ -97,7 +97,7 @@ func (in *Intake) runStartOnce(ctx context.Context, req api.StartRunRequest, pl 
 		ptx = tx
 		var err error
 		res, err = in.startTx(ctx, tx, req, pl, func(r runstart.Request) error {
-			_, err := in.approver.ApproveCommit(ctx, tx, r)
+			_, err := in.approver.ApproveTx(ctx, tx, r)
 			return err
 		})
 		return err
@@ -139,10 +139,10 @@ func (in *Intake) checkStart(req api.StartRunRequest, refFromPlan bool) (*plan.P
 }
 
 // startTx claims the run request and, with approve, approves its run, or
-// finds the run of an earlier claim, in tx. In a pipelined transaction
-// whose approve commits it (runstart.Approver.ApproveCommit), a new start
-// takes three round trips: BEGIN with the claim, the approval's writes,
-// and its outbox row with COMMIT.
+// finds the run of an earlier claim, in tx. In a pipelined transaction,
+// which approve commits (runstart.Approver.ApproveTx on a pipetx.Tx), a
+// new start takes three round trips: BEGIN with the claim, the approval's
+// writes, and its outbox row with COMMIT.
 func (in *Intake) startTx(ctx context.Context, tx pgx.Tx, req api.StartRunRequest, pl *plan.Plan, approve func(runstart.Request) error) (RunResult, error) {
 	now := in.now()
 	key := runRequestKey(req.TenantID, req.ProjectID, req.EnvironmentID, req.PlanID, req.PlanVersion, req.RunRequestID)
