@@ -256,9 +256,9 @@ func (s *stack) acceptSilently(t *testing.T, runID, name, signalID string) event
 	ev, err := events.New(events.Spec{RunID: runID, Type: events.SignalAccepted, LogicalAttemptID: signalID, PlanVersion: "1",
 		Data: events.SignalAcceptedData{SignalName: name, SignalID: signalID}})
 	require.NoError(t, err)
-	res, err := s.log.EventAppend(t.Context(), ev)
+	res, err := eventlogtest.AppendLog(t.Context(), s.log, s.db.Pool, nil, ev)
 	require.NoError(t, err)
-	ev.RunSeq, ev.PersistedAt = res.RunSeq, res.PersistedAt
+	ev.RunSeq, ev.PersistedAt = res[0].RunSeq, res[0].PersistedAt
 	return ev
 }
 

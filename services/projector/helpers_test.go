@@ -192,9 +192,9 @@ func (s *stack) appendLogOnly(t *testing.T, evs ...events.Event) []events.Event 
 	t.Helper()
 	out := make([]events.Event, len(evs))
 	for i, ev := range evs {
-		res, err := s.log.EventAppend(t.Context(), ev)
+		res, err := eventlogtest.AppendLog(t.Context(), s.log, s.db.Pool, nil, ev)
 		require.NoError(t, err)
-		ev.RunSeq, ev.PersistedAt = res.RunSeq, res.PersistedAt
+		ev.RunSeq, ev.PersistedAt = res[0].RunSeq, res[0].PersistedAt
 		out[i] = ev
 	}
 	return out
