@@ -91,14 +91,9 @@ func TestAppendDuplicateEnqueuesNothing(t *testing.T) {
 
 func TestAppendConflictWritesNothing(t *testing.T) {
 	t.Parallel()
-	db := weftest.NewDB(t)
-	j := journal.New(eventlog.New(db.Pool))
-	runID := events.NewRunID()
-	_, err := eventlogtest.Append(t.Context(), j, db.Pool, nil, newEvent(t, runID, "", events.RunStarted))
-	require.NoError(t, err)
-
+	db, j, runID := startedRun(t)
 	stale := int64(0)
-	_, err = eventlogtest.Append(t.Context(), j, db.Pool, &stale, newEvent(t, runID, "a", events.StepScheduled))
+	_, err := eventlogtest.Append(t.Context(), j, db.Pool, &stale, newEvent(t, runID, "a", events.StepScheduled))
 	require.ErrorIs(t, err, eventlog.ErrConflict)
 	head, err := eventlog.New(db.Pool).RunHead(t.Context(), runID)
 	require.NoError(t, err)

@@ -145,20 +145,6 @@ func TestWriteOnACallersTxLeavesTheCommitToIt(t *testing.T) {
 	require.Empty(t, outboxRows(t, db.Pool))
 }
 
-func TestWriteConflictFailsTheRoundTrip(t *testing.T) {
-	t.Parallel()
-	db, j, runID := startedRun(t)
-	ctx := t.Context()
-
-	w := j.Begin(db.Pool)
-	defer func() { _ = w.Rollback(ctx) }()
-	stale := int64(0)
-	_, err := w.Append(ctx, &stale, newEvent(t, runID, "a", events.StepScheduled))
-	require.NoError(t, err)
-	require.ErrorIs(t, w.Commit(ctx), eventlog.ErrConflict)
-	require.Len(t, outboxRows(t, db.Pool), 1, "the losing write enqueued nothing")
-}
-
 func TestWriteRefusesInvalidEventsBeforeQueuing(t *testing.T) {
 	t.Parallel()
 	j := journal.New(eventlog.New(nil))
