@@ -204,8 +204,8 @@ func (w *Write) Flush(ctx context.Context) error {
 	return w.send(ctx, b, false)
 }
 
-// Commit ends the unit of work. Appends not sent yet go out first, in a
-// round trip of their own; then the outbox rows, the caller's messages
+// Commit ends the unit of work. Appends not sent yet go out first, with
+// what Batch holds, in a round trip of their own (Flush); then the outbox rows, the caller's messages
 // (Enqueue) and the bus copy of every event the appends persisted, go in
 // one statement, with whatever the caller queued on Batch, and with the
 // transaction's COMMIT when the Write runs on a *pipetx.Tx or a pool

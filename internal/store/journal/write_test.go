@@ -124,6 +124,30 @@ func TestWriteOnAPoolIsTwoRoundTrips(t *testing.T) {
 	require.Len(t, outboxRows(t, db.Pool), 2)
 }
 
+// On a connection, a DB that is neither a pool nor a transaction, the
+// Write begins a transaction of its own with the connection's Begin.
+func TestWriteOnAConnBeginsItsOwnTx(t *testing.T) {
+	t.Parallel()
+	db := weftest.NewDB(t)
+	j := journal.New(eventlog.New(db.Pool))
+	ctx := t.Context()
+	conn, err := db.Pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	runID := events.NewRunID()
+	res, err := eventlogtest.Append(ctx, j, conn.Conn(), nil, newEvent(t, runID, "", events.RunStarted))
+	require.NoError(t, err)
+	require.True(t, res[0].Persisted)
+
+	w := j.Begin(conn.Conn())
+	_, err = w.Append(ctx, nil, newEvent(t, runID, "a", events.StepScheduled))
+	require.NoError(t, err)
+	require.NoError(t, w.Flush(ctx))
+	require.NoError(t, w.Rollback(ctx))
+	require.Equal(t, byte('I'), conn.Conn().PgConn().TxStatus(), "rolled back")
+	require.Len(t, outboxRows(t, db.Pool), 1)
+}
+
 // On a caller's plain transaction Commit sends the outbox rows and leaves
 // the transaction to the caller: rolling it back discards the appends and
 // their rows together.
