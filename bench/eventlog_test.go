@@ -7,6 +7,7 @@ import (
 
 	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/events"
 )
 
@@ -32,7 +33,8 @@ func BenchmarkEventAppend(b *testing.B) {
 
 func benchAppend(b *testing.B, oneRun bool, writers int) {
 	ctx := context.Background()
-	store := eventlog.New(weftest.NewDB(b).Pool)
+	pool := weftest.NewDB(b).Pool
+	store := eventlog.New(pool)
 	runIDs := make([]string, writers*runsPerWriter)
 	for i := range runIDs {
 		runIDs[i] = events.NewRunID()
@@ -49,7 +51,7 @@ func benchAppend(b *testing.B, oneRun bool, writers int) {
 		if err != nil {
 			return err
 		}
-		_, err = store.EventAppend(ctx, ev)
+		_, err = eventlogtest.AppendLog(ctx, store, pool, nil, ev)
 		return err
 	})
 	report(b, b.N, elapsed, "events/s", nil)

@@ -18,6 +18,7 @@ import (
 	"github.com/weftrun/weft/internal/store/journal"
 	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/services/projector"
@@ -94,7 +95,7 @@ func benchProjectorDrain(b *testing.B, resyncLag time.Duration) {
 			if err != nil {
 				return err
 			}
-			_, err = approver.Journal.AppendTx(ctx, tx, nil, evs...)
+			_, err = eventlogtest.Append(ctx, approver.Journal, tx, nil, evs...)
 			return err
 		})
 	})

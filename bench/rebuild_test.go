@@ -10,6 +10,7 @@ import (
 	"github.com/weftrun/weft/internal/store/journal"
 	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/services/projector"
 	"github.com/weftrun/weft/services/signal-gateway/runstart"
@@ -45,7 +46,7 @@ func BenchmarkProjectorRebuild(b *testing.B) {
 			if err != nil {
 				return err
 			}
-			_, err = log.EventsAppendTx(ctx, tx, nil, evs...)
+			_, err = eventlogtest.AppendLog(ctx, log, tx, nil, evs...)
 			return err
 		})
 	})

@@ -11,6 +11,7 @@ import (
 	"github.com/weftrun/weft/internal/store/journal"
 	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/outbox"
 	"github.com/weftrun/weft/pkg/streams"
@@ -67,7 +68,7 @@ func benchRelay(b *testing.B, natsOpts []weftest.NATSOption) {
 		if err != nil {
 			return err
 		}
-		_, err = j.Append(ctx, db.Pool, nil, ev)
+		_, err = eventlogtest.Append(ctx, j, db.Pool, nil, ev)
 		return err
 	})
 	if err := waitSettled(relay, b.N, 2*time.Minute); err != nil {

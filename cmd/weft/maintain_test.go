@@ -12,6 +12,7 @@ import (
 	"github.com/weftrun/weft/internal/boot/health"
 	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/events"
 )
 
@@ -24,7 +25,7 @@ func TestMaintainOnePass(t *testing.T) {
 	for _, typ := range []events.Type{events.RunApproved, events.RunCompleted} {
 		ev, err := events.New(events.Spec{RunID: runID, Type: typ, PlanVersion: "v1"})
 		require.NoError(t, err)
-		_, err = eventlog.New(db.Pool).EventAppend(t.Context(), ev)
+		_, err = eventlogtest.AppendLog(t.Context(), eventlog.New(db.Pool), db.Pool, nil, ev)
 		require.NoError(t, err)
 	}
 	env := map[string]string{"WEFT_DATABASE_URL": db.URL}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/events"
 )
 
@@ -27,7 +28,7 @@ func TestProjectorRebuild(t *testing.T) {
 		for _, typ := range types {
 			ev, err := events.New(events.Spec{RunID: runID, Type: typ, PlanVersion: "v1"})
 			require.NoError(t, err)
-			_, err = log.EventAppend(t.Context(), ev)
+			_, err = eventlogtest.AppendLog(t.Context(), log, db.Pool, nil, ev)
 			require.NoError(t, err)
 		}
 	}

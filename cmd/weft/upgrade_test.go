@@ -11,6 +11,7 @@ import (
 	"github.com/weftrun/weft/internal/store/journal"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/events"
 )
 
@@ -52,7 +53,7 @@ func TestNewWriterOldReader(t *testing.T) {
 		Data: map[string]any{"note": "from a newer build", "futureField": map[string]int{"n": 1}},
 	})
 	require.NoError(t, err)
-	_, err = journal.New(eventlog.New(s.db.Pool)).Append(ctx, s.db.Pool, nil, ev)
+	_, err = eventlogtest.Append(ctx, journal.New(eventlog.New(s.db.Pool)), s.db.Pool, nil, ev)
 	require.NoError(t, err)
 	_, err = s.db.Pool.Exec(ctx, `INSERT INTO weft_future_records VALUES ($1, '{"v": 2}')`, runID)
 	require.NoError(t, err)

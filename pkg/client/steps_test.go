@@ -19,6 +19,7 @@ import (
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/client"
 	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/outbox"
 	"github.com/weftrun/weft/pkg/plan"
@@ -88,7 +89,7 @@ func (r *projectorRun) append(t *testing.T, evs ...stepEvent) {
 		out[i] = ev
 	}
 	r.inTx(t, func(tx pgx.Tx) error {
-		_, err := r.journal.AppendTx(t.Context(), tx, nil, out...)
+		_, err := eventlogtest.Append(t.Context(), r.journal, tx, nil, out...)
 		return err
 	})
 }

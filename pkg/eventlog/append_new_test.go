@@ -9,6 +9,7 @@ import (
 
 	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/events"
 )
 
@@ -38,11 +39,11 @@ func appendNew(t *testing.T, db *weftest.DB, s *eventlog.Store, parts []eventlog
 }
 
 // seed appends n events to a new run and returns its id.
-func seed(t *testing.T, s *eventlog.Store, n int) string {
+func seed(t *testing.T, db *weftest.DB, s *eventlog.Store, n int) string {
 	t.Helper()
 	runID := events.NewRunID()
 	for i := range n {
-		_, err := s.EventAppend(t.Context(), batchEvent(t, runID, string(rune('a'+i))))
+		_, err := eventlogtest.AppendLog(t.Context(), s, db.Pool, nil, batchEvent(t, runID, string(rune('a'+i))))
 		require.NoError(t, err)
 	}
 	return runID
@@ -54,7 +55,7 @@ func TestEventsAppendNewBatchWritesPredictedEvents(t *testing.T) {
 	t.Parallel()
 	db := weftest.NewDB(t)
 	s := eventlog.New(db.Pool)
-	run1, run2 := seed(t, s, 1), seed(t, s, 2)
+	run1, run2 := seed(t, db, s, 1), seed(t, db, s, 2)
 	one, two, four := int64(1), int64(2), int64(4)
 	parts := []eventlog.RunAppend{
 		{ExpectedHead: &two, Events: numbered(2, batchEvent(t, run2, "x"), batchEvent(t, run2, "y"))},
@@ -98,7 +99,7 @@ func TestEventsAppendNewBatchWritesNothingUnpredicted(t *testing.T) {
 	t.Parallel()
 	db := weftest.NewDB(t)
 	s := eventlog.New(db.Pool)
-	run := seed(t, s, 2)
+	run := seed(t, db, s, 2)
 	stored, err := s.EventsFetchRunsTx(t.Context(), db.Pool, []string{run})
 	require.NoError(t, err)
 	zero, one, two := int64(0), int64(1), int64(2)

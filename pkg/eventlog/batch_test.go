@@ -20,9 +20,18 @@ func batchEvent(t *testing.T, runID, step string) events.Event {
 	return ev
 }
 
-// EventsAppendBatch appends as EventsAppendTx does, once its batch is
-// sent: runSeqs after the head, the compare-and-swap, duplicate keys.
-func TestEventsAppendBatchAppendsAsEventsAppendTx(t *testing.T) {
+// appendBatch queues evs as one part with EventsAppendManyBatch.
+func appendBatch(s *eventlog.Store, b *pgx.Batch, head *int64, evs ...events.Event) ([]eventlog.AppendResult, error) {
+	res, err := s.EventsAppendManyBatch(b, []eventlog.RunAppend{{ExpectedHead: head, Events: evs}})
+	if err != nil {
+		return nil, err
+	}
+	return res[0], nil
+}
+
+// EventsAppendManyBatch appends once its batch is sent: runSeqs after the
+// head, the compare-and-swap, duplicate keys.
+func TestEventsAppendManyBatchAppends(t *testing.T) {
 	t.Parallel()
 	db := weftest.NewDB(t)
 	s := eventlog.New(db.Pool)
@@ -32,14 +41,14 @@ func TestEventsAppendBatchAppendsAsEventsAppendTx(t *testing.T) {
 
 	b := &pgx.Batch{}
 	zero := int64(0)
-	res, err := s.EventsAppendBatch(b, &zero, a, batchEvent(t, runID, "b"))
+	res, err := appendBatch(s, b, &zero, a, batchEvent(t, runID, "b"))
 	require.NoError(t, err)
 	require.NoError(t, db.Pool.SendBatch(ctx, b).Close())
 	require.Equal(t, []int64{1, 2}, []int64{res[0].RunSeq, res[1].RunSeq})
 	require.True(t, res[0].Persisted)
 
 	b = &pgx.Batch{}
-	res, err = s.EventsAppendBatch(b, nil, c, batchEvent(t, runID, "a"))
+	res, err = appendBatch(s, b, nil, c, batchEvent(t, runID, "a"))
 	require.NoError(t, err)
 	require.NoError(t, db.Pool.SendBatch(ctx, b).Close())
 	require.Equal(t, eventlog.AppendResult{RunSeq: 3, Persisted: true, PersistedAt: res[0].PersistedAt}, res[0])
@@ -47,7 +56,7 @@ func TestEventsAppendBatchAppendsAsEventsAppendTx(t *testing.T) {
 	require.Equal(t, int64(1), res[1].RunSeq)
 
 	b = &pgx.Batch{}
-	_, err = s.EventsAppendBatch(b, &zero, batchEvent(t, runID, "d"))
+	_, err = appendBatch(s, b, &zero, batchEvent(t, runID, "d"))
 	require.NoError(t, err)
 	require.ErrorIs(t, db.Pool.SendBatch(ctx, b).Close(), eventlog.ErrConflict)
 	head, err := s.RunHead(ctx, runID)
@@ -55,15 +64,15 @@ func TestEventsAppendBatchAppendsAsEventsAppendTx(t *testing.T) {
 	require.Equal(t, int64(3), head)
 }
 
-func TestEventsAppendBatchRefusesBeforeQueuing(t *testing.T) {
+func TestEventsAppendManyBatchRefusesBeforeQueuing(t *testing.T) {
 	t.Parallel()
 	s := eventlog.New(nil)
 	b := &pgx.Batch{}
-	_, err := s.EventsAppendBatch(b, nil, batchEvent(t, events.NewRunID(), "a"), batchEvent(t, events.NewRunID(), "b"))
+	_, err := appendBatch(s, b, nil, batchEvent(t, events.NewRunID(), "a"), batchEvent(t, events.NewRunID(), "b"))
 	require.ErrorIs(t, err, eventlog.ErrInvalidEvent)
 	bad := batchEvent(t, events.NewRunID(), "a")
 	bad.EventType = ""
-	_, err = s.EventsAppendBatch(b, nil, bad)
+	_, err = appendBatch(s, b, nil, bad)
 	require.ErrorIs(t, err, eventlog.ErrInvalidEvent)
 	require.Zero(t, b.Len())
 }

@@ -16,8 +16,12 @@
 //   - events are never updated or deleted, enforced by the database, except
 //     by RunDelete, which removes a whole run for retention.
 //
-// Every write has a …Tx form that joins the caller's transaction, so events
-// commit with whatever else the caller writes (the outbox). Writes expect
+// Appends are queued on the caller's pgx.Batch (EventsAppendManyBatch,
+// EventsAppendNewBatch), so events commit with whatever else the caller
+// writes in its transaction; every writer of events appends through one
+// unit of work, internal/store/journal's Write, which commits the events'
+// bus copies to the outbox with them. Other writes have a …Tx form that
+// joins the caller's transaction. Writes expect
 // READ COMMITTED; under REPEATABLE READ or SERIALIZABLE, concurrent appends to
 // one run fail with a serialization error the caller must retry.
 package eventlog

@@ -7,6 +7,7 @@ import (
 
 	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/events"
 )
 
@@ -24,7 +25,7 @@ func TestEventsFetchStep(t *testing.T) {
 		t.Helper()
 		ev, err := events.New(events.Spec{RunID: runID, StepID: stepID, LogicalAttemptID: attempt, Type: typ, PlanVersion: "1"})
 		require.NoError(t, err)
-		_, err = log.EventAppend(t.Context(), ev)
+		_, err = eventlogtest.AppendLog(t.Context(), log, db.Pool, nil, ev)
 		require.NoError(t, err)
 	}
 	appendEv(runID, "", "", events.RunQueued)                                 // 1

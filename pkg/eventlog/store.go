@@ -64,21 +64,6 @@ type AppendResult struct {
 	PersistedAt time.Time `json:"persistedAt,omitzero"`
 }
 
-// AppendOption changes how EventAppend and EventAppendTx append.
-type AppendOption func(*appendOptions)
-
-type appendOptions struct {
-	expectedHead *int64
-}
-
-// WithExpectedHead makes the append a compare-and-swap: it writes only if
-// the run's head (its highest runSeq, 0 for a new run) is head, and fails
-// with ErrConflict otherwise. The check comes before the idempotency
-// lookup, so a stale head fails even for a duplicate key.
-func WithExpectedHead(head int64) AppendOption {
-	return func(o *appendOptions) { o.expectedHead = &head }
-}
-
 // Querier is what the read methods need: a pool, a connection or a pgx.Tx.
 type Querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
@@ -128,7 +113,8 @@ func (s *Store) RunHead(ctx context.Context, runID string) (int64, error) {
 }
 
 // RunHeadTx is RunHead through q, typically the caller's transaction. It
-// takes no lock: use WithExpectedHead to act on the value safely.
+// takes no lock: append with the head as the expected one
+// (RunAppend.ExpectedHead) to act on the value safely.
 func (s *Store) RunHeadTx(ctx context.Context, q Querier, runID string) (int64, error) {
 	if err := checkRunID(runID); err != nil {
 		return 0, err

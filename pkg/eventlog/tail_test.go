@@ -7,6 +7,7 @@ import (
 
 	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/events"
 )
 
@@ -22,7 +23,7 @@ func TestEventsFetchTails(t *testing.T) {
 		for i := range n {
 			ev, err := events.New(events.Spec{RunID: runID, Type: events.RunPaused, LogicalAttemptID: string(rune('a' + i)), PlanVersion: "1"})
 			require.NoError(t, err)
-			_, err = log.EventAppend(t.Context(), ev)
+			_, err = eventlogtest.AppendLog(t.Context(), log, db.Pool, nil, ev)
 			require.NoError(t, err)
 		}
 		return runID

@@ -10,7 +10,7 @@ import (
 	"github.com/weftrun/weft/pkg/outbox"
 )
 
-// EnqueueBatch writes what EnqueueTx writes, once its batch is sent, and
+// EnqueueBatch writes its rows once its batch is sent, and
 // only if the transaction commits.
 func TestEnqueueBatchWritesRowsWithTheTransaction(t *testing.T) {
 	t.Parallel()

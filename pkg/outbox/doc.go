@@ -1,6 +1,6 @@
 // Package outbox is Weft's transactional outbox: messages for JetStream are
 // written to Postgres in the same transaction as the events they carry
-// (EnqueueTx), and a Relay publishes them once that transaction has
+// (EnqueueBatch), and a Relay publishes them once that transaction has
 // committed, then deletes them. Nothing reaches the bus that is not in the
 // log; nothing in the log fails to reach the bus.
 //
@@ -29,9 +29,13 @@
 // and in a writer:
 //
 //	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-//		// ... append events ...
-//		return outbox.EnqueueTx(ctx, tx, outbox.Message{
+//		b := &pgx.Batch{}
+//		// ... queue the writes the messages commit with ...
+//		if err := outbox.EnqueueBatch(ctx, b, outbox.Message{
 //			Subject: subject, Payload: body, DedupeID: eventID, OrderKey: runID,
-//		})
+//		}); err != nil {
+//			return err
+//		}
+//		return tx.SendBatch(ctx, b).Close()
 //	})
 package outbox

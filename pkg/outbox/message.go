@@ -18,7 +18,7 @@ import (
 	"github.com/weftrun/weft/pkg/tracing"
 )
 
-// Partitions is the number of outbox partitions. EnqueueTx writes
+// Partitions is the number of outbox partitions. EnqueueBatch writes
 // hash(OrderKey) mod Partitions into each row and a Relay serves partitions
 // 0..Partitions-1, one relay per partition at a time. Both sides read this
 // one constant, so they always agree within a build.
@@ -29,13 +29,14 @@ import (
 // then deploy the new build (docs/outbox.md, "Partitions").
 const Partitions = 8
 
-// NotifyChannel is the Postgres NOTIFY channel on which EnqueueTx wakes an
+// NotifyChannel is the Postgres NOTIFY channel on which EnqueueBatch wakes an
 // idle relay at commit, with the partition number as payload; relays LISTEN
 // on it. A busy relay is not notified: it claims again by itself
 // (docs/outbox.md, "Waking the relay").
 const NotifyChannel = "weft_outbox"
 
-// ErrInvalidMessage is wrapped by every validation error EnqueueTx returns.
+// ErrInvalidMessage is wrapped by every validation error EnqueueBatch
+// returns.
 var ErrInvalidMessage = errors.New("outbox: invalid message")
 
 // Message is one message to publish to JetStream once the transaction that
@@ -46,7 +47,7 @@ type Message struct {
 	Subject string
 	// Headers are sent as NATS headers, names kept exactly as given. Names
 	// starting with "Nats-" are reserved for the server and refused.
-	// EnqueueTx adds traceparent (and tracestate) from its ctx's span
+	// EnqueueBatch adds traceparent (and tracestate) from its ctx's span
 	// context unless the message carries a traceparent already.
 	Headers map[string]string
 	// Payload is the message body, sent as is.
@@ -129,38 +130,22 @@ WITH ins AS (
 )
 SELECT weft_outbox_wake(array_agg(DISTINCT partition)) FROM ins`
 
-// EnqueueTx validates msgs and inserts them into the outbox inside tx, in
-// one round trip, so they are published if and only if tx commits. Within
-// one OrderKey they are published in the order given, after any message of
-// that key enqueued by an earlier transaction, provided writers of one key
-// serialise (the run head compare-and-swap does). All messages are
-// validated before anything is written: an invalid one fails the call with
-// an error wrapping ErrInvalidMessage and writes nothing. No messages is a
-// no-op. When ctx carries a valid span context, every message without a
+// EnqueueBatch validates msgs and queues on b their insert into the
+// outbox, one statement, for a caller that sends it in one round trip with
+// other statements of its transaction (its COMMIT, say): the messages are
+// published if and only if that transaction commits. Within one OrderKey
+// they are published in the order given, after any message of that key
+// enqueued by an earlier transaction, provided writers of one key
+// serialise (the run head compare-and-swap does). An error of the insert
+// is what b's BatchResults.Close returns. All messages are validated
+// before anything is queued: an invalid one fails the call with an error
+// wrapping ErrInvalidMessage and leaves b as it was. No messages queues
+// nothing. When ctx carries a valid span context, every message without a
 // traceparent header is stored with the W3C trace context of ctx (the
 // caller's map is not modified), so the trace survives the round trip
-// through Postgres.
-func EnqueueTx(ctx context.Context, tx pgx.Tx, msgs ...Message) error {
-	if len(msgs) == 0 {
-		return nil
-	}
-	args, err := enqueueArgs(ctx, msgs)
-	if err != nil {
-		return err
-	}
-	if _, err := tx.Exec(ctx, enqueueSQL, args...); err != nil {
-		return fmt.Errorf("outbox: enqueue %d messages: %w", len(msgs), err)
-	}
-	return nil
-}
-
-// EnqueueBatch queues on b the insert of msgs, as EnqueueTx inserts them,
-// for a caller that sends it in one round trip with other statements of
-// its transaction (its COMMIT, say): the messages are published if and
-// only if that transaction commits. An error of the insert is what b's
-// BatchResults.Close returns. Messages are validated, and traced from
-// ctx, as EnqueueTx does, before anything is queued: an invalid one fails
-// the call and leaves b as it was. No messages queues nothing.
+// through Postgres. Weft's writers enqueue through
+// internal/store/journal's Write, which commits the messages with the
+// events they carry.
 func EnqueueBatch(ctx context.Context, b *pgx.Batch, msgs ...Message) error {
 	if len(msgs) == 0 {
 		return nil

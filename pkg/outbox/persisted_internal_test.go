@@ -9,7 +9,7 @@ import (
 	"github.com/weftrun/weft/internal/testkit/goldentest"
 )
 
-// outbox.headers as EnqueueTx writes it (a JSON object of header name to
+// outbox.headers as EnqueueBatch writes it (a JSON object of header name to
 // value), read back as the relay reads it (docs/persisted-format.md).
 func TestPersistedGoldenHeaders(t *testing.T) {
 	headers := map[string]string{

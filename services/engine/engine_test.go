@@ -17,6 +17,7 @@ import (
 	"github.com/weftrun/weft/internal/store/journal"
 	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/outbox"
 	"github.com/weftrun/weft/pkg/plan"
@@ -126,7 +127,7 @@ func (s *stack) startSilently(t *testing.T, p *plan.Plan) string {
 	ev, err := events.New(events.Spec{RunID: runID, Type: events.RunApproved, PlanVersion: p.PlanVersion,
 		Data: events.RunApprovedData{PlanID: p.PlanID, PlanVersion: p.PlanVersion, Plan: planJSON}})
 	require.NoError(t, err)
-	_, err = s.log.EventAppend(t.Context(), ev)
+	_, err = eventlogtest.AppendLog(t.Context(), s.log, s.db.Pool, nil, ev)
 	require.NoError(t, err)
 	_, err = s.db.Pool.Exec(t.Context(), `INSERT INTO engine_runs (run_id) VALUES ($1)`, runID)
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/internal/store/journal"
+	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/pkg/streams"
@@ -25,7 +26,7 @@ func (s *stack) signal(t *testing.T, runID, name, signalID string, payload strin
 		Data: events.SignalAcceptedData{SignalName: name, SignalID: signalID, Payload: json.RawMessage(payload)},
 	})
 	require.NoError(t, err)
-	_, err = journal.New(s.log).Append(t.Context(), s.db.Pool, nil, ev)
+	_, err = eventlogtest.Append(t.Context(), journal.New(s.log), s.db.Pool, nil, ev)
 	require.NoError(t, err)
 }
 
@@ -255,9 +256,9 @@ func (s *stack) acceptSilently(t *testing.T, runID, name, signalID string) event
 	ev, err := events.New(events.Spec{RunID: runID, Type: events.SignalAccepted, LogicalAttemptID: signalID, PlanVersion: "1",
 		Data: events.SignalAcceptedData{SignalName: name, SignalID: signalID}})
 	require.NoError(t, err)
-	res, err := s.log.EventAppend(t.Context(), ev)
+	res, err := eventlogtest.AppendLog(t.Context(), s.log, s.db.Pool, nil, ev)
 	require.NoError(t, err)
-	ev.RunSeq, ev.PersistedAt = res.RunSeq, res.PersistedAt
+	ev.RunSeq, ev.PersistedAt = res[0].RunSeq, res[0].PersistedAt
 	return ev
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/task"
@@ -75,7 +76,7 @@ func TestSweepAppliesSignalTheBusLost(t *testing.T) {
 	ev, err := events.New(events.Spec{RunID: runID, Type: events.SignalAccepted, LogicalAttemptID: "sig-1", PlanVersion: "1",
 		Data: events.SignalAcceptedData{SignalName: "go", SignalID: "sig-1"}})
 	require.NoError(t, err)
-	_, err = s.log.EventAppend(t.Context(), ev) // the log only: no outbox row
+	_, err = eventlogtest.AppendLog(t.Context(), s.log, s.db.Pool, nil, ev) // the log only: no outbox row
 	require.NoError(t, err)
 	require.Equal(t, events.SignalOutcomeApplied, s.waitApplied(t, runID, "sig-1").Outcome)
 	require.Equal(t, events.RunCompleted, terminal(s.waitTerminal(t, runID)))

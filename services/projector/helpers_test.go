@@ -19,6 +19,7 @@ import (
 	"github.com/weftrun/weft/internal/store/journal"
 	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/outbox"
 	"github.com/weftrun/weft/pkg/plan"
@@ -179,7 +180,7 @@ func step(t *testing.T, runID, stepID string, typ events.Type, data any) events.
 func (s *stack) appendBus(t *testing.T, evs ...events.Event) {
 	t.Helper()
 	err := pgx.BeginFunc(t.Context(), s.db.Pool, func(tx pgx.Tx) error {
-		_, err := s.journal.AppendTx(t.Context(), tx, nil, evs...)
+		_, err := eventlogtest.Append(t.Context(), s.journal, tx, nil, evs...)
 		return err
 	})
 	require.NoError(t, err)
@@ -191,9 +192,9 @@ func (s *stack) appendLogOnly(t *testing.T, evs ...events.Event) []events.Event 
 	t.Helper()
 	out := make([]events.Event, len(evs))
 	for i, ev := range evs {
-		res, err := s.log.EventAppend(t.Context(), ev)
+		res, err := eventlogtest.AppendLog(t.Context(), s.log, s.db.Pool, nil, ev)
 		require.NoError(t, err)
-		ev.RunSeq, ev.PersistedAt = res.RunSeq, res.PersistedAt
+		ev.RunSeq, ev.PersistedAt = res[0].RunSeq, res[0].PersistedAt
 		out[i] = ev
 	}
 	return out

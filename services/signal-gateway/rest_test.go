@@ -12,6 +12,7 @@ import (
 	"github.com/weftrun/weft/internal/store/journal"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/streams"
 	gateway "github.com/weftrun/weft/services/signal-gateway"
@@ -157,7 +158,7 @@ func (s *stack) orphanPayload(t *testing.T, runID, name, id string) {
 		LogicalAttemptID: "sig:" + runID + ":" + name + ":" + id + ":1",
 		Data:             events.SignalAcceptedData{SignalName: name, SignalID: id, Payload: json.RawMessage(`"secret-payload"`)}})
 	require.NoError(t, err)
-	_, err = journal.New(eventlog.New(s.db.Pool)).Append(context.Background(), s.db.Pool, nil, ev)
+	_, err = eventlogtest.Append(context.Background(), journal.New(eventlog.New(s.db.Pool)), s.db.Pool, nil, ev)
 	require.NoError(t, err)
 }
 

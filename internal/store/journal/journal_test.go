@@ -10,6 +10,7 @@ import (
 	"github.com/weftrun/weft/internal/store/journal"
 	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/streams"
 )
@@ -51,7 +52,7 @@ func TestAppendEnqueuesOneMessagePerNewEvent(t *testing.T) {
 	runID := events.NewRunID()
 	evs := []events.Event{newEvent(t, runID, "", events.RunStarted), newEvent(t, runID, "a", events.StepScheduled)}
 
-	res, err := j.Append(t.Context(), db.Pool, nil, evs...)
+	res, err := eventlogtest.Append(t.Context(), j, db.Pool, nil, evs...)
 	require.NoError(t, err)
 	require.Equal(t, []int64{1, 2}, []int64{res[0].RunSeq, res[1].RunSeq})
 
@@ -77,11 +78,11 @@ func TestAppendDuplicateEnqueuesNothing(t *testing.T) {
 	j := journal.New(eventlog.New(db.Pool))
 	runID := events.NewRunID()
 	first := newEvent(t, runID, "a", events.StepStarted)
-	_, err := j.Append(t.Context(), db.Pool, nil, first)
+	_, err := eventlogtest.Append(t.Context(), j, db.Pool, nil, first)
 	require.NoError(t, err)
 
 	redelivered := newEvent(t, runID, "a", events.StepStarted) // same key, new event id
-	res, err := j.Append(t.Context(), db.Pool, nil, redelivered)
+	res, err := eventlogtest.Append(t.Context(), j, db.Pool, nil, redelivered)
 	require.NoError(t, err)
 	require.True(t, res[0].Idempotent)
 	require.Equal(t, int64(1), res[0].RunSeq)
@@ -90,14 +91,9 @@ func TestAppendDuplicateEnqueuesNothing(t *testing.T) {
 
 func TestAppendConflictWritesNothing(t *testing.T) {
 	t.Parallel()
-	db := weftest.NewDB(t)
-	j := journal.New(eventlog.New(db.Pool))
-	runID := events.NewRunID()
-	_, err := j.Append(t.Context(), db.Pool, nil, newEvent(t, runID, "", events.RunStarted))
-	require.NoError(t, err)
-
+	db, j, runID := startedRun(t)
 	stale := int64(0)
-	_, err = j.Append(t.Context(), db.Pool, &stale, newEvent(t, runID, "a", events.StepScheduled))
+	_, err := eventlogtest.Append(t.Context(), j, db.Pool, &stale, newEvent(t, runID, "a", events.StepScheduled))
 	require.ErrorIs(t, err, eventlog.ErrConflict)
 	head, err := eventlog.New(db.Pool).RunHead(t.Context(), runID)
 	require.NoError(t, err)
@@ -111,7 +107,7 @@ func TestAppendRefusesInvalidRunIDBeforeWriting(t *testing.T) {
 	j := journal.New(eventlog.New(db.Pool))
 	ev := newEvent(t, events.NewRunID(), "", events.RunStarted)
 	ev.RunID = "bad.run"
-	_, err := j.Append(t.Context(), db.Pool, nil, ev)
+	_, err := eventlogtest.Append(t.Context(), j, db.Pool, nil, ev)
 	require.Error(t, err)
 	require.Empty(t, outboxRows(t, db.Pool))
 }

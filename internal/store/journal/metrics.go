@@ -7,7 +7,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
 )
 
@@ -20,7 +19,7 @@ const meterName = "github.com/weftrun/weft/internal/store/journal"
 //
 // Every writer of events goes through a Journal, so the counter sees every
 // append of its process. An event is counted when its append succeeds in
-// the caller's transaction; a duplicate idempotency key is not counted, nor
+// the caller's transaction (Write.Commit); a duplicate idempotency key is not counted, nor
 // is an append that fails, but a transaction rolled back after a
 // successful append is (rare: the append's own errors count nothing).
 // Safe for concurrent use; a nil *Metrics counts nothing.
@@ -49,19 +48,20 @@ type Option func(*Journal)
 // WithMetrics counts the Journal's appends on m (nil counts nothing).
 func WithMetrics(m *Metrics) Option { return func(j *Journal) { j.metrics = m } }
 
-// count adds the newly persisted events of parts, one Add per event type.
-func (m *Metrics) count(ctx context.Context, parts []eventlog.RunAppend, results [][]eventlog.AppendResult) {
+// count adds the events newly persisted by appends, one Add per event
+// type.
+func (m *Metrics) count(ctx context.Context, appends []*Appended) {
 	if m == nil {
 		return
 	}
 	var n map[events.Type]int64
-	for p, part := range parts {
-		for i, res := range results[p] {
+	for _, a := range appends {
+		for i, res := range a.res {
 			if res.Persisted {
 				if n == nil {
 					n = make(map[events.Type]int64, 4)
 				}
-				n[part.Events[i].EventType]++
+				n[a.evs[i].EventType]++
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/weftrun/weft/internal/store/journal"
 	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/events"
 )
 
@@ -28,9 +29,9 @@ func TestAppendCountsEventsByType(t *testing.T) {
 	started := newEvent(t, runID, "", events.RunStarted)
 	evs := []events.Event{started, newEvent(t, runID, "a", events.StepScheduled), newEvent(t, runID, "b", events.StepScheduled)}
 
-	_, err = j.Append(t.Context(), db.Pool, nil, evs...)
+	_, err = eventlogtest.Append(t.Context(), j, db.Pool, nil, evs...)
 	require.NoError(t, err)
-	_, err = j.Append(t.Context(), db.Pool, nil, started) // a duplicate key: persists nothing
+	_, err = eventlogtest.Append(t.Context(), j, db.Pool, nil, started) // a duplicate key: persists nothing
 	require.NoError(t, err)
 
 	s := metricstest.Get(t, h)
@@ -48,7 +49,7 @@ func TestNilMetricsCountNothing(t *testing.T) {
 	require.Nil(t, m)
 	db := weftest.NewDB(t)
 	j := journal.New(eventlog.New(db.Pool), journal.WithMetrics(m))
-	res, err := j.Append(t.Context(), db.Pool, nil, newEvent(t, events.NewRunID(), "", events.RunStarted))
+	res, err := eventlogtest.Append(t.Context(), j, db.Pool, nil, newEvent(t, events.NewRunID(), "", events.RunStarted))
 	require.NoError(t, err)
 	require.True(t, res[0].Persisted)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/weftrun/weft/internal/store/retention"
 	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/events"
 )
 
@@ -28,7 +29,7 @@ func run(t *testing.T, pool *pgxpool.Pool, held bool, types ...events.Type) stri
 	for _, typ := range types {
 		ev, err := events.New(events.Spec{RunID: id, Type: typ, PlanVersion: "v1"})
 		require.NoError(t, err)
-		_, err = log.EventAppend(ctx, ev)
+		_, err = eventlogtest.AppendLog(ctx, log, pool, nil, ev)
 		require.NoError(t, err)
 	}
 	if held {

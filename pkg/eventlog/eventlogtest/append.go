@@ -24,7 +24,7 @@ func testAppendAssignsGapFreeRunSeq(t *testing.T, l Log) {
 	require.Empty(t, evs)
 
 	for i := range 5 {
-		res, err := l.Store.EventAppend(ctx, event(t, runID, fmt.Sprint("e", i)))
+		res, err := l.appendOne(ctx, l.Pool, nil, event(t, runID, fmt.Sprint("e", i)))
 		require.NoError(t, err)
 		require.Equal(t, eventlog.AppendResult{RunSeq: int64(i + 1), Persisted: true, PersistedAt: res.PersistedAt}, res)
 		require.False(t, res.PersistedAt.IsZero())
@@ -37,21 +37,21 @@ func testDuplicateKeyReturnsExistingRunSeq(t *testing.T, l Log) {
 	ctx := t.Context()
 	runID := events.NewRunID()
 	first := event(t, runID, "a")
-	r1, err := l.Store.EventAppend(ctx, first)
+	r1, err := l.appendOne(ctx, l.Pool, nil, first)
 	require.NoError(t, err)
-	_, err = l.Store.EventAppend(ctx, event(t, runID, "b"))
+	_, err = l.appendOne(ctx, l.Pool, nil, event(t, runID, "b"))
 	require.NoError(t, err)
 
 	// Same key, another event id and payload: a redelivery of the same fact.
 	dup := event(t, runID, "a")
 	dup.EventData = json.RawMessage(`{"other":true}`)
-	r3, err := l.Store.EventAppend(ctx, dup)
+	r3, err := l.appendOne(ctx, l.Pool, nil, dup)
 	require.NoError(t, err)
 	require.Equal(t, eventlog.AppendResult{RunSeq: 1, Idempotent: true, Persisted: false, PersistedAt: r1.PersistedAt}, r3)
 
 	// The same inside a transaction, and with the original event itself.
 	tx := begin(t, l)
-	r4, err := l.Store.EventAppendTx(ctx, tx, first)
+	r4, err := l.appendOne(ctx, tx, nil, first)
 	require.NoError(t, err)
 	require.Equal(t, r3, r4)
 	require.NoError(t, tx.Commit(ctx))
@@ -65,7 +65,7 @@ func testRoundTripsEveryField(t *testing.T, l Log) {
 	ctx := t.Context()
 	runID := events.NewRunID()
 	parent := event(t, runID, "parent")
-	_, err := l.Store.EventAppend(ctx, parent)
+	_, err := l.appendOne(ctx, l.Pool, nil, parent)
 	require.NoError(t, err)
 	ev := event(t, runID, "child")
 	ev.EngineAttemptID = "3"
@@ -76,7 +76,7 @@ func testRoundTripsEveryField(t *testing.T, l Log) {
 	ev.CausedBySignalID = "sig-42"
 	ev.ParentEventID = parent.EventID
 	ev.RunSeq, ev.PersistedAt = 99, time.Unix(1, 0) // assigned by the log: ignored
-	res, err := l.Store.EventAppend(ctx, ev)
+	res, err := l.appendOne(ctx, l.Pool, nil, ev)
 	require.NoError(t, err)
 
 	got := requireRun(t, l, runID, 2)[1]
@@ -90,7 +90,7 @@ func testRoundTripsEveryField(t *testing.T, l Log) {
 	// Absent optional fields come back absent; schema version 0 means current.
 	bare := events.Event{RunID: runID, EventID: event(t, runID, "x").EventID, EventType: "Custom",
 		IdempotencyKey: key("bare"), EmittedAt: time.Now().UTC().Truncate(time.Microsecond)}
-	res, err = l.Store.EventAppend(ctx, bare)
+	res, err = l.appendOne(ctx, l.Pool, nil, bare)
 	require.NoError(t, err)
 	got = requireRun(t, l, runID, 3)[2]
 	want = bare
@@ -107,7 +107,7 @@ func testFetchAfterWatermark(t *testing.T, l Log) {
 		evs[i] = event(t, runID, fmt.Sprint("e", i))
 	}
 	require.NoError(t, pgx.BeginFunc(ctx, l.Pool, func(tx pgx.Tx) error {
-		_, err := l.Store.EventsAppendTx(ctx, tx, nil, evs...)
+		_, err := l.append(ctx, tx, nil, evs...)
 		return err
 	}))
 
@@ -129,7 +129,7 @@ func testFetchAfterWatermark(t *testing.T, l Log) {
 	require.Equal(t, []int64{6, 7, 8}, seqs(page))
 
 	other, unknown := events.NewRunID(), events.NewRunID()
-	_, err = l.Store.EventAppend(ctx, event(t, other, "x"))
+	_, err = l.appendOne(ctx, l.Pool, nil, event(t, other, "x"))
 	require.NoError(t, err)
 	byRun, err := l.Store.EventsFetchRunsTx(ctx, l.Pool, []string{runID, other, unknown})
 	require.NoError(t, err)
@@ -155,33 +155,33 @@ func testFetchAfterWatermark(t *testing.T, l Log) {
 func testCompareAndSwap(t *testing.T, l Log) {
 	ctx := t.Context()
 	runID := events.NewRunID()
-	res, err := l.Store.EventAppend(ctx, event(t, runID, "a"), eventlog.WithExpectedHead(0))
+	res, err := l.appendOne(ctx, l.Pool, expect(0), event(t, runID, "a"))
 	require.NoError(t, err)
 	require.Equal(t, int64(1), res.RunSeq)
-	res, err = l.Store.EventAppend(ctx, event(t, runID, "b"), eventlog.WithExpectedHead(1))
+	res, err = l.appendOne(ctx, l.Pool, expect(1), event(t, runID, "b"))
 	require.NoError(t, err)
 	require.Equal(t, int64(2), res.RunSeq)
 
 	for _, stale := range []int64{0, 1, 3} {
-		_, err = l.Store.EventAppend(ctx, event(t, runID, "c"), eventlog.WithExpectedHead(stale))
+		_, err = l.appendOne(ctx, l.Pool, expect(stale), event(t, runID, "c"))
 		require.ErrorIs(t, err, eventlog.ErrConflict)
 		var conflict *eventlog.ConflictError
 		require.ErrorAs(t, err, &conflict)
 		require.Equal(t, eventlog.ConflictError{RunID: runID, Expected: stale, Head: 2}, *conflict)
 	}
 	// The head check comes first, even for a duplicate key.
-	_, err = l.Store.EventAppend(ctx, event(t, runID, "a"), eventlog.WithExpectedHead(1))
+	_, err = l.appendOne(ctx, l.Pool, expect(1), event(t, runID, "a"))
 	require.ErrorIs(t, err, eventlog.ErrConflict)
 	// A conflict inside a transaction aborts it.
 	tx := begin(t, l)
-	_, err = l.Store.EventAppendTx(ctx, tx, event(t, runID, "d"), eventlog.WithExpectedHead(7))
+	_, err = l.appendOne(ctx, tx, expect(7), event(t, runID, "d"))
 	require.ErrorIs(t, err, eventlog.ErrConflict)
 	_, err = tx.Exec(ctx, "SELECT 1")
 	requireCode(t, err, "25P02")
 	require.NoError(t, tx.Rollback(ctx))
 
 	requireRun(t, l, runID, 2)
-	res, err = l.Store.EventAppend(ctx, event(t, runID, "c"), eventlog.WithExpectedHead(2))
+	res, err = l.appendOne(ctx, l.Pool, expect(2), event(t, runID, "c"))
 	require.NoError(t, err)
 	require.Equal(t, int64(3), res.RunSeq)
 }
@@ -189,13 +189,12 @@ func testCompareAndSwap(t *testing.T, l Log) {
 func testBatchAppend(t *testing.T, l Log) {
 	ctx := t.Context()
 	runID := events.NewRunID()
-	_, err := l.Store.EventAppend(ctx, event(t, runID, "a"))
+	_, err := l.appendOne(ctx, l.Pool, nil, event(t, runID, "a"))
 	require.NoError(t, err)
 	zero := int64(0)
 	one := int64(1)
 	tx := begin(t, l)
-	res, err := l.Store.EventsAppendTx(ctx, tx, &one,
-		event(t, runID, "b"), event(t, runID, "a"), event(t, runID, "c"), event(t, runID, "b"))
+	res, err := l.append(ctx, tx, &one, event(t, runID, "b"), event(t, runID, "a"), event(t, runID, "c"), event(t, runID, "b"))
 	require.NoError(t, err)
 	require.Equal(t, []int64{2, 1, 3, 2}, resultSeqs(res))
 	require.Equal(t, []bool{true, false, true, false}, []bool{res[0].Persisted, res[1].Persisted, res[2].Persisted, res[3].Persisted})
@@ -214,7 +213,7 @@ func testBatchAppend(t *testing.T, l Log) {
 
 	// Empty batch: a no-op, whatever the expected head.
 	require.NoError(t, pgx.BeginFunc(ctx, l.Pool, func(tx pgx.Tx) error {
-		res, err := l.Store.EventsAppendTx(ctx, tx, &zero)
+		res, err := l.append(ctx, tx, &zero)
 		require.Empty(t, res)
 		return err
 	}))
@@ -226,12 +225,12 @@ func testBatchCompareAndSwapConflict(t *testing.T, l Log) {
 	runID := events.NewRunID()
 	zero := int64(0)
 	require.NoError(t, pgx.BeginFunc(ctx, l.Pool, func(tx pgx.Tx) error {
-		_, err := l.Store.EventsAppendTx(ctx, tx, &zero, event(t, runID, "a"), event(t, runID, "b"))
+		_, err := l.append(ctx, tx, &zero, event(t, runID, "a"), event(t, runID, "b"))
 		return err
 	}))
 	for _, stale := range []int64{0, 1, 5} {
 		tx := begin(t, l)
-		_, err := l.Store.EventsAppendTx(ctx, tx, &stale, event(t, runID, "c"), event(t, runID, "d"), event(t, runID, "e"))
+		_, err := l.append(ctx, tx, &stale, event(t, runID, "c"), event(t, runID, "d"), event(t, runID, "e"))
 		require.ErrorIs(t, err, eventlog.ErrConflict)
 		_, err = tx.Exec(ctx, "SELECT 1")
 		requireCode(t, err, "25P02") // the caller's transaction is aborted
@@ -243,20 +242,20 @@ func testBatchCompareAndSwapConflict(t *testing.T, l Log) {
 func testRollbackLeavesNoGap(t *testing.T, l Log) {
 	ctx := t.Context()
 	runID := events.NewRunID()
-	_, err := l.Store.EventAppend(ctx, event(t, runID, "a"))
+	_, err := l.appendOne(ctx, l.Pool, nil, event(t, runID, "a"))
 	require.NoError(t, err)
 
 	tx := begin(t, l)
-	res, err := l.Store.EventAppendTx(ctx, tx, event(t, runID, "b"))
+	res, err := l.appendOne(ctx, tx, nil, event(t, runID, "b"))
 	require.NoError(t, err)
 	require.Equal(t, int64(2), res.RunSeq)
-	_, err = l.Store.EventsAppendTx(ctx, tx, nil, event(t, runID, "c"), event(t, runID, "d"))
+	_, err = l.append(ctx, tx, nil, event(t, runID, "c"), event(t, runID, "d"))
 	require.NoError(t, err)
 	require.NoError(t, tx.Rollback(ctx))
 	requireRun(t, l, runID, 1)
 
 	b := event(t, runID, "b")
-	res, err = l.Store.EventAppend(ctx, b)
+	res, err = l.appendOne(ctx, l.Pool, nil, b)
 	require.NoError(t, err)
 	require.Equal(t, eventlog.AppendResult{RunSeq: 2, Persisted: true, PersistedAt: res.PersistedAt}, res,
 		"the rolled-back key is free again and runSeq 2 is reused")
@@ -265,7 +264,7 @@ func testRollbackLeavesNoGap(t *testing.T, l Log) {
 	// A brand-new run rolled back leaves no head behind.
 	other := events.NewRunID()
 	tx = begin(t, l)
-	_, err = l.Store.EventAppendTx(ctx, tx, event(t, other, "a"))
+	_, err = l.appendOne(ctx, tx, nil, event(t, other, "a"))
 	require.NoError(t, err)
 	require.NoError(t, tx.Rollback(ctx))
 	requireRun(t, l, other, 0)
@@ -297,7 +296,7 @@ func testAppendManyAcrossRuns(t *testing.T, l Log) {
 	var res [][]eventlog.AppendResult
 	require.NoError(t, pgx.BeginFunc(ctx, l.Pool, func(tx pgx.Tx) error {
 		var err error
-		res, err = l.Store.EventsAppendManyTx(ctx, tx, []eventlog.RunAppend{
+		res, err = l.appendMany(ctx, tx, []eventlog.RunAppend{
 			{ExpectedHead: &zero, Events: []events.Event{event(t, r1, "a"), event(t, r1, "b")}},
 			{ExpectedHead: &zero, Events: []events.Event{event(t, r2, "a")}},
 			{ExpectedHead: &two, Events: []events.Event{event(t, r1, "c")}}, // after the first part
@@ -315,7 +314,7 @@ func testAppendManyAcrossRuns(t *testing.T, l Log) {
 
 	tx := begin(t, l)
 	three := int64(3)
-	_, err := l.Store.EventsAppendManyTx(ctx, tx, []eventlog.RunAppend{
+	_, err := l.appendMany(ctx, tx, []eventlog.RunAppend{
 		{ExpectedHead: &three, Events: []events.Event{event(t, r1, "d")}},
 		{ExpectedHead: &zero, Events: []events.Event{event(t, r2, "b")}}, // stale
 	})

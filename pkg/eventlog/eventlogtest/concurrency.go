@@ -148,7 +148,7 @@ func (o *outcomes) appendNamed(ctx context.Context, l Log, runID, name string) {
 	ev, err := newEvent(runID, name)
 	var res eventlog.AppendResult
 	if err == nil {
-		res, err = l.Store.EventAppend(ctx, ev)
+		res, err = l.appendOne(ctx, l.Pool, nil, ev)
 	}
 	o.add(runID, name, res, err)
 }
@@ -177,7 +177,7 @@ func batchAppendTx(ctx context.Context, l Log, runID string, names []string) ([]
 	var res []eventlog.AppendResult
 	err := pgx.BeginFunc(ctx, l.Pool, func(tx pgx.Tx) error {
 		var err error
-		res, err = l.Store.EventsAppendTx(ctx, tx, nil, evs...)
+		res, err = l.append(ctx, tx, nil, evs...)
 		return err
 	})
 	return res, err

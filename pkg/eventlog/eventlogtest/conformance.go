@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/internal/store/journal"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
 )
@@ -31,6 +32,30 @@ type Log struct {
 	Store *eventlog.Store
 	Pool  *pgxpool.Pool
 }
+
+// append appends evs, all of one run, through the write path (Append: a
+// journal.Write) on db, with a compare-and-swap on head when it is not
+// nil.
+func (l Log) append(ctx context.Context, db journal.DB, head *int64, evs ...events.Event) ([]eventlog.AppendResult, error) {
+	return Append(ctx, journal.New(l.Store), db, head, evs...)
+}
+
+// appendOne is append of one event.
+func (l Log) appendOne(ctx context.Context, db journal.DB, head *int64, ev events.Event) (eventlog.AppendResult, error) {
+	res, err := l.append(ctx, db, head, ev)
+	if err != nil {
+		return eventlog.AppendResult{}, err
+	}
+	return res[0], nil
+}
+
+// appendMany is append of many parts in one Write (AppendMany).
+func (l Log) appendMany(ctx context.Context, db journal.DB, parts []eventlog.RunAppend) ([][]eventlog.AppendResult, error) {
+	return AppendMany(ctx, journal.New(l.Store), db, parts)
+}
+
+// expect returns a pointer to an expected head.
+func expect(head int64) *int64 { return &head }
 
 // RunConformance runs the whole suite as parallel subtests of t. newLog must
 // return a Store over a fresh, migrated database of its own for each

@@ -35,18 +35,18 @@ func testValidationPersistsNothing(t *testing.T, l Log) {
 	for name, mutate := range bad {
 		ev := event(t, runID, name)
 		mutate(&ev)
-		_, err := l.Store.EventAppend(ctx, ev)
+		_, err := l.appendOne(ctx, l.Pool, nil, ev)
 		require.ErrorIs(t, err, eventlog.ErrInvalidEvent, name)
 
 		// In a batch, after a valid event: nothing is sent, even on commit.
 		err = pgx.BeginFunc(ctx, l.Pool, func(tx pgx.Tx) error {
-			_, err := l.Store.EventsAppendTx(ctx, tx, nil, event(t, runID, "valid"), ev)
+			_, err := l.append(ctx, tx, nil, event(t, runID, "valid"), ev)
 			return err
 		})
 		require.ErrorIs(t, err, eventlog.ErrInvalidEvent, name)
 	}
 	err := pgx.BeginFunc(ctx, l.Pool, func(tx pgx.Tx) error {
-		_, err := l.Store.EventsAppendTx(ctx, tx, nil, event(t, runID, "a"), event(t, otherRun, "b"))
+		_, err := l.append(ctx, tx, nil, event(t, runID, "a"), event(t, otherRun, "b"))
 		return err
 	})
 	require.ErrorIs(t, err, eventlog.ErrInvalidEvent, "one batch, two runs")
@@ -63,7 +63,7 @@ VALUES ($1, $2, $3, 'Raw', $4, now(), 1)`
 func testDatabaseEnforcesRunSeqAndKeyUniqueness(t *testing.T, l Log) {
 	ctx := t.Context()
 	runID := events.NewRunID()
-	_, err := l.Store.EventAppend(ctx, event(t, runID, "a"))
+	_, err := l.appendOne(ctx, l.Pool, nil, event(t, runID, "a"))
 	require.NoError(t, err)
 
 	_, err = l.Pool.Exec(ctx, insertSQL, runID, 1, event(t, runID, "x").EventID, key("fresh"))
@@ -80,11 +80,11 @@ func testEventIDUniqueAcrossRunsAndPartitions(t *testing.T, l Log) {
 	// Same run, another key, same event id.
 	runID := events.NewRunID()
 	a := event(t, runID, "a")
-	_, err := l.Store.EventAppend(ctx, a)
+	_, err := l.appendOne(ctx, l.Pool, nil, a)
 	require.NoError(t, err)
 	b := event(t, runID, "b")
 	b.EventID = a.EventID
-	_, err = l.Store.EventAppend(ctx, b)
+	_, err = l.appendOne(ctx, l.Pool, nil, b)
 	require.ErrorIs(t, err, eventlog.ErrDuplicateEventID)
 
 	// Two runs of the same month (created in the same millisecond, so they
@@ -93,11 +93,11 @@ func testEventIDUniqueAcrossRunsAndPartitions(t *testing.T, l Log) {
 	for _, first := range []string{runID, old} {
 		second := sibling(t, first)
 		ev := event(t, first, "shared")
-		_, err = l.Store.EventAppend(ctx, ev)
+		_, err = l.appendOne(ctx, l.Pool, nil, ev)
 		require.NoError(t, err)
 		dup := event(t, second, "shared")
 		dup.EventID = ev.EventID
-		_, err = l.Store.EventAppend(ctx, dup)
+		_, err = l.appendOne(ctx, l.Pool, nil, dup)
 		require.ErrorIs(t, err, eventlog.ErrDuplicateEventID, "runs %s and %s", first, second)
 		_, err = l.Pool.Exec(ctx, insertSQL, second, 1, ev.EventID, key("raw"))
 		requireCode(t, err, "23505")
@@ -109,7 +109,7 @@ func testEventIDUniqueAcrossRunsAndPartitions(t *testing.T, l Log) {
 	later := runIDAt(t, time.Now().AddDate(0, 1, 0))
 	dup := event(t, later, "shared")
 	dup.EventID = a.EventID
-	_, err = l.Store.EventAppend(ctx, dup)
+	_, err = l.appendOne(ctx, l.Pool, nil, dup)
 	require.ErrorIs(t, err, eventlog.ErrInvalidEvent)
 	_, err = l.Pool.Exec(ctx, insertSQL, later, 1, a.EventID, key("raw"))
 	requireCode(t, err, "23514") // run_events_event_id_prefix
@@ -121,7 +121,7 @@ func testAppendOnly(t *testing.T, l Log) {
 	ctx := t.Context()
 	runs := []string{events.NewRunID(), runIDAt(t, time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC))}
 	for _, runID := range runs {
-		_, err := l.Store.EventAppend(ctx, event(t, runID, "a"))
+		_, err := l.appendOne(ctx, l.Pool, nil, event(t, runID, "a"))
 		require.NoError(t, err)
 	}
 	tables := []string{"run_events", "run_events_default", monthPartition(time.Now())}
@@ -154,7 +154,7 @@ func testRunDeleteRemovesWholeRun(t *testing.T, l Log) {
 	doomed, kept, other := events.NewRunID(), events.NewRunID(), events.NewRunID()
 	for _, name := range []string{"a", "b", "c"} {
 		for _, runID := range []string{doomed, kept, other} {
-			_, err := l.Store.EventAppend(ctx, event(t, runID, name))
+			_, err := l.appendOne(ctx, l.Pool, nil, event(t, runID, name))
 			require.NoError(t, err)
 		}
 	}
@@ -180,7 +180,7 @@ func testRunDeleteRemovesWholeRun(t *testing.T, l Log) {
 	requireRun(t, l, other, 3)
 
 	// A deleted run id starts again at 1.
-	res, err := l.Store.EventAppend(ctx, event(t, doomed, "a"))
+	res, err := l.appendOne(ctx, l.Pool, nil, event(t, doomed, "a"))
 	require.NoError(t, err)
 	require.Equal(t, eventlog.AppendResult{RunSeq: 1, Persisted: true, PersistedAt: res.PersistedAt}, res)
 }
@@ -190,19 +190,19 @@ func testRunDeleteRemovesWholeRun(t *testing.T, l Log) {
 func testEventDataLimit(t *testing.T, l Log) {
 	ctx := t.Context()
 	const limit = 64
-	store := eventlog.New(l.Pool, eventlog.WithMaxEventDataBytes(limit))
+	limited := Log{Store: eventlog.New(l.Pool, eventlog.WithMaxEventDataBytes(limit)), Pool: l.Pool}
 	runID := events.NewRunID()
 	withData := func(name string, n int) events.Event {
 		ev := event(t, runID, name)
 		ev.EventData = []byte(`"` + strings.Repeat("x", n-2) + `"`) // valid JSON of n bytes
 		return ev
 	}
-	_, err := store.EventAppend(ctx, withData("at", limit))
+	_, err := limited.appendOne(ctx, l.Pool, nil, withData("at", limit))
 	require.NoError(t, err, "exactly at the limit")
-	_, err = store.EventAppend(ctx, withData("over", limit+1))
+	_, err = limited.appendOne(ctx, l.Pool, nil, withData("over", limit+1))
 	require.ErrorIs(t, err, eventlog.ErrInvalidEvent)
 	require.ErrorContains(t, err, "over the limit of 64")
 	requireRun(t, l, runID, 1)
-	_, err = eventlog.New(l.Pool).EventAppend(ctx, withData("default", limit+1))
+	_, err = l.appendOne(ctx, l.Pool, nil, withData("default", limit+1))
 	require.NoError(t, err, "the default limit is far larger")
 }

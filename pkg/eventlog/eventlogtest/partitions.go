@@ -25,19 +25,19 @@ func testDefaultAndMonthlyPartitions(t *testing.T, l Log) {
 	}
 	for runID, partition := range cases {
 		for _, name := range []string{"a", "b", "c", "b"} {
-			_, err := l.Store.EventAppend(ctx, event(t, runID, name))
+			_, err := l.appendOne(ctx, l.Pool, nil, event(t, runID, name))
 			require.NoError(t, err)
 		}
-		_, err := l.Store.EventAppend(ctx, event(t, runID, "d"), eventlog.WithExpectedHead(2))
+		_, err := l.appendOne(ctx, l.Pool, expect(2), event(t, runID, "d"))
 		require.ErrorIs(t, err, eventlog.ErrConflict)
-		res, err := l.Store.EventAppend(ctx, event(t, runID, "d"), eventlog.WithExpectedHead(3))
+		res, err := l.appendOne(ctx, l.Pool, expect(3), event(t, runID, "d"))
 		require.NoError(t, err)
 		require.Equal(t, int64(4), res.RunSeq)
 		requireRun(t, l, runID, 4)
 		require.Equal(t, []string{partition}, partitionOf(t, l, runID))
 	}
 	fresh := events.NewRunID()
-	_, err := l.Store.EventAppend(ctx, event(t, fresh, "a"))
+	_, err := l.appendOne(ctx, l.Pool, nil, event(t, fresh, "a"))
 	require.NoError(t, err)
 	require.NotEqual(t, []string{"run_events_default"}, partitionOf(t, l, fresh), "new runs land in a monthly partition")
 }
@@ -73,7 +73,7 @@ func testPartitionsEnsureIdempotentAndConcurrent(t *testing.T, l Log) {
 	}
 	for at, partition := range bounds {
 		runID := runIDAt(t, at)
-		_, err := l.Store.EventAppend(ctx, event(t, runID, "a"))
+		_, err := l.appendOne(ctx, l.Pool, nil, event(t, runID, "a"))
 		require.NoError(t, err)
 		require.Equal(t, []string{partition}, partitionOf(t, l, runID), "run at %s", at)
 	}
@@ -105,7 +105,7 @@ func testPartitionsEnsureMovesDefaultRows(t *testing.T, l Log) {
 	at := time.Date(2050, 6, 10, 0, 0, 0, 0, time.UTC)
 	runID := runIDAt(t, at)
 	for _, name := range []string{"a", "b", "c"} {
-		_, err := l.Store.EventAppend(ctx, event(t, runID, name))
+		_, err := l.appendOne(ctx, l.Pool, nil, event(t, runID, name))
 		require.NoError(t, err)
 	}
 	require.Equal(t, []string{"run_events_default"}, partitionOf(t, l, runID))
@@ -115,18 +115,18 @@ func testPartitionsEnsureMovesDefaultRows(t *testing.T, l Log) {
 	require.Equal(t, []string{"run_events_205006"}, partitionOf(t, l, runID))
 	require.Equal(t, before, requireRun(t, l, runID, 3), "moved unchanged")
 
-	res, err := l.Store.EventAppend(ctx, event(t, runID, "b"))
+	res, err := l.appendOne(ctx, l.Pool, nil, event(t, runID, "b"))
 	require.NoError(t, err)
 	require.Equal(t, int64(2), res.RunSeq)
 	require.True(t, res.Idempotent)
-	res, err = l.Store.EventAppend(ctx, event(t, runID, "d"), eventlog.WithExpectedHead(3))
+	res, err = l.appendOne(ctx, l.Pool, expect(3), event(t, runID, "d"))
 	require.NoError(t, err)
 	require.Equal(t, int64(4), res.RunSeq)
 	require.Equal(t, []string{"run_events_205006"}, partitionOf(t, l, runID))
 
 	dup := event(t, sibling(t, runID), "x")
 	dup.EventID = before[0].EventID
-	_, err = l.Store.EventAppend(ctx, dup)
+	_, err = l.appendOne(ctx, l.Pool, nil, dup)
 	require.ErrorIs(t, err, eventlog.ErrDuplicateEventID)
 	_, err = l.Pool.Exec(ctx, `UPDATE run_events_205006 SET event_type = 'Changed'`)
 	requireCode(t, err, "WE405")

@@ -49,28 +49,18 @@ type Approver struct {
 	Admission admission.Limits
 }
 
-// Approval is an approval whose writes are queued on a batch
-// (ApproveBatch).
-type Approval struct {
-	RunID string
-	// Pending is the append of the run's RunApproved. Once the batch has
-	// been sent, Journal.OutboxBatch queues its outbox row on a later
-	// batch of the same transaction.
-	Pending *journal.Pending
-}
-
-// ApproveBatch gives the run its id and queues on b the append of its
+// queue gives the run its id and queues on w the append of its
 // RunApproved and its row in engine_runs, for a caller that sends them in
 // one round trip with other statements of tx. Nothing is queued for a
 // request without a plan or, under the REJECT policy, for an environment
 // at its limit (an *admission.RejectedError); only that check reads, in
 // tx, at once.
-func (a Approver) ApproveBatch(ctx context.Context, tx pgx.Tx, b *pgx.Batch, req Request) (Approval, error) {
+func (a Approver) queue(ctx context.Context, tx pgx.Tx, w *journal.Write, req Request) (string, error) {
 	if req.Plan.IsZero() {
-		return Approval{}, fmt.Errorf("runstart: no plan")
+		return "", fmt.Errorf("runstart: no plan")
 	}
 	if err := admission.CheckRejectTx(ctx, tx, req.EnvironmentID, a.Admission.For(req.EnvironmentID)); err != nil {
-		return Approval{}, err
+		return "", err
 	}
 	runID := cmp.Or(req.RunID, events.NewRunID())
 	ev, err := events.New(events.Spec{
@@ -82,63 +72,50 @@ func (a Approver) ApproveBatch(ctx context.Context, tx pgx.Tx, b *pgx.Batch, req
 		},
 	})
 	if err != nil {
-		return Approval{}, err
+		return "", err
 	}
 	head := int64(0)
-	pending, err := a.Journal.AppendBatch(ctx, b, &head, ev)
-	if err != nil {
-		return Approval{}, fmt.Errorf("runstart: append RunApproved: %w", err)
+	if _, err := w.Append(ctx, &head, ev); err != nil {
+		return "", fmt.Errorf("runstart: append RunApproved: %w", err)
 	}
 	// The engine's sweep finds the run here even if the bus loses the
 	// RunApproved message.
-	b.Queue(`INSERT INTO engine_runs (run_id, environment_id) VALUES ($1, $2)`, runID, req.EnvironmentID)
-	return Approval{RunID: runID, Pending: pending}, nil
+	w.Batch().Queue(`INSERT INTO engine_runs (run_id, environment_id) VALUES ($1, $2)`, runID, req.EnvironmentID)
+	return runID, nil
 }
 
-// ApproveTx approves the run in tx, in two round trips (ApproveBatch,
-// then its outbox row), and returns its id. Nothing is written for an
-// invalid plan or a rejected start (see ApproveBatch).
+// ApproveTx approves the run in tx, in two round trips, through one
+// journal.Write (journal.Journal.Begin): the append of its RunApproved
+// with its row in engine_runs, then its outbox row. On a *pipetx.Tx the
+// outbox row goes with the transaction's COMMIT, which ends it, and the
+// first round trip carries BEGIN if tx has sent nothing yet; on any other
+// pgx.Tx (a savepoint, say) the transaction is the caller's to commit.
+// It returns the run's id. Nothing is written for an invalid plan or a
+// rejected start (a *plan.ValidationError, an *admission.RejectedError).
 func (a Approver) ApproveTx(ctx context.Context, tx pgx.Tx, req Request) (string, error) {
-	return a.approve(ctx, tx, req, func(b *pgx.Batch) error { return tx.SendBatch(ctx, b).Close() })
+	w := a.Journal.Begin(tx)
+	runID, err := a.queue(ctx, tx, w, req)
+	if err != nil {
+		return "", err
+	}
+	if err := w.Flush(ctx); err != nil {
+		return "", fmt.Errorf("runstart: approve run %s: %w", runID, err)
+	}
+	if err := w.Commit(ctx); err != nil {
+		return "", fmt.Errorf("runstart: enqueue RunApproved of run %s: %w", runID, err)
+	}
+	return runID, nil
 }
 
 // Approve approves the run in a transaction of its own on pool, in two
 // round trips: BEGIN goes out with the append, COMMIT with the outbox row
-// (pipetx).
+// (ApproveTx on a pipetx.Tx).
 func (a Approver) Approve(ctx context.Context, pool *pgxpool.Pool, req Request) (string, error) {
 	var runID string
 	err := pipetx.BeginFunc(ctx, pool, []string{eventlog.GenericPlansSQL}, func(tx *pipetx.Tx) error {
 		var err error
-		runID, err = a.ApproveCommit(ctx, tx, req)
+		runID, err = a.ApproveTx(ctx, tx, req)
 		return err
 	})
 	return runID, err
-}
-
-// ApproveCommit approves the run in tx and commits tx with the run's
-// outbox row: two round trips, the first of which carries BEGIN if tx has
-// sent nothing yet. Nothing is written for an invalid plan or a rejected
-// start (see ApproveBatch).
-func (a Approver) ApproveCommit(ctx context.Context, tx *pipetx.Tx, req Request) (string, error) {
-	return a.approve(ctx, tx, req, func(b *pgx.Batch) error { return tx.CommitBatch(ctx, b) })
-}
-
-// approve approves the run in tx and sends its outbox row with last.
-func (a Approver) approve(ctx context.Context, tx pgx.Tx, req Request, last func(*pgx.Batch) error) (string, error) {
-	b := &pgx.Batch{}
-	ap, err := a.ApproveBatch(ctx, tx, b, req)
-	if err != nil {
-		return "", err
-	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return "", fmt.Errorf("runstart: approve run %s: %w", ap.RunID, err)
-	}
-	b = &pgx.Batch{}
-	if err := a.Journal.OutboxBatch(ctx, b, ap.Pending); err != nil {
-		return "", err
-	}
-	if err := last(b); err != nil {
-		return "", fmt.Errorf("runstart: enqueue RunApproved of run %s: %w", ap.RunID, err)
-	}
-	return ap.RunID, nil
 }

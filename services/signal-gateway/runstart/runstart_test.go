@@ -153,3 +153,31 @@ func TestApproveOfAnExistingRunWritesNothing(t *testing.T) {
 		require.Equal(t, [3]int{1, 1, 1}, [3]int{evs, outbox, runs}, "only the first approval was written")
 	})
 }
+
+// An approval costs two round trips through one journal.Write: the
+// append of RunApproved with its engine_runs row (with BEGIN, on a
+// transaction of its own), then its outbox row (with COMMIT).
+func TestApproveRoundTrips(t *testing.T) {
+	t.Parallel()
+	db := weftest.NewDB(t)
+	pool, calls := db.CountedPool(t)
+	a := runstart.Approver{Journal: journal.New(eventlog.New(pool))}
+	_, err := a.Approve(t.Context(), pool, runstart.Request{Plan: onePlan(t)}) // prepares the statements
+	require.NoError(t, err)
+
+	before := calls.N()
+	_, err = a.Approve(t.Context(), pool, runstart.Request{Plan: onePlan(t)})
+	require.NoError(t, err)
+	require.Equal(t, 2, calls.N()-before, "Approve")
+
+	tx, err := pool.Begin(t.Context())
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(t.Context()) }()
+	before = calls.N()
+	_, err = a.ApproveTx(t.Context(), tx, runstart.Request{Plan: onePlan(t)})
+	require.NoError(t, err)
+	require.Equal(t, 2, calls.N()-before, "ApproveTx in the caller's transaction")
+	require.NoError(t, tx.Commit(t.Context()))
+	evs, outbox, runs := counts(t, db)
+	require.Equal(t, []int{3, 3, 3}, []int{evs, outbox, runs})
+}

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftrun/weft/internal/policy/admission"
@@ -15,7 +14,6 @@ import (
 	"github.com/weftrun/weft/internal/store/pipetx"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
-	"github.com/weftrun/weft/pkg/outbox"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/services/engine/internal/decide"
 )
@@ -48,12 +46,12 @@ func (x *Runner) RunBatch(ctx context.Context, rounds []Round) ([]Result, error)
 	var results []Result
 	var runs map[string]*runView
 	err := x.inTx(ctx, func(tx *pipetx.Tx) error {
-		var commit *pgx.Batch
+		var w *journal.Write
 		var err error
-		if results, runs, commit, err = x.batch(ctx, tx, rounds); err != nil {
+		if results, runs, w, err = x.batch(ctx, tx, rounds); err != nil {
 			return err
 		}
-		return x.commit(ctx, tx, results, commit)
+		return x.commit(ctx, w, results)
 	})
 	if err == nil {
 		x.keepWarm(runs)
@@ -75,13 +73,13 @@ func (x *Runner) RunBatch(ctx context.Context, rounds []Round) ([]Result, error)
 	return results, ctx.Err()
 }
 
-// commit sends commit, the batch's last writes, with COMMIT, after the
-// BeforeCommit knob when a round decided something.
-func (x *Runner) commit(ctx context.Context, tx *pipetx.Tx, results []Result, commit *pgx.Batch) error {
+// commit commits w, the batch's unit of work: its outbox rows go with
+// COMMIT, after the BeforeCommit knob when a round decided something.
+func (x *Runner) commit(ctx context.Context, w *journal.Write, results []Result) error {
 	if x.cfg.BeforeCommit != nil && anyDecided(results) {
 		x.cfg.BeforeCommit()
 	}
-	return tx.CommitBatch(ctx, commit)
+	return w.Commit(ctx)
 }
 
 // runView is one run as a transaction sees it: its plan, tenant,
@@ -95,30 +93,20 @@ type runView struct {
 	cp          *checkpointView
 }
 
-// writes is the batch of a transaction's writes that depend on nothing
-// the database returns, sent in one round trip once every round is
-// decided, or earlier when a round must read what the rounds before it
-// wrote (flush).
+// writes is a batch's unit of work on its transaction: the writes that
+// depend on nothing the database returns are queued on its Batch and sent
+// in one round trip once every round is decided, or earlier when a round
+// must read what the rounds before it wrote (Flush).
 type writes struct {
+	*journal.Write
 	tx *pipetx.Tx
-	b  *pgx.Batch
-}
-
-// flush sends what is queued, if anything.
-func (w *writes) flush(ctx context.Context) error {
-	if len(w.b.QueuedQueries) == 0 {
-		return nil
-	}
-	b := w.b
-	w.b = &pgx.Batch{}
-	return w.tx.SendBatch(ctx, b).Close()
 }
 
 // batch loads the rounds' runs, decides every round and sends their
 // writes. It returns the results, the runs as the batch leaves them, and
-// the batch to commit with: the outbox rows of the tasks and of the
-// appended events.
-func (x *Runner) batch(ctx context.Context, tx *pipetx.Tx, rounds []Round) ([]Result, map[string]*runView, *pgx.Batch, error) {
+// the unit of work to commit, which holds the outbox rows of the tasks
+// and of the appended events.
+func (x *Runner) batch(ctx context.Context, tx *pipetx.Tx, rounds []Round) ([]Result, map[string]*runView, *journal.Write, error) {
 	ids := make([]string, 0, len(rounds))
 	for _, r := range rounds {
 		if r.Claim != nil {
@@ -135,39 +123,28 @@ func (x *Runner) batch(ctx context.Context, tx *pipetx.Tx, rounds []Round) ([]Re
 	if x.cfg.AfterLoad != nil {
 		x.cfg.AfterLoad()
 	}
-	w := &writes{tx: tx, b: &pgx.Batch{}}
-	admission.QueueLocks(w.b, x.admissions(rounds, runs))
-	results, out, err := x.decideAll(ctx, w, rounds, runs)
+	w := &writes{Write: x.journal.Begin(tx), tx: tx}
+	admission.QueueLocks(w.Batch(), x.admissions(rounds, runs))
+	results, err := x.decideAll(ctx, w, rounds, runs)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	if err := x.checkpointTx(ctx, tx, rounds, results, runs); err != nil {
 		return nil, nil, nil, err
 	}
-	commit := &pgx.Batch{}
-	if err := x.journal.OutboxBatchWith(ctx, commit, out.tasks, out.appends...); err != nil {
-		return nil, nil, nil, err
-	}
-	return results, runs, commit, nil
-}
-
-// outgoing is what a batch sends to the bus: its tasks, and its appends'
-// events, enqueued together once the appends are done.
-type outgoing struct {
-	tasks   []outbox.Message
-	appends []*journal.Pending
+	return results, runs, w.Write, nil
 }
 
 // decideAll decides every round on its loaded run and sends the writes
-// of all of them; the appends of every round go in one statement. It
-// returns what goes to the bus: the appends, one per round that decided
-// events, and the tasks.
-func (x *Runner) decideAll(ctx context.Context, w *writes, rounds []Round, runs map[string]*runView) ([]Result, outgoing, error) {
+// of all of them; the appends of every round go in one statement
+// (journal.Write.AppendNew). What goes to the bus, the tasks and the
+// appended events, is left on w for its Commit.
+func (x *Runner) decideAll(ctx context.Context, w *writes, rounds []Round, runs map[string]*runView) ([]Result, error) {
 	results := make([]Result, len(rounds))
-	var parts []eventlog.RunAppend
+	var parts []journal.Part
 	var partRounds []int
 	var tasks []decide.Task
-	var partTraces, taskTraces []trace.SpanContext
+	var taskTraces []trace.SpanContext
 	var cancels []decide.Cancel
 	for i, r := range rounds {
 		run := runs[r.RunID]
@@ -178,10 +155,11 @@ func (x *Runner) decideAll(ctx context.Context, w *writes, rounds []Round, runs 
 		var err error
 		var part eventlog.RunAppend
 		if results[i].Outcome, part, err = x.step(ctx, w, r, run); err != nil {
-			return nil, outgoing{}, err
+			return nil, err
 		}
 		if len(part.Events) > 0 {
-			parts, partTraces, partRounds = append(parts, part), append(partTraces, r.Trace), append(partRounds, i)
+			parts = append(parts, journal.Part{ExpectedHead: part.ExpectedHead, Events: part.Events, Trace: r.Trace})
+			partRounds = append(partRounds, i)
 		}
 		d := results[i].Decision
 		for _, t := range d.Tasks {
@@ -191,32 +169,41 @@ func (x *Runner) decideAll(ctx context.Context, w *writes, rounds []Round, runs 
 		for range d.Tasks {
 			taskTraces = append(taskTraces, r.Trace)
 		}
-		queueTimers(w.b, d.Timers)
+		queueTimers(w.Batch(), d.Timers)
 		cancels = append(cancels, d.Cancels...)
 	}
-	var out outgoing
-	var err error
-	if out.appends, err = x.journal.AppendNewBatch(ctx, w.b, parts, partTraces); err != nil {
-		return nil, outgoing{}, err
+	if _, err := w.AppendNew(ctx, parts...); err != nil {
+		return nil, err
 	}
-	if err := x.ensureLanes(ctx, tasks); err != nil {
-		return nil, outgoing{}, err
+	if err := x.enqueueTasks(ctx, w.Write, tasks, taskTraces, cancels); err != nil {
+		return nil, err
 	}
-	if out.tasks, err = taskMessages(ctx, tasks, taskTraces, x.cfg.TaskSigner); err != nil {
-		return nil, outgoing{}, err
-	}
-	cancelled, err := cancelMessages(cancels)
-	if err != nil {
-		return nil, outgoing{}, err
-	}
-	out.tasks = append(out.tasks, cancelled...)
-	if err := w.flush(ctx); err != nil {
-		return nil, outgoing{}, err
+	if err := w.Flush(ctx); err != nil {
+		return nil, err
 	}
 	for p, part := range parts {
 		results[partRounds[p]].Appended = len(part.Events)
 	}
-	return results, out, nil
+	return results, nil
+}
+
+// enqueueTasks makes sure the tasks' lanes exist and enqueues on w the
+// tasks and the cancel notices, ahead of the events.
+func (x *Runner) enqueueTasks(ctx context.Context, w *journal.Write, tasks []decide.Task, traces []trace.SpanContext, cancels []decide.Cancel) error {
+	if err := x.ensureLanes(ctx, tasks); err != nil {
+		return err
+	}
+	msgs, err := taskMessages(ctx, tasks, traces, x.cfg.TaskSigner)
+	if err != nil {
+		return err
+	}
+	cancelled, err := cancelMessages(cancels)
+	if err != nil {
+		return err
+	}
+	w.Enqueue(msgs...)
+	w.Enqueue(cancelled...)
+	return nil
 }
 
 // ensureLanes makes sure the lanes stream of each queue a tenant's task of
@@ -267,7 +254,7 @@ func (x *Runner) step(ctx context.Context, w *writes, r Round, run *runView) (Ou
 		return out, eventlog.RunAppend{}, err
 	}
 	run.cp.tally(evs)
-	return out, eventlog.RunAppend{ExpectedHead: &head, Events: evs}, queueTrackRun(w.b, r.RunID, run.environment, d)
+	return out, eventlog.RunAppend{ExpectedHead: &head, Events: evs}, queueTrackRun(w.Batch(), r.RunID, run.environment, d)
 }
 
 // admit applies the environment's backpressure policy to a start: when
@@ -328,7 +315,7 @@ func mayStart(in decide.Input, run *runView) bool {
 func (x *Runner) room(ctx context.Context, w *writes, run *runView, now time.Time) (full bool, delayUntil time.Time, err error) {
 	lim := x.cfg.Admission.For(run.environment)
 	if lim.MaxConcurrentRuns > 0 {
-		if err := w.flush(ctx); err != nil {
+		if err := w.Flush(ctx); err != nil {
 			return false, time.Time{}, err
 		}
 	}

@@ -193,7 +193,7 @@ func (x *Runner) attempt(ctx context.Context, tx *pipetx.Tx, r Round, conflicts 
 		}
 	}
 	r.Claim = nil
-	results, runs, commit, err := x.batch(ctx, tx, []Round{r})
+	results, runs, w, err := x.batch(ctx, tx, []Round{r})
 	if err != nil {
 		return out, nil, err
 	}
@@ -202,5 +202,5 @@ func (x *Runner) attempt(ctx context.Context, tx *pipetx.Tx, r Round, conflicts 
 	if results[0].Err != nil {
 		return out, nil, results[0].Err
 	}
-	return out, runs, x.commit(ctx, tx, results, commit)
+	return out, runs, x.commit(ctx, w, results)
 }

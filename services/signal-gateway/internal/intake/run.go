@@ -96,7 +96,7 @@ func (in *Intake) runStartOnce(ctx context.Context, start runstart.Request) (Run
 		ptx = tx
 		var err error
 		res, err = in.startTx(ctx, tx, start, func(r runstart.Request) error {
-			_, err := in.approver.ApproveCommit(ctx, tx, r)
+			_, err := in.approver.ApproveTx(ctx, tx, r)
 			return err
 		})
 		return err
@@ -142,9 +142,9 @@ func (in *Intake) checkStart(req api.StartRunRequest, refFromPlan bool) (runstar
 
 // startTx claims the run request of start and, with approve, approves its
 // run, or finds the run of an earlier claim, in tx. In a pipelined
-// transaction whose approve commits it (runstart.Approver.ApproveCommit),
-// a new start takes three round trips: BEGIN with the claim, the
-// approval's writes, and its outbox row with COMMIT.
+// transaction, which approve commits (runstart.Approver.ApproveTx on a
+// pipetx.Tx), a new start takes three round trips: BEGIN with the claim,
+// the approval's writes, and its outbox row with COMMIT.
 func (in *Intake) startTx(ctx context.Context, tx pgx.Tx, start runstart.Request, approve func(runstart.Request) error) (RunResult, error) {
 	now := in.now()
 	planID, planVersion := start.Plan.PlanID(), start.Plan.PlanVersion()

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/internal/policy/admission"
-	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
@@ -178,28 +177,4 @@ func TestRunStartValidation(t *testing.T) {
 	require.NoError(t, evs[0].Data(&d))
 	require.Equal(t, "v", d.RunRequestID)
 	require.Equal(t, "acme", d.TenantID)
-}
-
-// A new start costs three round trips (BEGIN with the run request's
-// claim, the approval's writes, its outbox row with COMMIT); a repeat
-// reads the earlier start's run in the same transaction.
-func TestRunStartRoundTrips(t *testing.T) {
-	t.Parallel()
-	db := weftest.NewDB(t)
-	pool, calls := db.CountedPool(t)
-	in := intaketest.New(t, &weftest.DB{Pool: pool, URL: db.URL, Name: db.Name}, intake.Config{})
-	ctx := context.Background()
-	_, err := in.RunStart(ctx, operator, startReq("warm-up")) // prepares the statements
-	require.NoError(t, err)
-
-	before := calls.N()
-	first, err := in.RunStart(ctx, operator, startReq("req-1"))
-	require.NoError(t, err)
-	require.True(t, first.Created)
-	require.Equal(t, 3, calls.N()-before)
-
-	again, err := in.RunStart(ctx, operator, startReq("req-1"))
-	require.NoError(t, err)
-	require.True(t, again.Duplicate)
-	require.Equal(t, first.RunID, again.RunID)
 }

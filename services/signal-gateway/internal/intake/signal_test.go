@@ -14,6 +14,7 @@ import (
 	"github.com/weftrun/weft/internal/store/journal"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intaketest"
@@ -174,7 +175,7 @@ func TestSignalPayloadWithoutRecordIsIndeterminate(t *testing.T) {
 		LogicalAttemptID: "sig:" + runID + ":go:orphan:1",
 		Data:             events.SignalAcceptedData{SignalName: "go", SignalID: "orphan", Payload: json.RawMessage(`{"secret":"payload-value"}`)}})
 	require.NoError(t, err)
-	_, err = journal.New(b.log).Append(context.Background(), b.db.Pool, nil, ev)
+	_, err = eventlogtest.Append(context.Background(), journal.New(b.log), b.db.Pool, nil, ev)
 	require.NoError(t, err)
 	before := len(b.eventsOf(t, runID))
 

@@ -12,7 +12,13 @@ import (
 
 	"github.com/weftrun/weft/internal/store/journal"
 	"github.com/weftrun/weft/internal/store/pipetx"
+	"github.com/weftrun/weft/pkg/eventlog"
 )
+
+// genericPlans makes the rest of a transaction run its prepared
+// statements, and those of the functions it calls, on generic plans
+// (eventlog.GenericPlansSQL says why).
+const genericPlans = eventlog.GenericPlansSQL
 
 // commitError is a fault of the batch that commits: whether the
 // transaction committed is not known.
@@ -21,41 +27,38 @@ type commitError struct{ error }
 func (e *commitError) Unwrap() error { return e.error }
 
 // decideTx decides the signals of calls, each of a run of its own, in tx,
-// and writes what they ask for. One batch locks their runs' heads and
-// reads their states (readTx); the events and acceptance records are
-// written in a second (appendTx), and the outbox rows in a third, which
-// commits tx. With nothing to write, tx is left uncommitted. An error is a
+// and writes what they ask for, through one journal.Write. One batch
+// locks their runs' heads and reads their states (readTx); the events and
+// acceptance records are written in a second (appendTx), and the outbox
+// rows in a third (journal.Write.Commit), which commits tx when it is a
+// *pipetx.Tx; a savepoint is the caller's to release. It reports whether
+// it wrote: with nothing to write, tx is left uncommitted. An error is a
 // fault of the whole transaction, and the answers set in calls are void.
-func (in *Intake) decideTx(ctx context.Context, tx batchTx, calls []*call) error {
-	if err := in.readTx(ctx, tx, calls); err != nil {
-		return err
+func (in *Intake) decideTx(ctx context.Context, tx pgx.Tx, calls []*call) (bool, error) {
+	w := in.journal.Begin(tx)
+	if err := in.readTx(ctx, w, calls); err != nil {
+		return false, err
 	}
 	for _, c := range calls {
 		if err := in.decide(c); err != nil {
-			return err
+			return false, err
 		}
 	}
-	pending, err := in.appendTx(ctx, tx, calls)
-	if err != nil || len(pending) == 0 {
-		return err
+	if n, err := in.appendTx(ctx, w, calls); err != nil || n == 0 {
+		return false, err
 	}
-	b := &pgx.Batch{}
-	if err := in.journal.OutboxBatch(ctx, b, pending...); err != nil {
-		return fmt.Errorf("intake: enqueue signals' events: %w", err)
+	if err := w.Commit(ctx); err != nil {
+		return false, &commitError{fmt.Errorf("intake: enqueue signals' events and commit: %w", err)}
 	}
-	if err := tx.send(ctx, b, true); err != nil {
-		return &commitError{fmt.Errorf("intake: enqueue signals' events and commit: %w", err)}
-	}
-	return nil
+	return true, nil
 }
 
 // readTx locks the heads of the calls' runs, in run id order as every
 // writer that locks several runs does, and then, in statements that take
 // their snapshots once the locks are held, reads each call's run and
-// signal state, all in one batch. A run whose head is not there is not
-// locked, and reads as not found.
-func (in *Intake) readTx(ctx context.Context, tx batchTx, calls []*call) error {
-	b := &pgx.Batch{}
+// signal state, all in one round trip of w.
+func (in *Intake) readTx(ctx context.Context, w *journal.Write, calls []*call) error {
+	b := w.Batch()
 	ids := make([]string, len(calls))
 	for i, c := range calls {
 		ids[i] = c.sig.RunID
@@ -64,7 +67,7 @@ func (in *Intake) readTx(ctx context.Context, tx batchTx, calls []*call) error {
 	for _, c := range calls {
 		queueSignalState(b, c.sig, c.id, c.stepID, c.now, &c.run, &c.st)
 	}
-	if err := tx.send(ctx, b, false); err != nil {
+	if err := w.Flush(ctx); err != nil {
 		return fmt.Errorf("intake: lock runs and read signal states: %w", err)
 	}
 	for _, c := range calls {
@@ -82,23 +85,23 @@ const acceptanceSQL = `
 	SET version = 1, storage_key = EXCLUDED.storage_key, response = EXCLUDED.response,
 	    accepted_at = EXCLUDED.accepted_at, expires_at = EXCLUDED.expires_at`
 
-// appendTx appends, in one batch, the event each call's decision asks for,
-// with a compare-and-swap on the head it read, and records each
-// acceptance. It returns the appends, whose outbox rows are still to be
-// enqueued.
-func (in *Intake) appendTx(ctx context.Context, tx batchTx, calls []*call) ([]*journal.Pending, error) {
-	b := &pgx.Batch{}
-	var pending, accepted []*journal.Pending
+// appendTx appends on w, in one round trip, the event each call's
+// decision asks for, with a compare-and-swap on the head it read, and
+// records each acceptance. It returns how many it appended; their outbox
+// rows are still to be enqueued (Commit).
+func (in *Intake) appendTx(ctx context.Context, w *journal.Write, calls []*call) (int, error) {
+	var accepted []*journal.Appended
 	var rejected []rejection
+	n := 0
 	for _, c := range calls {
 		if c.ev == nil {
 			continue
 		}
-		p, err := in.journal.AppendBatch(trace.ContextWithSpanContext(ctx, c.trace), b, &c.run.head, *c.ev)
+		p, err := w.Append(trace.ContextWithSpanContext(ctx, c.trace), &c.run.head, *c.ev)
 		if err != nil {
-			return nil, fmt.Errorf("intake: append %s: %w", c.ev.EventType, err)
+			return 0, fmt.Errorf("intake: append %s: %w", c.ev.EventType, err)
 		}
-		pending = append(pending, p)
+		n++
 		if c.err != nil { // a rejection
 			rejected = append(rejected, rejection{c, p})
 			continue
@@ -106,31 +109,31 @@ func (in *Intake) appendTx(ctx context.Context, tx batchTx, calls []*call) ([]*j
 		res := c.res.AcceptedSignalResult
 		response, err := json.Marshal(res)
 		if err != nil {
-			return nil, fmt.Errorf("intake: encode result: %w", err)
+			return 0, fmt.Errorf("intake: encode result: %w", err)
 		}
-		b.Queue(acceptanceSQL, res.WorkflowID, res.SignalName, res.SignalID, res.SignalStorageKey, response, res.AcceptedAt, in.expiry(res.AcceptedAt))
+		w.Batch().Queue(acceptanceSQL, res.WorkflowID, res.SignalName, res.SignalID, res.SignalStorageKey, response, res.AcceptedAt, in.expiry(res.AcceptedAt))
 		accepted = append(accepted, p)
 	}
-	if len(pending) == 0 {
-		return nil, nil
+	if n == 0 {
+		return 0, nil
 	}
-	if err := tx.send(ctx, b, false); err != nil {
-		return nil, fmt.Errorf("intake: append signals' events and record acceptances: %w", err)
+	if err := w.Flush(ctx); err != nil {
+		return 0, fmt.Errorf("intake: append signals' events and record acceptances: %w", err)
 	}
 	for _, p := range accepted {
 		if !p.Results()[0].Persisted { // the key was checked under the run lock
-			return nil, errors.New("intake: SignalAccepted already in the log under a fresh storage key")
+			return 0, errors.New("intake: SignalAccepted already in the log under a fresh storage key")
 		}
 	}
 	markUnrecorded(rejected)
-	return pending, nil
+	return n, nil
 }
 
 // rejection is a call refused as denied, with the append of its
 // SignalRejected.
 type rejection struct {
 	c *call
-	p *journal.Pending
+	p *journal.Appended
 }
 
 // markUnrecorded marks DenialUnrecorded the refusals among rejected whose
@@ -147,7 +150,8 @@ func markUnrecorded(rejected []rejection) {
 // ownTx decides calls in a transaction of their own.
 func (in *Intake) ownTx(ctx context.Context, calls []*call) error {
 	return pipetx.BeginFunc(ctx, in.pool, []string{genericPlans}, func(tx *pipetx.Tx) error {
-		return in.decideTx(ctx, pipeTx{tx}, calls)
+		_, err := in.decideTx(ctx, tx, calls)
+		return err
 	})
 }
 

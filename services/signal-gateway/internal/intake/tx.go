@@ -68,10 +68,17 @@ func (in *Intake) SignalSendTx(ctx context.Context, tx pgx.Tx, p auth.Principal,
 	if err != nil {
 		return SignalResult{}, fmt.Errorf("intake: savepoint: %w", err)
 	}
-	stx := &savepointTx{sp: sp}
 	c := newCall(ctx, p, sig, stepID, in.now())
-	c.fail(in.decideTx(ctx, stx, []*call{c}))
-	if !stx.committed {
+	wrote, err := in.decideTx(ctx, sp, []*call{c})
+	released := false
+	if err == nil && wrote {
+		if err = sp.Commit(ctx); err != nil {
+			err = &commitError{fmt.Errorf("intake: enqueue signals' events and commit: release savepoint: %w", err)}
+		}
+		released = err == nil
+	}
+	c.fail(err)
+	if !released {
 		if rerr := sp.Rollback(ctx); rerr != nil {
 			return SignalResult{}, errors.Join(c.err, fmt.Errorf("intake: roll back savepoint: %w", rerr))
 		}

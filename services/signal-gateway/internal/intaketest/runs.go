@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/events"
 )
 
@@ -44,7 +45,7 @@ func EndRunTx(t testing.TB, tx pgx.Tx, runID string, end events.Type) {
 	}
 	ev, err := events.New(events.Spec{RunID: runID, Type: end, PlanVersion: "1", EmittedAt: time.Now().UTC(), Data: data})
 	require.NoError(t, err)
-	_, err = eventlog.New(nil).EventAppendTx(ctx, tx, ev)
+	_, err = eventlogtest.AppendLog(ctx, eventlog.New(nil), tx, nil, ev)
 	require.NoError(t, err)
 	_, err = tx.Exec(ctx, `DELETE FROM engine_runs WHERE run_id = $1`, runID)
 	require.NoError(t, err)

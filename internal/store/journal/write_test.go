@@ -1,0 +1,212 @@
+package journal_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/weftrun/weft/internal/store/journal"
+	"github.com/weftrun/weft/internal/store/pipetx"
+	"github.com/weftrun/weft/internal/testkit/weftest"
+	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/outbox"
+	"github.com/weftrun/weft/pkg/tracing"
+)
+
+func traced(ctx context.Context, b byte) context.Context {
+	return trace.ContextWithSpanContext(ctx, trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{b}, SpanID: trace.SpanID{b}, TraceFlags: trace.FlagsSampled}))
+}
+
+// startedRun returns a journal over a fresh database holding one run,
+// whose RunStarted is its first event.
+func startedRun(t *testing.T) (*weftest.DB, *journal.Journal, string) {
+	t.Helper()
+	db := weftest.NewDB(t)
+	j := journal.New(eventlog.New(db.Pool))
+	runID := events.NewRunID()
+	_, err := eventlogtest.Append(t.Context(), j, db.Pool, nil, newEvent(t, runID, "", events.RunStarted))
+	require.NoError(t, err)
+	return db, j, runID
+}
+
+// A read-then-write transaction on a pipetx.Tx costs the caller's two
+// round trips plus nothing: BEGIN with the caller's read, the appends of
+// two runs with the caller's own write, the outbox rows with COMMIT. Each
+// persisted event gets one row with its runSeq and its own request's
+// trace; a duplicate key gets none.
+func TestWriteSharesTheCallersRoundTrips(t *testing.T) {
+	t.Parallel()
+	db := weftest.NewDB(t)
+	pool, calls := db.CountedPool(t)
+	j := journal.New(eventlog.New(pool))
+	ctx := t.Context()
+	runA, runB := events.NewRunID(), events.NewRunID()
+	first := newEvent(t, runB, "a", events.StepStarted)
+	_, err := eventlogtest.Append(ctx, j, pool, nil, first)
+	require.NoError(t, err)
+
+	before := calls.N()
+	var pa, pb *journal.Appended
+	err = pipetx.BeginFunc(ctx, pool, nil, func(tx *pipetx.Tx) error {
+		w := j.Begin(tx)
+		var n int
+		w.Batch().Queue(`SELECT count(*) FROM outbox`).QueryRow(func(r pgx.Row) error { return r.Scan(&n) })
+		if err := w.Flush(ctx); err != nil {
+			return err
+		}
+		require.Equal(t, 1, n)
+		zero := int64(0)
+		var err error
+		if pa, err = w.Append(traced(ctx, 1), &zero, newEvent(t, runA, "", events.RunStarted), newEvent(t, runA, "a", events.StepScheduled)); err != nil {
+			return err
+		}
+		if pb, err = w.Append(ctx, nil, newEvent(t, runB, "a", events.StepStarted)); err != nil { // first's key: a duplicate
+			return err
+		}
+		w.Batch().Queue(`SELECT 1`)
+		if err := w.Flush(ctx); err != nil {
+			return err
+		}
+		require.Equal(t, []int64{1, 2}, []int64{pa.Results()[0].RunSeq, pa.Results()[1].RunSeq})
+		require.True(t, pb.Results()[0].Idempotent)
+		return w.Commit(traced(ctx, 2))
+	})
+	require.NoError(t, err)
+	require.Equal(t, 3, calls.N()-before)
+
+	rows := outboxRows(t, db.Pool)
+	require.Len(t, rows, 3, "first's row, then runA's two; none for the duplicate")
+	want := tracing.InjectHeaders(traced(ctx, 1), nil)[tracing.HeaderTraceparent]
+	for i, r := range rows[1:] {
+		var sent events.Event
+		require.NoError(t, json.Unmarshal(r.Payload, &sent))
+		require.Equal(t, pa.Results()[i].RunSeq, sent.RunSeq)
+		require.Equal(t, pa.Results()[i].PersistedAt, sent.PersistedAt)
+		require.Equal(t, want, r.Headers[tracing.HeaderTraceparent], "the trace of the append's request, not the commit's")
+	}
+	require.Empty(t, rows[0].Headers[tracing.HeaderTraceparent])
+}
+
+// On a pool the Write is a transaction of its own: two round trips, BEGIN
+// with the appends and COMMIT with the outbox rows; a Write rolled back
+// leaves nothing.
+func TestWriteOnAPoolIsTwoRoundTrips(t *testing.T) {
+	t.Parallel()
+	db := weftest.NewDB(t)
+	pool, calls := db.CountedPool(t)
+	j := journal.New(eventlog.New(pool))
+	ctx := t.Context()
+	runID := events.NewRunID()
+
+	before := calls.N()
+	res, err := eventlogtest.Append(ctx, j, pool, nil, newEvent(t, runID, "", events.RunStarted), newEvent(t, runID, "a", events.StepScheduled))
+	require.NoError(t, err)
+	require.Len(t, res, 2)
+	require.Equal(t, 2, calls.N()-before)
+
+	w := j.Begin(pool)
+	_, err = w.Append(ctx, nil, newEvent(t, runID, "b", events.StepScheduled))
+	require.NoError(t, err)
+	require.NoError(t, w.Flush(ctx))
+	require.NoError(t, w.Rollback(ctx))
+	require.NoError(t, w.Rollback(ctx), "again: a no-op")
+	require.ErrorIs(t, w.Commit(ctx), journal.ErrDone)
+	head, err := eventlog.New(db.Pool).RunHead(ctx, runID)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), head)
+	require.Len(t, outboxRows(t, db.Pool), 2)
+}
+
+// On a connection, a DB that is neither a pool nor a transaction, the
+// Write begins a transaction of its own with the connection's Begin.
+func TestWriteOnAConnBeginsItsOwnTx(t *testing.T) {
+	t.Parallel()
+	db := weftest.NewDB(t)
+	j := journal.New(eventlog.New(db.Pool))
+	ctx := t.Context()
+	conn, err := db.Pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	runID := events.NewRunID()
+	res, err := eventlogtest.Append(ctx, j, conn.Conn(), nil, newEvent(t, runID, "", events.RunStarted))
+	require.NoError(t, err)
+	require.True(t, res[0].Persisted)
+
+	w := j.Begin(conn.Conn())
+	_, err = w.Append(ctx, nil, newEvent(t, runID, "a", events.StepScheduled))
+	require.NoError(t, err)
+	require.NoError(t, w.Flush(ctx))
+	require.NoError(t, w.Rollback(ctx))
+	require.Equal(t, byte('I'), conn.Conn().PgConn().TxStatus(), "rolled back")
+	require.Len(t, outboxRows(t, db.Pool), 1)
+}
+
+// On a caller's plain transaction Commit sends the outbox rows and leaves
+// the transaction to the caller: rolling it back discards the appends and
+// their rows together.
+func TestWriteOnACallersTxLeavesTheCommitToIt(t *testing.T) {
+	t.Parallel()
+	db := weftest.NewDB(t)
+	j := journal.New(eventlog.New(db.Pool))
+	ctx := t.Context()
+	tx, err := db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	w := j.Begin(tx)
+	_, err = w.Append(ctx, nil, newEvent(t, events.NewRunID(), "", events.RunStarted))
+	require.NoError(t, err)
+	require.NoError(t, w.Commit(ctx))
+	var n int
+	require.NoError(t, tx.QueryRow(ctx, `SELECT count(*) FROM outbox`).Scan(&n))
+	require.Equal(t, 1, n, "in the caller's transaction")
+	require.NoError(t, tx.Rollback(ctx))
+	require.Empty(t, outboxRows(t, db.Pool))
+}
+
+func TestWriteRefusesInvalidEventsBeforeQueuing(t *testing.T) {
+	t.Parallel()
+	j := journal.New(eventlog.New(nil))
+	ev := newEvent(t, events.NewRunID(), "", events.RunStarted)
+	ev.RunID = "bad.run"
+	w := j.Begin(&pipetx.Tx{})
+	_, err := w.Append(t.Context(), nil, ev)
+	require.Error(t, err)
+	require.Zero(t, w.Batch().Len())
+}
+
+// AppendNew's events reach the outbox as Append's do, after the caller's
+// own messages (Enqueue), with the trace of their Part.
+func TestAppendNewAndEnqueue(t *testing.T) {
+	t.Parallel()
+	db, j, runID := startedRun(t)
+	ctx := t.Context()
+	head := int64(1)
+	ev := newEvent(t, runID, "a", events.StepScheduled)
+	ev.RunSeq = 2
+	own := outbox.Message{Subject: "weft.tasks.default", Payload: []byte(`{}`), DedupeID: "task-a"}
+	sc := trace.SpanContextFromContext(traced(ctx, 1))
+
+	w := j.Begin(db.Pool)
+	defer func() { _ = w.Rollback(ctx) }()
+	as, err := w.AppendNew(traced(ctx, 2), journal.Part{ExpectedHead: &head, Events: []events.Event{ev}, Trace: sc})
+	require.NoError(t, err)
+	w.Enqueue(own)
+	require.NoError(t, w.Commit(ctx))
+	require.Equal(t, int64(2), as[0].Results()[0].RunSeq)
+
+	rows := outboxRows(t, db.Pool)
+	require.Len(t, rows, 3, "RunStarted's row, then the caller's message, then StepScheduled's")
+	require.Equal(t, "task-a", rows[1].DedupeID)
+	require.Empty(t, rows[1].Headers[tracing.HeaderTraceparent], "the caller's message keeps its own headers")
+	var sent events.Event
+	require.NoError(t, json.Unmarshal(rows[2].Payload, &sent))
+	require.Equal(t, int64(2), sent.RunSeq)
+	require.False(t, sent.PersistedAt.IsZero())
+	require.Equal(t, tracing.InjectHeaders(traced(ctx, 1), nil)[tracing.HeaderTraceparent], rows[2].Headers[tracing.HeaderTraceparent])
+}
