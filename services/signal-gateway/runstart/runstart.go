@@ -90,8 +90,8 @@ func (a Approver) queue(ctx context.Context, tx pgx.Tx, w *journal.Write, req Re
 // outbox row goes with the transaction's COMMIT, which ends it, and the
 // first round trip carries BEGIN if tx has sent nothing yet; on any other
 // pgx.Tx (a savepoint, say) the transaction is the caller's to commit.
-// It returns the run's id. Nothing is written for a request without a plan or a
-// rejected start (a *plan.ValidationError, an *admission.RejectedError).
+// It returns the run's id. Nothing is written for a request without a
+// plan or a rejected start (an *admission.RejectedError).
 func (a Approver) ApproveTx(ctx context.Context, tx pgx.Tx, req Request) (string, error) {
 	w := a.Journal.Begin(tx)
 	runID, err := a.queue(ctx, tx, w, req)
