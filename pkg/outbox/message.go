@@ -163,6 +163,19 @@ func EnqueueBatch(ctx context.Context, b *pgx.Batch, msgs ...Message) error {
 	return nil
 }
 
+// EnqueueTx enqueues msgs inside tx, in one round trip, as EnqueueBatch
+// queues them: they reach the bus only if tx commits. It is the form for
+// a writer outside Weft that commits its own rows with bus messages; an
+// error wraps ErrInvalidMessage when a message is invalid, and nothing is
+// sent then.
+func EnqueueTx(ctx context.Context, tx pgx.Tx, msgs ...Message) error {
+	b := &pgx.Batch{}
+	if err := EnqueueBatch(ctx, b, msgs...); err != nil || b.Len() == 0 {
+		return err
+	}
+	return tx.SendBatch(ctx, b).Close()
+}
+
 // enqueueArgs validates msgs and returns enqueueSQL's arguments: the
 // rows' columns as arrays, in the order of msgs. A message without a
 // traceparent header gets the trace context of ctx, when it has one.

@@ -33,7 +33,7 @@ func TestWakeProtocol(t *testing.T) {
 	m.DedupeID = "straggler"
 	straggler, err := db.Pool.Begin(ctx)
 	require.NoError(t, err)
-	require.NoError(t, enqueueTx(ctx, straggler, m))
+	require.NoError(t, EnqueueTx(ctx, straggler, m))
 
 	// Idle: arming cannot settle while the straggler is open, so the worker
 	// may not sleep; its claim cannot see the uncommitted row yet.
@@ -54,7 +54,7 @@ func TestWakeProtocol(t *testing.T) {
 
 	// Armed and settled: the next writer notifies.
 	m.DedupeID = "after-arming"
-	require.NoError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error { return enqueueTx(ctx, tx, m) }))
+	require.NoError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error { return EnqueueTx(ctx, tx, m) }))
 	n, err := listener.WaitForNotification(ctx)
 	require.NoError(t, err)
 	require.Equal(t, strconv.Itoa(p), n.Payload)
@@ -62,7 +62,7 @@ func TestWakeProtocol(t *testing.T) {
 	// Busy again: no notification.
 	require.NoError(t, w.setArmed(ctx, false))
 	m.DedupeID = "while-busy"
-	require.NoError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error { return enqueueTx(ctx, tx, m) }))
+	require.NoError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error { return EnqueueTx(ctx, tx, m) }))
 	requireNoNotification(ctx, t, listener, "the relay is busy")
 }
 
@@ -75,7 +75,7 @@ func TestWakeNotifiesWithoutState(t *testing.T) {
 	db := weftest.NewDB(t)
 	listener := listen(ctx, t, db.URL)
 	m := Message{Subject: "weft.events.k", Payload: []byte("x"), DedupeID: "d", OrderKey: "k"}
-	require.NoError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error { return enqueueTx(ctx, tx, m) }))
+	require.NoError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error { return EnqueueTx(ctx, tx, m) }))
 	n, err := listener.WaitForNotification(ctx)
 	require.NoError(t, err)
 	require.Equal(t, strconv.Itoa(PartitionOf("k")), n.Payload)
