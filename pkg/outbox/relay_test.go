@@ -11,6 +11,7 @@ import (
 
 	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/outbox"
+	"github.com/weftrun/weft/pkg/startstop"
 )
 
 // produce commits perKey messages for each key, one transaction each, the
@@ -155,7 +156,7 @@ func TestRelayLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, r.Stop(ctx), "stopping a relay never started is a no-op")
 	require.NoError(t, r.Start(ctx))
-	require.ErrorIs(t, r.Start(ctx), outbox.ErrAlreadyStarted)
+	require.ErrorIs(t, r.Start(ctx), startstop.ErrAlreadyStarted)
 	enqueue(t, b.db.Pool, msg("life", 1))
 	b.waitDrained(t, 1)
 	require.NoError(t, r.Stop(ctx))

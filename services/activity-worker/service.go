@@ -105,7 +105,7 @@ func New(nc *nats.Conn, cfg Config, logger *slog.Logger) (*Service, error) {
 // taking tasks, lets the running ones finish for up to DrainTimeout, and
 // returns nil, or an error when the worker could not start or the drain
 // was cut short. Run serves once: a second call fails with
-// worker.ErrAlreadyStarted.
+// startstop.ErrAlreadyStarted.
 func (s *Service) Run(ctx context.Context) error {
 	gauges, err := registerQueueGauges(s.mp, s.js, s.queue)
 	if err != nil {
