@@ -283,8 +283,10 @@ func (s *Service) Run(ctx context.Context) error {
 	wg.Go(func() { s.runQueueLoop(ctx) })
 	s.logger.InfoContext(ctx, "engine running", "concurrency", s.cfg.Concurrency)
 	<-ctx.Done()
+	// The drain is not bounded: each round is, by AckWait.
+	drain := context.WithoutCancel(ctx)
 	for _, c := range consumers {
-		c.Stop()
+		_ = c.Stop(drain) // never cut short: drain does not end
 	}
 	wg.Wait()
 	return nil

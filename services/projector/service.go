@@ -89,7 +89,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	if err != nil {
 		return err
 	}
-	defer l.Stop()
+	defer func() { _ = l.Stop(context.WithoutCancel(ctx)) }() // never cut short: its context does not end
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { s.resyncLoop(ctx) })
