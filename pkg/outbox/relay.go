@@ -60,9 +60,9 @@ type counters struct {
 // with js. js must sit on a connection that does not buffer publishes while
 // reconnecting (nats.ReconnectBufSize(-1)): a buffered publish replayed on
 // a new connection could overtake an earlier one lost with the old
-// connection. A nil logger discards logs. cfg is validated (see
-// RelayConfig.Validate).
-func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, cfg RelayConfig, logger *slog.Logger) (*Relay, error) {
+// connection. cfg is validated (see RelayConfig.Validate); its nil Logger,
+// MeterProvider and TracerProvider discard what they would receive.
+func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, cfg RelayConfig) (*Relay, error) {
 	if pool == nil || js == nil {
 		return nil, errors.New("outbox: NewRelay needs a pool and a JetStream context")
 	}
@@ -74,15 +74,13 @@ func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, cfg RelayConfig, logge
 			"(ReconnectBufSize %d); connect with nats.ReconnectBufSize(-1) so per-key order holds",
 			ErrInvalidConfig, nc.Opts.ReconnectBufSize)
 	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
 	m, err := newRelayMetrics(cfg.MeterProvider)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: metrics: %w", err)
 	}
-	return &Relay{pool: pool, js: js, cfg: cfg.WithDefaults(), metrics: m,
-		logger: logger.With("component", "outbox_relay")}, nil
+	cfg = cfg.WithDefaults()
+	return &Relay{pool: pool, js: js, cfg: cfg, metrics: m,
+		logger: cfg.Logger.With("component", "outbox_relay")}, nil
 }
 
 // Start opens the relay's Postgres session (LISTEN plus the partition

@@ -58,7 +58,7 @@ func newStack(t *testing.T) *stack {
 	ctx := t.Context()
 	require.NoError(t, streams.Ensure(ctx, s.js, streams.Config{MaxBytes: 256 << 20}))
 
-	relay, err := outbox.NewRelay(s.db.Pool, s.nats.JetStream(t), outbox.RelayConfig{PollInterval: 100 * time.Millisecond}, nil)
+	relay, err := outbox.NewRelay(s.db.Pool, s.nats.JetStream(t), outbox.RelayConfig{PollInterval: 100 * time.Millisecond})
 	require.NoError(t, err)
 	require.NoError(t, relay.Start(context.Background()))
 	t.Cleanup(func() { require.NoError(t, relay.Stop(context.Background())) })
@@ -69,7 +69,8 @@ func newStack(t *testing.T) *stack {
 func (s *stack) runEngine(t *testing.T, cfg engine.Config) {
 	t.Helper()
 	cfg.TaskKeys = cmp.Or(cfg.TaskKeys, testTaskKeys)
-	eng, err := engine.New(s.db.Pool, s.nats.Conn(t), cfg, s.logger)
+	cfg.Logger = cmp.Or(cfg.Logger, s.logger)
+	eng, err := engine.New(s.db.Pool, s.nats.Conn(t), cfg)
 	require.NoError(t, err)
 	runCtx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)

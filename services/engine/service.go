@@ -117,6 +117,8 @@ type Config struct {
 	HeartbeatBucketBytes int64
 	// Round tunes the round runner.
 	Round round.Config
+	// Logger receives the engine's logs. Nil discards them.
+	Logger *slog.Logger
 	// TracerProvider traces the rounds the engine runs for bus messages:
 	// each is a span parented to the trace context in the message's
 	// headers, and the events and tasks it writes carry the span's context.
@@ -188,6 +190,9 @@ func (c Config) withDefaults() Config {
 	c.MaxResultBytes = cmp.Or(c.MaxResultBytes, DefaultMaxResultBytes)
 	c.HeartbeatMaxAge = cmp.Or(c.HeartbeatMaxAge, DefaultHeartbeatMaxAge)
 	c.HeartbeatBucketBytes = cmp.Or(c.HeartbeatBucketBytes, DefaultHeartbeatBucketBytes)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
 	c.Round.Admission = c.Admission
 	c.CheckpointOwnership = cmp.Or(c.CheckpointOwnership, SingleOwner)
 	c.Round.CheckpointSteps, c.Round.CheckpointBytes = c.CheckpointEverySteps, c.CheckpointEveryBytes
@@ -212,10 +217,10 @@ type Service struct {
 }
 
 // New returns the engine over pool and nc. The Weft streams must exist
-// (streams.Ensure); the engine creates its consumers. A nil logger
-// discards logs. A sweep timing outside its limits is a *LimitError
-// (Config.Validate).
-func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config, logger *slog.Logger) (*Service, error) {
+// (streams.Ensure); the engine creates its consumers. A nil Logger,
+// MeterProvider or TracerProvider in cfg discards what it would receive.
+// A sweep timing outside its limits is a *LimitError (Config.Validate).
+func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config) (*Service, error) {
 	if pool == nil || nc == nil {
 		return nil, errors.New("engine: New needs a Postgres pool and a NATS connection")
 	}
@@ -229,11 +234,8 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config, logger *slog.Logger) (*S
 	if err != nil {
 		return nil, fmt.Errorf("engine: jetstream: %w", err)
 	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	logger = logger.With("service", "engine")
 	cfg = cfg.withDefaults()
+	logger := cfg.Logger.With("service", "engine")
 	if err := checkOwnership(pool, cfg); err != nil {
 		return nil, err
 	}
