@@ -25,6 +25,9 @@
 //     end of Start's context ended it. Neither closes for a component that
 //     never started.
 //
+// Run gives a service's Run(ctx) on top of that: start, wait for ctx,
+// then stop with a bounded drain.
+//
 // All Base methods are safe for concurrent use. The zero Base is ready to
 // use and must not be copied after first use.
 package startstop

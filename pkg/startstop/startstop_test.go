@@ -18,9 +18,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // returns when soft ends, unless ignoreSoft makes it wait for hard.
 type component struct {
 	startstop.Base
-	ignoreSoft bool
-	hard, soft context.Context
-	runs       int
+	ignoreSoft  bool
+	hard, soft  context.Context
+	runs        int
+	hardAtDrain error // hard's error when soft ended
 }
 
 func (c *component) Start(ctx context.Context) error {
@@ -33,6 +34,7 @@ func (c *component) Start(ctx context.Context) error {
 				return
 			}
 			<-soft.Done()
+			c.hardAtDrain = hard.Err()
 		}, nil
 	})
 }

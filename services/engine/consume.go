@@ -59,8 +59,8 @@ func (s *Service) consume(ctx context.Context, stream, durable, filter string, t
 	l := lanes.New(keeper, s.cfg.Concurrency, s.cfg.MaxBatch, func(msgs []jetstream.Msg) {
 		s.handleBatch(ctx, msgs, toRound)
 	})
-	// The lanes outlive ctx by their drain (Run stops them once ctx ends):
-	// ending Start's context would be a hard stop.
+	// The lanes outlive ctx by their drain (the engine's run loop stops
+	// them once ctx ends): ending Start's context would be a hard stop.
 	if err := l.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("engine: %s: %w", durable, err)
 	}
