@@ -1,10 +1,12 @@
 // Package startstop is the lifecycle every long-running Weft component
-// shares (the outbox relay, the task worker, the consumer lanes), modelled
-// on river's rivershared/startstop.
+// shares (the outbox relay, the task worker, the consumer lanes, the
+// engine), modelled on river's rivershared/startstop.
 //
-// A component embeds a Base and implements its Start with Base.Start,
+// A component holds a Base (an unexported field, so that its own Stop can
+// say what a drain means for it) and implements its Start with Base.Start,
 // passing a StartFunc that does the component's set-up and returns its run
-// loop. The contract, for every component built this way:
+// loop; its Stop, Started and Stopped call the Base's. The contract, for
+// every component built this way:
 //
 //   - Start does the set-up synchronously and returns its error; a failed
 //     Start leaves the component as it was, and Start may be called again.
