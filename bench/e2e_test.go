@@ -175,7 +175,7 @@ func startE2ERelay(b *testing.B, db *weftest.DB, nats *weftest.NATS, tel telemet
 	if err := streams.Ensure(ctx, js, streams.Config{MaxBytes: 1 << 30}); err != nil {
 		b.Fatal(err)
 	}
-	relay, err := outbox.NewRelay(db.Pool, nats.JetStream(b), outbox.RelayConfig{MeterProvider: tel.meters, TracerProvider: tel.tracer}, nil)
+	relay, err := outbox.NewRelay(db.Pool, nats.JetStream(b), outbox.RelayConfig{MeterProvider: tel.meters, TracerProvider: tel.tracer})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func startE2ERelay(b *testing.B, db *weftest.DB, nats *weftest.NATS, tel telemet
 // startE2EEngine starts an engine and a worker, stopped when b ends.
 func startE2EEngine(b *testing.B, db *weftest.DB, nats *weftest.NATS, tel telemetry) {
 	ctx := context.Background()
-	eng, err := engine.New(db.Pool, nats.Conn(b), engine.Config{MeterProvider: tel.meters, TracerProvider: tel.tracer}, nil)
+	eng, err := engine.New(db.Pool, nats.Conn(b), engine.Config{MeterProvider: tel.meters, TracerProvider: tel.tracer})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"testing"
@@ -74,7 +73,7 @@ func startGateway(b *testing.B) string {
 	}
 	// The bench measures the gateway's ceiling: no per-key request rate.
 	cfg := gateway.Config{Keys: keys, KeyRate: keylimit.Off, Intake: gateway.IntakeConfig{MaxSignalsPerRunMinute: 1 << 30}}
-	gw, err := gateway.New(db.Pool, nil, cfg, slog.New(slog.DiscardHandler))
+	gw, err := gateway.New(db.Pool, nil, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -229,8 +229,9 @@ func startProjector(b *testing.B, db *weftest.DB, nats *weftest.NATS, cfg projec
 	}
 	b.Cleanup(pool.Close)
 	m := &projectorMetrics{reader: sdkmetric.NewManualReader()}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	proj, err := projector.New(pool, nats.JetStream(b), cfg, sdkmetric.NewMeterProvider(sdkmetric.WithReader(m.reader)), logger)
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	cfg.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(m.reader))
+	proj, err := projector.New(pool, nats.Conn(b), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -50,7 +49,7 @@ func BenchmarkProjectorRebuild(b *testing.B) {
 			return err
 		})
 	})
-	r, err := projector.NewRebuilder(db.Pool, projector.Config{}, nil, slog.New(slog.DiscardHandler))
+	r, err := projector.NewRebuilder(db.Pool, projector.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}

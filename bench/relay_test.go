@@ -44,7 +44,7 @@ func benchRelay(b *testing.B, natsOpts []weftest.NATSOption) {
 	var lat latencies
 	relay, err := outbox.NewRelay(db.Pool, js, outbox.RelayConfig{
 		ObservePublish: func(enqueuedAt, ackedAt time.Time) { lat.add(ackedAt.Sub(enqueuedAt)) },
-	}, nil)
+	})
 	if err != nil {
 		b.Fatal(err)
 	}

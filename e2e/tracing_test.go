@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"testing"
@@ -199,29 +198,28 @@ func startStack(t *testing.T, tp trace.TracerProvider) (string, *nats.Conn) {
 	db, srv := weftest.NewDB(t), weftest.NewNATS(t)
 	js := srv.JetStream(t)
 	require.NoError(t, streams.Ensure(t.Context(), js, streams.Config{MaxBytes: 64 << 20}))
-	logger := slog.New(slog.DiscardHandler)
 
-	relay, err := outbox.NewRelay(db.Pool, js, outbox.RelayConfig{TracerProvider: tp}, nil)
+	relay, err := outbox.NewRelay(db.Pool, js, outbox.RelayConfig{TracerProvider: tp})
 	require.NoError(t, err)
 	require.NoError(t, relay.Start(context.Background()))
 	t.Cleanup(func() { require.NoError(t, relay.Stop(context.Background())) })
 
-	eng, err := engine.New(db.Pool, srv.Conn(t), engine.Config{TracerProvider: tp}, logger)
+	eng, err := engine.New(db.Pool, srv.Conn(t), engine.Config{TracerProvider: tp})
 	require.NoError(t, err)
 	runUntilCleanup(t, eng.Run)
 
-	w, err := activityworker.New(srv.Conn(t), activityworker.Config{TracerProvider: tp}, logger)
+	w, err := activityworker.New(srv.Conn(t), activityworker.Config{TracerProvider: tp})
 	require.NoError(t, err)
 	runUntilCleanup(t, w.Run)
 
 	keys, err := auth.NewKeys(auth.Key{Name: "op", TenantID: "acme", Role: auth.RoleOperator, Hash: auth.HashKey(operatorToken)})
 	require.NoError(t, err)
-	proj, err := projector.New(db.Pool, js, projector.Config{Keys: keys, TracerProvider: tp}, nil, logger)
+	proj, err := projector.New(db.Pool, srv.Conn(t), projector.Config{Keys: keys, TracerProvider: tp})
 	require.NoError(t, err)
 	projLn := listen(t)
 	runUntilCleanup(t, func(ctx context.Context) error { return proj.Serve(ctx, projLn) })
 
-	gw, err := gateway.New(db.Pool, srv.Conn(t), gateway.Config{Keys: keys, TracerProvider: tp}, logger)
+	gw, err := gateway.New(db.Pool, srv.Conn(t), gateway.Config{Keys: keys, TracerProvider: tp})
 	require.NoError(t, err)
 	ln := listen(t)
 	runUntilCleanup(t, func(ctx context.Context) error { return gw.Serve(ctx, ln) })

@@ -193,7 +193,7 @@ func startDevApps(ctx context.Context, env *environment, b *backends, cfg devCon
 		return stops, err
 	}
 	stops = append(stops, gw.stop)
-	uiURL, stopUI, err := startDevProjector(ctx, env.logger, b.pool, b.js, cfg, o, gw.keys, gw.url)
+	uiURL, stopUI, err := startDevProjector(ctx, env.logger, b.pool, b.nc, cfg, o, gw.keys, gw.url)
 	if err != nil {
 		return stops, err
 	}

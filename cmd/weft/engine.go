@@ -135,8 +135,8 @@ func runEngine(ctx context.Context, env *environment, args []string) error {
 		if err := b.streams(ctx, opt.streams, env.logger, uses...); err != nil {
 			return err
 		}
-		cfg.MeterProvider, cfg.TracerProvider = o.meters, o.tracer
-		eng, err := engine.New(b.pool, b.nc, cfg, env.logger)
+		cfg.Logger, cfg.MeterProvider, cfg.TracerProvider = env.logger, o.meters, o.tracer
+		eng, err := engine.New(b.pool, b.nc, cfg)
 		if err != nil {
 			return err
 		}
@@ -213,10 +213,11 @@ func runWorker(ctx context.Context, env *environment, args []string) error {
 			return err
 		}
 		w, err := activityworker.New(b.nc, activityworker.Config{
-			Queue: *opt.queue, Concurrency: *opt.concurrency, MeterProvider: o.meters, TracerProvider: o.tracer,
+			Queue: *opt.queue, Concurrency: *opt.concurrency,
+			Logger: env.logger, MeterProvider: o.meters, TracerProvider: o.tracer,
 			HTTPGetAllow: allow, HTTPGetAllowPrivate: *opt.httpGetAllowPrivate,
 			LanePollInterval: opt.lanePoll, LaneInactiveThreshold: opt.laneInactive,
-		}, env.logger)
+		})
 		if err != nil {
 			return err
 		}

@@ -102,10 +102,11 @@ func runGateway(ctx context.Context, env *environment, args []string) error {
 	// The gateway writes runs and signals to Postgres; it uses no stream.
 	return withOps(ctx, env, o, b.checks(), func(ctx context.Context) error {
 		gw, err := gateway.New(b.pool, b.nc, gateway.Config{
-			Addr: *opt.addr, Keys: keys, Intake: opt.intake, MeterProvider: o.meters, TracerProvider: o.tracer,
+			Addr: *opt.addr, Keys: keys, Intake: opt.intake,
+			Logger: env.logger, MeterProvider: o.meters, TracerProvider: o.tracer,
 			Schedules: opt.schedules, Triggers: opt.triggers, DisableScheduler: !*opt.scheduler,
 			KeyRate: opt.keyRate, MaxBatch: opt.maxBatch,
-		}, env.logger)
+		})
 		if err != nil {
 			return err
 		}
@@ -167,8 +168,8 @@ func startDevGateway(ctx context.Context, logger *slog.Logger, pool *pgxpool.Poo
 	if err != nil {
 		return devGateway{}, err
 	}
-	gw, err := gateway.New(pool, nc, gateway.Config{Keys: keys, MeterProvider: o.meters, TracerProvider: o.tracer,
-		DisableScheduler: !cfg.scheduler, Intake: gateway.IntakeConfig{Admission: cfg.admission.limits()}}, logger)
+	gw, err := gateway.New(pool, nc, gateway.Config{Keys: keys, Logger: logger, MeterProvider: o.meters, TracerProvider: o.tracer,
+		DisableScheduler: !cfg.scheduler, Intake: gateway.IntakeConfig{Admission: cfg.admission.limits()}})
 	if err != nil {
 		return devGateway{}, err
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go"
 
 	"github.com/weftrun/weft/internal/policy/auth"
 	"github.com/weftrun/weft/pkg/streams"
@@ -79,7 +79,7 @@ func runProjector(ctx context.Context, env *environment, args []string) error {
 		if err := b.streams(ctx, opt.streams, env.logger, streams.EventsStream); err != nil {
 			return err
 		}
-		p, err := newProjector(b.pool, b.js, cfg, o, env.logger)
+		p, err := newProjector(b.pool, b.nc, cfg, o, env.logger)
 		if err != nil {
 			return err
 		}
@@ -91,18 +91,18 @@ func runProjector(ctx context.Context, env *environment, args []string) error {
 // served at /metrics on the ops listener only (they count every tenant's
 // runs; the API listener is public), and whose spans go to o's
 // TracerProvider.
-func newProjector(pool *pgxpool.Pool, js jetstream.JetStream, cfg projector.Config, o *ops, logger *slog.Logger) (*projector.Service, error) {
-	cfg.TracerProvider = o.tracer
-	return projector.New(pool, js, cfg, o.meters, logger)
+func newProjector(pool *pgxpool.Pool, nc *nats.Conn, cfg projector.Config, o *ops, logger *slog.Logger) (*projector.Service, error) {
+	cfg.Logger, cfg.MeterProvider, cfg.TracerProvider = logger, o.meters, o.tracer
+	return projector.New(pool, nc, cfg)
 }
 
 // startDevProjector starts the dev stack's projector on cfg.uiAddr with
 // the dev keys, forwarding the UI's signals to gatewayURL. It returns the
 // UI's URL.
-func startDevProjector(ctx context.Context, logger *slog.Logger, pool *pgxpool.Pool, js jetstream.JetStream, cfg devConfig,
+func startDevProjector(ctx context.Context, logger *slog.Logger, pool *pgxpool.Pool, nc *nats.Conn, cfg devConfig,
 	o *ops, keys *auth.Keys, gatewayURL string) (string, func(context.Context) error, error) {
 	// The sign-in form names the token's file.
-	p, err := newProjector(pool, js, projector.Config{Keys: keys, GatewayURL: gatewayURL, DevTokenFile: devTokenFile(cfg)}, o, logger)
+	p, err := newProjector(pool, nc, projector.Config{Keys: keys, GatewayURL: gatewayURL, DevTokenFile: devTokenFile(cfg)}, o, logger)
 	if err != nil {
 		return "", nil, err
 	}
@@ -135,7 +135,7 @@ func runProjectorRebuild(ctx context.Context, env *environment, args []string) e
 		return err
 	}
 	defer pool.Close()
-	r, err := projector.NewRebuilder(pool, projector.Config{}, nil, env.logger)
+	r, err := projector.NewRebuilder(pool, projector.Config{Logger: env.logger})
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
@@ -53,7 +52,7 @@ func runRelay(ctx context.Context, env *environment, args []string) error {
 		if err := b.streams(ctx, opt.streams, env.logger, uses...); err != nil {
 			return err
 		}
-		stop, err := startRelay(ctx, env.logger, b.pool, b.nc, outbox.RelayConfig{MeterProvider: o.meters, TracerProvider: o.tracer})
+		stop, err := startRelay(ctx, b.pool, b.nc, outbox.RelayConfig{Logger: env.logger, MeterProvider: o.meters, TracerProvider: o.tracer})
 		if err != nil {
 			return err
 		}
@@ -68,12 +67,12 @@ func runRelay(ctx context.Context, env *environment, args []string) error {
 // startRelay starts an outbox relay with cfg on nc; Weft's streams must
 // exist. The returned function stops the relay, draining its batches until
 // ctx ends.
-func startRelay(ctx context.Context, logger *slog.Logger, pool *pgxpool.Pool, nc *nats.Conn, cfg outbox.RelayConfig) (func(context.Context) error, error) {
+func startRelay(ctx context.Context, pool *pgxpool.Pool, nc *nats.Conn, cfg outbox.RelayConfig) (func(context.Context) error, error) {
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(outbox.DefaultAckTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	relay, err := outbox.NewRelay(pool, js, cfg, logger)
+	relay, err := outbox.NewRelay(pool, js, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -24,19 +24,19 @@ import (
 // the stop functions of what it started, in start order, also on error.
 func startServices(ctx context.Context, env *environment, pool *pgxpool.Pool, nc *nats.Conn, cfg devConfig, o *ops) ([]func(context.Context) error, error) {
 	var stops []func(context.Context) error
-	stopRelay, err := startRelay(ctx, env.logger, pool, nc, outbox.RelayConfig{MeterProvider: o.meters, TracerProvider: o.tracer})
+	stopRelay, err := startRelay(ctx, pool, nc, outbox.RelayConfig{Logger: env.logger, MeterProvider: o.meters, TracerProvider: o.tracer})
 	if err != nil {
 		return stops, err
 	}
 	stops = append(stops, stopRelay)
 	engCfg := cfg.engine
-	engCfg.MeterProvider, engCfg.TracerProvider = o.meters, o.tracer
-	eng, err := engine.New(pool, nc, engCfg, env.logger)
+	engCfg.Logger, engCfg.MeterProvider, engCfg.TracerProvider = env.logger, o.meters, o.tracer
+	eng, err := engine.New(pool, nc, engCfg)
 	if err != nil {
 		return stops, err
 	}
 	stops = append(stops, background(ctx, eng.Run))
-	w, err := activityworker.New(nc, activityworker.Config{MeterProvider: o.meters, TracerProvider: o.tracer}, env.logger)
+	w, err := activityworker.New(nc, activityworker.Config{Logger: env.logger, MeterProvider: o.meters, TracerProvider: o.tracer})
 	if err != nil {
 		return stops, err
 	}

@@ -3,7 +3,6 @@ package client_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -45,14 +44,14 @@ func startProjectorRun(t *testing.T, planJSON string, input json.RawMessage) *pr
 	db, nc := weftest.NewDB(t), weftest.NewNATS(t)
 	js := nc.JetStream(t)
 	require.NoError(t, streams.Ensure(t.Context(), js, streams.Config{MaxBytes: 64 << 20}))
-	relay, err := outbox.NewRelay(db.Pool, js, outbox.RelayConfig{PollInterval: 20 * time.Millisecond}, nil)
+	relay, err := outbox.NewRelay(db.Pool, js, outbox.RelayConfig{PollInterval: 20 * time.Millisecond})
 	require.NoError(t, err)
 	require.NoError(t, relay.Start(context.Background()))
 	t.Cleanup(func() { require.NoError(t, relay.Stop(context.Background())) })
 
 	keys, err := auth.NewKeys(auth.Key{Name: "reader", TenantID: "default", Role: auth.RoleViewer, Hash: auth.HashKey(testToken)})
 	require.NoError(t, err)
-	p, err := projector.New(db.Pool, js, projector.Config{Keys: keys, ResyncEvery: 100 * time.Millisecond}, nil, slog.New(slog.DiscardHandler))
+	p, err := projector.New(db.Pool, nc.Conn(t), projector.Config{Keys: keys, ResyncEvery: 100 * time.Millisecond})
 	require.NoError(t, err)
 	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"time"
 
@@ -72,6 +73,8 @@ type RelayConfig struct {
 	// time its ack arrived: the enqueue→ack delay, for the bench and
 	// metrics. It runs on relay goroutines, concurrently; it must be fast.
 	ObservePublish func(enqueuedAt, ackedAt time.Time)
+	// Logger receives the relay's logs. Nil discards them.
+	Logger *slog.Logger
 	// MeterProvider receives the relay's metrics: publish latency
 	// (weft.outbox.publish.latency), outbox depth and oldest age
 	// (weft.outbox.depth, weft.outbox.oldest_age, read at scrape time) and
@@ -109,6 +112,9 @@ func (c RelayConfig) WithDefaults() RelayConfig {
 	c.PollInterval = cmp.Or(c.PollInterval, DefaultPollInterval)
 	c.LockRetryInterval = cmp.Or(c.LockRetryInterval, DefaultLockRetryInterval)
 	c.DuplicateWindow = cmp.Or(c.DuplicateWindow, streams.DefaultDuplicates)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
 	return c
 }
 

@@ -52,7 +52,7 @@ func TestNewRelayRefuses(t *testing.T) {
 	db := weftest.NewDB(t)
 	n := weftest.NewNATS(t)
 
-	_, err := outbox.NewRelay(db.Pool, n.JetStream(t), outbox.RelayConfig{MaxAttempts: 100}, nil)
+	_, err := outbox.NewRelay(db.Pool, n.JetStream(t), outbox.RelayConfig{MaxAttempts: 100})
 	require.ErrorIs(t, err, outbox.ErrInvalidConfig)
 
 	buffering, err := nats.Connect(n.URL()) // the default reconnect buffer
@@ -60,10 +60,10 @@ func TestNewRelayRefuses(t *testing.T) {
 	t.Cleanup(buffering.Close)
 	js, err := jetstream.New(buffering)
 	require.NoError(t, err)
-	_, err = outbox.NewRelay(db.Pool, js, outbox.RelayConfig{}, nil)
+	_, err = outbox.NewRelay(db.Pool, js, outbox.RelayConfig{})
 	require.ErrorIs(t, err, outbox.ErrInvalidConfig)
 	require.ErrorContains(t, err, "ReconnectBufSize(-1)")
 
-	_, err = outbox.NewRelay(nil, n.JetStream(t), outbox.RelayConfig{}, nil)
+	_, err = outbox.NewRelay(nil, n.JetStream(t), outbox.RelayConfig{})
 	require.Error(t, err)
 }

@@ -36,7 +36,7 @@ func TestRelayCrashAfterCommitBeforePublish(t *testing.T) {
 	require.Zero(t, streamMsgs(t, b.js), "the child died before publishing")
 	require.Equal(t, 3, count(t, b.db.Pool, "outbox"), "the rows are still there")
 
-	r := b.startRelay(t, b.db.Pool, fastConfig(), nil)
+	r := b.startRelay(t, b.db.Pool, fastConfig())
 	b.waitDrained(t, 3)
 	requireExactlyOnceInOrder(t, readStream(t, b.js), map[string]int{"crash": 3})
 	require.Equal(t, uint64(3), r.Stats().Published)
@@ -54,7 +54,7 @@ func TestRelayCrashAfterPublish(t *testing.T) {
 	require.Equal(t, uint64(3), streamMsgs(t, b.js), "the child published the batch")
 	require.Equal(t, 3, count(t, b.db.Pool, "outbox"), "and died before deleting it")
 
-	r := b.startRelay(t, b.db.Pool, fastConfig(), nil)
+	r := b.startRelay(t, b.db.Pool, fastConfig())
 	b.waitDrained(t, 3)
 	requireExactlyOnceInOrder(t, readStream(t, b.js), map[string]int{"crash": 3})
 	st := r.Stats()
@@ -104,7 +104,7 @@ func crashChild() error {
 	default:
 		return fmt.Errorf("unknown crash point %q", point)
 	}
-	r, err := outbox.NewRelay(pool, js, cfg, nil)
+	r, err := outbox.NewRelay(pool, js, cfg)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@
 //
 // A typical wiring:
 //
-//	relay, err := outbox.NewRelay(pool, js, outbox.RelayConfig{}, logger)
+//	relay, err := outbox.NewRelay(pool, js, outbox.RelayConfig{Logger: logger})
 //	if err != nil { return err }
 //	if err := relay.Start(ctx); err != nil { return err }
 //	defer relay.Stop(shutdownCtx)

@@ -3,7 +3,6 @@ package outbox_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
@@ -58,9 +57,9 @@ func fastConfig() outbox.RelayConfig {
 
 // startRelay starts a relay on its own NATS connection and stops it when
 // the test ends.
-func (b *bundle) startRelay(t *testing.T, pool *pgxpool.Pool, cfg outbox.RelayConfig, logger *slog.Logger) *outbox.Relay {
+func (b *bundle) startRelay(t *testing.T, pool *pgxpool.Pool, cfg outbox.RelayConfig) *outbox.Relay {
 	t.Helper()
-	r, err := outbox.NewRelay(pool, b.nats.JetStream(t), cfg, logger)
+	r, err := outbox.NewRelay(pool, b.nats.JetStream(t), cfg)
 	require.NoError(t, err)
 	require.NoError(t, r.Start(context.Background()))
 	t.Cleanup(func() {

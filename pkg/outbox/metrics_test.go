@@ -31,7 +31,7 @@ func TestRelayMetrics(t *testing.T) {
 		once.Do(func() { close(claimed) })
 		<-release // hold every batch until the pending rows were scraped
 	}
-	b.startRelay(t, b.db.Pool, cfg, nil)
+	b.startRelay(t, b.db.Pool, cfg)
 
 	<-claimed
 	s := metricstest.Get(t, h)

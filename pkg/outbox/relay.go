@@ -5,27 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
-)
 
-// ErrAlreadyStarted is returned by Start on a Relay that was started
-// before. A Relay runs once; build a new one to run again.
-var ErrAlreadyStarted = errors.New("outbox: relay already started")
+	"github.com/weftrun/weft/pkg/startstop"
+)
 
 // Relay publishes committed outbox rows to JetStream and deletes them once
 // acked. Any number of relays may run against one database: each partition
 // is served by the relay holding its advisory lock, and the others stand
 // by, retrying the lock every LockRetryInterval.
 //
-// Lifecycle (river's startstop shape): Start launches the relay and
-// returns; Stop asks it to finish the batches in hand and waits, cutting
-// them short when its ctx ends; cancelling Start's ctx stops it at once.
-// Methods are safe for concurrent use.
+// Lifecycle (pkg/startstop): Start launches the relay and returns; Stop
+// asks it to finish the batches in hand and waits, cutting them short
+// when its ctx ends; cancelling Start's ctx stops it at once. Methods are
+// safe for concurrent use.
 type Relay struct {
 	pool    *pgxpool.Pool
 	js      jetstream.JetStream
@@ -34,12 +31,7 @@ type Relay struct {
 	stats   counters
 	held    atomic.Int32
 	metrics *relayMetrics // nil without a MeterProvider
-
-	mu       sync.Mutex
-	started  bool
-	stopSoft context.CancelFunc // asks for a drain: finish the batches in hand
-	hardStop context.CancelFunc // ends every goroutine's I/O
-	done     chan struct{}      // closed when every goroutine has returned
+	life    startstop.Base
 }
 
 // RelayStats counts what a relay did since it started.
@@ -68,9 +60,9 @@ type counters struct {
 // with js. js must sit on a connection that does not buffer publishes while
 // reconnecting (nats.ReconnectBufSize(-1)): a buffered publish replayed on
 // a new connection could overtake an earlier one lost with the old
-// connection. A nil logger discards logs. cfg is validated (see
-// RelayConfig.Validate).
-func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, cfg RelayConfig, logger *slog.Logger) (*Relay, error) {
+// connection. cfg is validated (see RelayConfig.Validate); its nil Logger,
+// MeterProvider and TracerProvider discard what they would receive.
+func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, cfg RelayConfig) (*Relay, error) {
 	if pool == nil || js == nil {
 		return nil, errors.New("outbox: NewRelay needs a pool and a JetStream context")
 	}
@@ -82,70 +74,56 @@ func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, cfg RelayConfig, logge
 			"(ReconnectBufSize %d); connect with nats.ReconnectBufSize(-1) so per-key order holds",
 			ErrInvalidConfig, nc.Opts.ReconnectBufSize)
 	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
 	m, err := newRelayMetrics(cfg.MeterProvider)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: metrics: %w", err)
 	}
-	return &Relay{pool: pool, js: js, cfg: cfg.WithDefaults(), metrics: m,
-		logger: logger.With("component", "outbox_relay")}, nil
+	cfg = cfg.WithDefaults()
+	return &Relay{pool: pool, js: js, cfg: cfg, metrics: m,
+		logger: cfg.Logger.With("component", "outbox_relay")}, nil
 }
 
 // Start opens the relay's Postgres session (LISTEN plus the partition
 // locks), fails if it cannot, and otherwise runs the relay in the
 // background until Stop is called or ctx ends. It returns
-// ErrAlreadyStarted on a second call.
+// startstop.ErrAlreadyStarted once a Start has succeeded.
 func (r *Relay) Start(ctx context.Context) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.started {
-		return ErrAlreadyStarted
-	}
-	gauges, err := r.observeGauges()
-	if err != nil {
-		return err
-	}
-	sess, err := r.connect(ctx)
-	if err != nil {
-		unregister(gauges)
-		return err
-	}
-	runCtx, hardStop := context.WithCancel(ctx)
-	soft, stopSoft := context.WithCancel(runCtx)
-	r.stopSoft, r.hardStop, r.done, r.started = stopSoft, hardStop, make(chan struct{}), true
-	go func() {
-		defer unregister(gauges)
-		r.run(runCtx, soft, sess)
-	}()
-	return nil
+	return r.life.Start(ctx, func(hard, soft context.Context) (func(), error) {
+		gauges, err := r.observeGauges()
+		if err != nil {
+			return nil, err
+		}
+		sess, err := r.connect(hard)
+		if err != nil {
+			unregister(gauges)
+			return nil, err
+		}
+		return func() {
+			defer unregister(gauges)
+			r.run(hard, soft, sess)
+		}, nil
+	})
 }
 
 // Stop asks the relay to finish the batches it is publishing, settle them
 // and release its partitions, and waits for it. When ctx ends first, the
 // batches are abandoned (their rows stay and are republished later, which
-// JetStream dedupes) and Stop returns an error wrapping ctx.Err() once
-// everything has exited. Stop is idempotent, and a no-op on a relay that
-// was never started.
+// JetStream dedupes) and Stop returns an error wrapping
+// startstop.ErrDrainCutShort and ctx.Err() once everything has exited.
+// Stop is idempotent, and a no-op on a relay that was never started.
 func (r *Relay) Stop(ctx context.Context) error {
-	r.mu.Lock()
-	if !r.started {
-		r.mu.Unlock()
-		return nil
+	if err := r.life.Stop(ctx); err != nil {
+		return fmt.Errorf("outbox: relay stop: %w", err)
 	}
-	done := r.done
-	r.stopSoft()
-	r.mu.Unlock()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		r.hardStop()
-		<-done
-		return fmt.Errorf("outbox: relay stop: drain cut short: %w", ctx.Err())
-	}
+	return nil
 }
+
+// Started returns a channel closed once Start has succeeded.
+func (r *Relay) Started() <-chan struct{} { return r.life.Started() }
+
+// Stopped returns a channel closed once a started relay has stopped, by
+// Stop or by the end of Start's ctx.
+func (r *Relay) Stopped() <-chan struct{} { return r.life.Stopped() }
 
 // Stats returns the relay's counters. Safe to call at any time.
 func (r *Relay) Stats() RelayStats {
@@ -163,8 +141,6 @@ func (r *Relay) Stats() RelayStats {
 // relay stops, then reconnect. ctx ends every I/O at once; soft ends when
 // Stop asks for a drain (and with ctx).
 func (r *Relay) run(ctx, soft context.Context, sess *session) {
-	defer close(r.done)
-	defer r.hardStop()
 	for {
 		r.serve(ctx, soft, sess)
 		sess.close(ctx)

@@ -30,7 +30,7 @@ func TestDeadLetterKeepsTheRowVersion(t *testing.T) {
 	require.NoError(t, err)
 	cfg := fastConfig()
 	cfg.MaxAttempts, cfg.InitialBackoff, cfg.MaxBackoff = 1, time.Millisecond, time.Millisecond
-	b.startRelay(t, b.db.Pool, cfg, slog.New(slog.DiscardHandler))
+	b.startRelay(t, b.db.Pool, cfg)
 	b.waitDrained(t, 0)
 	var version int
 	require.NoError(t, b.db.Pool.QueryRow(t.Context(), "SELECT version FROM outbox_dead WHERE dedupe_id = 'v2/1'").Scan(&version))
@@ -41,10 +41,10 @@ func TestRelayDeadLettersAfterMaxAttempts(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	logs := &weftest.Buffer{}
-	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	cfg := fastConfig()
 	cfg.MaxAttempts, cfg.InitialBackoff, cfg.MaxBackoff = 3, time.Millisecond, 5*time.Millisecond
-	r := b.startRelay(t, b.db.Pool, cfg, logger)
+	cfg.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+	r := b.startRelay(t, b.db.Pool, cfg)
 
 	nowhere := outbox.Message{Subject: "weft.nowhere.x", Payload: []byte("lost"), DedupeID: "dlq/1", OrderKey: "dlq"}
 	enqueue(t, b.db.Pool, nowhere, msg("dlq", 1)) // a later row of the same key waits for it
@@ -94,7 +94,7 @@ func TestRelayFailingRowHoldsBackItsKey(t *testing.T) {
 	// One publish in flight: a pipelined later row could be stored before
 	// the refusal of an earlier one arrives (docs/outbox.md).
 	cfg.MaxInFlight = 1
-	r := b.startRelay(t, b.db.Pool, cfg, nil)
+	r := b.startRelay(t, b.db.Pool, cfg)
 
 	free := samePartitionKey(t, "held")
 	big := msg("held", 1)
@@ -165,8 +165,8 @@ func TestRelayTwoRelaysTakeOver(t *testing.T) {
 	t.Cleanup(poolB.Close)
 	cfg := fastConfig()
 	cfg.BatchSize = 8
-	relayA := b.startRelay(t, b.db.Pool, cfg, nil)
-	relayB := b.startRelay(t, poolB, cfg, nil)
+	relayA := b.startRelay(t, b.db.Pool, cfg)
+	relayB := b.startRelay(t, poolB, cfg)
 	held := func() int { return relayA.Stats().Partitions + relayB.Stats().Partitions }
 	require.Eventually(t, func() bool { return held() == outbox.Partitions }, waitFor, 5*time.Millisecond)
 
@@ -202,7 +202,7 @@ func TestRelayTwoRelaysTakeOver(t *testing.T) {
 func TestRelaySurvivesNATSRestart(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	r := b.startRelay(t, b.db.Pool, fastConfig(), nil)
+	r := b.startRelay(t, b.db.Pool, fastConfig())
 
 	stop := make(chan struct{})
 	produced := make(chan map[string]int)
@@ -265,7 +265,7 @@ func TestRelayDoesNotChargeRowsWhileJetStreamIsDown(t *testing.T) {
 
 	cfg := fastConfig()
 	cfg.MaxAttempts = 2
-	r, err := outbox.NewRelay(db.Pool, js, cfg, nil)
+	r, err := outbox.NewRelay(db.Pool, js, cfg)
 	require.NoError(t, err)
 	require.NoError(t, r.Start(context.Background()))
 	t.Cleanup(func() { require.NoError(t, r.Stop(context.Background())) })
@@ -285,7 +285,7 @@ func TestRelayRecoversFromSessionLoss(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := testCtx(t)
-	r := b.startRelay(t, b.db.Pool, fastConfig(), nil)
+	r := b.startRelay(t, b.db.Pool, fastConfig())
 	sessionPID := func() int {
 		var pid int
 		err := b.db.Pool.QueryRow(ctx, `SELECT pid FROM pg_stat_activity

@@ -11,6 +11,7 @@ import (
 
 	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/outbox"
+	"github.com/weftrun/weft/pkg/startstop"
 )
 
 // produce commits perKey messages for each key, one transaction each, the
@@ -70,7 +71,7 @@ func testRelayKeepsOrderPerKey(t *testing.T, natsOpts ...weftest.NATSOption) {
 	cfg.ObservePublish = func(enqueuedAt, ackedAt time.Time) {
 		observed.Store(enqueuedAt, ackedAt)
 	}
-	r := b.startRelay(t, b.db.Pool, cfg, nil)
+	r := b.startRelay(t, b.db.Pool, cfg)
 
 	ks := keys("order", 12)
 	partitions := make(map[int]bool)
@@ -103,7 +104,7 @@ func TestRelayWakesOnNotify(t *testing.T) {
 	b := setup(t)
 	cfg := fastConfig()
 	cfg.PollInterval = time.Hour // the fallback cannot fire within the test
-	r := b.startRelay(t, b.db.Pool, cfg, nil)
+	r := b.startRelay(t, b.db.Pool, cfg)
 	require.Eventually(t, func() bool { return r.Stats().Partitions == outbox.Partitions }, waitFor, 5*time.Millisecond)
 
 	// Each row is committed only after the previous one was published, so
@@ -122,7 +123,7 @@ func TestRelayPublishesRowsCommittedWhileNoRelayRan(t *testing.T) {
 	want := mustProduce(t, b.db.Pool, keys("before", 3), 20)
 	require.Equal(t, 60, count(t, b.db.Pool, "outbox"))
 
-	b.startRelay(t, b.db.Pool, fastConfig(), nil)
+	b.startRelay(t, b.db.Pool, fastConfig())
 	b.waitDrained(t, 60)
 	requireExactlyOnceInOrder(t, readStream(t, b.js), want)
 }
@@ -133,7 +134,7 @@ func TestRelayPublishesLateCommits(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := testCtx(t)
-	b.startRelay(t, b.db.Pool, fastConfig(), nil)
+	b.startRelay(t, b.db.Pool, fastConfig())
 
 	early := samePartitionKey(t, "late") // one partition: one worker, one claim order
 	late, err := b.db.Pool.Begin(ctx)
@@ -151,11 +152,11 @@ func TestRelayLifecycle(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := testCtx(t)
-	r, err := outbox.NewRelay(b.db.Pool, b.nats.JetStream(t), fastConfig(), nil)
+	r, err := outbox.NewRelay(b.db.Pool, b.nats.JetStream(t), fastConfig())
 	require.NoError(t, err)
 	require.NoError(t, r.Stop(ctx), "stopping a relay never started is a no-op")
 	require.NoError(t, r.Start(ctx))
-	require.ErrorIs(t, r.Start(ctx), outbox.ErrAlreadyStarted)
+	require.ErrorIs(t, r.Start(ctx), startstop.ErrAlreadyStarted)
 	enqueue(t, b.db.Pool, msg("life", 1))
 	b.waitDrained(t, 1)
 	require.NoError(t, r.Stop(ctx))
@@ -163,6 +164,6 @@ func TestRelayLifecycle(t *testing.T) {
 	require.Zero(t, r.Stats().Partitions, "a stopped relay holds no partition")
 
 	// Its locks are released: a new relay takes every partition.
-	r2 := b.startRelay(t, b.db.Pool, fastConfig(), nil)
+	r2 := b.startRelay(t, b.db.Pool, fastConfig())
 	require.Eventually(t, func() bool { return r2.Stats().Partitions == outbox.Partitions }, waitFor, 5*time.Millisecond)
 }

@@ -30,7 +30,9 @@ func TestRelayStreamFullKeepsRowsAndAlerts(t *testing.T) {
 	}
 	enqueue(t, b.db.Pool, want...)
 	logs := &weftest.Buffer{}
-	r := b.startRelay(t, b.db.Pool, fastConfig(), slog.New(slog.NewJSONHandler(logs, nil)))
+	cfg := fastConfig()
+	cfg.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+	r := b.startRelay(t, b.db.Pool, cfg)
 
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), `"alert":"OUTBOX_STREAM_FULL"`) },
 		waitFor, 5*time.Millisecond, "the relay alerts on a full stream")

@@ -79,7 +79,7 @@ func TestRelayPublishSpan(t *testing.T) {
 		ctx := tracedCtx(t)
 		m := msg("run-a", 1)
 		require.NoError(t, pgx.BeginFunc(ctx, b.db.Pool, func(tx pgx.Tx) error { return outbox.EnqueueTx(ctx, tx, m) }))
-		b.startRelay(t, b.db.Pool, cfg, nil)
+		b.startRelay(t, b.db.Pool, cfg)
 		b.waitDrained(t, 1)
 
 		stream, err := b.js.Stream(testCtx(t), streams.EventsStream)

@@ -100,9 +100,6 @@ var (
 	// ErrInvalidConfig is wrapped by every error New and Register return
 	// for a bad Config, option or registration.
 	ErrInvalidConfig = errors.New("worker: invalid config")
-	// ErrAlreadyStarted is returned by Start on a Worker started before. A
-	// Worker runs once; build a new one to run again.
-	ErrAlreadyStarted = errors.New("worker: already started")
 	// ErrUnknownSecret is returned by Input.Secret for a name the step does
 	// not list in its secrets.
 	ErrUnknownSecret = errors.New("worker: the step lists no secret of this name")

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/weftrun/weft/pkg/startstop"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/tracing"
 )
@@ -36,11 +37,9 @@ type Worker struct {
 	regMu      sync.RWMutex
 	activities map[string]*activity
 
-	mu       sync.Mutex
-	started  bool
-	stopSoft context.CancelFunc // stop taking tasks; let running ones finish
-	hardStop context.CancelFunc // cancel running activities, abandon their tasks
-	done     chan struct{}      // closed when every goroutine has returned
+	// life's soft stop ends taking tasks and lets running ones finish; its
+	// hard stop cancels running activities and abandons their tasks.
+	life startstop.Base
 }
 
 // New returns a worker that takes tasks from js, which must sit on a live
@@ -139,73 +138,62 @@ func (w *Worker) activity(name string) (*activity, bool) {
 // and then takes and runs tasks in the background until Stop is called or
 // ctx ends. Cancelling ctx is a hard stop: running activities are
 // cancelled and their tasks left for redelivery. Start returns
-// ErrAlreadyStarted once it has succeeded; after a failure it may be
-// called again.
+// startstop.ErrAlreadyStarted once it has succeeded; after a failure it
+// may be called again.
 func (w *Worker) Start(ctx context.Context) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.started {
-		return ErrAlreadyStarted
-	}
+	return w.life.Start(ctx, w.start)
+}
+
+// start sets the worker up for Start and returns its run loop.
+func (w *Worker) start(hard, soft context.Context) (func(), error) {
 	cc, err := streams.TaskConsumer(w.cfg.Queue, w.cfg.AckWait)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	keeper, err := streams.NewKeeper(w.js, streams.TasksStream, cc,
 		streams.KeeperConfig{Logger: w.logger, MeterProvider: w.cfg.MeterProvider})
 	if err != nil {
-		return fmt.Errorf("worker: %w", err)
+		return nil, fmt.Errorf("worker: %w", err)
 	}
-	cons, err := keeper.Start(ctx) // nil while a transient failure leaves it to the keeper
+	cons, err := keeper.Start(hard) // nil while a transient failure leaves it to the keeper
 	if err != nil {
 		_ = keeper.Close()
-		return fmt.Errorf("worker: create consumer: %w", err)
+		return nil, fmt.Errorf("worker: create consumer: %w", err)
 	}
-	runCtx, hardStop := context.WithCancel(ctx)
-	sub, err := w.subscribeCancels(runCtx)
+	sub, err := w.subscribeCancels(hard)
 	if err != nil {
-		hardStop()
 		_ = keeper.Close()
-		return err
+		return nil, err
 	}
-	soft, stopSoft := context.WithCancel(runCtx)
-	w.stopSoft, w.hardStop, w.done, w.started = stopSoft, hardStop, make(chan struct{}), true
 	beat := cc.AckWait / 3 // the consumer's, as created or updated with cc
-	go w.run(runCtx, soft, keeper, cons, sub, beat)
-	w.logger.InfoContext(ctx, "worker started", "concurrency", w.cfg.Concurrency, "ack_wait", cc.AckWait.String())
-	return nil
+	w.logger.InfoContext(hard, "worker started", "concurrency", w.cfg.Concurrency, "ack_wait", cc.AckWait.String())
+	return func() { w.run(hard, soft, keeper, cons, sub, beat) }, nil
 }
 
 // Stop stops taking tasks and waits for the running ones to finish and
 // report. When ctx ends first, it cancels the running activities, leaves
 // their tasks to be redelivered (a Nak, so another worker may take them at
 // once), waits for the activities to return, and returns an error wrapping
-// ctx.Err(). An activity that ignores its context delays Stop. Stop is
-// idempotent, and a no-op on a worker that was never started.
+// startstop.ErrDrainCutShort and ctx.Err(). An activity that ignores its
+// context delays Stop. Stop is idempotent, and a no-op on a worker that
+// was never started.
 func (w *Worker) Stop(ctx context.Context) error {
-	w.mu.Lock()
-	if !w.started {
-		w.mu.Unlock()
-		return nil
+	if err := w.life.Stop(ctx); err != nil {
+		return fmt.Errorf("worker: stop: %w", err)
 	}
-	done := w.done
-	w.stopSoft()
-	w.mu.Unlock()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		w.hardStop()
-		<-done
-		return fmt.Errorf("worker: stop: drain cut short: %w", ctx.Err())
-	}
+	return nil
 }
+
+// Started returns a channel closed once Start has succeeded.
+func (w *Worker) Started() <-chan struct{} { return w.life.Started() }
+
+// Stopped returns a channel closed once a started worker has stopped, by
+// Stop or by the end of Start's ctx.
+func (w *Worker) Stopped() <-chan struct{} { return w.life.Stopped() }
 
 // run takes tasks until soft ends, waits for the running ones, and then
 // drops the cancel subscription. ctx ends every activity and I/O at once.
 func (w *Worker) run(ctx, soft context.Context, keeper *streams.Keeper, cons jetstream.Consumer, sub *nats.Subscription, beat time.Duration) {
-	defer close(w.done)
-	defer w.hardStop()
 	defer func() { _ = keeper.Close() }()
 	var tasks sync.WaitGroup
 	w.pull(ctx, soft, keeper, cons, &tasks, beat)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/pkg/startstop"
 	"github.com/weftrun/weft/pkg/task"
 	"github.com/weftrun/weft/pkg/worker"
 )
@@ -74,7 +75,7 @@ func TestStopDrainsRunningTasks(t *testing.T) {
 	b.requireTasksSettled(t)
 
 	require.NoError(t, w.Stop(context.Background()), "Stop is idempotent")
-	require.ErrorIs(t, w.Start(context.Background()), worker.ErrAlreadyStarted)
+	require.ErrorIs(t, w.Start(context.Background()), startstop.ErrAlreadyStarted)
 }
 
 func TestStopBeforeStart(t *testing.T) {

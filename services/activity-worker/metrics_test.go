@@ -3,7 +3,6 @@ package activityworker_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -31,7 +30,7 @@ func TestQueueDepthGauges(t *testing.T) {
 	require.NoError(t, err)
 	svc, err := activityworker.New(srv.Conn(t), activityworker.Config{
 		Concurrency: 1, DrainTimeout: 100 * time.Millisecond, MeterProvider: mp,
-	}, slog.New(slog.DiscardHandler))
+	})
 	require.NoError(t, err)
 	ctx, stop := context.WithCancel(context.Background())
 	ran := make(chan error, 1)

@@ -44,6 +44,9 @@ type Config struct {
 	// DrainTimeout is how long shutdown waits for running activities.
 	// Default DefaultDrainTimeout.
 	DrainTimeout time.Duration
+	// Logger receives the service's and its worker's logs. Nil discards
+	// them.
+	Logger *slog.Logger
 	// MeterProvider receives the queue's depth, read from its JetStream
 	// consumer at each scrape while Run serves (weft.worker.tasks.pending
 	// and weft.worker.tasks.in_flight). Nil records nothing.
@@ -76,12 +79,13 @@ type Service struct {
 
 // New returns the service, its demo activities registered, taking tasks
 // over nc once Run is called. The streams must exist (streams.Ensure) by
-// then. logger must not be nil.
-func New(nc *nats.Conn, cfg Config, logger *slog.Logger) (*Service, error) {
-	if nc == nil || logger == nil {
-		return nil, errors.New("activity-worker: New needs a NATS connection and a logger")
+// then. A nil Logger, MeterProvider or TracerProvider in cfg discards what
+// it would receive.
+func New(nc *nats.Conn, cfg Config) (*Service, error) {
+	if nc == nil {
+		return nil, errors.New("activity-worker: New needs a NATS connection")
 	}
-	logger = logger.With("service", "activity-worker")
+	logger := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)).With("service", "activity-worker")
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("activity-worker: jetstream: %w", err)
@@ -105,7 +109,7 @@ func New(nc *nats.Conn, cfg Config, logger *slog.Logger) (*Service, error) {
 // taking tasks, lets the running ones finish for up to DrainTimeout, and
 // returns nil, or an error when the worker could not start or the drain
 // was cut short. Run serves once: a second call fails with
-// worker.ErrAlreadyStarted.
+// startstop.ErrAlreadyStarted.
 func (s *Service) Run(ctx context.Context) error {
 	gauges, err := registerQueueGauges(s.mp, s.js, s.queue)
 	if err != nil {

@@ -51,8 +51,8 @@ func TestServiceRunsDemoActivities(t *testing.T) {
 
 	logs := &weftest.Buffer{}
 	svc, err := activityworker.New(srv.Conn(t), activityworker.Config{Concurrency: 8, WorkerID: "demo-worker",
-		HTTPGetAllow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}},
-		slog.New(slog.NewJSONHandler(logs, nil)))
+		HTTPGetAllow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
+		Logger:       slog.New(slog.NewJSONHandler(logs, nil))})
 	require.NoError(t, err)
 	ctx, stop := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
@@ -115,10 +115,12 @@ func TestServiceRunsDemoActivities(t *testing.T) {
 func TestNewRefusesBadConfig(t *testing.T) {
 	t.Parallel()
 	nc := weftest.NewNATS(t).Conn(t)
-	_, err := activityworker.New(nc, activityworker.Config{Queue: "a.b"}, slog.New(slog.DiscardHandler))
+	_, err := activityworker.New(nc, activityworker.Config{Queue: "a.b"})
 	require.Error(t, err)
-	_, err = activityworker.New(nil, activityworker.Config{}, slog.New(slog.DiscardHandler))
+	_, err = activityworker.New(nil, activityworker.Config{})
 	require.Error(t, err)
+	_, err = activityworker.New(nc, activityworker.Config{})
+	require.NoError(t, err, "a nil Logger discards the logs")
 }
 
 func newTask(activity, input string) task.Task {

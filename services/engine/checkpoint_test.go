@@ -40,7 +40,7 @@ func TestCASRequiredNeedsConditionalBatch(t *testing.T) {
 	runID := s.start(t, parsePlan(t, `{"planId":"p","planVersion":"1","steps":[{"id":"a","activity":"echo"}]}`))
 
 	_, err := engine.New(s.db.Pool, s.nats.Conn(t), engine.Config{
-		CheckpointOwnership: engine.CASRequired, StoreCapabilities: noCAS{}}, nil)
+		CheckpointOwnership: engine.CASRequired, StoreCapabilities: noCAS{}})
 	var capErr *engine.CheckpointOwnershipCapabilityError
 	require.ErrorAs(t, err, &capErr)
 	require.Equal(t, engine.CheckpointOwnershipCapabilityError{
@@ -57,11 +57,11 @@ func TestCASRequiredNeedsConditionalBatch(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []events.Type{events.RunApproved}, types(evs), "the run was not touched")
 
-	_, err = engine.New(s.db.Pool, s.nats.Conn(t), engine.Config{StoreCapabilities: noCAS{}}, nil)
+	_, err = engine.New(s.db.Pool, s.nats.Conn(t), engine.Config{StoreCapabilities: noCAS{}})
 	require.NoError(t, err, "single-owner (the default) needs no conditionalBatch")
-	_, err = engine.New(s.db.Pool, s.nats.Conn(t), engine.Config{CheckpointOwnership: engine.CASRequired}, nil)
+	_, err = engine.New(s.db.Pool, s.nats.Conn(t), engine.Config{CheckpointOwnership: engine.CASRequired})
 	require.NoError(t, err, "the Postgres event log has conditionalBatch")
-	_, err = engine.New(s.db.Pool, s.nats.Conn(t), engine.Config{CheckpointOwnership: "multi-owner"}, nil)
+	_, err = engine.New(s.db.Pool, s.nats.Conn(t), engine.Config{CheckpointOwnership: "multi-owner"})
 	require.ErrorContains(t, err, `"multi-owner"`)
 	require.NotErrorAs(t, err, &capErr)
 }
@@ -147,7 +147,8 @@ func requireCheckpointsMatchLog(t *testing.T, cps []auditedCheckpoint, evs []eve
 func (s *stack) startEngine(t *testing.T, cfg engine.Config) func() {
 	t.Helper()
 	cfg.TaskKeys = cmp.Or(cfg.TaskKeys, testTaskKeys)
-	eng, err := engine.New(s.db.Pool, s.nats.Conn(t), cfg, s.logger)
+	cfg.Logger = cmp.Or(cfg.Logger, s.logger)
+	eng, err := engine.New(s.db.Pool, s.nats.Conn(t), cfg)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -30,7 +30,7 @@ func (s *Service) startConsumers(ctx context.Context) ([]*lanes.Lanes, error) {
 	}
 	results, err := s.consume(ctx, streams.ResultsStream, ResultsConsumer, streams.ResultsSubjectPrefix+".*", s.resultRound)
 	if err != nil {
-		events.Stop()
+		_ = events.Stop(context.WithoutCancel(ctx)) // never cut short: its context does not end
 		return nil, err
 	}
 	return []*lanes.Lanes{events, results}, nil
@@ -56,10 +56,12 @@ func (s *Service) consume(ctx context.Context, stream, durable, filter string, t
 		return nil, fmt.Errorf("engine: consumer %s: %w", durable, err)
 	}
 	context.AfterFunc(ctx, func() { _ = keeper.Close() })
-	l, err := lanes.Start(ctx, keeper, s.cfg.Concurrency, s.cfg.MaxBatch, func(msgs []jetstream.Msg) {
+	l := lanes.New(keeper, s.cfg.Concurrency, s.cfg.MaxBatch, func(msgs []jetstream.Msg) {
 		s.handleBatch(ctx, msgs, toRound)
 	})
-	if err != nil {
+	// The lanes outlive ctx by their drain (the engine's run loop stops
+	// them once ctx ends): ending Start's context would be a hard stop.
+	if err := l.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("engine: %s: %w", durable, err)
 	}
 	return l, nil

@@ -137,7 +137,7 @@ func crashChild() error {
 	default:
 		return fmt.Errorf("unknown crash point %q", point)
 	}
-	eng, err := engine.New(pool, nc, cfg, nil)
+	eng, err := engine.New(pool, nc, cfg)
 	if err != nil {
 		return err
 	}

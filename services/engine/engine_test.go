@@ -77,7 +77,7 @@ func newStackOn(t *testing.T, b bus, cfg streams.Config) *stack {
 	s.log = eventlog.New(s.db.Pool)
 	require.NoError(t, streams.Ensure(t.Context(), s.js, cfg))
 
-	relay, err := outbox.NewRelay(s.db.Pool, b.JetStream(t), outbox.RelayConfig{PollInterval: 100 * time.Millisecond}, nil)
+	relay, err := outbox.NewRelay(s.db.Pool, b.JetStream(t), outbox.RelayConfig{PollInterval: 100 * time.Millisecond})
 	require.NoError(t, err)
 	require.NoError(t, relay.Start(context.Background()))
 	t.Cleanup(func() { require.NoError(t, relay.Stop(context.Background())) })
@@ -88,7 +88,8 @@ func newStackOn(t *testing.T, b bus, cfg streams.Config) *stack {
 func (s *stack) runEngine(t *testing.T, cfg engine.Config) {
 	t.Helper()
 	cfg.TaskKeys = cmp.Or(cfg.TaskKeys, testTaskKeys)
-	eng, err := engine.New(s.db.Pool, s.bus.Conn(t), cfg, s.logger)
+	cfg.Logger = cmp.Or(cfg.Logger, s.logger)
+	eng, err := engine.New(s.db.Pool, s.bus.Conn(t), cfg)
 	require.NoError(t, err)
 	runCtx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)

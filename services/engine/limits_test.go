@@ -40,6 +40,6 @@ func TestSweepTimingLimits(t *testing.T) {
 	require.Len(t, err.(interface{ Unwrap() []error }).Unwrap(), 2, "every field out of its limits is reported")
 
 	s := newStack(t)
-	_, err = engine.New(s.db.Pool, s.nats.Conn(t), engine.Config{SweepInterval: time.Nanosecond}, nil)
+	_, err = engine.New(s.db.Pool, s.nats.Conn(t), engine.Config{SweepInterval: time.Nanosecond})
 	require.ErrorAs(t, err, &le, "New validates")
 }

@@ -32,6 +32,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftrun/weft/internal/policy/admission"
+	"github.com/weftrun/weft/pkg/startstop"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/task"
 	"github.com/weftrun/weft/pkg/tracing"
@@ -117,6 +118,8 @@ type Config struct {
 	HeartbeatBucketBytes int64
 	// Round tunes the round runner.
 	Round round.Config
+	// Logger receives the engine's logs. Nil discards them.
+	Logger *slog.Logger
 	// TracerProvider traces the rounds the engine runs for bus messages:
 	// each is a span parented to the trace context in the message's
 	// headers, and the events and tasks it writes carry the span's context.
@@ -188,6 +191,9 @@ func (c Config) withDefaults() Config {
 	c.MaxResultBytes = cmp.Or(c.MaxResultBytes, DefaultMaxResultBytes)
 	c.HeartbeatMaxAge = cmp.Or(c.HeartbeatMaxAge, DefaultHeartbeatMaxAge)
 	c.HeartbeatBucketBytes = cmp.Or(c.HeartbeatBucketBytes, DefaultHeartbeatBucketBytes)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
 	c.Round.Admission = c.Admission
 	c.CheckpointOwnership = cmp.Or(c.CheckpointOwnership, SingleOwner)
 	c.Round.CheckpointSteps, c.Round.CheckpointBytes = c.CheckpointEverySteps, c.CheckpointEveryBytes
@@ -206,16 +212,17 @@ type Service struct {
 	logger *slog.Logger
 	tracer trace.Tracer // cfg.TracerProvider's, or a no-op one
 	forged forgedMetrics
-	// heartbeats is the heartbeat bucket, set by Run before the timer
+	// heartbeats is the heartbeat bucket, set by Start before the timer
 	// loop starts (heartbeats.go).
 	heartbeats jetstream.KeyValue
+	life       startstop.Base
 }
 
 // New returns the engine over pool and nc. The Weft streams must exist
-// (streams.Ensure); the engine creates its consumers. A nil logger
-// discards logs. A sweep timing outside its limits is a *LimitError
-// (Config.Validate).
-func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config, logger *slog.Logger) (*Service, error) {
+// (streams.Ensure); the engine creates its consumers. A nil Logger,
+// MeterProvider or TracerProvider in cfg discards what it would receive.
+// A sweep timing outside its limits is a *LimitError (Config.Validate).
+func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config) (*Service, error) {
 	if pool == nil || nc == nil {
 		return nil, errors.New("engine: New needs a Postgres pool and a NATS connection")
 	}
@@ -229,11 +236,8 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config, logger *slog.Logger) (*S
 	if err != nil {
 		return nil, fmt.Errorf("engine: jetstream: %w", err)
 	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	logger = logger.With("service", "engine")
 	cfg = cfg.withDefaults()
+	logger := cfg.Logger.With("service", "engine")
 	if err := checkOwnership(pool, cfg); err != nil {
 		return nil, err
 	}
@@ -260,33 +264,75 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config, logger *slog.Logger) (*S
 		tracer: tracing.Tracer(cfg.TracerProvider, tracerName)}, nil
 }
 
-// Run consumes events and results, fires timers and answers workers'
-// reconciliation lookups until ctx ends, then stops taking messages and
-// waits for the rounds in flight. It returns an error only when it cannot
-// start; a ctx that ends while it starts is a stop, not a failure.
+// Start starts the engine: it answers workers' reconciliation lookups,
+// creates the heartbeat bucket and its consumers, and then consumes events
+// and results, fires timers, sweeps stalled runs and starts queued ones in
+// the background until Stop is called or ctx ends. The end of ctx is a
+// hard stop: the lanes drop the messages they hold (JetStream redelivers
+// them); rounds in flight still run to their commit or AckWait. Start
+// returns startstop.ErrAlreadyStarted once it has succeeded.
+func (s *Service) Start(ctx context.Context) error {
+	return s.life.Start(ctx, s.start)
+}
+
+// start sets the engine up for Start and returns its run loop. soft plays
+// the part of the engine's context: it ends when a drain begins.
+func (s *Service) start(hard, soft context.Context) (func(), error) {
+	stopLookups, err := s.serveReconcile(soft)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.ensureHeartbeats(soft); err != nil {
+		stopLookups()
+		return nil, err
+	}
+	consumers, err := s.startConsumers(soft)
+	if err != nil {
+		stopLookups()
+		return nil, err
+	}
+	s.logger.InfoContext(soft, "engine running", "concurrency", s.cfg.Concurrency)
+	return func() {
+		defer stopLookups()
+		var wg sync.WaitGroup
+		wg.Go(func() { s.timerLoop(soft) })
+		wg.Go(func() { s.sweepLoop(soft) })
+		wg.Go(func() { s.runQueueLoop(soft) })
+		<-soft.Done()
+		for _, c := range consumers {
+			_ = c.Stop(hard) // drains until hard ends; cut short, the messages come back
+		}
+		wg.Wait()
+	}, nil
+}
+
+// Stop stops taking messages, lets the lanes handle the messages they
+// hold, and waits for the rounds in flight, the timer, sweep and run-queue
+// loops. When ctx ends first, the lanes drop the messages they still hold
+// and Stop returns an error wrapping startstop.ErrDrainCutShort once the
+// rounds in flight are done. Stop is idempotent, and a no-op on an engine
+// never started.
+func (s *Service) Stop(ctx context.Context) error {
+	if err := s.life.Stop(ctx); err != nil {
+		return fmt.Errorf("engine: stop: %w", err)
+	}
+	return nil
+}
+
+// Started returns a channel closed once Start has succeeded.
+func (s *Service) Started() <-chan struct{} { return s.life.Started() }
+
+// Stopped returns a channel closed once a started engine has stopped.
+func (s *Service) Stopped() <-chan struct{} { return s.life.Stopped() }
+
+// Run runs the engine until ctx ends (startstop.Run): Start, then, once
+// ctx ends, Stop with a drain that is not bounded, since each round is
+// (by AckWait). It returns an error only when it cannot start; a ctx that
+// ends while it starts is a stop, not a failure.
 func (s *Service) Run(ctx context.Context) error {
-	stopLookups, err := s.serveReconcile(ctx)
-	if err != nil {
+	if err := startstop.Run(ctx, s, 0); err != nil {
 		return startErr(ctx, err)
 	}
-	defer stopLookups()
-	if err := s.ensureHeartbeats(ctx); err != nil {
-		return startErr(ctx, err)
-	}
-	consumers, err := s.startConsumers(ctx)
-	if err != nil {
-		return startErr(ctx, err)
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() { s.timerLoop(ctx) })
-	wg.Go(func() { s.sweepLoop(ctx) })
-	wg.Go(func() { s.runQueueLoop(ctx) })
-	s.logger.InfoContext(ctx, "engine running", "concurrency", s.cfg.Concurrency)
-	<-ctx.Done()
-	for _, c := range consumers {
-		c.Stop()
-	}
-	wg.Wait()
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/internal/policy/keylimit"
+	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/services/projector"
@@ -208,6 +209,7 @@ func TestGatewayProxy(t *testing.T) {
 func TestNewValidatesConfig(t *testing.T) {
 	t.Parallel()
 	keys := testKeys(t)
+	pool, nc := weftest.NewDB(t).Pool, weftest.NewNATS(t).Conn(t)
 	for _, tc := range []struct {
 		cfg  projector.Config
 		want string // in the error; empty: valid
@@ -223,7 +225,7 @@ func TestNewValidatesConfig(t *testing.T) {
 		{projector.Config{Keys: keys, GatewayURL: "https://gateway.example:8443"}, ""},
 		{projector.Config{Keys: keys}, ""},
 	} {
-		p, err := projector.New(nil, nil, tc.cfg, nil, discard())
+		p, err := projector.New(pool, nc, tc.cfg)
 		if tc.want == "" {
 			require.NoError(t, err)
 			require.NotNil(t, p)
@@ -232,6 +234,15 @@ func TestNewValidatesConfig(t *testing.T) {
 		require.ErrorContains(t, err, tc.want, "%+v", tc.cfg)
 		require.Nil(t, p)
 	}
+}
+
+// New needs its dependencies; a nil Logger, MeterProvider or
+// TracerProvider is not one.
+func TestNewNeedsPoolAndConn(t *testing.T) {
+	t.Parallel()
+	cfg := projector.Config{Keys: testKeys(t)}
+	_, err := projector.New(nil, nil, cfg)
+	require.ErrorContains(t, err, "needs a Postgres pool and a NATS connection")
 }
 
 // alertsFor returns GET /v1/alerts for token.

@@ -121,7 +121,7 @@ func TestRebuildRecordsRunRequestIDs(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, s.listRequested(t, readerToken, "trigger=orders"))
 
-	r, err := projector.NewRebuilder(s.db.Pool, projector.Config{}, nil, discard())
+	r, err := projector.NewRebuilder(s.db.Pool, projector.Config{})
 	require.NoError(t, err)
 	st, err := r.Rebuild(t.Context())
 	require.NoError(t, err)

@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftrun/weft/internal/boot/httpserve"
@@ -94,6 +96,12 @@ type Config struct {
 	// HTTP holds the server's timeouts; WriteTimeout is raised to cover
 	// MaxWait.
 	HTTP httpserve.Limits
+	// Logger receives the projector's logs. Nil discards them.
+	Logger *slog.Logger
+	// MeterProvider receives the projector's metrics (lag, events
+	// applied, resyncs, rebuilds, the snapshot gauges) and its consumer's.
+	// Nil records nothing.
+	MeterProvider metric.MeterProvider
 	// TracerProvider traces the projection of each bus message: a span
 	// parented to the trace context in the message's headers, covering the
 	// batch transaction that applies it. Nil traces nothing.
@@ -135,6 +143,9 @@ func (c Config) withDefaults() Config {
 	c.HTTP.WriteTimeout = max(c.HTTP.WriteTimeout, c.MaxWait+10*time.Second)
 	if c.Authorizer == nil {
 		c.Authorizer = auth.RoleAuthorizer{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c
 }

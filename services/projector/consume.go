@@ -34,10 +34,12 @@ func (s *Service) consume(ctx context.Context) (*lanes.Lanes, error) {
 		return nil, fmt.Errorf("projector: consumer %s: %w", Consumer, err)
 	}
 	context.AfterFunc(ctx, func() { _ = keeper.Close() })
-	l, err := lanes.Start(ctx, keeper, s.cfg.Concurrency, s.cfg.MaxBatch, func(msgs []jetstream.Msg) {
+	l := lanes.New(keeper, s.cfg.Concurrency, s.cfg.MaxBatch, func(msgs []jetstream.Msg) {
 		s.handleBatch(ctx, msgs)
 	})
-	if err != nil {
+	// The lanes outlive ctx by their drain (Serve stops them once ctx
+	// ends): ending Start's context would be a hard stop.
+	if err := l.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("projector: %w", err)
 	}
 	return l, nil

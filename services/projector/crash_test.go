@@ -12,7 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/internal/policy/auth"
@@ -78,10 +77,6 @@ func crashChild() error {
 	if err != nil {
 		return err
 	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
 	keys, err := auth.NewKeys()
 	if err != nil {
 		return err
@@ -96,7 +91,7 @@ func crashChild() error {
 			}
 		},
 	}}
-	p, err := projector.New(pool, js, cfg, nil, discard())
+	p, err := projector.New(pool, nc, cfg)
 	if err != nil {
 		return err
 	}

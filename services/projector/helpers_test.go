@@ -83,7 +83,7 @@ func newStack(t *testing.T) *stack {
 // stopRelay.
 func (s *stack) startRelay(t *testing.T) {
 	t.Helper()
-	relay, err := outbox.NewRelay(s.db.Pool, s.js, outbox.RelayConfig{PollInterval: 50 * time.Millisecond}, nil)
+	relay, err := outbox.NewRelay(s.db.Pool, s.js, outbox.RelayConfig{PollInterval: 50 * time.Millisecond})
 	require.NoError(t, err)
 	require.NoError(t, relay.Start(context.Background()))
 	s.relay = relay
@@ -118,8 +118,9 @@ func (s *stack) serve(t *testing.T, cfg projector.Config) (stop func()) {
 // serveWith is serve with the projector's metrics going to mp.
 func (s *stack) serveWith(t *testing.T, cfg projector.Config, mp metric.MeterProvider) (stop func()) {
 	t.Helper()
-	logger := slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	p, err := projector.New(s.db.Pool, s.js, config(t, cfg), mp, logger)
+	cfg.MeterProvider = mp
+	cfg.Logger = slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	p, err := projector.New(s.db.Pool, s.nats.Conn(t), config(t, cfg))
 	require.NoError(t, err)
 	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -303,5 +304,3 @@ func requireSameSnapshot(t *testing.T, want, got events.RunSnapshot) {
 	require.NoError(t, err)
 	require.JSONEq(t, string(w), string(g))
 }
-
-func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -65,12 +65,12 @@ func receive[T any](t *testing.T, ch <-chan T, what string) T {
 func (s *stack) twoProjectors(t *testing.T) *listenProbe {
 	t.Helper()
 	s.serveWith(t, projector.Config{}, nil)
-	quiet := weftest.NewNATS(t).JetStream(t)
-	require.NoError(t, streams.Ensure(t.Context(), quiet, streams.Config{MaxBytes: 64 << 20}))
+	quiet := weftest.NewNATS(t)
+	require.NoError(t, streams.Ensure(t.Context(), quiet.JetStream(t), streams.Config{MaxBytes: 64 << 20}))
 	probe, knobs := newListenProbe(t)
-	p, err := projector.New(s.db.Pool, quiet, config(t, projector.Config{MaxWait: 10 * time.Minute,
-		WaitRecheck: time.Hour, ResyncLag: time.Hour, RetryDelay: 10 * time.Millisecond, TestingKnobs: knobs}),
-		nil, slog.New(slog.NewJSONHandler(s.logs, nil)))
+	p, err := projector.New(s.db.Pool, quiet.Conn(t), config(t, projector.Config{MaxWait: 10 * time.Minute,
+		WaitRecheck: time.Hour, ResyncLag: time.Hour, RetryDelay: 10 * time.Millisecond, TestingKnobs: knobs,
+		Logger: slog.New(slog.NewJSONHandler(s.logs, nil))}))
 	require.NoError(t, err)
 	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -1,8 +1,8 @@
 package projector
 
 import (
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 )
 
 // meterName is the instrumentation scope of the projector's metrics.
@@ -49,7 +49,7 @@ var lagBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 2,
 
 func newMetrics(mp metric.MeterProvider) (metrics, error) {
 	if mp == nil {
-		mp = otel.GetMeterProvider()
+		mp = noop.NewMeterProvider()
 	}
 	m := mp.Meter(meterName)
 	ms := metrics{meter: m}

@@ -2,15 +2,14 @@ package projector
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"go.opentelemetry.io/otel/metric"
 
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
@@ -246,15 +245,19 @@ func (s *Service) Rebuild(ctx context.Context) (RebuildStats, error) {
 }
 
 // NewRebuilder returns a Service for Rebuild alone: it needs only the
-// database, neither the bus nor API keys, and must not Serve. mp and
-// logger are as for New.
-func NewRebuilder(pool *pgxpool.Pool, cfg Config, mp metric.MeterProvider, logger *slog.Logger) (*Service, error) {
-	m, err := newMetrics(mp)
+// database, neither the bus nor API keys, and must not Serve. cfg's
+// Logger and MeterProvider are as for New.
+func NewRebuilder(pool *pgxpool.Pool, cfg Config) (*Service, error) {
+	if pool == nil {
+		return nil, errors.New("projector: NewRebuilder needs a Postgres pool")
+	}
+	cfg = cfg.withDefaults()
+	m, err := newMetrics(cfg.MeterProvider)
 	if err != nil {
 		return nil, fmt.Errorf("projector: metrics: %w", err)
 	}
-	return &Service{cfg: cfg.withDefaults(), pool: pool, log: eventlog.New(pool), metrics: m,
-		logger: logger.With("service", "projector"), origin: uuid.NewString()}, nil
+	return &Service{cfg: cfg, pool: pool, log: eventlog.New(pool), metrics: m,
+		logger: cfg.Logger.With("service", "projector"), origin: uuid.NewString()}, nil
 }
 
 // rebuildKey marks a context whose applyRuns call is a rebuild.

@@ -90,7 +90,7 @@ func TestRebuildOnDemand(t *testing.T) {
 	s := newStack(t)
 	finished, inFlight := wipeMix(t, s, 3)
 
-	r, err := projector.NewRebuilder(s.db.Pool, projector.Config{}, nil, discard())
+	r, err := projector.NewRebuilder(s.db.Pool, projector.Config{})
 	require.NoError(t, err)
 	st, err := r.Rebuild(t.Context())
 	require.NoError(t, err)

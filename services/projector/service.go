@@ -2,6 +2,7 @@ package projector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/metric"
 
@@ -45,14 +47,21 @@ type Service struct {
 }
 
 // New returns the projector over pool (snapshots, alerts and the event log)
-// and js (WEFT_EVENTS, which must exist: streams.Ensure). mp receives the
-// metrics; nil means the global MeterProvider.
-func New(pool *pgxpool.Pool, js jetstream.JetStream, cfg Config, mp metric.MeterProvider, logger *slog.Logger) (*Service, error) {
+// and nc (WEFT_EVENTS, which must exist: streams.Ensure). A nil Logger,
+// MeterProvider or TracerProvider in cfg discards what it would receive.
+func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config) (*Service, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	m, err := newMetrics(mp)
+	if pool == nil || nc == nil {
+		return nil, errors.New("projector: New needs a Postgres pool and a NATS connection")
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("projector: jetstream: %w", err)
+	}
+	m, err := newMetrics(cfg.MeterProvider)
 	if err != nil {
 		return nil, fmt.Errorf("projector: metrics: %w", err)
 	}
@@ -60,8 +69,8 @@ func New(pool *pgxpool.Pool, js jetstream.JetStream, cfg Config, mp metric.Meter
 	if err != nil {
 		return nil, fmt.Errorf("projector: KeyRate: %w", err)
 	}
-	return &Service{cfg: cfg, pool: pool, log: eventlog.New(pool), js: js, metrics: m, mp: mp,
-		logger: logger.With("service", "projector"), origin: uuid.NewString(), wakes: newWakeQueue(),
+	return &Service{cfg: cfg, pool: pool, log: eventlog.New(pool), js: js, metrics: m, mp: cfg.MeterProvider,
+		logger: cfg.Logger.With("service", "projector"), origin: uuid.NewString(), wakes: newWakeQueue(),
 		longPolls: keylimit.NewConcurrency(cfg.MaxLongPollsPerKey), rate: rate}, nil
 }
 
@@ -89,7 +98,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	if err != nil {
 		return err
 	}
-	defer l.Stop()
+	defer func() { _ = l.Stop(context.WithoutCancel(ctx)) }() // never cut short: its context does not end
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { s.resyncLoop(ctx) })

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"testing"
@@ -53,7 +52,7 @@ func setupOn(t *testing.T, db *weftest.DB, pool *pgxpool.Pool, cfg gateway.Confi
 	t.Helper()
 	nc := weftest.NewNATS(t).Conn(t)
 	cfg.Keys = testKeys(t)
-	svc, err := gateway.New(pool, nc, cfg, slog.New(slog.DiscardHandler))
+	svc, err := gateway.New(pool, nc, cfg)
 	require.NoError(t, err)
 	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -177,8 +176,7 @@ func TestKeyRateDefaultAndOff(t *testing.T) {
 
 func TestKeyRateRefusesBadConfig(t *testing.T) {
 	t.Parallel()
-	_, err := gateway.New(weftest.NewDB(t).Pool, nil, gateway.Config{Keys: testKeys(t), KeyRate: keylimit.Limit{Rate: 1, Burst: -1}},
-		slog.New(slog.DiscardHandler))
+	_, err := gateway.New(weftest.NewDB(t).Pool, nil, gateway.Config{Keys: testKeys(t), KeyRate: keylimit.Limit{Rate: 1, Burst: -1}})
 	require.ErrorIs(t, err, keylimit.ErrConfig)
 }
 

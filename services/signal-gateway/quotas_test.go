@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"sync"
 	"testing"
@@ -164,7 +163,7 @@ func TestTenantQuotaRefusesNegative(t *testing.T) {
 		{Triggers: gateway.TriggerConfig{MaxPerTenant: -1}},
 	} {
 		cfg.Keys = testKeys(t)
-		_, err := gateway.New(pool, nil, cfg, slog.New(slog.DiscardHandler))
+		_, err := gateway.New(pool, nil, cfg)
 		require.ErrorContains(t, err, "negative", "%+v", cfg)
 	}
 }

@@ -99,9 +99,9 @@ func TestIngressReplyPrefixesConfigured(t *testing.T) {
 		return v == 1
 	}, 10*time.Second, 10*time.Millisecond)
 
-	_, err = gateway.New(s.db.Pool, nil, gateway.Config{Keys: testKeys(t), ReplyPrefixes: []string{"weft.>"}}, nil)
+	_, err = gateway.New(s.db.Pool, nil, gateway.Config{Keys: testKeys(t), ReplyPrefixes: []string{"weft.>"}})
 	require.Error(t, err, "a wildcard is not a prefix")
-	_, err = gateway.New(s.db.Pool, nil, gateway.Config{Keys: testKeys(t), MaxErrorMessageBytes: 15}, nil)
+	_, err = gateway.New(s.db.Pool, nil, gateway.Config{Keys: testKeys(t), MaxErrorMessageBytes: 15})
 	require.Error(t, err, "an error cap below 16 bytes")
 }
 

@@ -113,6 +113,9 @@ type Config struct {
 	// RetentionInterval is how often expired acceptance and run-request
 	// records are removed.
 	RetentionInterval time.Duration
+	// Logger receives the gateway's logs, and Intake's unless it has its
+	// own. Nil discards them.
+	Logger *slog.Logger
 	// TracerProvider traces each request, REST, JSON-RPC or NATS, with a
 	// span continuing the caller's traceparent; what the request commits
 	// carries the span's context to the bus. Nil traces nothing but still
@@ -140,6 +143,9 @@ func (c Config) withDefaults() Config {
 	c.RetentionInterval = cmp.Or(c.RetentionInterval, DefaultRetentionInterval)
 	if c.Authorizer == nil {
 		c.Authorizer = auth.RoleAuthorizer{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.Schedules.Now == nil {
 		c.Schedules.Now = c.Intake.Now
@@ -182,8 +188,9 @@ type Service struct {
 }
 
 // New returns the gateway over pool and, for the NATS ingress, nc (nil
-// serves HTTP only).
-func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config, logger *slog.Logger) (*Service, error) {
+// serves HTTP only). A nil Logger, MeterProvider or TracerProvider in cfg
+// discards what it would receive.
+func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config) (*Service, error) {
 	cfg = cfg.withDefaults()
 	if cfg.Keys == nil {
 		return nil, errors.New("gateway: no API keys configured")
@@ -199,7 +206,7 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config, logger *slog.Logger) (*S
 	if err != nil {
 		return nil, fmt.Errorf("gateway: metrics: %w", err)
 	}
-	logger = logger.With("service", "signal-gateway")
+	logger := cfg.Logger.With("service", "signal-gateway")
 	icfg := cfg.Intake
 	icfg.Logger = cmp.Or(icfg.Logger, logger)
 	in, err := intake.New(pool, eventlog.New(pool), cfg.Authorizer, icfg, journal.WithMetrics(appended))

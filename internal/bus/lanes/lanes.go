@@ -20,25 +20,38 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/weftrun/weft/pkg/startstop"
 	"github.com/weftrun/weft/pkg/streams"
 )
 
-// Lanes is a running consumer and its lanes.
+// Lanes is a consumer and its lanes. Its lifecycle is pkg/startstop's:
+// Start, then Stop with a drain bounded by Stop's context. Its methods are
+// safe for concurrent use.
 type Lanes struct {
 	keeper   *streams.Keeper
+	n        int
+	maxBatch int
+	batch    func([]jetstream.Msg)
 	handle   jetstream.MessageHandler
 	lanes    []chan jetstream.Msg
 	wg       sync.WaitGroup
-	stopKeep context.CancelFunc
 	keepDone chan struct{}
+	life     startstop.Base
 
 	mu sync.Mutex
 	cc jetstream.ConsumeContext // nil while no Consume runs
 }
 
-// Start creates (or updates) keeper's consumer and consumes it into n
+// New returns lanes that, once started, consume keeper's consumer into n
 // lanes, each calling handle with batches of 1 to maxBatch messages of the
-// lanes' runs. handle settles the messages.
+// lanes' runs. handle settles the messages; the lanes never interrupt it,
+// so it must bound its own work.
+func New(keeper *streams.Keeper, n, maxBatch int, handle func([]jetstream.Msg)) *Lanes {
+	return &Lanes{keeper: keeper, n: n, maxBatch: maxBatch, batch: handle}
+}
+
+// Start creates (or updates) the keeper's consumer and consumes it into
+// the lanes.
 //
 // It keeps the consumer until Stop or ctx's end: the errors Consume
 // reports go to keeper.Suspect, and whenever the keeper finds the consumer
@@ -49,22 +62,24 @@ type Lanes struct {
 // A creation that fails in a way that may be transient does not fail
 // Start (streams.Keeper.Start): the lanes start with the consumer missing
 // and consume it once the keeper has created it. Start fails when the
-// server rejects the consumer's config for good.
-func Start(ctx context.Context, keeper *streams.Keeper, n, maxBatch int, handle func([]jetstream.Msg)) (*Lanes, error) {
-	cons, err := keeper.Start(ctx)
+// server rejects the consumer's config for good. The end of ctx is a hard
+// stop (see Stop); a caller that wants a drain starts the lanes with a
+// context that outlives its own and calls Stop.
+func (l *Lanes) Start(ctx context.Context) error {
+	return l.life.Start(ctx, l.start)
+}
+
+func (l *Lanes) start(hard, soft context.Context) (func(), error) {
+	cons, err := l.keeper.Start(hard)
 	if err != nil {
 		return nil, fmt.Errorf("lanes: %w", err)
 	}
-	l := &Lanes{keeper: keeper, lanes: make([]chan jetstream.Msg, n), keepDone: make(chan struct{})}
+	l.lanes, l.keepDone = make([]chan jetstream.Msg, l.n), make(chan struct{})
 	l.handle = func(m jetstream.Msg) { l.lane(m) <- m }
 	for i := range l.lanes {
-		lane := make(chan jetstream.Msg, maxBatch)
+		lane := make(chan jetstream.Msg, l.maxBatch)
 		l.lanes[i] = lane
-		l.wg.Go(func() {
-			for m := range lane {
-				handle(drain(m, lane, maxBatch))
-			}
-		})
+		l.wg.Go(func() { l.serve(hard, lane) })
 	}
 	if cons != nil {
 		if err := l.consume(cons); err != nil {
@@ -72,13 +87,29 @@ func Start(ctx context.Context, keeper *streams.Keeper, n, maxBatch int, handle 
 			return nil, err
 		}
 	}
-	keepCtx, stopKeep := context.WithCancel(ctx)
-	l.stopKeep = stopKeep
 	go func() {
 		defer close(l.keepDone)
-		keeper.Keep(keepCtx, l.replace)
+		l.keeper.Keep(soft, l.replace)
 	}()
-	return l, nil
+	return func() {
+		<-soft.Done()
+		<-l.keepDone
+		l.mu.Lock()
+		l.stopConsume()
+		l.mu.Unlock()
+		l.closeLanes()
+	}, nil
+}
+
+// serve hands the messages of lane to the handler, a batch at a time,
+// until the lane is closed. After a hard stop it takes the messages left
+// without handling them: JetStream redelivers them.
+func (l *Lanes) serve(hard context.Context, lane chan jetstream.Msg) {
+	for m := range lane {
+		if hard.Err() == nil {
+			l.batch(drain(m, lane, l.maxBatch))
+		}
+	}
 }
 
 // consume starts a Consume of cons into the lanes in place of the
@@ -122,17 +153,25 @@ func (l *Lanes) stopConsume() {
 	l.cc = nil
 }
 
-// Stop stops keeping the consumer and delivery, and waits for the batches
-// in flight. Messages fetched but not handled are not acked; JetStream
-// redelivers them.
-func (l *Lanes) Stop() {
-	l.stopKeep()
-	<-l.keepDone
-	l.mu.Lock()
-	l.stopConsume()
-	l.mu.Unlock()
-	l.closeLanes()
+// Stop stops keeping the consumer and delivery, hands the messages the
+// lanes already hold to the handler, and waits for the batches in flight.
+// When ctx ends first, the lanes stop taking the messages they hold (not
+// acked, JetStream redelivers them), wait for the batches in flight, and
+// Stop returns an error wrapping startstop.ErrDrainCutShort. Stop is
+// idempotent, and a no-op on lanes never started.
+func (l *Lanes) Stop(ctx context.Context) error {
+	if err := l.life.Stop(ctx); err != nil {
+		return fmt.Errorf("lanes: stop %s: %w", l.keeper.Name(), err)
+	}
+	return nil
 }
+
+// Started returns a channel closed once Start has succeeded.
+func (l *Lanes) Started() <-chan struct{} { return l.life.Started() }
+
+// Stopped returns a channel closed once started lanes have stopped, by
+// Stop or by the end of Start's ctx.
+func (l *Lanes) Stopped() <-chan struct{} { return l.life.Stopped() }
 
 // lane returns the channel of the lane that handles m's run.
 func (l *Lanes) lane(m jetstream.Msg) chan jetstream.Msg {

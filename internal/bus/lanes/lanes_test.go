@@ -1,6 +1,7 @@
 package lanes_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/weftrun/weft/internal/boot/health"
 	"github.com/weftrun/weft/internal/bus/lanes"
 	"github.com/weftrun/weft/internal/testkit/weftest"
+	"github.com/weftrun/weft/pkg/startstop"
 	"github.com/weftrun/weft/pkg/streams"
 )
 
@@ -98,7 +100,7 @@ func startAcking(t *testing.T, js jetstream.JetStream, durable string) (*streams
 	}, streams.KeeperConfig{Interval: time.Hour})
 	require.NoError(t, err)
 	got := make(chan string, 16)
-	l, err := lanes.Start(t.Context(), k, 2, 4, func(msgs []jetstream.Msg) {
+	l := lanes.New(k, 2, 4, func(msgs []jetstream.Msg) {
 		for _, m := range msgs {
 			got <- string(m.Data())
 			if err := m.Ack(); err != nil {
@@ -106,7 +108,27 @@ func startAcking(t *testing.T, js jetstream.JetStream, durable string) (*streams
 			}
 		}
 	})
-	require.NoError(t, err)
-	t.Cleanup(l.Stop)
+	require.NoError(t, l.Start(t.Context()))
+	t.Cleanup(func() { require.NoError(t, l.Stop(context.WithoutCancel(t.Context()))) })
 	return k, got
+}
+
+// Stop drains and is idempotent (a second Stop once closed the lanes
+// twice and panicked); stopped lanes do not start again.
+func TestLanesStopTwice(t *testing.T) {
+	t.Parallel()
+	js := weftest.NewNATS(t).JetStream(t)
+	require.NoError(t, streams.Ensure(t.Context(), js, streams.Config{MaxBytes: 16 << 20}))
+	k, err := streams.NewKeeper(js, streams.EventsStream, jetstream.ConsumerConfig{
+		Durable: "lanes-stop", FilterSubject: streams.EventsSubjectPrefix + ".*", AckPolicy: jetstream.AckExplicitPolicy,
+	}, streams.KeeperConfig{Interval: time.Hour})
+	require.NoError(t, err)
+	l := lanes.New(k, 2, 4, func([]jetstream.Msg) {})
+	require.NoError(t, l.Stop(t.Context()), "stopping lanes never started is a no-op")
+	require.NoError(t, l.Start(t.Context()))
+	<-l.Started()
+	require.NoError(t, l.Stop(t.Context()))
+	<-l.Stopped()
+	require.NoError(t, l.Stop(t.Context()))
+	require.ErrorIs(t, l.Start(t.Context()), startstop.ErrAlreadyStarted)
 }
