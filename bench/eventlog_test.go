@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/weftest"
 )
 
 // runsPerWriter is how many runs each writer spreads its appends over in

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftrun/weft/internal/store/journal"
-	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/pkg/plan"
+	"github.com/weftrun/weft/pkg/weftest"
 	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 

@@ -13,8 +13,8 @@ import (
 
 	"github.com/weftrun/weft/internal/policy/auth"
 	"github.com/weftrun/weft/internal/policy/keylimit"
-	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/weftest"
 	gateway "github.com/weftrun/weft/services/signal-gateway"
 )
 

@@ -6,11 +6,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/weftrun/weft/internal/store/journal"
-	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
+	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/pkg/plan"
+	"github.com/weftrun/weft/pkg/weftest"
 	"github.com/weftrun/weft/services/projector"
 	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )

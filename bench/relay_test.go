@@ -8,13 +8,13 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/weftrun/weft/internal/store/journal"
-	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/pkg/outbox"
 	"github.com/weftrun/weft/pkg/streams"
+	"github.com/weftrun/weft/pkg/weftest"
 )
 
 // relayWriters is the number of concurrent writers feeding the relay, the

@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/testkit/weftest"
+	"github.com/weftrun/weft/pkg/weftest"
 )
 
 // Every table, sequence and function the migrations create is named in

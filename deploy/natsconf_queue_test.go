@@ -11,8 +11,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/streams"
+	"github.com/weftrun/weft/pkg/weftest"
 )
 
 // queueWorkerConf returns nats.conf with a worker user for queue added, made

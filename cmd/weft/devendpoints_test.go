@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/cmd/weft/internal/devfile"
-	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/weftest"
 )
 
 // `weft dev` writes what it started to endpoints.json in its data folder

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/weftrun/weft/internal/store/schema"
+	"github.com/weftrun/weft/pkg/schema"
 	"github.com/weftrun/weft/pkg/streams"
 )
 

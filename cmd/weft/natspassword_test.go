@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/boot/natsboot"
-	"github.com/weftrun/weft/internal/testkit/weftest"
+	"github.com/weftrun/weft/pkg/natsboot"
+	"github.com/weftrun/weft/pkg/weftest"
 )
 
 // natsPassword has characters a URL must escape.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/task"
+	"github.com/weftrun/weft/pkg/weftest"
 )
 
 // `weft engine` refuses to start without a task key, naming the flag and

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/testkit/goldentest"
 	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/weftest/goldentest"
 )
 
 // The gateway stores SkippedFires in schedules.recent_skips and a

@@ -35,7 +35,7 @@ const GenericPlansSQL = "set local plan_cache_mode = force_generic_plan"
 // EventsAppendManyBatch queues on b the append of every part, in order,
 // one weft_event_append per event (docs/event-log.md, "Appending"), for a
 // caller that sends them in one round trip with other statements of its
-// transaction; internal/store/journal's Write is that caller. Parts may
+// transaction; pkg/journal's Write is that caller. Parts may
 // be of different runs, or several of one run (each part's ExpectedHead
 // then counts the parts before it). A non-nil ExpectedHead is compared
 // with the run's head before the part's first event; the head lock is

@@ -1,7 +1,7 @@
 // Package eventlog is Weft's event log in Postgres: the authoritative,
 // append-only history of every run (state-store contract, execution
 // semantics §1). Schema and SQL functions live in
-// internal/store/schema/migrations/0001_event_log.sql; docs/event-log.md explains
+// pkg/schema/migrations/0001_event_log.sql; docs/event-log.md explains
 // the design.
 //
 // The log promises, for every run:
@@ -19,7 +19,7 @@
 // Appends are queued on the caller's pgx.Batch (EventsAppendManyBatch,
 // EventsAppendNewBatch), so events commit with whatever else the caller
 // writes in its transaction; every writer of events appends through one
-// unit of work, internal/store/journal's Write, which commits the events'
+// unit of work, pkg/journal's Write, which commits the events'
 // bus copies to the outbox with them. Other writes have a …Tx form that
 // joins the caller's transaction. Writes expect
 // READ COMMITTED; under REPEATABLE READ or SERIALIZABLE, concurrent appends to

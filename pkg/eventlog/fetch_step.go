@@ -18,7 +18,7 @@ import (
 // reads them all on the server, though it returns only the step's few.
 // An index on (run_id, step_id, run_seq) would make it cost the step's
 // events, at the price of one more index write on every append; the
-// schema has none today (internal/store/schema).
+// schema has none today (pkg/schema).
 const fetchStepSQL = `SELECT ` + eventColumns + `
 FROM run_events
 WHERE run_id = $1 AND (step_id = $2 OR event_type IN ('RunApproved', 'RunCancelled'))

@@ -98,7 +98,7 @@ func WithMaxEventDataBytes(n int) Option {
 }
 
 // New returns a Store over pool, whose database has the Weft schema
-// (internal/store/schema).
+// (pkg/schema).
 func New(pool *pgxpool.Pool, opts ...Option) *Store {
 	s := &Store{pool: pool, maxEventData: DefaultMaxEventDataBytes}
 	for _, o := range opts {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/testkit/goldentest"
+	"github.com/weftrun/weft/pkg/weftest/goldentest"
 )
 
 // The golden files in testdata/persisted hold every record this package

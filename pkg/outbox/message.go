@@ -144,7 +144,7 @@ SELECT weft_outbox_wake(array_agg(DISTINCT partition)) FROM ins`
 // traceparent header is stored with the W3C trace context of ctx (the
 // caller's map is not modified), so the trace survives the round trip
 // through Postgres. Weft's writers enqueue through
-// internal/store/journal's Write, which commits the messages with the
+// pkg/journal's Write, which commits the messages with the
 // events they carry.
 func EnqueueBatch(ctx context.Context, b *pgx.Batch, msgs ...Message) error {
 	if len(msgs) == 0 {

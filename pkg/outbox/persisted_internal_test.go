@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/testkit/goldentest"
+	"github.com/weftrun/weft/pkg/weftest/goldentest"
 )
 
 // outbox.headers as EnqueueBatch writes it (a JSON object of header name to

@@ -10,10 +10,10 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/outbox"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/tracing"
+	"github.com/weftrun/weft/pkg/weftest"
 )
 
 const (

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/testkit/goldentest"
+	"github.com/weftrun/weft/pkg/weftest/goldentest"
 )
 
 func TestTimeoutsMakeVersion2(t *testing.T) {

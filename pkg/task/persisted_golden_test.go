@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftrun/weft/internal/testkit/goldentest"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/pkg/task"
+	"github.com/weftrun/weft/pkg/weftest/goldentest"
 )
 
 // The golden files in testdata/persisted hold the Task, Result and Cancel

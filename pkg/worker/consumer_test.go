@@ -2,25 +2,25 @@ package worker_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"testing"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/boot/health"
-	"github.com/weftrun/weft/internal/boot/metrics"
-	"github.com/weftrun/weft/internal/boot/metrics/metricstest"
+	"github.com/weftrun/weft/pkg/metrics"
+	"github.com/weftrun/weft/pkg/metrics/metricstest"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/task"
 	"github.com/weftrun/weft/pkg/worker"
 )
 
 // keptWorker is a running echo worker of the default queue whose metrics
-// h serves, with the readiness check of its consumer.
+// h serves.
 type keptWorker struct {
 	*bundle
-	h      http.Handler
-	probes *health.Probes
+	h http.Handler
 }
 
 func startKeptWorker(t *testing.T) *keptWorker {
@@ -31,9 +31,19 @@ func startKeptWorker(t *testing.T) *keptWorker {
 	b.startWorker(t, nil, worker.Config{MeterProvider: mp}, func(w *worker.Worker) {
 		require.NoError(t, w.Register("echo", echo))
 	})
-	probes, err := health.New(0, health.Consumer(b.js, streams.TasksStream, "tasks-default"))
+	return &keptWorker{bundle: b, h: h}
+}
+
+// consumerExists reports whether the queue's durable consumer exists, as
+// the service's readiness check of it asks.
+func (k *keptWorker) consumerExists(t *testing.T) bool {
+	t.Helper()
+	_, err := k.js.Consumer(t.Context(), streams.TasksStream, "tasks-default")
+	if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+		return false
+	}
 	require.NoError(t, err)
-	return &keptWorker{bundle: b, h: h, probes: probes}
+	return true
 }
 
 // taskCompletes publishes a task and waits for its completed result.
@@ -56,7 +66,7 @@ func TestTaskConsumerDeletedUnderAWorkerIsCreatedAgain(t *testing.T) {
 	k.taskCompletes(t)
 	scrape := metricstest.Get(t, k.h)
 	require.Equal(t, int64(1), scrape.Count(t, "weft_consumer_recreations_total", map[string]string{"consumer": "tasks-default"}))
-	require.True(t, k.probes.Check(t.Context()).Ready())
+	require.True(t, k.consumerExists(t))
 }
 
 // WEFT_TASKS deleted and created again (`weft migrate`) under a running
@@ -68,7 +78,7 @@ func TestWorkerSurvivesTheTasksStreamRecreated(t *testing.T) {
 	k.taskCompletes(t)
 
 	require.NoError(t, k.js.DeleteStream(t.Context(), streams.TasksStream))
-	require.Equal(t, []string{"consumer tasks-default"}, k.probes.Check(t.Context()).Failing)
+	require.False(t, k.consumerExists(t))
 	metricstest.WaitFor(t, k.h, waitFor, func(s metricstest.Scrape) bool {
 		v, ok := s.Sum("weft_consumer_missing", map[string]string{"consumer": "tasks-default"})
 		return ok && v == 1
@@ -76,7 +86,7 @@ func TestWorkerSurvivesTheTasksStreamRecreated(t *testing.T) {
 
 	require.NoError(t, streams.Ensure(context.Background(), k.js, streams.Config{MaxBytes: 64 << 20}))
 	k.taskCompletes(t)
-	require.True(t, k.probes.Check(t.Context()).Ready())
+	require.True(t, k.consumerExists(t))
 }
 
 // A worker started while its task consumer cannot be created (WEFT_TASKS
@@ -91,17 +101,15 @@ func TestWorkerStartsWhileItsConsumerCannotBeCreated(t *testing.T) {
 	b.startWorker(t, nil, worker.Config{MeterProvider: mp}, func(w *worker.Worker) {
 		require.NoError(t, w.Register("echo", echo))
 	})
-	probes, err := health.New(0, health.Consumer(b.js, streams.TasksStream, "tasks-default"))
-	require.NoError(t, err)
-	k := &keptWorker{bundle: b, h: h, probes: probes}
-	require.Equal(t, []string{"consumer tasks-default"}, k.probes.Check(t.Context()).Failing)
+	k := &keptWorker{bundle: b, h: h}
+	require.False(t, k.consumerExists(t))
 	scrape := metricstest.Get(t, h)
 	require.Equal(t, int64(1), scrape.Count(t, "weft_consumer_missing", map[string]string{"consumer": "tasks-default"}))
 	require.Contains(t, b.logs.String(), "creating the consumer at start failed")
 
 	require.NoError(t, streams.Ensure(t.Context(), b.js, streams.Config{MaxBytes: 64 << 20}))
 	k.taskCompletes(t)
-	require.True(t, k.probes.Check(t.Context()).Ready())
+	require.True(t, k.consumerExists(t))
 }
 
 // A worker still waiting for its consumer stops at once.

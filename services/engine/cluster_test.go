@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/streams"
+	"github.com/weftrun/weft/pkg/weftest"
 	"github.com/weftrun/weft/services/engine"
 )
 

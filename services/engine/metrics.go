@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/weftrun/weft/internal/store/journal"
+	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/services/engine/internal/round"
 )
 

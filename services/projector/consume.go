@@ -12,8 +12,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/weftrun/weft/internal/bus/lanes"
-	"github.com/weftrun/weft/internal/store/pipetx"
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/pipetx"
 	"github.com/weftrun/weft/pkg/streams"
 )
 
@@ -90,7 +90,7 @@ func (s *Service) handleBatch(ctx context.Context, msgs []jetstream.Msg) {
 
 // applyRuns projects each run's events (nil for a resync with no new
 // event) and stores the changed snapshots, their watermarks and their gap
-// alerts in one transaction of two round trips (internal/store/pipetx): BEGIN
+// alerts in one transaction of two round trips (pkg/pipetx): BEGIN
 // with the creation and locking of the runs' rows, then the writes with
 // COMMIT. A resync that reads the log adds its reads. After the commit it
 // tells the other projectors which runs changed (notifyChanged), reports

@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/testkit/weftest"
+	"github.com/weftrun/weft/pkg/weftest"
 )
 
 // The runs list is spelt so that an index serves it newest first: the

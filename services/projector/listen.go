@@ -12,7 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/weftrun/weft/internal/store/pipetx"
+	"github.com/weftrun/weft/pkg/pipetx"
 )
 
 // Cross-process wakeups. The runs that committed batches changed are sent

@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/testkit/goldentest"
 	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/weftest/goldentest"
 )
 
 // run_snapshots.plan_steps as the projector writes it from a run's plan

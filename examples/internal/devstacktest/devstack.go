@@ -3,7 +3,7 @@
 // as a process on a fresh test database with free ports and its own data
 // folder, and runs weft commands that find the stack through that folder's
 // endpoints.json (docs/cli.md, "Finding the dev stack"). Nothing is
-// mocked: Postgres comes from internal/testkit/weftest, NATS is the stack's
+// mocked: Postgres comes from pkg/weftest, NATS is the stack's
 // embedded JetStream.
 package devstacktest
 
@@ -23,7 +23,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/testkit/weftest"
+	"github.com/weftrun/weft/pkg/weftest"
 )
 
 // Step bounds each wait of a test: the build, the stack coming up, one

@@ -10,9 +10,9 @@ import (
 
 	"github.com/weftrun/weft/internal/boot/health"
 	"github.com/weftrun/weft/internal/bus/lanes"
-	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/startstop"
 	"github.com/weftrun/weft/pkg/streams"
+	"github.com/weftrun/weft/pkg/weftest"
 )
 
 func TestMain(m *testing.M) { weftest.Main(m) }

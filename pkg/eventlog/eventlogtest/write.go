@@ -3,9 +3,9 @@ package eventlogtest
 import (
 	"context"
 
-	"github.com/weftrun/weft/internal/store/journal"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/journal"
 )
 
 // Append appends evs, all of one run, with a compare-and-swap on the

@@ -15,10 +15,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weftrun/weft/internal/policy/admission"
-	"github.com/weftrun/weft/internal/store/journal"
-	"github.com/weftrun/weft/internal/store/pipetx"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/journal"
+	"github.com/weftrun/weft/pkg/pipetx"
 	"github.com/weftrun/weft/pkg/plan"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/cmd/weft/internal/devfile"
-	"github.com/weftrun/weft/internal/testkit/weftest"
+	"github.com/weftrun/weft/pkg/weftest"
 )
 
 func TestMain(m *testing.M) { weftest.Main(m) }

@@ -8,10 +8,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/testkit/goldentest"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/pkg/task"
+	"github.com/weftrun/weft/pkg/weftest/goldentest"
 )
 
 // timed returns activity step id with a schedule-to-start and a heartbeat

@@ -3,7 +3,7 @@ package round_test
 import (
 	"testing"
 
-	"github.com/weftrun/weft/internal/testkit/weftest"
+	"github.com/weftrun/weft/pkg/weftest"
 )
 
 func TestMain(m *testing.M) { weftest.Main(m) }

@@ -12,9 +12,9 @@ import (
 
 	"github.com/weftrun/weft/internal/policy/admission"
 	"github.com/weftrun/weft/internal/policy/auth"
-	"github.com/weftrun/weft/internal/store/pipetx"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/pipetx"
 	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 

@@ -10,9 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/weftrun/weft/internal/store/journal"
-	"github.com/weftrun/weft/internal/store/pipetx"
 	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/journal"
+	"github.com/weftrun/weft/pkg/pipetx"
 )
 
 // genericPlans makes the rest of a transaction run its prepared

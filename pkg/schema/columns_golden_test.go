@@ -8,8 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/testkit/goldentest"
-	"github.com/weftrun/weft/internal/testkit/weftest"
+	"github.com/weftrun/weft/pkg/weftest"
+	"github.com/weftrun/weft/pkg/weftest/goldentest"
 )
 
 func TestMain(m *testing.M) { weftest.Main(m) }

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/boot/pgboot"
+	"github.com/weftrun/weft/pkg/pgboot"
 )
 
 // promoteWait bounds how long a write may keep failing after the primary

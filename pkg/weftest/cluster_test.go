@@ -10,8 +10,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/testkit/weftest"
 	"github.com/weftrun/weft/pkg/streams"
+	"github.com/weftrun/weft/pkg/weftest"
 )
 
 // clusterStreams are Weft's streams at R3, small enough that three nodes

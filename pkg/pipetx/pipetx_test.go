@@ -8,8 +8,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/weftrun/weft/internal/store/pipetx"
-	"github.com/weftrun/weft/internal/testkit/weftest"
+	"github.com/weftrun/weft/pkg/pipetx"
+	"github.com/weftrun/weft/pkg/weftest"
 )
 
 func TestMain(m *testing.M) { weftest.Main(m) }

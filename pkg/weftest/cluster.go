@@ -17,7 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/weftrun/weft/internal/boot/natsboot"
+	"github.com/weftrun/weft/pkg/natsboot"
 )
 
 // NATSCluster is a JetStream cluster of nats-servers on loopback that

@@ -1,11 +1,14 @@
-// Package weftest is Weft's test harness: a fresh, migrated Postgres database
-// per test and an embedded NATS JetStream server per test. Nothing here is a
-// mock: tests talk to a real Postgres and a real nats-server.
+// Package weftest is Weft's test harness, for Weft's own tests and for
+// tests of code built on Weft: a fresh, migrated Postgres database per test
+// and an embedded NATS JetStream server (or a cluster of them) per test.
+// Nothing here is a mock: tests talk to a real Postgres and a real
+// nats-server. It is public so that pkg/ tests, like pkg/ itself, import
+// nothing internal: pkg/ could become a module of its own.
 //
 // Postgres comes from WEFT_TEST_DATABASE_URL, else the local server at
 // 127.0.0.1:5432. When WEFT_TEST_DATABASE_URL is unset and no local server
 // answers, the harness starts a private instance from the installed
-// PostgreSQL binaries (see internal/boot/pgboot) and stops it when the package's
+// PostgreSQL binaries (see pkg/pgboot) and stops it when the package's
 // tests end. When neither is possible, the test fails and says what to
 // install: it never skips.
 //
@@ -26,7 +29,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
-	"github.com/weftrun/weft/internal/boot/pgboot"
+	"github.com/weftrun/weft/pkg/pgboot"
 )
 
 // DefaultDatabaseURL is used when WEFT_TEST_DATABASE_URL is unset.

@@ -5,8 +5,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/store/schema"
-	"github.com/weftrun/weft/internal/testkit/weftest"
+	"github.com/weftrun/weft/pkg/schema"
+	"github.com/weftrun/weft/pkg/weftest"
 )
 
 // A database a newer Weft migrated is refused, with what to do, and

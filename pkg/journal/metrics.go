@@ -11,7 +11,7 @@ import (
 )
 
 // meterName is the instrumentation scope of the journal's metrics.
-const meterName = "github.com/weftrun/weft/internal/store/journal"
+const meterName = "github.com/weftrun/weft/pkg/journal"
 
 // Metrics counts the events journals append:
 //

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/weftrun/weft/internal/store/schema"
+	"github.com/weftrun/weft/pkg/schema"
 )
 
 // templateLock is the advisory lock key under which one process, of all
