@@ -18,6 +18,7 @@ import (
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/pkg/outbox"
+	"github.com/weftrun/weft/pkg/outbox/outboxtest"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/weftest"
@@ -45,10 +46,7 @@ func startProjectorRun(t *testing.T, planJSON string, input json.RawMessage) *pr
 	db, nc := weftest.NewDB(t), weftest.NewNATS(t)
 	js := nc.JetStream(t)
 	require.NoError(t, streams.Ensure(t.Context(), js, streams.Config{MaxBytes: 64 << 20}))
-	relay, err := outbox.NewRelay(db.Pool, js, outbox.RelayConfig{PollInterval: 20 * time.Millisecond})
-	require.NoError(t, err)
-	require.NoError(t, relay.Start(context.Background()))
-	t.Cleanup(func() { require.NoError(t, relay.Stop(context.Background())) })
+	outboxtest.StartRelay(t, db.Pool, js, outbox.RelayConfig{PollInterval: 20 * time.Millisecond})
 
 	keys, err := auth.NewKeys(auth.Key{Name: "reader", TenantID: "default", Role: auth.RoleViewer, Hash: auth.HashKey(testToken)})
 	require.NoError(t, err)

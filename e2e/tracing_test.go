@@ -21,6 +21,7 @@ import (
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/outbox"
+	"github.com/weftrun/weft/pkg/outbox/outboxtest"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/weftest"
 	activityworker "github.com/weftrun/weft/services/activity-worker"
@@ -199,10 +200,7 @@ func startStack(t *testing.T, tp trace.TracerProvider) (string, *nats.Conn) {
 	js := srv.JetStream(t)
 	require.NoError(t, streams.Ensure(t.Context(), js, streams.Config{MaxBytes: 64 << 20}))
 
-	relay, err := outbox.NewRelay(db.Pool, js, outbox.RelayConfig{TracerProvider: tp})
-	require.NoError(t, err)
-	require.NoError(t, relay.Start(context.Background()))
-	t.Cleanup(func() { require.NoError(t, relay.Stop(context.Background())) })
+	outboxtest.StartRelay(t, db.Pool, js, outbox.RelayConfig{TracerProvider: tp})
 
 	eng, err := engine.New(db.Pool, srv.Conn(t), engine.Config{TracerProvider: tp})
 	require.NoError(t, err)

@@ -19,6 +19,7 @@ import (
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/pkg/outbox"
+	"github.com/weftrun/weft/pkg/outbox/outboxtest"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/task"
@@ -77,10 +78,7 @@ func newStackOn(t *testing.T, b bus, cfg streams.Config) *stack {
 	s.log = eventlog.New(s.db.Pool)
 	require.NoError(t, streams.Ensure(t.Context(), s.js, cfg))
 
-	relay, err := outbox.NewRelay(s.db.Pool, b.JetStream(t), outbox.RelayConfig{PollInterval: 100 * time.Millisecond})
-	require.NoError(t, err)
-	require.NoError(t, relay.Start(context.Background()))
-	t.Cleanup(func() { require.NoError(t, relay.Stop(context.Background())) })
+	outboxtest.StartRelay(t, s.db.Pool, b.JetStream(t), outbox.RelayConfig{PollInterval: 100 * time.Millisecond})
 	return s
 }
 

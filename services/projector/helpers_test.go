@@ -21,6 +21,7 @@ import (
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/pkg/outbox"
+	"github.com/weftrun/weft/pkg/outbox/outboxtest"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/weftest"
@@ -83,11 +84,7 @@ func newStack(t *testing.T) *stack {
 // stopRelay.
 func (s *stack) startRelay(t *testing.T) {
 	t.Helper()
-	relay, err := outbox.NewRelay(s.db.Pool, s.js, outbox.RelayConfig{PollInterval: 50 * time.Millisecond})
-	require.NoError(t, err)
-	require.NoError(t, relay.Start(context.Background()))
-	s.relay = relay
-	t.Cleanup(func() { s.stopRelay(t) })
+	s.relay = outboxtest.StartRelay(t, s.db.Pool, s.js, outbox.RelayConfig{PollInterval: 50 * time.Millisecond})
 }
 
 func (s *stack) stopRelay(t *testing.T) {
