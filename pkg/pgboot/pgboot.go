@@ -112,15 +112,21 @@ func Start(ctx context.Context, cfg Config) (*Instance, error) {
 		}
 	}
 	inst.logFile = filepath.Join(inst.dataDir, "server.log")
-	if err := inst.initdb(ctx); err != nil {
-		inst.cleanup()
+	return inst.boot(ctx, inst.initdb)
+}
+
+// boot makes the cluster with create, when needed, and starts the server;
+// on a failure it removes a temporary folder and returns the error.
+func (i *Instance) boot(ctx context.Context, create func(context.Context) error) (*Instance, error) {
+	if err := create(ctx); err != nil {
+		i.cleanup()
 		return nil, err
 	}
-	if err := inst.start(ctx); err != nil {
-		inst.cleanup()
+	if err := i.start(ctx); err != nil {
+		i.cleanup()
 		return nil, err
 	}
-	return inst, nil
+	return i, nil
 }
 
 // Stop shuts the server down (fast mode) and removes a temporary data

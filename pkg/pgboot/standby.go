@@ -27,21 +27,13 @@ func StartStandby(ctx context.Context, primary *Instance) (*Instance, error) {
 		inst.cleanup()
 		return nil, err
 	}
-	if err := inst.ensureOwner(); err != nil {
-		inst.cleanup()
-		return nil, err
-	}
-	err = inst.run(ctx, "pg_basebackup", "-D", inst.pgData(), "-h", "127.0.0.1",
-		"-p", fmt.Sprint(primary.port), "-U", "postgres", "-X", "stream", "-R", "--no-sync")
-	if err != nil {
-		inst.cleanup()
-		return nil, err
-	}
-	if err := inst.start(ctx); err != nil {
-		inst.cleanup()
-		return nil, err
-	}
-	return inst, nil
+	return inst.boot(ctx, func(ctx context.Context) error {
+		if err := inst.ensureOwner(); err != nil {
+			return err
+		}
+		return inst.run(ctx, "pg_basebackup", "-D", inst.pgData(), "-h", "127.0.0.1",
+			"-p", fmt.Sprint(primary.port), "-U", "postgres", "-X", "stream", "-R", "--no-sync")
+	})
 }
 
 // Promote makes a standby the primary (pg_ctl promote) and returns once it
