@@ -81,7 +81,7 @@ func (in *injector) run(ctx context.Context, until time.Time) {
 	if len(in.kinds) == 0 {
 		return
 	}
-	for time.Now().Before(until) && ctx.Err() == nil {
+	for time.Now().Before(until) && ctx.Err() == nil && len(in.kinds) > 0 {
 		pause(ctx, in.rng, 3000, 12000)
 		if !time.Now().Before(until) || ctx.Err() != nil {
 			return
@@ -133,6 +133,9 @@ func (in *injector) inject(ctx context.Context, kind string) (string, string, er
 			return target, progressRuns, err
 		}
 		return target, progressRuns, in.killRestart(ctx, n.proc)
+	case kind == pgFailoverKind: // one standby: at most once
+		in.kinds = slices.DeleteFunc(slices.Clone(in.kinds), func(k string) bool { return k == pgFailoverKind })
+		return "postgres primary", progressRuns, in.top.pg.failover(ctx)
 	case kind == "db":
 		n, err := in.cutDB(ctx)
 		return fmt.Sprintf("%d backends", n), progressRuns, err

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,11 +50,16 @@ type Config struct {
 	// cluster with every stream at that many replicas, whose "nats" fault
 	// kills the WEFT_EVENTS leader, the meta leader and a follower in turn.
 	NATSNodes int
+	// PGFailover runs a private Postgres primary with a synchronous
+	// standby, reached through a multi-host URL, in place of AdminURL's
+	// server, and adds the fault pg-failover (at most once: SIGKILL of the
+	// primary, promotion of the standby).
+	PGFailover bool
 }
 
 // ConfigFromEnv reads SOAK_SEED, SOAK_DURATION, SOAK_FAULTS, SOAK_RATE,
-// SOAK_QUIESCE, SOAK_RECOVERY_BOUND, SOAK_OUT, SOAK_KEEP, SOAK_NATS_NODES
-// and WEFT_TEST_DATABASE_URL.
+// SOAK_QUIESCE, SOAK_RECOVERY_BOUND, SOAK_OUT, SOAK_KEEP, SOAK_NATS_NODES,
+// SOAK_PG_FAILOVER and WEFT_TEST_DATABASE_URL.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	var c Config
 	var err error
@@ -84,6 +90,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	c.Out, c.Keep, c.AdminURL = getenv("SOAK_OUT"), getenv("SOAK_KEEP") != "", getenv("WEFT_TEST_DATABASE_URL")
+	c.PGFailover = getenv("SOAK_PG_FAILOVER") != ""
 	return c, nil
 }
 
@@ -138,6 +145,14 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (*Summary, error)
 	sum := &Summary{Seed: cfg.Seed, Duration: cfg.Duration.String(), Faults: cfg.Faults, WorkDir: dir, NATSNodes: cfg.NATSNodes}
 	defer func() { cleanup(context.WithoutCancel(ctx), top, cfg, sum, logger) }()
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0)) //nolint:gosec // a seeded soak
+	if cfg.PGFailover {
+		logger.InfoContext(ctx, "soak: starting a Postgres primary and its synchronous standby")
+		if top.pg, cfg.AdminURL, err = startPGPair(ctx); err != nil {
+			return sum, err
+		}
+		cfg.Faults = append(slices.Clone(cfg.Faults), pgFailoverKind)
+		sum.Faults = cfg.Faults
+	}
 	if err := setUp(ctx, top, cfg, rng, logger); err != nil {
 		return sum, err
 	}
@@ -214,6 +229,7 @@ func cleanup(ctx context.Context, top *topology, cfg Config, sum *Summary, logge
 			logger.ErrorContext(ctx, "soak: drop database", "err", err)
 		}
 	}
+	top.pg.stop(ctx) // its servers are processes too: ended, whatever Keep says
 	if cfg.Keep || sum.Failed() || sum.Checks == nil {
 		logger.InfoContext(ctx, "soak: work folder kept", "dir", top.dir)
 		return

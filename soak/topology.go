@@ -44,6 +44,7 @@ type topology struct {
 	adminURL *url.URL
 	admin    *pgxpool.Pool     // the soak's database, as a superuser
 	nats     []*natsNode       // one server, or a cluster's nodes
+	pg       *pgPair           // a private primary and standby (SOAK_PG_FAILOVER), or nil
 	gateways []string          // base URLs of the gateways' APIs
 	readURL  string            // the projector's read API
 	ops      map[string]string // ops base URL per proc name
