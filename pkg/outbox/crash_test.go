@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
@@ -21,7 +22,7 @@ import (
 const (
 	childDBEnv    = "WEFT_OUTBOX_CHILD_DB"
 	childNATSEnv  = "WEFT_OUTBOX_CHILD_NATS"
-	childCrashEnv = "WEFT_OUTBOX_CHILD_CRASH" // "before-publish" or "after-publish"
+	childCrashEnv = "WEFT_OUTBOX_CHILD_CRASH" // "before-publish", "after-publish" or "serve"
 	childExit     = 3
 )
 
@@ -101,6 +102,7 @@ func crashChild() error {
 		cfg.TestingKnobs.BeforePublish = die
 	case "after-publish":
 		cfg.TestingKnobs.AfterPublish = die
+	case "serve": // until its test kills it
 	default:
 		return fmt.Errorf("unknown crash point %q", point)
 	}
@@ -113,4 +115,60 @@ func crashChild() error {
 	}
 	<-ctx.Done()
 	return errors.New("the relay never reached the crash point")
+}
+
+// A relay process that holds every partition is killed with SIGKILL while
+// a producer commits. A standby relay, retrying the partition locks every
+// DefaultLockRetryInterval (2 s), takes every partition once Postgres has
+// ended the dead process's session, and every message reaches the stream
+// once, in order. The time the partitions had no relay is logged: at most
+// one lock retry, since a killed process's connection closes at once.
+func TestRelayFailoverAfterSIGKILL(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	child := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), childDBEnv+"="+b.db.URL, childNATSEnv+"="+b.nats.URL(), childCrashEnv+"=serve")
+	require.NoError(t, child.Start())
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	require.Eventually(t, func() bool { return heldPartitions(t, b.db.Pool) == outbox.Partitions },
+		waitFor, 5*time.Millisecond, "the child relay holds every partition")
+
+	cfg := fastConfig()
+	cfg.LockRetryInterval = outbox.DefaultLockRetryInterval
+	standby := b.startRelay(t, b.db.Pool, cfg)
+	type result struct {
+		want map[string]int
+		err  error
+	}
+	done := make(chan result)
+	go func() {
+		want, err := produce(b.db.Pool, keys("failover", 6), 60)
+		done <- result{want, err}
+	}()
+	require.Eventually(t, func() bool { return streamMsgs(t, b.js) >= 60 }, waitFor, time.Millisecond, "the child publishes")
+	require.Zero(t, standby.Stats().Partitions, "the standby waits while the child lives")
+
+	require.NoError(t, child.Process.Kill())
+	killed := time.Now()
+	_ = child.Wait()
+	require.Eventually(t, func() bool { return standby.Stats().Partitions == outbox.Partitions },
+		waitFor, 5*time.Millisecond, "the standby takes every partition")
+	t.Logf("relay killed: the standby held every partition after %v", time.Since(killed).Round(time.Millisecond))
+
+	res := <-done
+	require.NoError(t, res.err)
+	b.waitDrained(t, 6*60)
+	requireExactlyOnceInOrder(t, readStream(t, b.js), res.want)
+}
+
+// heldPartitions counts the relay partition locks held in pool's database.
+func heldPartitions(t *testing.T, pool *pgxpool.Pool) int {
+	t.Helper()
+	var n int
+	err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_locks
+		WHERE locktype = 'advisory' AND granted AND classid = x'776f7862'::bigint::oid
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&n)
+	require.NoError(t, err)
+	return n
 }
