@@ -137,15 +137,7 @@ func TestRelayFailoverAfterSIGKILL(t *testing.T) {
 	cfg := fastConfig()
 	cfg.LockRetryInterval = outbox.DefaultLockRetryInterval
 	standby := b.startRelay(t, b.db.Pool, cfg)
-	type result struct {
-		want map[string]int
-		err  error
-	}
-	done := make(chan result)
-	go func() {
-		want, err := produce(b.db.Pool, keys("failover", 6), 60)
-		done <- result{want, err}
-	}()
+	done := produceAsync(b.db.Pool, keys("failover", 6), 60)
 	require.Eventually(t, func() bool { return streamMsgs(t, b.js) >= 60 }, waitFor, time.Millisecond, "the child publishes")
 	require.Zero(t, standby.Stats().Partitions, "the standby waits while the child lives")
 

@@ -174,15 +174,7 @@ func TestRelayTwoRelaysTakeOver(t *testing.T) {
 	if relayB.Stats().Partitions > relayA.Stats().Partitions {
 		victim, survivor = relayB, relayA
 	}
-	type result struct {
-		want map[string]int
-		err  error
-	}
-	done := make(chan result)
-	go func() {
-		want, err := produce(b.db.Pool, keys("two", 6), 60)
-		done <- result{want, err}
-	}()
+	done := produceAsync(b.db.Pool, keys("two", 6), 60)
 	require.Eventually(t, func() bool { return streamMsgs(t, b.js) >= 60 }, waitFor, time.Millisecond)
 	require.Positive(t, victim.Stats().Partitions, "the victim serves partitions when it dies")
 

@@ -14,6 +14,23 @@ import (
 	"github.com/weftrun/weft/pkg/weftest"
 )
 
+// produced is what a background produce committed, or its error.
+type produced struct {
+	want map[string]int
+	err  error
+}
+
+// produceAsync runs produce in the background; its channel receives the
+// outcome once every message is committed.
+func produceAsync(pool *pgxpool.Pool, keys []string, perKey int) <-chan produced {
+	done := make(chan produced, 1)
+	go func() {
+		want, err := produce(pool, keys, perKey)
+		done <- produced{want, err}
+	}()
+	return done
+}
+
 // produce commits perKey messages for each key, one transaction each, the
 // keys concurrently, so ids of different keys interleave. It returns the
 // messages per key, or the first error. Safe in any goroutine.
