@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -131,14 +132,11 @@ func tail(s string, n int) string {
 	return s
 }
 
-// freeAddr returns a loopback address nothing listens on now.
+// freeAddr returns a loopback address nothing listens on now, never one
+// it returned before (weftest.FreePort).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
+	return fmt.Sprintf("127.0.0.1:%d", weftest.FreePort(t))
 }
 
 // rolesDB is a fresh, empty database with Weft's roles (roles.sql).

@@ -46,7 +46,7 @@ func startAdmissionStack(t *testing.T, doc, interval string, commands ...string)
 	db, ns := weftest.NewDB(t), weftest.NewNATS(t)
 	s := &admissionStack{file: filepath.Join(t.TempDir(), "admission.yaml"), log: eventlog.New(db.Pool), logs: map[string]*weftest.Buffer{}}
 	s.write(t, doc)
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(weftest.FreePort(t)))
 	env := map[string]string{
 		"WEFT_DATABASE_URL": db.URL, "WEFT_NATS_URL": ns.URL(),
 		"WEFT_ADMISSION_FILE": s.file, "WEFT_ADMISSION_RELOAD_INTERVAL": interval,
@@ -54,7 +54,7 @@ func startAdmissionStack(t *testing.T, doc, interval string, commands ...string)
 		"WEFT_API_KEYS":     "admin default admin " + auth.HashKey(admissionToken),
 		"WEFT_GATEWAY_ADDR": addr, "WEFT_GATEWAY_SCHEDULER": "false",
 		"WEFT_GATEWAY_OPS_ADDR": opsOff, "WEFT_ENGINE_OPS_ADDR": opsOff, "WEFT_RELAY_OPS_ADDR": opsOff,
-		"WEFT_DEV_DIR": t.TempDir(), "WEFT_DEV_NATS_PORT": strconv.Itoa(freePort(t)), "WEFT_DEV_GATEWAY_ADDR": addr,
+		"WEFT_DEV_DIR": t.TempDir(), "WEFT_DEV_NATS_PORT": strconv.Itoa(weftest.FreePort(t)), "WEFT_DEV_GATEWAY_ADDR": addr,
 		"WEFT_DEV_UI_ADDR": "127.0.0.1:0", "WEFT_DEV_OPS_ADDR": opsOff, "WEFT_DEV_TOKEN": admissionToken, "WEFT_DEV_DEMO": "false",
 	}
 	for _, cmd := range commands {

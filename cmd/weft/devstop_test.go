@@ -32,7 +32,7 @@ func TestDevCtrlCExitsZeroAndTheDemoRunsOnce(t *testing.T) {
 		cmd := exec.CommandContext(t.Context(), bin, "dev")
 		cmd.Env = append(os.Environ(), "WEFT_DEV_DIR="+dir, "WEFT_DATABASE_URL="+db.URL,
 			"WEFT_DEV_GATEWAY_ADDR=127.0.0.1:0", "WEFT_DEV_UI_ADDR=127.0.0.1:0", "WEFT_DEV_OPS_ADDR=off",
-			"WEFT_DEV_NATS_PORT="+strconv.Itoa(freePort(t)), "WEFT_DEV_DEMO=true")
+			"WEFT_DEV_NATS_PORT="+strconv.Itoa(weftest.FreePort(t)), "WEFT_DEV_DEMO=true")
 		var stdout, stderr weftest.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		require.NoError(t, cmd.Start())

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -109,7 +108,7 @@ func startDev(t *testing.T, db *weftest.DB, demo string) *devStackUnderTest {
 	env := envOf(map[string]string{
 		"WEFT_DATABASE_URL":     db.URL,
 		"WEFT_DEV_DIR":          dev.dir,
-		"WEFT_DEV_NATS_PORT":    strconv.Itoa(freePort(t)),
+		"WEFT_DEV_NATS_PORT":    strconv.Itoa(weftest.FreePort(t)),
 		"WEFT_DEV_GATEWAY_ADDR": "127.0.0.1:0",
 		"WEFT_DEV_UI_ADDR":      "127.0.0.1:0",
 		"WEFT_DEV_OPS_ADDR":     "127.0.0.1:0",
@@ -221,13 +220,6 @@ func relayedSeqs(t *testing.T, logs string) []int64 {
 		}
 	}
 	return seqs
-}
-
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // `weft -h` and a group's help keep every summary in one column after the

@@ -62,7 +62,7 @@ func TestMaintainRefusesBadFlags(t *testing.T) {
 func TestMaintainServesItsOpsListener(t *testing.T) {
 	t.Parallel()
 	db := weftest.NewDB(t)
-	ops := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	ops := "127.0.0.1:" + strconv.Itoa(weftest.FreePort(t))
 	stop := runInBackground(t, []string{"maintain", "--every", "1h"}, &weftest.Buffer{}, map[string]string{
 		"WEFT_DATABASE_URL": db.URL, "WEFT_MAINTAIN_OPS_ADDR": ops,
 	})

@@ -43,7 +43,7 @@ func writeSecret(t *testing.T, content string) string {
 func TestServiceReadsItsNATSPasswordFromAFile(t *testing.T) {
 	t.Parallel()
 	addr := startNATSWithUser(t)
-	ops := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	ops := "127.0.0.1:" + strconv.Itoa(weftest.FreePort(t))
 	var errOut weftest.Buffer
 	stop := runInBackground(t, []string{"worker"}, &errOut, map[string]string{
 		"WEFT_NATS_URL":           "nats://worker@" + addr,

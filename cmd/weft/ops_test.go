@@ -56,7 +56,7 @@ func readiness(t *testing.T, url string) (health.Report, int, bool) {
 func TestWorkerOpsListenerWhileWaitingForStreams(t *testing.T) {
 	t.Parallel()
 	ns := weftest.NewNATS(t)
-	ops := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	ops := "127.0.0.1:" + strconv.Itoa(weftest.FreePort(t))
 	var errOut weftest.Buffer
 	stop := runInBackground(t, []string{"worker", "--ensure-streams=false"}, &errOut, map[string]string{
 		"WEFT_NATS_URL": ns.URL(), "WEFT_WORKER_OPS_ADDR": ops,
@@ -159,7 +159,7 @@ func TestDevSaysWhichAddressIsTaken(t *testing.T) {
 		"WEFT_DEV_GATEWAY_ADDR": "127.0.0.1:0",
 		"WEFT_DEV_UI_ADDR":      "127.0.0.1:0",
 		"WEFT_DEV_OPS_ADDR":     "127.0.0.1:0",
-		"WEFT_DEV_NATS_PORT":    strconv.Itoa(freePort(t)),
+		"WEFT_DEV_NATS_PORT":    strconv.Itoa(weftest.FreePort(t)),
 		// Unreachable: the check must come before any use of Postgres.
 		"WEFT_DATABASE_URL": "postgres://nobody@127.0.0.1:1/none",
 	}
@@ -194,7 +194,7 @@ func TestDevSaysWhatToInstallWithoutPostgres(t *testing.T) {
 		"WEFT_DEV_GATEWAY_ADDR":     "127.0.0.1:0",
 		"WEFT_DEV_UI_ADDR":          "127.0.0.1:0",
 		"WEFT_DEV_OPS_ADDR":         "off",
-		"WEFT_DEV_NATS_PORT":        strconv.Itoa(freePort(t)),
+		"WEFT_DEV_NATS_PORT":        strconv.Itoa(weftest.FreePort(t)),
 	}))
 	require.ErrorContains(t, err, "start a private Postgres (or set WEFT_DATABASE_URL to a running server)")
 	require.ErrorContains(t, err, "PostgreSQL server binaries (initdb, pg_ctl) not found")

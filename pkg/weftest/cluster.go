@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -79,18 +78,6 @@ func without(s []string, i int) []string {
 	out := make([]string, 0, len(s)-1)
 	out = append(out, s[:i]...)
 	return append(out, s[i+1:]...)
-}
-
-// FreePort returns a loopback port that nothing listens on now, for a
-// server that must know its port before it starts (a cluster's routes).
-func FreePort(t testing.TB) int {
-	t.Helper()
-	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("weftest: free port: %v", err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // Size is the number of nodes, running or not.

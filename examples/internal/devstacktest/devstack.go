@@ -10,7 +10,6 @@ package devstacktest
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,7 +75,7 @@ func Start(t *testing.T) *Stack {
 	cmd.WaitDelay = Step
 	cmd.Env = append(s.Env(),
 		"WEFT_DATABASE_URL="+db.URL,
-		"WEFT_DEV_NATS_PORT="+strconv.Itoa(freePort(t)),
+		"WEFT_DEV_NATS_PORT="+strconv.Itoa(weftest.FreePort(t)),
 		"WEFT_DEV_GATEWAY_ADDR=127.0.0.1:0",
 		"WEFT_DEV_UI_ADDR=127.0.0.1:0",
 		"WEFT_DEV_OPS_ADDR=127.0.0.1:0",
@@ -160,17 +159,6 @@ func Build(t testing.TB, pkg string) string {
 	output, err := cmd.CombinedOutput()
 	require.NoError(t, err, "go build %s: %s", pkg, output)
 	return out
-}
-
-// freePort returns a loopback port nothing listens on now: the embedded
-// NATS takes a fixed port, not 0.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := l.Addr().(*net.TCPAddr).Port
-	require.NoError(t, l.Close())
-	return port
 }
 
 // tail is the end of a process's output, for a failure message.
