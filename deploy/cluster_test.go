@@ -1,14 +1,12 @@
 package deploy
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/stretchr/testify/require"
@@ -19,22 +17,6 @@ import (
 // natsNodes are the cluster's nodes in compose.cluster.yaml.
 var natsNodes = []string{"nats", "nats-2", "nats-3"}
 
-// loadClusterProject loads compose.yaml with compose.cluster.yaml over it,
-// as `docker compose -f compose.yaml -f compose.cluster.yaml` does.
-func loadClusterProject(t *testing.T) *types.Project {
-	t.Helper()
-	env := make([]string, 0, len(secretVars))
-	for _, v := range secretVars {
-		env = append(env, v+"="+secretOf(v))
-	}
-	opts, err := cli.NewProjectOptions([]string{"compose.yaml", "compose.cluster.yaml"},
-		cli.WithWorkingDirectory("."), cli.WithName("weft"), cli.WithEnv(env))
-	require.NoError(t, err)
-	p, err := opts.LoadProject(context.Background())
-	require.NoError(t, err)
-	return p
-}
-
 // The cluster overlay runs three NATS nodes from nats-cluster.conf, each
 // with its own name and store, healthy only once it follows a meta
 // leader; only the first publishes a port. Every service that uses NATS
@@ -42,7 +24,7 @@ func loadClusterProject(t *testing.T) *types.Project {
 // three replicas, and migrate waits for every node.
 func TestComposeClusterOverlay(t *testing.T) {
 	t.Parallel()
-	p := loadClusterProject(t)
+	p := loadFiles(t, []string{"compose.yaml", "compose.cluster.yaml"})
 	stores := map[string]bool{}
 	for i, name := range natsNodes {
 		n := service(t, p, name)

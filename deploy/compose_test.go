@@ -53,18 +53,30 @@ func secretOf(v string) string { return "s3cret-" + strings.ToLower(v) }
 // ("KEY=value") added to the environment.
 func loadProject(t *testing.T, extra ...string) *types.Project {
 	t.Helper()
+	return loadFiles(t, []string{"compose.yaml"}, extra...)
+}
+
+// loadFiles is loadProject of files, each over the ones before it, as
+// `docker compose -f a -f b` loads them.
+func loadFiles(t *testing.T, files []string, extra ...string) *types.Project {
+	t.Helper()
 	env := slices.Clone(extra)
 	for _, v := range secretVars {
 		env = append(env, v+"="+secretOf(v))
 	}
-	project, err := loadProjectEnv(env)
+	project, err := loadFilesEnv(files, env)
 	require.NoError(t, err)
 	return project
 }
 
 // loadProjectEnv loads compose.yaml with env alone.
 func loadProjectEnv(env []string) (*types.Project, error) {
-	opts, err := cli.NewProjectOptions([]string{"compose.yaml"},
+	return loadFilesEnv([]string{"compose.yaml"}, env)
+}
+
+// loadFilesEnv loads files with env alone.
+func loadFilesEnv(files, env []string) (*types.Project, error) {
+	opts, err := cli.NewProjectOptions(files,
 		cli.WithWorkingDirectory("."), cli.WithName("weft"), cli.WithEnv(env))
 	if err != nil {
 		return nil, err

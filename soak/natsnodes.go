@@ -65,14 +65,15 @@ func startNATS(ctx context.Context, t *topology, size int, rng *rand.Rand) error
 		if size > 1 {
 			n.name = fmt.Sprintf("weft-nats-%d", i+1)
 		}
-		for _, addr := range []*string{&n.addr, &n.mon, &n.route} {
+		addrs := []*string{&n.addr, &n.mon}
+		if size > 1 {
+			addrs = append(addrs, &n.route)
+		}
+		for _, addr := range addrs {
 			var err error
 			if *addr, err = freeAddr(ctx, rng); err != nil {
 				return err
 			}
-		}
-		if size == 1 {
-			n.route = ""
 		}
 		t.nats = append(t.nats, n)
 	}

@@ -3,11 +3,6 @@ package soak
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net/url"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/weftrun/weft/pkg/pgboot"
 )
@@ -24,9 +19,6 @@ type pgPair struct {
 	primary, standby *pgboot.Instance
 }
 
-// syncWait bounds the wait for the standby to replicate synchronously.
-const syncWait = time.Minute
-
 // startPGPair starts the pair and returns the superuser URL of its
 // "postgres" database, over both hosts, read-write.
 func startPGPair(ctx context.Context) (*pgPair, string, error) {
@@ -39,42 +31,11 @@ func startPGPair(ctx context.Context) (*pgPair, string, error) {
 		p.stop(ctx)
 		return nil, "", err
 	}
-	if err := requireSync(ctx, primary.URL()); err != nil {
+	if err := primary.RequireSyncStandby(ctx); err != nil {
 		p.stop(ctx)
 		return nil, "", err
 	}
-	return p, failoverURL(primary.URL(), p.standby.URL()), nil
-}
-
-// requireSync makes the primary commit only once a standby has the
-// commit, and waits until one does.
-func requireSync(ctx context.Context, primaryURL string) error {
-	conn, err := pgx.Connect(ctx, primaryURL)
-	if err != nil {
-		return fmt.Errorf("postgres primary: %w", err)
-	}
-	defer func() { _ = conn.Close(ctx) }()
-	for _, sql := range []string{"ALTER SYSTEM SET synchronous_standby_names = '*'", "SELECT pg_reload_conf()"} {
-		if _, err := conn.Exec(ctx, sql); err != nil {
-			return fmt.Errorf("postgres primary: %s: %w", sql, err)
-		}
-	}
-	return poll(ctx, syncWait, func() (bool, error) {
-		var sync bool
-		err := conn.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_stat_replication WHERE sync_state = 'sync'").Scan(&sync)
-		return sync, err
-	})
-}
-
-// failoverURL is primaryURL over both hosts, settling for the writable one.
-func failoverURL(primaryURL, standbyURL string) string {
-	u, _ := url.Parse(primaryURL) // pgboot's own URLs
-	s, _ := url.Parse(standbyURL)
-	u.Host += "," + s.Host
-	q := u.Query()
-	q.Set("target_session_attrs", "read-write")
-	u.RawQuery = q.Encode()
-	return u.String()
+	return p, pgboot.FailoverURL(primary, p.standby), nil
 }
 
 // failover kills the primary as a crash of its machine would and promotes

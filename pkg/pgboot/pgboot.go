@@ -67,8 +67,15 @@ type Instance struct {
 }
 
 // URL returns the connection string of the "postgres" database.
-func (i *Instance) URL() string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", i.port)
+func (i *Instance) URL() string { return postgresURL(i.host()) }
+
+// host is the instance's address.
+func (i *Instance) host() string { return fmt.Sprintf("127.0.0.1:%d", i.port) }
+
+// postgresURL is the superuser's URL of the "postgres" database on hosts
+// (one, or a comma-separated list).
+func postgresURL(hosts string) string {
+	return "postgres://postgres@" + hosts + "/postgres?sslmode=disable"
 }
 
 // DataDir returns the cluster's folder: Config.DataDir, or the folder it

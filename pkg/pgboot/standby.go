@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // StartStandby starts a streaming standby of primary on a free port: a
@@ -40,6 +43,52 @@ func StartStandby(ctx context.Context, primary *Instance) (*Instance, error) {
 // accepts writes.
 func (i *Instance) Promote(ctx context.Context) error {
 	return i.run(ctx, "pg_ctl", "promote", "-D", i.pgData(), "-w", "-t", "60")
+}
+
+// syncWait bounds the wait for a standby to replicate synchronously.
+const syncWait = time.Minute
+
+// RequireSyncStandby makes the primary commit only once a standby has the
+// commit (synchronous_standby_names = '*', reloaded) and returns once one
+// does, so that no commit it acknowledges from then on can be lost with
+// it: a promoted standby holds every one (RPO 0).
+func (i *Instance) RequireSyncStandby(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, i.URL())
+	if err != nil {
+		return fmt.Errorf("pgboot: %w", err)
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	for _, sql := range []string{"ALTER SYSTEM SET synchronous_standby_names = '*'", "SELECT pg_reload_conf()"} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("pgboot: %s: %w", sql, err)
+		}
+	}
+	deadline := time.Now().Add(syncWait)
+	for {
+		var sync bool
+		err := conn.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_stat_replication WHERE sync_state = 'sync'").Scan(&sync)
+		switch {
+		case err != nil:
+			return fmt.Errorf("pgboot: replication state: %w", err)
+		case sync:
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("pgboot: no synchronous standby after %v", syncWait)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// FailoverURL is the URL of the "postgres" database over every instance
+// given, a primary and its standbys, with target_session_attrs=read-write:
+// a client settles for whichever accepts writes, so that after a
+// promotion its pool finds the new primary by itself.
+func FailoverURL(instances ...*Instance) string {
+	hosts := make([]string, len(instances))
+	for k, in := range instances {
+		hosts[k] = in.host()
+	}
+	return postgresURL(strings.Join(hosts, ",")) + "&target_session_attrs=read-write"
 }
 
 // killWait bounds the wait for a killed postmaster to be gone.

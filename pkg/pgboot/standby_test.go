@@ -2,7 +2,6 @@ package pgboot_test
 
 import (
 	"context"
-	"net/url"
 	"testing"
 	"time"
 
@@ -32,12 +31,13 @@ func TestPromotedSyncStandbyHoldsEveryAcknowledgedCommit(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = standby.Stop(context.Background()) })
 
-	exec(ctx, t, primary.URL(), "ALTER SYSTEM SET synchronous_standby_names = '*'")
-	exec(ctx, t, primary.URL(), "SELECT pg_reload_conf()")
-	pool, err := pgxpool.New(ctx, failoverURL(t, primary, standby))
+	require.NoError(t, primary.RequireSyncStandby(ctx))
+	pool, err := pgxpool.New(ctx, pgboot.FailoverURL(primary, standby))
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	awaitSyncStandby(ctx, t, pool)
+	var sync bool
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_stat_replication WHERE sync_state = 'sync'").Scan(&sync))
+	require.True(t, sync, "the pool is on the primary, which replicates synchronously")
 
 	_, err = pool.Exec(ctx, "CREATE TABLE acked (n int PRIMARY KEY)")
 	require.NoError(t, err)
@@ -62,33 +62,4 @@ func TestPromotedSyncStandbyHoldsEveryAcknowledgedCommit(t *testing.T) {
 	var count int
 	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM acked").Scan(&count))
 	require.Equal(t, acked+1, count, "every acknowledged commit survived the failover")
-}
-
-// failoverURL is a multi-host URL over both servers that only settles for
-// the one that accepts writes.
-func failoverURL(t *testing.T, primary, standby *pgboot.Instance) string {
-	t.Helper()
-	u, err := url.Parse(primary.URL())
-	require.NoError(t, err)
-	s, err := url.Parse(standby.URL())
-	require.NoError(t, err)
-	u.Host += "," + s.Host
-	q := u.Query()
-	q.Set("target_session_attrs", "read-write")
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
-// awaitSyncStandby waits until the primary replicates synchronously.
-func awaitSyncStandby(ctx context.Context, t *testing.T, pool *pgxpool.Pool) {
-	t.Helper()
-	for {
-		var sync bool
-		err := pool.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_stat_replication WHERE sync_state = 'sync'").Scan(&sync)
-		require.NoError(t, err)
-		if sync {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
