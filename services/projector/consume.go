@@ -24,7 +24,7 @@ import (
 func (s *Service) consume(ctx context.Context) (*lanes.Lanes, error) {
 	keeper, err := streams.NewKeeper(s.js, streams.EventsStream, jetstream.ConsumerConfig{
 		Durable:       Consumer,
-		FilterSubject: streams.EventsSubjectPrefix + ".*",
+		FilterSubject: streams.EventsSubjectPrefix + ".>",
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       s.cfg.AckWait,
 		MaxAckPending: s.cfg.Concurrency * s.cfg.MaxBatch * 2,

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/internal/boot/health"
@@ -59,4 +60,30 @@ func TestProjectorSurvivesItsStreamRecreated(t *testing.T) {
 	require.NoError(t, streams.Ensure(t.Context(), s.js, streams.Config{MaxBytes: 256 << 20}))
 	s.projectedOverTheBus(t)
 	require.True(t, probes.Check(t.Context()).Ready())
+}
+
+// A projector's durable consumer made by an older build, filtered on
+// weft.events.* (a run id after the prefix), is updated in place to
+// weft.events.> (which also covers weft.events.<partition>.<runId>): the
+// same durable, created when it was, and events flow through it.
+func TestProjectorConsumerFilterUpdatedInPlace(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	old, err := s.js.CreateConsumer(t.Context(), streams.EventsStream, jetstream.ConsumerConfig{
+		Durable:       projector.Consumer,
+		FilterSubject: streams.EventsSubjectPrefix + ".*",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	require.NoError(t, err)
+	created := old.CachedInfo().Created
+
+	s.serve(t, projector.Config{})
+	s.projectedOverTheBus(t)
+	c, err := s.js.Consumer(t.Context(), streams.EventsStream, projector.Consumer)
+	require.NoError(t, err)
+	info, err := c.Info(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, streams.EventsSubjectPrefix+".>", info.Config.FilterSubject)
+	require.Equal(t, created, info.Created, "the durable was updated, not deleted and created again")
 }
