@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 
+	"github.com/weftrun/weft/internal/boot/health"
 	"github.com/weftrun/weft/internal/policy/auth"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/services/projector"
@@ -17,7 +18,10 @@ import (
 
 // projectorOptions are the flags of `weft projector`.
 type projectorOptions struct {
-	urls     backendURLs
+	urls backendURLs
+	// readURL is --read-database-url: the standby the read API reads
+	// (projector.Config.ReadPool); empty, the primary.
+	readURL  *string
 	streams  *streamOptions
 	ops      *string
 	loadKeys func() (*auth.Keys, error)
@@ -29,6 +33,9 @@ type projectorOptions struct {
 func projectorFlags(env *environment) (*flags, *projectorOptions) {
 	f := newFlags("projector", env)
 	opt := &projectorOptions{urls: backendFlags(f), streams: streamFlags(f), ops: opsFlag(f, "WEFT_PROJECTOR_OPS_ADDR", projectorOpsAddr)}
+	opt.readURL = f.string("read-database-url", "WEFT_PROJECTOR_READ_DATABASE_URL",
+		"Postgres URL of a hot standby of --database-url that serves the read API; its replay lag is added to the lag "+
+			"the projector reports (empty: read from --database-url; docs/scaling.md)")
 	cfg := &opt.cfg
 	f.stringVar(&cfg.Addr, "addr", "WEFT_PROJECTOR_ADDR", "", "HTTP listen address of the read API and UI (empty: :8081)")
 	f.stringVar(&cfg.GatewayURL, "gateway-url", "WEFT_GATEWAY_URL", "", "the gateway's URL, where the UI's signals go")
@@ -75,6 +82,15 @@ func runProjector(ctx context.Context, env *environment, args []string) error {
 	cfg := opt.cfg
 	cfg.Keys = keys
 	checks := append(b.checks(streams.EventsStream), consumerChecks(b, projectorConsumers()...)...)
+	if *opt.readURL != "" {
+		read, err := openPool(ctx, *opt.readURL)
+		if err != nil {
+			return fmt.Errorf("--read-database-url: %w", err)
+		}
+		defer read.Close()
+		cfg.ReadPool = read
+		checks = append(checks, readPoolCheck(read))
+	}
 	return withOps(ctx, env, o, checks, func(ctx context.Context) error {
 		if err := b.streams(ctx, opt.streams, env.logger, streams.EventsStream); err != nil {
 			return err
@@ -85,6 +101,14 @@ func runProjector(ctx context.Context, env *environment, args []string) error {
 		}
 		return runUntilDone(ctx, env.logger, "projector", p.Run)
 	})
+}
+
+// readPoolCheck is the readiness check of the read API's standby, named
+// "postgres read" beside the primary's "postgres".
+func readPoolCheck(pool *pgxpool.Pool) health.Check {
+	c := health.Postgres(pool)
+	c.Name = "postgres read"
+	return c
 }
 
 // newProjector builds a projector whose metrics go to o's MeterProvider,

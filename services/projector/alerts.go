@@ -78,7 +78,8 @@ type lagAlarm struct {
 	active bool
 }
 
-// observe updates the alert from the highest lag of a batch.
+// observeLag updates the alert from the highest lag of a batch, which
+// includes the read pool's replay lag (afterCommit).
 func (s *Service) observeLag(ctx context.Context, worst time.Duration) {
 	a := &s.lagAlarm
 	a.mu.Lock()
@@ -95,7 +96,8 @@ func (s *Service) observeLag(ctx context.Context, worst time.Duration) {
 	case high:
 		s.metrics.alerts.Add(ctx, 1, metric.WithAttributes(attribute.String("code", AlertLagHigh)))
 		s.logger.WarnContext(ctx, "projector: projection lag is high",
-			"alert", AlertLagHigh, "severity", SeverityP2, "lag", worst.String(), "threshold", s.cfg.LagAlert.String())
+			"alert", AlertLagHigh, "severity", SeverityP2, "lag", worst.String(), "threshold", s.cfg.LagAlert.String(),
+			"read_replica_lag", s.replicaLag().String()) // part of lag (Config.ReadPool), 0s without one
 	case a.known:
 		s.logger.InfoContext(ctx, "projector: projection lag is back to normal",
 			"alert", AlertLagHigh, "cleared", true, "lag", worst.String())

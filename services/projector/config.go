@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
@@ -106,6 +107,22 @@ type Config struct {
 	// parented to the trace context in the message's headers, covering the
 	// batch transaction that applies it. Nil traces nothing.
 	TracerProvider trace.TracerProvider
+	// ReadPool, when set, serves the read API's queries (GET /v1/…: runs,
+	// the list, events, steps, alerts) in place of the primary pool New is
+	// given: a pool on a hot standby that streams the primary's WAL
+	// (physical replication). Everything that writes (snapshots, alerts
+	// raised and cleared, notifications), the consumer, the resync and
+	// rebuild loops, the gauges and the LISTEN for other projectors'
+	// commits stay on the primary. The API's lag then
+	// includes the standby's replay lag (replica.go), and a long poll is
+	// woken only once the standby has replayed the change that woke it
+	// (fence.go). A server that is not in recovery (a primary, a logical
+	// replica) is taken to be up to date: no replay lag, no wait. Nil:
+	// reads go to the primary. The caller closes it.
+	ReadPool *pgxpool.Pool
+	// ReplicaLagEvery is how often the ReadPool's replay lag is measured;
+	// it is also the measure's resolution (replica.go).
+	ReplicaLagEvery time.Duration
 	// TestingKnobs are hooks for tests; production leaves them zero.
 	TestingKnobs TestingKnobs
 }
@@ -120,11 +137,15 @@ type TestingKnobs struct {
 	// the projector without one.
 	BeforeListen func()
 	// Listening runs each time that LISTEN is (re)established, after every
-	// long poll was woken to recheck, with the connection's backend pid.
+	// long poll was woken to recheck (with a ReadPool: queued to be woken
+	// through the replay fence), with the connection's backend pid.
 	Listening func(pid uint32)
 	// LongPollWaiting runs each time a long poll has read its run and
 	// starts waiting for a change.
 	LongPollWaiting func()
+	// ReplayFenced runs, with a ReadPool, each time wakeups are held
+	// until the standby replays the primary's WAL up to lsn (fence.go).
+	ReplayFenced func(lsn int64)
 }
 
 func (c Config) withDefaults() Config {
@@ -139,6 +160,7 @@ func (c Config) withDefaults() Config {
 	c.MaxWait = cmp.Or(c.MaxWait, DefaultMaxWait)
 	c.WaitRecheck = cmp.Or(c.WaitRecheck, DefaultWaitRecheck)
 	c.ForgedAlertFor = cmp.Or(c.ForgedAlertFor, DefaultForgedAlertFor)
+	c.ReplicaLagEvery = cmp.Or(c.ReplicaLagEvery, DefaultReplicaLagEvery)
 	c.HTTP = c.HTTP.WithDefaults()
 	c.HTTP.WriteTimeout = max(c.HTTP.WriteTimeout, c.MaxWait+10*time.Second)
 	if c.Authorizer == nil {
@@ -156,8 +178,9 @@ func (c Config) validate() error {
 		return errors.New("projector: no API keys configured")
 	case c.Concurrency < 1, c.MaxBatch < 1:
 		return errors.New("projector: Concurrency and MaxBatch must be positive")
-	case c.LagAlert <= 0, c.ResyncLag <= 0, c.ResyncEvery <= 0, c.MaxWait <= 0, c.WaitRecheck <= 0, c.ForgedAlertFor <= 0:
-		return errors.New("projector: LagAlert, ResyncLag, ResyncEvery, MaxWait, WaitRecheck and ForgedAlertFor must be positive")
+	case c.LagAlert <= 0, c.ResyncLag <= 0, c.ResyncEvery <= 0, c.MaxWait <= 0, c.WaitRecheck <= 0, c.ForgedAlertFor <= 0,
+		c.ReplicaLagEvery <= 0:
+		return errors.New("projector: LagAlert, ResyncLag, ResyncEvery, MaxWait, WaitRecheck, ForgedAlertFor and ReplicaLagEvery must be positive")
 	}
 	if c.GatewayURL != "" {
 		u, err := url.Parse(c.GatewayURL)

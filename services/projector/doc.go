@@ -16,6 +16,13 @@
 // counts from persistedAt or this process's start, whichever is later: a
 // restart's backlog is downtime, not lag.
 //
+// The read API may read a hot standby of the primary (Config.ReadPool,
+// `weft projector --read-database-url`) while every write, the projection's
+// own reads and the LISTEN for other projectors' commits stay on the
+// primary. The standby's replay lag is measured (replica.go) and added to
+// the projection lag the projector reports, and a long poll is woken only
+// once the standby has replayed the commit that wakes it (fence.go).
+//
 // Any number of projectors may run: they share one durable consumer, and
 // each locks a run's snapshot row before it reads the watermark, so two
 // projectors never apply the same event twice or build past each other.

@@ -27,7 +27,7 @@ func (s *Service) handleRunEvents(w http.ResponseWriter, r *http.Request, p auth
 	if !s.runVisible(w, r, runID, p) {
 		return
 	}
-	evs, err := s.log.EventsFetchAfter(r.Context(), runID, after, limit+1)
+	evs, err := s.readLog.EventsFetchAfter(r.Context(), runID, after, limit+1)
 	if err != nil {
 		s.writeFault(w, r, err)
 		return
@@ -70,7 +70,7 @@ type Alert struct {
 // handleAlerts answers GET /v1/alerts: the alerts of the key's tenant's
 // runs and those of no run, newest first.
 func (s *Service) handleAlerts(w http.ResponseWriter, r *http.Request, p auth.Principal) {
-	rows, err := s.pool.Query(r.Context(), `
+	rows, err := s.read.Query(r.Context(), `
 SELECT code, severity, coalesce(run_id::text, ''), message, raised_at FROM projector_alerts
 WHERE tenant_id = $1 OR run_id IS NULL ORDER BY raised_at DESC, alert_key LIMIT 1000`, p.TenantID)
 	if err != nil {

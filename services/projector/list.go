@@ -95,7 +95,7 @@ func (s *Service) runsList(r *http.Request, q listQuery) (api.RunList, error) {
 	if q.trigger != "" {
 		sql, args = runsByTriggerSQL, append(args, q.trigger)
 	}
-	rows, err := s.pool.Query(r.Context(), sql, args...)
+	rows, err := s.read.Query(r.Context(), sql, args...)
 	if err != nil {
 		return api.RunList{}, fmt.Errorf("projector: list runs: %w", err)
 	}

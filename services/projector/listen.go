@@ -28,9 +28,11 @@ import (
 // and its notification loses the wake-up: the waiters of other projectors
 // see the change at their WaitRecheck.
 //
-// Each projector LISTENs on one connection of its own (not the pool's) and
-// wakes the long polls of the runs named, except in its own notifications:
-// afterCommit has woken those already. Every time the LISTEN is
+// Each projector LISTENs on one connection of its own to the primary (not
+// the pool's; never the ReadPool's: a standby cannot LISTEN) and wakes the
+// long polls of the runs named, except in its own notifications:
+// afterCommit has woken those already (with a ReadPool, through the replay
+// fence, fence.go). Every time the LISTEN is
 // (re)established every waiter is woken to recheck once, so a commit made
 // while no LISTEN was in place is not missed; the WaitRecheck of each long
 // poll is only the safety net for a lost notification, or a connection
@@ -188,7 +190,7 @@ func (s *Service) listen(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+runChangedChannel); err != nil {
 		return fmt.Errorf("projector: LISTEN %s: %w", runChangedChannel, err)
 	}
-	s.changes.notifyAll()
+	s.wakeAll()
 	if k := s.cfg.TestingKnobs.Listening; k != nil {
 		k(conn.PgConn().PID())
 	}
@@ -219,6 +221,6 @@ func (s *Service) wakeNotified(payload string) {
 		return
 	}
 	for id := range strings.SplitSeq(ids, ",") {
-		s.changes.notify(id)
+		s.wakeRun(id)
 	}
 }

@@ -28,7 +28,9 @@ type RunView struct {
 	api.RunIdentity
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
-	// LagMs is the projection lag of the last event applied.
+	// LagMs is the projection lag of the last event applied; read from a
+	// standby (Config.ReadPool), plus the standby's replay lag at the read
+	// (replica.go).
 	LagMs int64    `json:"lagMs"`
 	Plan  PlanView `json:"plan"`
 }
@@ -46,13 +48,15 @@ FROM run_snapshots WHERE run_id = $1`
 // errNoRun is a run that does not exist for the caller.
 var errNoRun = errors.New("no such run")
 
-// runView reads the run's view; errNoRun when there is none in tenant.
+// runView reads the run's view from the read pool; errNoRun when there is
+// none in tenant. Its LagMs adds the read pool's replay lag to the stored
+// projection lag.
 func (s *Service) runView(r *http.Request, runID, tenant string) (RunView, error) {
 	var v RunView
 	var snap []byte
 	var gapSince *time.Time
 	var gapSeen int64
-	err := s.pool.QueryRow(r.Context(), runGetSQL, runID).Scan(&v.TenantID, &v.ProjectID, &v.EnvironmentID,
+	err := s.read.QueryRow(r.Context(), runGetSQL, runID).Scan(&v.TenantID, &v.ProjectID, &v.EnvironmentID,
 		&v.PlanID, &v.PlanVersion, &snap, &v.Plan.Steps, &gapSeen, &gapSince, &v.CreatedAt, &v.UpdatedAt, &v.LagMs)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && v.TenantID != tenant) {
 		return RunView{}, errNoRun // another tenant's run is no run at all
@@ -64,6 +68,7 @@ func (s *Service) runView(r *http.Request, runID, tenant string) (RunView, error
 		return RunView{}, fmt.Errorf("projector: decode snapshot of run %s: %w", runID, err)
 	}
 	v.RunID = runID
+	v.LagMs += s.replicaLag().Milliseconds()
 	if gapSeen > 0 {
 		v.Stale = true
 		v.Gap = &api.RunGap{AfterSeq: v.LastEventSeq, SeenSeq: gapSeen, Since: deref(gapSince)}
@@ -233,8 +238,9 @@ func parseTimeout(t string) (time.Duration, error) {
 // If-None-Match, else the one the first read finds), or wait.timeout
 // passes, whichever is first. Until the run exists it waits for that too, and answers errNoRun
 // at the timeout. Every commit that changes the run wakes it at once,
-// this process's or another projector's (listen.go); it also rereads the
-// run every WaitRecheck.
+// this process's or another projector's (listen.go), or with a ReadPool
+// once the standby has replayed the commit (fence.go), so the reread it
+// wakes to sees the change; it also rereads the run every WaitRecheck.
 func (s *Service) waitForRun(r *http.Request, runID, tenant string, wait waitSpec) (RunView, error) {
 	deadline := time.Now().Add(wait.timeout)
 	first := true

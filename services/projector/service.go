@@ -24,9 +24,17 @@ import (
 
 // Service is the snapshot projector with its read API and UI.
 type Service struct {
-	cfg      Config
-	pool     *pgxpool.Pool
-	log      *eventlog.Store
+	cfg  Config
+	pool *pgxpool.Pool // the primary: every write, and the reads of the projection itself
+	log  *eventlog.Store
+	// read and readLog serve the read API: Config.ReadPool, else pool.
+	read    *pgxpool.Pool
+	readLog *eventlog.Store
+	// replica measures ReadPool's replay lag, and fence holds the long
+	// polls' wakeups until it has replayed their change; both nil without a
+	// ReadPool (replica.go, fence.go).
+	replica  *replayLag
+	fence    *replayFence
 	js       jetstream.JetStream
 	logger   *slog.Logger
 	metrics  metrics
@@ -49,6 +57,7 @@ type Service struct {
 // New returns the projector over pool (snapshots, alerts and the event log)
 // and nc (WEFT_EVENTS, which must exist: streams.Ensure). A nil Logger,
 // MeterProvider or TracerProvider in cfg discards what it would receive.
+// The read API reads cfg.ReadPool when it is set, pool otherwise.
 func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config) (*Service, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -69,9 +78,15 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("projector: KeyRate: %w", err)
 	}
-	return &Service{cfg: cfg, pool: pool, log: eventlog.New(pool), js: js, metrics: m, mp: cfg.MeterProvider,
+	s := &Service{cfg: cfg, pool: pool, log: eventlog.New(pool), js: js, metrics: m, mp: cfg.MeterProvider,
 		logger: cfg.Logger.With("service", "projector"), origin: uuid.NewString(), wakes: newWakeQueue(),
-		longPolls: keylimit.NewConcurrency(cfg.MaxLongPollsPerKey), rate: rate}, nil
+		longPolls: keylimit.NewConcurrency(cfg.MaxLongPollsPerKey), rate: rate}
+	s.read, s.readLog = pool, s.log
+	if cfg.ReadPool != nil {
+		s.read, s.readLog = cfg.ReadPool, eventlog.New(cfg.ReadPool)
+		s.replica, s.fence = &replayLag{primary: pool, read: cfg.ReadPool}, newReplayFence()
+	}
+	return s, nil
 }
 
 // Run listens on Config.Addr and runs until ctx ends (see Serve).
@@ -84,23 +99,36 @@ func (s *Service) Run(ctx context.Context) error {
 }
 
 // Serve consumes events, runs the resync and rebuild loops, listens for
-// other projectors' commits (listen.go) and serves the read API and the UI on ln until ctx ends. Then it stops consuming
-// (unacked messages are redelivered to another projector or the next
-// start) and drains the HTTP requests in flight.
+// other projectors' commits (listen.go), with a ReadPool measures its
+// replay lag and fences the long polls' wakeups (replica.go, fence.go),
+// and serves the read API and the UI on ln until ctx ends. Then it stops
+// consuming (unacked messages are redelivered to another projector or the
+// next start) and drains the HTTP requests in flight.
 func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	reg, err := s.registerGauges()
 	if err != nil {
 		return err
 	}
 	defer func() { _ = reg.Unregister() }()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if s.replica != nil {
+		rreg, err := s.registerReplicaGauge()
+		if err != nil {
+			return err
+		}
+		defer func() { _ = rreg.Unregister() }()
+		lctx, stop := context.WithCancel(ctx)
+		defer stop() // before wg.Wait: these two stop with Serve, whatever its error
+		wg.Go(func() { s.replicaLagLoop(lctx) })
+		wg.Go(func() { s.fenceLoop(lctx) })
+	}
 	s.seenFrom = time.Now()
 	l, err := s.consume(ctx)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = l.Stop(context.WithoutCancel(ctx)) }() // never cut short: its context does not end
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	wg.Go(func() { s.resyncLoop(ctx) })
 	wg.Go(func() { s.rebuildLoop(ctx) })
 	wg.Go(func() { s.listenLoop(ctx) })
@@ -113,16 +141,18 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 // this process's clock at the commit minus persistedAt (Postgres's clock:
 // hosts must keep their clocks in sync, NTP, for the figure to mean
 // anything), or minus the start of this process's consumer for an event
-// persisted before it.
+// persisted before it; plus, with a ReadPool, the standby's last measured
+// replay lag, after which the read API shows the commit (replica.go).
 func (s *Service) afterCommit(ctx context.Context, changes map[string]runChange) {
 	committed := time.Now()
+	replica := s.replicaLag()
 	var worst time.Duration
 	var applied int64
 	for runID, ch := range changes {
 		s.reportRun(ctx, runID, ch)
 		s.reportForged(ctx, runID, ch)
 		for _, at := range ch.persisted {
-			lag := s.observedLag(at, committed)
+			lag := s.observedLag(at, committed) + replica
 			s.metrics.lag.Record(ctx, lag.Seconds())
 			worst = max(worst, lag)
 		}
@@ -131,7 +161,7 @@ func (s *Service) afterCommit(ctx context.Context, changes map[string]runChange)
 			s.metrics.resyncs.Add(ctx, 1)
 		}
 		if ch.changed {
-			s.changes.notify(runID)
+			s.wakeRun(runID)
 		}
 	}
 	if applied > 0 {

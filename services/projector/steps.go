@@ -31,7 +31,7 @@ func (s *Service) handleStepGet(w http.ResponseWriter, r *http.Request, p auth.P
 		return
 	}
 	stepID := r.PathValue("stepId")
-	evs, err := s.log.EventsFetchStep(r.Context(), runID, stepID, MaxStepEvents)
+	evs, err := s.readLog.EventsFetchStep(r.Context(), runID, stepID, MaxStepEvents)
 	if err != nil {
 		s.writeFault(w, r, fmt.Errorf("projector: read events of step %s: %w", stepID, err))
 		return
@@ -108,7 +108,7 @@ func parseChildPage(r *http.Request) (after, limit int, err error) {
 // not say yes.
 func (s *Service) runVisible(w http.ResponseWriter, r *http.Request, runID string, p auth.Principal) bool {
 	var tenant string
-	err := s.pool.QueryRow(r.Context(), `SELECT tenant_id FROM run_snapshots WHERE run_id = $1`, runID).Scan(&tenant)
+	err := s.read.QueryRow(r.Context(), `SELECT tenant_id FROM run_snapshots WHERE run_id = $1`, runID).Scan(&tenant)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && tenant != p.TenantID) {
 		writeError(w, http.StatusNotFound, api.CodeNotFound, "no run "+runID)
 		return false
