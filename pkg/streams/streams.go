@@ -9,9 +9,10 @@
 //
 // Subjects:
 //
-//	weft.events.<runId>    WEFT_EVENTS   run events, relayed from the outbox
+//	weft.events.<runId>    WEFT_EVENTS   run events, relayed from the outbox,
+//	                                     stored as weft.events.<p>.<runId> (partition.go)
 //	weft.tasks.<queue>[.<lane>]  WEFT_TASKS  activity tasks (work queue)
-//	weft.results.<runId>   WEFT_RESULTS  worker results
+//	weft.results.<runId>   WEFT_RESULTS  worker results, stored as weft.results.<p>.<runId>
 //	weft.cancel.<runId>    WEFT_CANCELS  cancel notices to workers, relayed from the outbox
 //	weft.signals.<runId>   (core NATS)   the gateway's signal ingress
 //	weft.triggers.<id>     (core NATS)   the gateway's trigger event ingress
@@ -23,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -82,6 +84,11 @@ type Config struct {
 	// LanesMaxBytes caps each task queue's lanes stream (TaskLanes).
 	// Default DefaultLanesMaxBytes.
 	LanesMaxBytes int64
+	// Partitions is P, the number of partitions WEFT_EVENTS and
+	// WEFT_RESULTS divide runs into (partition.go), 1 to MaxPartitions.
+	// Zero means the P of the existing stream, or DefaultPartitions for a
+	// new one. It is fixed when the stream is created.
+	Partitions int
 }
 
 // ErrInvalidConfig is wrapped by every error Config.Validate returns.
@@ -117,15 +124,18 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: Duplicates %v exceeds MaxAge %v", ErrInvalidConfig, c.Duplicates, c.MaxAge)
 	case c.Replicas < 1 || c.Replicas > 5:
 		return fmt.Errorf("%w: Replicas %d is not between 1 and 5", ErrInvalidConfig, c.Replicas)
+	case c.Partitions < 0 || c.Partitions > MaxPartitions:
+		return fmt.Errorf("%w: Partitions %d is not between 1 and %d", ErrInvalidConfig, c.Partitions, MaxPartitions)
 	}
 	return nil
 }
 
 // Events returns the definition of WEFT_EVENTS, which captures
-// weft.events.* (one subject per run). Zero fields of cfg take their
-// defaults; Ensure validates cfg before using it.
+// weft.events.<runId> (one subject per run) and stores it as
+// weft.events.<p>.<runId>, p the run's partition (partition.go). Zero
+// fields of cfg take their defaults; Ensure validates cfg before using it.
 func Events(cfg Config) jetstream.StreamConfig {
-	return base(EventsStream, "Weft run events, relayed from the Postgres outbox", EventsSubjectPrefix+".*", cfg)
+	return partitionedBase(EventsStream, "Weft run events, relayed from the Postgres outbox", EventsSubjectPrefix, cfg)
 }
 
 // Tasks returns the definition of WEFT_TASKS. Work-queue retention: each
@@ -192,9 +202,18 @@ func EnsureTaskLanes(ctx context.Context, js jetstream.JetStream, cfg Config, qu
 }
 
 // Results returns the definition of WEFT_RESULTS, which captures
-// weft.results.* (one subject per run).
+// weft.results.<runId> (one subject per run) and stores it as
+// weft.results.<p>.<runId>, like Events.
 func Results(cfg Config) jetstream.StreamConfig {
-	return base(ResultsStream, "Weft worker results, one subject per run", ResultsSubjectPrefix+".*", cfg)
+	return partitionedBase(ResultsStream, "Weft worker results, one subject per run", ResultsSubjectPrefix, cfg)
+}
+
+// partitionedBase is base for a stream capturing prefix.<runId> into
+// cfg.Partitions partitions (DefaultPartitions when zero).
+func partitionedBase(name, description, prefix string, cfg Config) jetstream.StreamConfig {
+	sc := base(name, description, prefix+".*", cfg)
+	sc.SubjectTransform = partitionTransform(prefix, cmp.Or(cfg.Partitions, DefaultPartitions))
+	return sc
 }
 
 // base is the shape every Weft stream shares.
@@ -225,12 +244,22 @@ func All(cfg Config) []jetstream.StreamConfig {
 // Ensure creates every Weft stream, or updates it to the current
 // definition. It is idempotent and safe to run from several processes at
 // once. A change JetStream cannot apply in place (storage type, for one)
-// fails with the server's error.
+// fails with the server's error. A partitioned stream keeps the partition
+// count it was created with; a stream created before partitions is
+// partitioned now. A cfg.Partitions other than an existing stream's fails
+// with ErrPartitionsFixed.
 func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	for _, sc := range All(cfg) {
+		if sc.SubjectTransform != nil {
+			n, err := partitioned(ctx, js, sc.Name, cfg.Partitions)
+			if err != nil {
+				return err
+			}
+			sc.SubjectTransform = partitionTransform(strings.TrimSuffix(sc.Subjects[0], ".*"), n)
+		}
 		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
 			return fmt.Errorf("streams: ensure %s: %w", sc.Name, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -66,12 +67,21 @@ func CancelSubject(runID string) (string, error) {
 	return subject(CancelSubjectPrefix, "run id", runID)
 }
 
-// RunOfEventSubject returns the run id of an event subject EventSubject
-// made: what follows "weft.events.". It fails for any other subject.
+// RunOfEventSubject returns the run id of an event subject: the last token
+// of weft.events.<runId>, as EventSubject makes it, or of
+// weft.events.<p>.<runId>, as WEFT_EVENTS stores it (partition.go). It
+// fails for any other subject.
 func RunOfEventSubject(subject string) (string, error) {
-	runID, ok := strings.CutPrefix(subject, EventsSubjectPrefix+".")
+	rest, ok := strings.CutPrefix(subject, EventsSubjectPrefix+".")
 	if !ok {
 		return "", fmt.Errorf("streams: %q is not an event subject", subject)
+	}
+	runID := rest
+	if p, id, partitioned := strings.Cut(rest, "."); partitioned {
+		if _, err := strconv.ParseUint(p, 10, 16); err != nil {
+			return "", fmt.Errorf("streams: event subject %q: partition %q is not a number", subject, p)
+		}
+		runID = id
 	}
 	if err := ValidToken(runID); err != nil {
 		return "", fmt.Errorf("streams: event subject %q: %w", subject, err)

@@ -85,7 +85,11 @@ func TestRunOfEventSubject(t *testing.T) {
 	runID, err := streams.RunOfEventSubject(subject)
 	require.NoError(t, err)
 	require.Equal(t, "0190a8e2-7b3c-7def-8123-456789abcdef", runID)
-	for _, bad := range []string{"weft.results.r1", "weft.events.", "weft.events", "weft.events.a.b", "weft.events.*"} {
+	runID, err = streams.RunOfEventSubject("weft.events.7.r1")
+	require.NoError(t, err, "the stored, partitioned form")
+	require.Equal(t, "r1", runID)
+	for _, bad := range []string{"weft.results.r1", "weft.events.", "weft.events", "weft.events.a.b", "weft.events.*",
+		"weft.events.3.", "weft.events.3.a.b", "weft.events.-1.r1"} {
 		_, err := streams.RunOfEventSubject(bad)
 		require.Error(t, err, bad)
 	}

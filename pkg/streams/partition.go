@@ -1,0 +1,142 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"regexp"
+	"strconv"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Runs are divided into partitions so that several engines divide the work
+// instead of racing on it (docs/scaling.md, "Partitioned engines").
+// WEFT_EVENTS and WEFT_RESULTS capture weft.events.<runId> and
+// weft.results.<runId>, as publishers send them, and store each message as
+// weft.events.<p>.<runId> and weft.results.<p>.<runId>: the stream's
+// subject transform computes p with the server's partition(P, 1) function,
+// FNV-1a of the run id modulo P, the same function PartitionOf applies.
+// Publishers know nothing of partitions; consumers filter on one
+// partition (PartitionFilter) or on every one (AllPartitionsFilter).
+//
+// P is fixed when a stream is created (Config.Partitions, `weft migrate
+// --partitions`): Ensure keeps the P of a stream that exists, and refuses
+// to change it, since a run would then be split over two partitions.
+const (
+	// DefaultPartitions is P when a stream is created with no
+	// Config.Partitions: room for up to 16 engines, each holding one.
+	DefaultPartitions = 16
+	// MaxPartitions bounds Config.Partitions. Each partition is a durable
+	// consumer per stream that every engine may pull from.
+	MaxPartitions = 256
+)
+
+// ErrPartitionsFixed is returned by Ensure when Config.Partitions asks for
+// a P other than the one an existing stream was created with.
+var ErrPartitionsFixed = errors.New("streams: the partition count is fixed when the stream is created")
+
+// PartitionOf returns the partition of runID among n partitions: what the
+// server's partition(n, 1) transform computes for weft.events.<runID>. n
+// must be at least 1.
+func PartitionOf(runID string, n int) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(runID))
+	return int(h.Sum32() % uint32(n))
+}
+
+// PartitionFilter returns the subjects of partition p of a partitioned
+// stream whose publishers use prefix: prefix.<p>.*.
+func PartitionFilter(prefix string, p int) string {
+	return prefix + "." + strconv.Itoa(p) + ".*"
+}
+
+// AllPartitionsFilter returns the subjects of every partition of the
+// stream whose publishers use prefix, and the subjects stored before the
+// stream was partitioned (prefix.<runId>): prefix.>.
+func AllPartitionsFilter(prefix string) string { return prefix + ".>" }
+
+// UnpartitionedFilter returns prefix.*, the subjects a stream stored before
+// it was partitioned. A consumer of partition 0 takes them too, so the
+// messages in flight when a stream is first partitioned are not stranded.
+func UnpartitionedFilter(prefix string) string { return prefix + ".*" }
+
+// partitionTransform is the subject transform of a stream capturing
+// prefix.* into n partitions.
+func partitionTransform(prefix string, n int) *jetstream.SubjectTransformConfig {
+	return &jetstream.SubjectTransformConfig{
+		Source:      prefix + ".*",
+		Destination: fmt.Sprintf("%s.{{partition(%d,1)}}.{{wildcard(1)}}", prefix, n),
+	}
+}
+
+var partitionDest = regexp.MustCompile(`\{\{\s*partition\(\s*(\d+)\s*,\s*1\s*\)\s*\}\}`)
+
+// partitionsOf returns the P of a stream config's partition transform, or
+// 0 when it has none.
+func partitionsOf(sc jetstream.StreamConfig) int {
+	if sc.SubjectTransform == nil {
+		return 0
+	}
+	m := partitionDest.FindStringSubmatch(sc.SubjectTransform.Destination)
+	if m == nil {
+		return 0
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// Partitions returns the partition count of stream (WEFT_EVENTS or
+// WEFT_RESULTS), read from its subject transform, so every engine uses the
+// P the stream was created with. It fails when the stream is missing or is
+// not partitioned (created before partitions, and not yet ensured since).
+func Partitions(ctx context.Context, js jetstream.JetStream, stream string) (int, error) {
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return 0, fmt.Errorf("streams: partitions of %s: %w", stream, err)
+	}
+	n := partitionsOf(s.CachedInfo().Config)
+	if n == 0 {
+		return 0, fmt.Errorf("streams: %s is not partitioned (run weft migrate)", stream)
+	}
+	return n, nil
+}
+
+// partitioned returns the partition count Ensure gives a partitioned
+// stream: the existing stream's when it has one (an error when cfg asks
+// for another), else cfg's, else DefaultPartitions.
+func partitioned(ctx context.Context, js jetstream.JetStream, name string, want int) (int, error) {
+	s, err := js.Stream(ctx, name)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		if want == 0 {
+			return DefaultPartitions, nil
+		}
+		return want, nil
+	case err != nil:
+		return 0, fmt.Errorf("streams: ensure %s: %w", name, err)
+	}
+	have := partitionsOf(s.CachedInfo().Config)
+	switch {
+	case have == 0 && want == 0:
+		return DefaultPartitions, nil
+	case have == 0:
+		return want, nil
+	case want != 0 && want != have:
+		return 0, fmt.Errorf("%w: %s has %d partitions, not %d (docs/scaling.md, \"Partitioned engines\")",
+			ErrPartitionsFixed, name, have, want)
+	}
+	return have, nil
+}
+
+// RunEventsFilter returns weft.events.*.<runID>: the subject WEFT_EVENTS
+// stores the run's events on, whatever its partition, for a consumer of
+// one run's events (an ordered consumer watching a run). It fails as
+// EventSubject does.
+func RunEventsFilter(runID string) (string, error) {
+	return subject(EventsSubjectPrefix+".*", "run id", runID)
+}
