@@ -1,18 +1,21 @@
-// Package lanes feeds a JetStream consumer's messages to a fixed number of
+// Package lanes feeds JetStream consumers' messages to a fixed number of
 // goroutines, by run: a message goes to the lane its subject's last token
-// (a run id, in weft.events.<runId> and weft.results.<runId>) hashes to,
-// so one process handles a run's messages one batch at a time, in the order
-// JetStream delivers them, while different runs proceed in parallel. Each
-// lane hands its handler the messages already waiting, up to a batch limit,
-// so one transaction can settle many.
+// (a run id, in weft.events.<p>.<runId> and weft.results.<p>.<runId>)
+// hashes to, so one process handles a run's messages one batch at a time,
+// in the order JetStream delivers them, while different runs proceed in
+// parallel. Each lane hands its handler the messages already waiting, up
+// to a batch limit, so one transaction can settle many.
 //
-// Lanes keep their consumer through a streams.Keeper: a consumer deleted
-// under them, alone or with its stream, is created again and consumed
-// again (docs/observability.md, "Missing consumers").
+// Lanes consume one consumer (New) or a changing set of them (NewShared,
+// Add, Remove: an engine's partitions, docs/scaling.md). Each consumer is
+// kept through a streams.Keeper: deleted, alone or with its stream, it is
+// created again and consumed again (docs/observability.md, "Missing
+// consumers").
 package lanes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"strings"
@@ -24,22 +27,35 @@ import (
 	"github.com/weftrun/weft/pkg/streams"
 )
 
-// Lanes is a consumer and its lanes. Its lifecycle is pkg/startstop's:
-// Start, then Stop with a drain bounded by Stop's context. Its methods are
-// safe for concurrent use.
+// ErrNotRunning is returned by Add and Remove on lanes not started, or
+// stopping.
+var ErrNotRunning = errors.New("lanes: not running")
+
+// Lanes are consumers feeding n lanes. Their lifecycle is pkg/startstop's:
+// Start, then Stop with a drain bounded by Stop's context. Their methods
+// are safe for concurrent use.
 type Lanes struct {
-	keeper   *streams.Keeper
+	initial  *streams.Keeper // New's consumer, fed from Start; nil for NewShared
 	n        int
 	maxBatch int
 	batch    func([]jetstream.Msg)
-	handle   jetstream.MessageHandler
-	lanes    []chan jetstream.Msg
-	wg       sync.WaitGroup
-	keepDone chan struct{}
+	lanes    []chan delivery
+	wg       sync.WaitGroup // the lanes' goroutines
 	life     startstop.Base
 
-	mu sync.Mutex
-	cc jetstream.ConsumeContext // nil while no Consume runs
+	// consuming counts the feeds whose Consume may still put messages in
+	// the lanes; the lanes close once it is zero.
+	consuming sync.WaitGroup
+
+	mu    sync.Mutex
+	soft  context.Context  // Start's soft context, while running; nil otherwise
+	feeds map[string]*feed // by consumer name
+}
+
+// delivery is a message in a lane and the feed it came from.
+type delivery struct {
+	m jetstream.Msg
+	f *feed
 }
 
 // New returns lanes that, once started, consume keeper's consumer into n
@@ -47,17 +63,19 @@ type Lanes struct {
 // lanes' runs. handle settles the messages; the lanes never interrupt it,
 // so it must bound its own work.
 func New(keeper *streams.Keeper, n, maxBatch int, handle func([]jetstream.Msg)) *Lanes {
-	return &Lanes{keeper: keeper, n: n, maxBatch: maxBatch, batch: handle}
+	l := NewShared(n, maxBatch, handle)
+	l.initial = keeper
+	return l
 }
 
-// Start creates (or updates) the keeper's consumer and consumes it into
-// the lanes.
-//
-// It keeps the consumer until Stop or ctx's end: the errors Consume
-// reports go to keeper.Suspect, and whenever the keeper finds the consumer
-// missing and creates it again (streams.Keeper.Keep), the lanes consume
-// the new one. A Consume that ended on its own (nats.go stops it when the
-// consumer is deleted) is replaced the same way.
+// NewShared returns lanes with no consumer: once started, Add and Remove
+// change the consumers they consume. Otherwise as New.
+func NewShared(n, maxBatch int, handle func([]jetstream.Msg)) *Lanes {
+	return &Lanes{n: n, maxBatch: maxBatch, batch: handle, feeds: map[string]*feed{}}
+}
+
+// Start starts the lanes and, for lanes made by New, the keeper's
+// consumer, kept until Stop or ctx's end (see Add).
 //
 // A creation that fails in a way that may be transient does not fail
 // Start (streams.Keeper.Start): the lanes start with the consumer missing
@@ -70,90 +88,136 @@ func (l *Lanes) Start(ctx context.Context) error {
 }
 
 func (l *Lanes) start(hard, soft context.Context) (func(), error) {
-	cons, err := l.keeper.Start(hard)
-	if err != nil {
-		return nil, fmt.Errorf("lanes: %w", err)
-	}
-	l.lanes, l.keepDone = make([]chan jetstream.Msg, l.n), make(chan struct{})
-	l.handle = func(m jetstream.Msg) { l.lane(m) <- m }
+	l.lanes = make([]chan delivery, l.n)
 	for i := range l.lanes {
-		lane := make(chan jetstream.Msg, l.maxBatch)
+		lane := make(chan delivery, l.maxBatch)
 		l.lanes[i] = lane
 		l.wg.Go(func() { l.serve(hard, lane) })
 	}
-	if cons != nil {
-		if err := l.consume(cons); err != nil {
+	l.mu.Lock()
+	l.soft = soft
+	l.mu.Unlock()
+	if l.initial != nil {
+		if err := l.Add(hard, l.initial); err != nil {
+			l.stopFeeds()
 			l.closeLanes()
 			return nil, err
 		}
 	}
-	go func() {
-		defer close(l.keepDone)
-		l.keeper.Keep(soft, l.replace)
-	}()
 	return func() {
 		<-soft.Done()
-		<-l.keepDone
-		l.mu.Lock()
-		l.stopConsume()
-		l.mu.Unlock()
+		l.stopFeeds()
 		l.closeLanes()
 	}, nil
+}
+
+// Add creates (or updates) keeper's consumer and consumes it into the
+// running lanes with opts (a priority group, say), until Remove, Stop or
+// the end of Start's context. ctx bounds the creation only.
+//
+// The lanes keep the consumer: the errors Consume reports go to
+// keeper.Suspect, and whenever the keeper finds the consumer missing and
+// creates it again (streams.Keeper.Keep), the lanes consume the new one. A
+// Consume that ended on its own (nats.go stops it when the consumer is
+// deleted) is replaced the same way. A creation that may succeed later
+// leaves the consumer to the keeper (streams.Keeper.Start); one the server
+// rejects for good fails Add. A consumer already added is left as it is.
+func (l *Lanes) Add(ctx context.Context, keeper *streams.Keeper, opts ...jetstream.PullConsumeOpt) error {
+	l.mu.Lock()
+	soft, dup := l.soft, l.feeds[keeper.Name()] != nil
+	l.mu.Unlock()
+	if soft == nil || soft.Err() != nil {
+		return fmt.Errorf("%w: add %s", ErrNotRunning, keeper.Name())
+	}
+	if dup {
+		return nil
+	}
+	cons, err := keeper.Start(ctx)
+	if err != nil {
+		return fmt.Errorf("lanes: %w", err)
+	}
+	f := newFeed(l, keeper, opts)
+	if cons != nil {
+		if err := f.consume(cons); err != nil {
+			f.stopConsuming()
+			return err
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.soft == nil: // Stop began
+		f.stopConsuming()
+		return fmt.Errorf("%w: add %s", ErrNotRunning, keeper.Name())
+	case l.feeds[keeper.Name()] != nil: // a concurrent Add won
+		f.stopConsuming()
+		return nil
+	}
+	l.feeds[keeper.Name()] = f
+	f.keep(ctx, soft)
+	return nil
+}
+
+// Remove stops consuming the consumer named name: it stops keeping it,
+// drains its Consume (the messages already received go to the lanes) and
+// waits until the lanes have handled every message it delivered, or ctx
+// ends (an error wrapping startstop.ErrDrainCutShort; the messages left
+// are handled later, or redelivered). Removing a consumer the lanes do not
+// consume is a no-op.
+func (l *Lanes) Remove(ctx context.Context, name string) error {
+	l.mu.Lock()
+	f := l.feeds[name]
+	delete(l.feeds, name)
+	l.mu.Unlock()
+	if f == nil {
+		return nil
+	}
+	return f.stop(ctx)
+}
+
+// Consumers returns the names of the consumers the lanes consume.
+func (l *Lanes) Consumers() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	names := make([]string, 0, len(l.feeds))
+	for name := range l.feeds {
+		names = append(names, name)
+	}
+	return names
+}
+
+// stopFeeds removes every feed, waiting for each one's Consume to close
+// (not for its messages: the lanes, draining, handle them).
+func (l *Lanes) stopFeeds() {
+	l.mu.Lock()
+	feeds := l.feeds
+	l.feeds, l.soft = map[string]*feed{}, nil
+	l.mu.Unlock()
+	for _, f := range feeds {
+		f.stopConsuming()
+	}
 }
 
 // serve hands the messages of lane to the handler, a batch at a time,
 // until the lane is closed. After a hard stop it takes the messages left
 // without handling them: JetStream redelivers them.
-func (l *Lanes) serve(hard context.Context, lane chan jetstream.Msg) {
-	for m := range lane {
+func (l *Lanes) serve(hard context.Context, lane chan delivery) {
+	for d := range lane {
+		batch := drain(d, lane, l.maxBatch)
 		if hard.Err() == nil {
-			l.batch(drain(m, lane, l.maxBatch))
+			msgs := make([]jetstream.Msg, len(batch))
+			for i, d := range batch {
+				msgs[i] = d.m
+			}
+			l.batch(msgs)
+		}
+		for _, d := range batch {
+			d.f.handled.Done()
 		}
 	}
 }
 
-// consume starts a Consume of cons into the lanes in place of the
-// current one, which it drains: the messages it already received are
-// handled, not left to come back after AckWait.
-func (l *Lanes) consume(cons jetstream.Consumer) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.cc != nil {
-		l.cc.Drain()
-		<-l.cc.Closed()
-		l.cc = nil
-	}
-	cc, err := cons.Consume(l.handle, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		l.keeper.Suspect(err)
-	}))
-	if err != nil {
-		return fmt.Errorf("lanes: consume %s: %w", l.keeper.Name(), err)
-	}
-	l.cc = cc
-	return nil
-}
-
-// replace consumes cons, the consumer the keeper created again. When that
-// fails (the consumer deleted again at once), the keeper is asked to check
-// it again.
-func (l *Lanes) replace(cons jetstream.Consumer) {
-	if err := l.consume(cons); err != nil {
-		l.keeper.Suspect(err)
-	}
-}
-
-// stopConsume stops the current Consume, if any, and waits for it to
-// close. l.mu must be held.
-func (l *Lanes) stopConsume() {
-	if l.cc == nil {
-		return
-	}
-	l.cc.Stop()
-	<-l.cc.Closed()
-	l.cc = nil
-}
-
-// Stop stops keeping the consumer and delivery, hands the messages the
+// Stop stops keeping the consumers and delivery, hands the messages the
 // lanes already hold to the handler, and waits for the batches in flight.
 // When ctx ends first, the lanes stop taking the messages they hold (not
 // acked, JetStream redelivers them), wait for the batches in flight, and
@@ -161,7 +225,7 @@ func (l *Lanes) stopConsume() {
 // idempotent, and a no-op on lanes never started.
 func (l *Lanes) Stop(ctx context.Context) error {
 	if err := l.life.Stop(ctx); err != nil {
-		return fmt.Errorf("lanes: stop %s: %w", l.keeper.Name(), err)
+		return fmt.Errorf("lanes: stop: %w", err)
 	}
 	return nil
 }
@@ -174,7 +238,7 @@ func (l *Lanes) Started() <-chan struct{} { return l.life.Started() }
 func (l *Lanes) Stopped() <-chan struct{} { return l.life.Stopped() }
 
 // lane returns the channel of the lane that handles m's run.
-func (l *Lanes) lane(m jetstream.Msg) chan jetstream.Msg {
+func (l *Lanes) lane(m jetstream.Msg) chan delivery {
 	subject := m.Subject()
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(subject[strings.LastIndexByte(subject, '.')+1:]))
@@ -182,23 +246,24 @@ func (l *Lanes) lane(m jetstream.Msg) chan jetstream.Msg {
 }
 
 func (l *Lanes) closeLanes() {
+	l.consuming.Wait()
 	for _, lane := range l.lanes {
 		close(lane)
 	}
 	l.wg.Wait()
 }
 
-// drain returns first and up to limit-1 more messages already waiting in
+// drain returns first and up to limit-1 more deliveries already waiting in
 // lane, without waiting for any.
-func drain(first jetstream.Msg, lane <-chan jetstream.Msg, limit int) []jetstream.Msg {
-	batch := []jetstream.Msg{first}
+func drain(first delivery, lane <-chan delivery, limit int) []delivery {
+	batch := []delivery{first}
 	for len(batch) < limit {
 		select {
-		case m, ok := <-lane:
+		case d, ok := <-lane:
 			if !ok {
 				return batch
 			}
-			batch = append(batch, m)
+			batch = append(batch, d)
 		default:
 			return batch
 		}

@@ -96,7 +96,7 @@ func TestLanesStartWhileTheirConsumerCannotBeCreated(t *testing.T) {
 func startAcking(t *testing.T, js jetstream.JetStream, durable string) (*streams.Keeper, <-chan string) {
 	t.Helper()
 	k, err := streams.NewKeeper(js, streams.EventsStream, jetstream.ConsumerConfig{
-		Durable: durable, FilterSubject: streams.EventsSubjectPrefix + ".*", AckPolicy: jetstream.AckExplicitPolicy,
+		Durable: durable, FilterSubject: streams.AllPartitionsFilter(streams.EventsSubjectPrefix), AckPolicy: jetstream.AckExplicitPolicy,
 	}, streams.KeeperConfig{Interval: time.Hour})
 	require.NoError(t, err)
 	got := make(chan string, 16)
@@ -120,7 +120,7 @@ func TestLanesStopTwice(t *testing.T) {
 	js := weftest.NewNATS(t).JetStream(t)
 	require.NoError(t, streams.Ensure(t.Context(), js, streams.Config{MaxBytes: 16 << 20}))
 	k, err := streams.NewKeeper(js, streams.EventsStream, jetstream.ConsumerConfig{
-		Durable: "lanes-stop", FilterSubject: streams.EventsSubjectPrefix + ".*", AckPolicy: jetstream.AckExplicitPolicy,
+		Durable: "lanes-stop", FilterSubject: streams.AllPartitionsFilter(streams.EventsSubjectPrefix), AckPolicy: jetstream.AckExplicitPolicy,
 	}, streams.KeeperConfig{Interval: time.Hour})
 	require.NoError(t, err)
 	l := lanes.New(k, 2, 4, func([]jetstream.Msg) {})
