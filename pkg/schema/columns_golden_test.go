@@ -52,8 +52,9 @@ func TestSchemaColumnsGolden(t *testing.T) {
 
 // unversioned are the tables without a format version column, and why.
 var unversioned = map[string]string{
-	"run_heads":   "a counter (the run's head runSeq), derived from run_events and rebuilt by nothing but appends",
-	"outbox_wake": "the relay's wake-up state, rewritten on every wake-up; it holds no record",
+	"run_heads":      "a counter (the run's head runSeq), derived from run_events and rebuilt by nothing but appends",
+	"outbox_wake":    "the relay's wake-up state, rewritten on every wake-up; it holds no record",
+	"engine_members": "the running engines' heartbeats, rewritten every second; a row lives as long as its engine",
 }
 
 // Every other table carries its rows' format version (version, or

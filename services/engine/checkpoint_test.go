@@ -49,7 +49,8 @@ func TestCASRequiredNeedsConditionalBatch(t *testing.T) {
 		require.Contains(t, err.Error(), name)
 	}
 	for stream, durable := range map[string]string{
-		streams.EventsStream: engine.EventsConsumer, streams.ResultsStream: engine.ResultsConsumer} {
+		streams.EventsStream:  engine.PartitionConsumer(streams.EventsStream, 0),
+		streams.ResultsStream: engine.PartitionConsumer(streams.ResultsStream, 0)} {
 		_, err := s.js.Consumer(t.Context(), stream, durable)
 		require.ErrorIs(t, err, jetstream.ErrConsumerNotFound, "no consumer of %s was created", stream)
 	}

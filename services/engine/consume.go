@@ -3,16 +3,14 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/weftrun/weft/internal/bus/lanes"
-	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/services/engine/internal/round"
 )
 
-// Durable consumer names, shared by every engine process.
+// Durable consumer name prefixes: partition p's consumers are
+// EventsConsumer-<p> and ResultsConsumer-<p> (PartitionConsumer).
 const (
 	EventsConsumer  = "engine-events"
 	ResultsConsumer = "engine-results"
@@ -22,50 +20,6 @@ const (
 // message needs no round (an event the engine does not react to); an error
 // means the message can never be handled and is terminated.
 type toRoundFunc func(m jetstream.Msg) (r round.Round, ok bool, err error)
-
-func (s *Service) startConsumers(ctx context.Context) ([]*lanes.Lanes, error) {
-	events, err := s.consume(ctx, streams.EventsStream, EventsConsumer, streams.EventsSubjectPrefix+".*", eventRound)
-	if err != nil {
-		return nil, err
-	}
-	results, err := s.consume(ctx, streams.ResultsStream, ResultsConsumer, streams.ResultsSubjectPrefix+".*", s.resultRound)
-	if err != nil {
-		_ = events.Stop(context.WithoutCancel(ctx)) // never cut short: its context does not end
-		return nil, err
-	}
-	return []*lanes.Lanes{events, results}, nil
-}
-
-// consume creates (or updates) the durable consumer and feeds it to
-// Concurrency lanes (internal/bus/lanes): one engine handles a run's messages
-// one batch at a time, in the order JetStream delivers them, so a worker's
-// StepStarted is recorded before its StepCompleted and rounds of one run
-// rarely race. Rounds of different runs run in parallel. The lanes keep the
-// consumer (streams.Keeper): deleted, it is created again. The keeper's
-// metrics are unregistered when ctx ends.
-func (s *Service) consume(ctx context.Context, stream, durable, filter string, toRound toRoundFunc) (*lanes.Lanes, error) {
-	keeper, err := streams.NewKeeper(s.js, stream, jetstream.ConsumerConfig{
-		Durable:       durable,
-		FilterSubject: filter,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       s.cfg.AckWait,
-		MaxAckPending: s.cfg.Concurrency * 32,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-	}, streams.KeeperConfig{Logger: s.logger, MeterProvider: s.cfg.MeterProvider})
-	if err != nil {
-		return nil, fmt.Errorf("engine: consumer %s: %w", durable, err)
-	}
-	context.AfterFunc(ctx, func() { _ = keeper.Close() })
-	l := lanes.New(keeper, s.cfg.Concurrency, s.cfg.MaxBatch, func(msgs []jetstream.Msg) {
-		s.handleBatch(ctx, msgs, toRound)
-	})
-	// The lanes outlive ctx by their drain (the engine's run loop stops
-	// them once ctx ends): ending Start's context would be a hard stop.
-	if err := l.Start(context.WithoutCancel(ctx)); err != nil {
-		return nil, fmt.Errorf("engine: %s: %w", durable, err)
-	}
-	return l, nil
-}
 
 // handleBatch runs the rounds the messages ask for in one transaction
 // (round.Runner.RunBatch) and settles each message: Ack after the commit,

@@ -17,11 +17,11 @@ import (
 	"github.com/weftrun/weft/services/engine"
 )
 
-// keptConsumers are the durable consumers of an engine and a worker of the
-// default queue.
+// keptConsumers are durable consumers of an engine (those of partition
+// 0, which the one engine holds) and a worker of the default queue.
 var keptConsumers = []struct{ stream, durable string }{
-	{streams.EventsStream, engine.EventsConsumer},
-	{streams.ResultsStream, engine.ResultsConsumer},
+	{streams.EventsStream, engine.PartitionConsumer(streams.EventsStream, 0)},
+	{streams.ResultsStream, engine.PartitionConsumer(streams.ResultsStream, 0)},
 	{streams.TasksStream, "tasks-default"},
 }
 
@@ -76,8 +76,8 @@ func TestConsumersDeletedUnderARunningEngineAreCreatedAgain(t *testing.T) {
 	s.runCompletes(t)
 
 	metricstest.WaitFor(t, s.h, waitFor, func(sc metricstest.Scrape) bool {
-		ev, ok1 := sc.Sum("weft_consumer_recreations_total", map[string]string{"consumer": engine.EventsConsumer})
-		res, ok2 := sc.Sum("weft_consumer_recreations_total", map[string]string{"consumer": engine.ResultsConsumer})
+		ev, ok1 := sc.Sum("weft_consumer_recreations_total", map[string]string{"consumer": keptConsumers[0].durable})
+		res, ok2 := sc.Sum("weft_consumer_recreations_total", map[string]string{"consumer": keptConsumers[1].durable})
 		return ok1 && ok2 && ev >= 1 && res >= 1
 	})
 	require.True(t, s.probes.Check(t.Context()).Ready())
@@ -98,10 +98,10 @@ func TestStreamsRecreatedUnderARunningEngine(t *testing.T) {
 	}
 	r := s.probes.Check(t.Context())
 	require.Equal(t, []string{"stream WEFT_EVENTS", "stream WEFT_TASKS", "stream WEFT_RESULTS",
-		"consumer engine-events", "consumer engine-results", "consumer tasks-default"}, r.Failing)
+		"consumer engine-events-0", "consumer engine-results-0", "consumer tasks-default"}, r.Failing)
 	metricstest.WaitFor(t, s.h, waitFor, func(sc metricstest.Scrape) bool {
-		ev, ok1 := sc.Sum("weft_consumer_missing", map[string]string{"consumer": engine.EventsConsumer})
-		res, ok2 := sc.Sum("weft_consumer_missing", map[string]string{"consumer": engine.ResultsConsumer})
+		ev, ok1 := sc.Sum("weft_consumer_missing", map[string]string{"consumer": keptConsumers[0].durable})
+		res, ok2 := sc.Sum("weft_consumer_missing", map[string]string{"consumer": keptConsumers[1].durable})
 		return ok1 && ok2 && ev == 1 && res == 1
 	})
 
@@ -109,5 +109,5 @@ func TestStreamsRecreatedUnderARunningEngine(t *testing.T) {
 	s.runCompletes(t)
 	require.Eventually(t, func() bool { return s.probes.Check(t.Context()).Ready() }, waitFor, 10*time.Millisecond)
 	scrape := metricstest.Get(t, s.h)
-	require.Zero(t, scrape.Count(t, "weft_consumer_missing", map[string]string{"consumer": engine.EventsConsumer}))
+	require.Zero(t, scrape.Count(t, "weft_consumer_missing", map[string]string{"consumer": keptConsumers[0].durable}))
 }

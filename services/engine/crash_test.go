@@ -97,8 +97,15 @@ var crashConfig = engine.Config{AckWait: 2 * time.Second, TaskKeys: testTaskKeys
 // crashChild is the child's main: an engine that exits with childExit the
 // n-th time it reaches the crash point. It returns an error if it never
 // does.
+//
+// At the point "serve" it never dies on its own: it runs, with the
+// partition tests' config, until it is killed or three minutes pass.
 func crashChild() error {
-	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	timeout := waitFor
+	if strings.HasPrefix(os.Getenv(childCrashEnv), "serve:") {
+		timeout = 3 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	pool, err := pgxpool.New(ctx, os.Getenv(childDBEnv))
 	if err != nil {
@@ -134,6 +141,9 @@ func crashChild() error {
 				os.Exit(childExit)
 			}
 		}
+	case "serve":
+		cfg = partitionedConfig
+		cfg.TaskKeys = crashConfig.TaskKeys
 	default:
 		return fmt.Errorf("unknown crash point %q", point)
 	}

@@ -19,12 +19,16 @@ const (
 	MaxStallAfter    = 24 * time.Hour
 	MinTaskGrace     = 100 * time.Millisecond
 	MaxTaskGrace     = 24 * time.Hour
+	// MaxPartitionLease bounds Config.PartitionLease above: a killed
+	// engine's runs wait about a lease. MinPartitionLease is in
+	// partitions.go.
+	MaxPartitionLease = 5 * time.Minute
 )
 
 // LimitError reports a Config duration outside its limits.
 type LimitError struct {
-	// Field is the Config field: "SweepInterval", "StallAfter" or
-	// "TaskGrace".
+	// Field is the Config field: "SweepInterval", "StallAfter",
+	// "TaskGrace" or "PartitionLease".
 	Field string
 	// Value is the value given; Min and Max are the limits, inclusive, and
 	// Default what zero means.
@@ -45,6 +49,7 @@ func (c Config) Validate() error {
 		{Field: "SweepInterval", Value: c.SweepInterval, Min: MinSweepInterval, Max: MaxSweepInterval, Default: DefaultSweepInterval},
 		{Field: "StallAfter", Value: c.StallAfter, Min: MinStallAfter, Max: MaxStallAfter, Default: DefaultStallAfter},
 		{Field: "TaskGrace", Value: c.TaskGrace, Min: MinTaskGrace, Max: MaxTaskGrace, Default: DefaultTaskGrace},
+		{Field: "PartitionLease", Value: c.PartitionLease, Min: MinPartitionLease, Max: MaxPartitionLease, Default: DefaultPartitionLease},
 	} {
 		if l.Value != 0 && (l.Value < l.Min || l.Value > l.Max) {
 			errs = append(errs, &l)

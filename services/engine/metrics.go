@@ -29,13 +29,19 @@ const (
 // MeterProvider (the events the rounds append are counted by the journal,
 // weft.events.appended):
 //
-//	weft.engine.round.duration  histogram (s)  one round, load to commit, by outcome
+//	weft.engine.round.duration   histogram (s)  one round, load to commit, by outcome
+//	weft.engine.round.conflicts  counter        compare-and-swap conflicts absorbed
+//
+// Conflicts stay near zero while each run is driven by the engine holding
+// its partition; they rise while engines hand partitions over, and with
+// timers and sweeps that meet a run's round.
 //
 // Rounds of one batch share one transaction, so each is recorded with the
 // batch's duration.
 type roundMetrics struct {
-	duration metric.Float64Histogram
-	outcomes map[string]metric.RecordOption
+	duration  metric.Float64Histogram
+	conflicts metric.Int64Counter
+	outcomes  map[string]metric.RecordOption
 }
 
 // roundBuckets are the round duration's bounds in seconds: a round is a
@@ -52,7 +58,12 @@ func newRoundMetrics(mp metric.MeterProvider) (*roundMetrics, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: metrics: %w", err)
 	}
-	m := &roundMetrics{duration: h, outcomes: make(map[string]metric.RecordOption)}
+	c, err := mp.Meter(meterName).Int64Counter("weft.engine.round.conflicts", metric.WithUnit("{conflict}"),
+		metric.WithDescription("Compare-and-swap conflicts the engine's rounds absorbed: another writer moved the run's head first."))
+	if err != nil {
+		return nil, fmt.Errorf("engine: metrics: %w", err)
+	}
+	m := &roundMetrics{duration: h, conflicts: c, outcomes: make(map[string]metric.RecordOption)}
 	for _, o := range []string{outcomeDecided, outcomeNoop, outcomeUnknownRun, outcomeError} {
 		m.outcomes[o] = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", o)))
 	}
@@ -75,6 +86,9 @@ func newTimedRunner(pool *pgxpool.Pool, cfg Config) (timedRunner, error) {
 	}
 	if cfg.Round.Appended, err = journal.NewMetrics(cfg.MeterProvider); err != nil {
 		return timedRunner{}, fmt.Errorf("engine: metrics: %w", err)
+	}
+	if m != nil {
+		cfg.Round.Conflicted = func(ctx context.Context) { m.conflicts.Add(ctx, 1) }
 	}
 	return timedRunner{Runner: round.New(pool, cfg.Round), m: m}, nil
 }

@@ -12,8 +12,9 @@
 // rounds fed by one fetch, which a per-message router does not offer.
 //
 // Any number of engines may run against one database and one JetStream:
-// they share durable consumers, and the head compare-and-swap makes racing
-// rounds of one run safe.
+// they divide the runs' partitions among them, each consuming its own
+// (partitions.go), and the head compare-and-swap keeps the rounds of one
+// run safe whenever two engines meet on it.
 package engine
 
 import (
@@ -23,6 +24,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -157,6 +159,16 @@ type Config struct {
 	// one engine in tests, never for a deployment (`weft engine` requires
 	// a key).
 	TaskKeys *task.Signer
+	// PartitionLease is how long an engine keeps its partitions without a
+	// heartbeat of its membership, and its partition consumers' PinnedTTL:
+	// about the time a killed engine's runs wait before another engine
+	// takes them. At least MinPartitionLease. Default
+	// DefaultPartitionLease.
+	PartitionLease time.Duration
+	// EngineID names this engine in the membership; empty means a new id
+	// of the host, the pid and random bits. Two engines must never share
+	// one.
+	EngineID string
 	// Streams are the limits of the lanes streams the engine creates, one
 	// per task queue (streams.TaskLanes); the zero value means
 	// streams.Config's defaults, as `weft migrate` gives the other streams.
@@ -191,6 +203,10 @@ func (c Config) withDefaults() Config {
 	c.MaxResultBytes = cmp.Or(c.MaxResultBytes, DefaultMaxResultBytes)
 	c.HeartbeatMaxAge = cmp.Or(c.HeartbeatMaxAge, DefaultHeartbeatMaxAge)
 	c.HeartbeatBucketBytes = cmp.Or(c.HeartbeatBucketBytes, DefaultHeartbeatBucketBytes)
+	c.PartitionLease = cmp.Or(c.PartitionLease, DefaultPartitionLease)
+	if c.EngineID == "" {
+		c.EngineID = newEngineID()
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -215,6 +231,7 @@ type Service struct {
 	// heartbeats is the heartbeat bucket, set by Start before the timer
 	// loop starts (heartbeats.go).
 	heartbeats jetstream.KeyValue
+	held       atomic.Int64 // partitions held (partitions.go)
 	life       startstop.Base
 }
 
@@ -286,12 +303,20 @@ func (s *Service) start(hard, soft context.Context) (func(), error) {
 		stopLookups()
 		return nil, err
 	}
-	consumers, err := s.startConsumers(soft)
+	gauge, err := s.registerPartitionGauge()
 	if err != nil {
 		stopLookups()
 		return nil, err
 	}
-	s.logger.InfoContext(soft, "engine running", "concurrency", s.cfg.Concurrency)
+	consumers, err := s.startConsumers(soft)
+	if err != nil {
+		if gauge != nil {
+			_ = gauge.Unregister()
+		}
+		stopLookups()
+		return nil, err
+	}
+	s.logger.InfoContext(soft, "engine running", "concurrency", s.cfg.Concurrency, "engine_id", s.cfg.EngineID)
 	return func() {
 		defer stopLookups()
 		var wg sync.WaitGroup
@@ -299,10 +324,11 @@ func (s *Service) start(hard, soft context.Context) (func(), error) {
 		wg.Go(func() { s.sweepLoop(soft) })
 		wg.Go(func() { s.runQueueLoop(soft) })
 		<-soft.Done()
-		for _, c := range consumers {
-			_ = c.Stop(hard) // drains until hard ends; cut short, the messages come back
-		}
+		consumers.stop(hard)
 		wg.Wait()
+		if gauge != nil {
+			_ = gauge.Unregister()
+		}
 	}, nil
 }
 

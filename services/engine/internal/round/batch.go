@@ -63,7 +63,11 @@ func (x *Runner) RunBatch(ctx context.Context, rounds []Round) ([]Result, error)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	if len(rounds) == 1 && !errors.Is(err, eventlog.ErrConflict) {
+	conflict := errors.Is(err, eventlog.ErrConflict)
+	if conflict {
+		x.conflicted(ctx)
+	}
+	if len(rounds) == 1 && !conflict {
 		return []Result{{Err: err}}, nil
 	}
 	results = make([]Result, len(rounds))

@@ -51,6 +51,10 @@ type Config struct {
 	BeforeCommit func()
 	// Appended counts the events the rounds append; nil counts nothing.
 	Appended *journal.Metrics
+	// Conflicted, if set, is called for every compare-and-swap conflict a
+	// round or a batch absorbs: another engine (or a timer, a sweep)
+	// wrote to the run since it was loaded.
+	Conflicted func(ctx context.Context)
 	// CheckpointSteps and CheckpointBytes are the rotation thresholds: a
 	// round that appends to a run writes a new checkpoint of it, in its
 	// transaction, once the history since the last checkpoint holds this
@@ -169,10 +173,17 @@ func (x *Runner) Run(ctx context.Context, r Round) (Outcome, error) {
 		if !errors.Is(err, eventlog.ErrConflict) {
 			return out, err
 		}
+		x.conflicted(ctx)
 		out.Conflicts++
 		if out.Conflicts >= x.cfg.MaxConflicts {
 			return out, fmt.Errorf("round: run %s: %d conflicts in a row: %w", r.RunID, out.Conflicts, err)
 		}
+	}
+}
+
+func (x *Runner) conflicted(ctx context.Context) {
+	if x.cfg.Conflicted != nil {
+		x.cfg.Conflicted(ctx)
 	}
 }
 

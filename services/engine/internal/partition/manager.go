@@ -1,0 +1,141 @@
+package partition
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Manager keeps one engine's share of the partitions: it heartbeats the
+// membership every Refresh, computes the engine's share (Assign) and
+// acquires and releases partitions to match. Its fields are set before
+// Run.
+type Manager struct {
+	Members *Members
+	// Count returns P, the partition count. Run retries it every Refresh
+	// until it succeeds (the streams may not be there yet).
+	Count func(ctx context.Context) (int, error)
+	// Refresh is the heartbeat interval; Lease the membership lease. An
+	// engine whose heartbeats fail for Lease releases every partition:
+	// the others take them once its row is a lease old.
+	Refresh, Lease time.Duration
+	// Acquire starts consuming partition p. A failure is logged and
+	// retried at the next heartbeat.
+	Acquire func(ctx context.Context, p int) error
+	// Release stops consuming partition p, after the messages it delivered
+	// are handled. Releases run in parallel.
+	Release func(ctx context.Context, p int)
+	// Changed, if set, is called with the partitions held after each
+	// change.
+	Changed func(held []int)
+	Logger  *slog.Logger
+
+	held []int
+}
+
+// Run keeps the engine's share until ctx ends, then releases every
+// partition it holds and leaves the membership. The releases and the
+// leave run on a context that does not end with ctx.
+func (m *Manager) Run(ctx context.Context) {
+	defer m.leave(context.WithoutCancel(ctx))
+	n, ok := m.count(ctx)
+	if !ok {
+		return
+	}
+	var lastBeat time.Time
+	t := time.NewTicker(m.Refresh)
+	defer t.Stop()
+	for {
+		members, err := m.Members.Heartbeat(ctx)
+		switch {
+		case err == nil:
+			lastBeat = time.Now()
+			m.apply(ctx, Assign(members, m.Members.Self(), n))
+		case ctx.Err() != nil:
+			return
+		case time.Since(lastBeat) >= m.Lease:
+			m.Logger.WarnContext(ctx, "engine: membership heartbeat failing; releasing every partition", "err", err)
+			m.apply(ctx, nil)
+		default:
+			m.Logger.WarnContext(ctx, "engine: membership heartbeat failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// count returns P, retrying every Refresh; false when ctx ended first.
+func (m *Manager) count(ctx context.Context) (int, bool) {
+	for {
+		n, err := m.Count(ctx)
+		if err == nil {
+			return n, true
+		}
+		m.Logger.WarnContext(ctx, "engine: partition count unknown; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return 0, false
+		case <-time.After(m.Refresh):
+		}
+	}
+}
+
+// apply releases the partitions held but not wanted, then acquires the
+// wanted ones not held.
+func (m *Manager) apply(ctx context.Context, want []int) {
+	var drop, keep []int
+	for _, p := range m.held {
+		if slices.Contains(want, p) {
+			keep = append(keep, p)
+		} else {
+			drop = append(drop, p)
+		}
+	}
+	m.release(context.WithoutCancel(ctx), drop)
+	for _, p := range want {
+		if slices.Contains(keep, p) {
+			continue
+		}
+		if err := m.Acquire(ctx, p); err != nil {
+			m.Logger.WarnContext(ctx, "engine: acquiring a partition failed; retrying", "partition", p, "err", err)
+			continue
+		}
+		keep = append(keep, p)
+	}
+	slices.Sort(keep)
+	if !slices.Equal(keep, m.held) {
+		m.held = keep
+		m.Logger.InfoContext(ctx, "engine: partitions changed", "held", keep)
+		if m.Changed != nil {
+			m.Changed(slices.Clone(keep))
+		}
+	}
+}
+
+// release releases ps in parallel.
+func (m *Manager) release(ctx context.Context, ps []int) {
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Go(func() { m.Release(ctx, p) })
+	}
+	wg.Wait()
+}
+
+// leave releases every partition held and deletes the engine's row.
+func (m *Manager) leave(ctx context.Context) {
+	m.release(ctx, m.held)
+	m.held = nil
+	if m.Changed != nil {
+		m.Changed(nil)
+	}
+	lctx, cancel := context.WithTimeout(ctx, m.Lease)
+	defer cancel()
+	if err := m.Members.Leave(lctx); err != nil {
+		m.Logger.WarnContext(ctx, "engine: leaving the membership failed; the others wait out its lease", "err", err)
+	}
+}
