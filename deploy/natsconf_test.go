@@ -136,11 +136,13 @@ func TestNATSConfLeastPrivilege(t *testing.T) { // not parallel: t.Setenv, nats.
 		{"relay", "_INBOX_engine.abc", false, false},
 		{"relay", streams.ReconcileSubject, false, false},
 		// The engine: its two consumers and cancel notices.
-		{"engine", "$JS.API.CONSUMER.CREATE.WEFT_EVENTS.engine-events.weft.events.*", true, false},
-		{"engine", "$JS.API.CONSUMER.MSG.NEXT.WEFT_RESULTS.engine-results", true, false},
-		{"engine", "$JS.ACK.WEFT_EVENTS.engine-events.1.2.3.4.5.6.7", true, false},
+		{"engine", "$JS.API.CONSUMER.CREATE.WEFT_EVENTS.engine-events-3", true, false},
+		{"engine", "$JS.API.CONSUMER.MSG.NEXT.WEFT_RESULTS.engine-results-15", true, false},
+		{"engine", "$JS.API.CONSUMER.UNPIN.WEFT_RESULTS.engine-results-15", true, false},
+		{"engine", "$JS.ACK.WEFT_EVENTS.engine-events-0.1.2.3.4.5.6.7", true, false},
+		{"engine", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-default", false, false},
 		{"engine", "$JS.API.CONSUMER.CREATE.WEFT_EVENTS.projector.weft.events.*", false, false},
-		{"engine", "$JS.API.CONSUMER.DELETE.WEFT_EVENTS.engine-events", false, false},
+		{"engine", "$JS.API.CONSUMER.DELETE.WEFT_EVENTS.engine-events-0", false, false},
 		{"engine", "weft.cancel.r1", false, false},                          // cancel notices come from the relay
 		{"engine", "$JS.API.STREAM.CREATE.WEFT_TASKS_default", true, false}, // a queue's lanes stream
 		{"engine", "$JS.API.STREAM.UPDATE.WEFT_TASKS_default", true, false},
@@ -188,7 +190,7 @@ func TestNATSConfLeastPrivilege(t *testing.T) { // not parallel: t.Setenv, nats.
 		// The projector: its consumer of events.
 		{"projector", "$JS.API.CONSUMER.CREATE.WEFT_EVENTS.projector.weft.events.*", true, false},
 		{"projector", "$JS.ACK.WEFT_EVENTS.projector.1.2", true, false},
-		{"projector", "$JS.ACK.WEFT_EVENTS.engine-events.1.2", false, false},
+		{"projector", "$JS.ACK.WEFT_EVENTS.engine-events-0.1.2", false, false},
 		{"projector", "weft.events.r1", false, false},
 		// The gateway: its ingress, in its queue group; its answers on the
 		// client's inboxes, never on a stream's subject (issue 17, item 4).

@@ -75,7 +75,7 @@ func TestTopologyAsProcesses(t *testing.T) {
 	for name, want := range map[string][]string{
 		"relay": {"postgres", "nats", "stream WEFT_EVENTS", "stream WEFT_TASKS"},
 		"engine": {"postgres", "nats", "stream WEFT_EVENTS", "stream WEFT_RESULTS",
-			"consumer engine-events", "consumer engine-results"},
+			"consumer engine-events-0", "consumer engine-results-0"},
 		"worker":    {"nats", "stream WEFT_TASKS", "stream WEFT_RESULTS", "consumer tasks-default"},
 		"gateway":   {"postgres", "nats"},
 		"projector": {"postgres", "nats", "stream WEFT_EVENTS", "consumer projector"},

@@ -167,7 +167,7 @@ func (in *injector) cutDB(ctx context.Context) (int, error) {
 }
 
 // ownerOf is the service kind that keeps each durable consumer.
-var ownerOf = map[string]string{"engine-events": "engine", "engine-results": "engine",
+var ownerOf = map[string]string{"engine-events-0": "engine", "engine-results-0": "engine",
 	"tasks-default": "worker", "projector": "projector"}
 
 // readyWhileMissing returns the owners of consumer whose /readyz answered
@@ -205,7 +205,7 @@ func (in *injector) readyWhileMissing(ctx context.Context, consumer string) []st
 
 // consumers are the durable consumers the services keep, by stream.
 var consumers = [][2]string{
-	{streams.EventsStream, "engine-events"}, {streams.ResultsStream, "engine-results"},
+	{streams.EventsStream, "engine-events-0"}, {streams.ResultsStream, "engine-results-0"},
 	{streams.TasksStream, "tasks-default"}, {streams.EventsStream, "projector"},
 }
 

@@ -44,11 +44,11 @@ func demoRun(ctx context.Context, env *environment, pool *pgxpool.Pool, js jetst
 	if err != nil {
 		return fmt.Errorf("demo: start run: %w", err)
 	}
-	subject, err := streams.EventSubject(runID)
+	filter, err := streams.RunEventsFilter(runID)
 	if err != nil {
 		return err
 	}
-	cons, err := js.OrderedConsumer(ctx, streams.EventsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+	cons, err := js.OrderedConsumer(ctx, streams.EventsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
 	if err != nil {
 		return fmt.Errorf("demo: consumer: %w", err)
 	}

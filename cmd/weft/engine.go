@@ -25,9 +25,10 @@ type engineOptions struct {
 }
 
 // sweepOptions are the flags of the engine's sweep timings
-// (docs/engine.md, "Sweeps" and "Recovery times").
+// (docs/engine.md, "Sweeps" and "Recovery times") and its partition lease
+// (docs/scaling.md, "Partitioned engines").
 type sweepOptions struct {
-	interval, stallAfter, taskGrace time.Duration
+	interval, stallAfter, taskGrace, partitionLease time.Duration
 	// command is the flags' command ("weft engine", "weft dev"), for errors.
 	command string
 }
@@ -43,6 +44,9 @@ func sweepFlags(f *flags) *sweepOptions {
 	f.durationVar(&o.taskGrace, "task-grace", "WEFT_ENGINE_TASK_GRACE", engine.DefaultTaskGrace,
 		fmt.Sprintf("how long past its timeout a started attempt may stay silent before its task is sent again (%s to %s)",
 			engine.MinTaskGrace, engine.MaxTaskGrace))
+	f.durationVar(&o.partitionLease, "partition-lease", "WEFT_ENGINE_PARTITION_LEASE", engine.DefaultPartitionLease,
+		fmt.Sprintf("how long an engine keeps its partitions of the runs without a heartbeat: about how long a killed engine's runs wait for another (%s to %s)",
+			engine.MinPartitionLease, engine.MaxPartitionLease))
 	return o
 }
 
@@ -50,10 +54,12 @@ func sweepFlags(f *flags) *sweepOptions {
 // out of its limits came from.
 func (o sweepOptions) apply(cfg engine.Config) (engine.Config, error) {
 	cfg.SweepInterval, cfg.StallAfter, cfg.TaskGrace = o.interval, o.stallAfter, o.taskGrace
+	cfg.PartitionLease = o.partitionLease
 	err := cfg.Validate()
 	var le *engine.LimitError
 	if errors.As(err, &le) {
-		flag := map[string]string{"SweepInterval": "--sweep-interval", "StallAfter": "--stall-after", "TaskGrace": "--task-grace"}[le.Field]
+		flag := map[string]string{"SweepInterval": "--sweep-interval", "StallAfter": "--stall-after", "TaskGrace": "--task-grace",
+			"PartitionLease": "--partition-lease"}[le.Field]
 		return cfg, fmt.Errorf("%s %s: %w", o.command, flag, err)
 	}
 	return cfg, err

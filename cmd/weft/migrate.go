@@ -17,6 +17,7 @@ import (
 type migrateOptions struct {
 	db, nats, grants *string
 	replicas         int
+	partitions       *int
 }
 
 // migrateFlags defines the flags of `weft migrate`; docs/configuration.md
@@ -31,6 +32,9 @@ func migrateFlags(env *environment) (*flags, *migrateOptions) {
 			"SQL file run after the migrations in one transaction, e.g. the per-service grants of deploy/postgres/grants.sql"),
 	}
 	replicasFlag(f, &opt.replicas)
+	opt.partitions = f.int("partitions", "WEFT_PARTITIONS",
+		fmt.Sprintf("partitions of the runs, which engines divide among them, 1 to %d, fixed when the streams are created (0: the streams' own, or %d for new ones; docs/scaling.md)",
+			streams.MaxPartitions, streams.DefaultPartitions))
 	return f, opt
 }
 
@@ -40,6 +44,10 @@ func runMigrate(ctx context.Context, env *environment, args []string) error {
 	f, opt := migrateFlags(env)
 	if err := f.parse(args); err != nil {
 		return err
+	}
+	cfg := streams.Config{Replicas: opt.replicas, Partitions: *opt.partitions}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("weft migrate --partitions: %w", err)
 	}
 	pool, err := openPool(ctx, *opt.db)
 	if err != nil {
@@ -69,7 +77,7 @@ func runMigrate(ctx context.Context, env *environment, args []string) error {
 	if *opt.nats == "" {
 		return nil
 	}
-	if err := ensureStreams(ctx, *opt.nats, streams.Config{Replicas: opt.replicas}); err != nil {
+	if err := ensureStreams(ctx, *opt.nats, cfg); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintln(env.stdout, "streams are up to date")

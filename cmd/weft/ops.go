@@ -142,11 +142,14 @@ func withOps(ctx context.Context, env *environment, o *ops, checks []health.Chec
 // for its readiness check.
 type consumerRef struct{ stream, durable string }
 
-// engineConsumers are the durable consumers every engine shares.
+// engineConsumers are the durable consumers the engines' readiness
+// checks: those of partition 0, which one engine or another consumes
+// while any runs (each engine consumes only its partitions, so no check
+// can ask for all of them).
 func engineConsumers() []consumerRef {
 	return []consumerRef{
-		{streams.EventsStream, engine.EventsConsumer},
-		{streams.ResultsStream, engine.ResultsConsumer},
+		{streams.EventsStream, engine.PartitionConsumer(streams.EventsStream, 0)},
+		{streams.ResultsStream, engine.PartitionConsumer(streams.ResultsStream, 0)},
 	}
 }
 

@@ -132,7 +132,7 @@ func TestDevServesTheStacksReadiness(t *testing.T) {
 		names = append(names, c.Name)
 	}
 	require.Equal(t, []string{"postgres", "nats", "stream WEFT_EVENTS", "stream WEFT_TASKS", "stream WEFT_RESULTS",
-		"consumer engine-events", "consumer engine-results", "consumer projector", "consumer tasks-default"}, names)
+		"consumer engine-events-0", "consumer engine-results-0", "consumer projector", "consumer tasks-default"}, names)
 	require.Eventually(t, func() bool {
 		status, body := get(t, ops+"/metrics")
 		return status == http.StatusOK && strings.Contains(body, "weft_projector_events_applied")

@@ -34,9 +34,11 @@ GRANT SELECT, INSERT, UPDATE ON outbox_wake TO weft_relay;
 GRANT EXECUTE ON FUNCTION weft_outbox_barrier TO weft_relay;
 
 -- The engine's state: the runs it has not finished (the gateway enters a
--- run when it approves it, and counts them for admission) and its timers.
+-- run when it approves it, and counts them for admission), its timers, and
+-- the engines' membership, by which they divide the runs' partitions.
 GRANT SELECT, INSERT ON engine_runs TO weft_gateway;
 GRANT SELECT, INSERT, UPDATE, DELETE ON engine_runs, engine_timers TO weft_engine;
+GRANT SELECT, INSERT, UPDATE, DELETE ON engine_members TO weft_engine;
 
 -- Activity reconciliation records: the engine writes them in its rounds and
 -- answers workers' lookups from them; retention deletes them with their
