@@ -14,7 +14,6 @@ import (
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/weftest"
 	"github.com/weftrun/weft/pkg/worker"
-	"github.com/weftrun/weft/services/engine"
 	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 
@@ -114,6 +113,12 @@ func validatedPlan(b *testing.B, p *plan.Plan) plan.Validated {
 // load (on the same cores, so they are part of its figures). The relay,
 // engine and worker report to tel's providers.
 func runE2ELoad(b *testing.B, p *plan.Plan, backlog bool, tel telemetry, alongside func(*weftest.DB, *weftest.NATS)) e2eLoad {
+	return runE2ELoadOn(b, p, backlog, 1, tel, alongside)
+}
+
+// runE2ELoadOn is runE2ELoad with engines engines in the process, which
+// divide the runs' partitions before the clock starts.
+func runE2ELoadOn(b *testing.B, p *plan.Plan, backlog bool, engines int, tel telemetry, alongside func(*weftest.DB, *weftest.NATS)) e2eLoad {
 	b.StopTimer()
 	ctx := context.Background()
 	db := weftest.NewDB(b)
@@ -123,7 +128,7 @@ func runE2ELoad(b *testing.B, p *plan.Plan, backlog bool, tel telemetry, alongsi
 		alongside(db, nats)
 	}
 	if !backlog {
-		startE2EEngine(b, db, nats, tel)
+		startE2EEngines(b, db, nats, engines, tel)
 	}
 	approver := runstart.Approver{Journal: journal.New(eventlog.New(db.Pool))}
 	v := validatedPlan(b, p)
@@ -139,7 +144,7 @@ func runE2ELoad(b *testing.B, p *plan.Plan, backlog bool, tel telemetry, alongsi
 			b.Fatal(err)
 		}
 		start = time.Now()
-		startE2EEngine(b, db, nats, tel)
+		startE2EEngines(b, db, nats, engines, tel)
 	}
 	if err := waitRunsDone(ctx, db, 5*time.Minute); err != nil {
 		b.Fatal(err)
@@ -187,21 +192,20 @@ func startE2ERelay(b *testing.B, db *weftest.DB, nats *weftest.NATS, tel telemet
 
 // startE2EEngine starts an engine and a worker, stopped when b ends.
 func startE2EEngine(b *testing.B, db *weftest.DB, nats *weftest.NATS, tel telemetry) {
-	ctx := context.Background()
-	eng, err := engine.New(db.Pool, nats.Conn(b), engine.Config{MeterProvider: tel.meters, TracerProvider: tel.tracer})
-	if err != nil {
-		b.Fatal(err)
-	}
-	engCtx, stopEngine := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- eng.Run(engCtx) }()
-	b.Cleanup(func() {
-		stopEngine()
-		if err := <-done; err != nil {
-			b.Error(err)
-		}
-	})
+	startE2EEngines(b, db, nats, 1, tel)
+}
 
+// startE2EEngines starts n engines and a worker, stopped when b ends. With
+// more than one engine it returns once they have divided the partitions:
+// all are members, and a heartbeat later each consumes its share.
+func startE2EEngines(b *testing.B, db *weftest.DB, nats *weftest.NATS, n int, tel telemetry) {
+	ctx := context.Background()
+	for range n {
+		startBenchEngine(b, db, nats, tel)
+	}
+	if n > 1 {
+		waitMembers(b, db, n)
+	}
 	w, err := worker.New(nats.JetStream(b), worker.Config{Concurrency: 64, TracerProvider: tel.tracer})
 	if err != nil {
 		b.Fatal(err)
