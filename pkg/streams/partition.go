@@ -140,3 +140,9 @@ func partitioned(ctx context.Context, js jetstream.JetStream, name string, want 
 func RunEventsFilter(runID string) (string, error) {
 	return subject(EventsSubjectPrefix+".*", "run id", runID)
 }
+
+// RunResultsFilter returns weft.results.*.<runID>: the subject
+// WEFT_RESULTS stores the run's results on, as RunEventsFilter.
+func RunResultsFilter(runID string) (string, error) {
+	return subject(ResultsSubjectPrefix+".*", "run id", runID)
+}

@@ -191,7 +191,17 @@ func EnsureTaskLanes(ctx context.Context, js jetstream.JetStream, cfg Config, qu
 	if err != nil {
 		return err
 	}
-	_, err = js.CreateStream(ctx, sc)
+	return ensure(ctx, js, sc)
+}
+
+// ensure creates the stream sc defines, or updates one of another
+// definition to sc. A stream that already has the definition is left
+// alone: JetStream's create succeeds on it, where an update, even to the
+// same config, races the consumers being created on the stream meanwhile
+// (nats-server 2.15's file store rewrites its config under a consumer
+// create: the race detector catches it in the tests).
+func ensure(ctx context.Context, js jetstream.JetStream, sc jetstream.StreamConfig) error {
+	_, err := js.CreateStream(ctx, sc)
 	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 		_, err = js.UpdateStream(ctx, sc)
 	}
@@ -260,8 +270,8 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 			}
 			sc.SubjectTransform = partitionTransform(strings.TrimSuffix(sc.Subjects[0], ".*"), n)
 		}
-		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
-			return fmt.Errorf("streams: ensure %s: %w", sc.Name, err)
+		if err := ensure(ctx, js, sc); err != nil {
+			return err
 		}
 	}
 	return nil

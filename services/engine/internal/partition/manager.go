@@ -15,7 +15,8 @@ import (
 type Manager struct {
 	Members *Members
 	// Count returns P, the partition count. Run retries it every Refresh
-	// until it succeeds (the streams may not be there yet).
+	// until it succeeds (the streams may not be there yet), and asks again
+	// at every heartbeat, keeping the last P it had when that fails.
 	Count func(ctx context.Context) (int, error)
 	// Refresh is the heartbeat interval; Lease the membership lease. An
 	// engine whose heartbeats fail for Lease releases every partition:
@@ -48,6 +49,9 @@ func (m *Manager) Run(ctx context.Context) {
 	t := time.NewTicker(m.Refresh)
 	defer t.Stop()
 	for {
+		if now, err := m.Count(ctx); err == nil {
+			n = now // streams created again with another P (rare): follow them
+		}
 		members, err := m.Members.Heartbeat(ctx)
 		switch {
 		case err == nil:

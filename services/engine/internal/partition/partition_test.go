@@ -145,7 +145,7 @@ func (f *fake) run(t *testing.T) (stop func()) {
 	go func() { defer close(done); f.m.Run(ctx) }()
 	stop = func() { cancel(); <-done }
 	t.Cleanup(stop)
-	return func() { cancel(); <-done }
+	return stop
 }
 
 func waitHeld(t *testing.T, ok func() bool) {
