@@ -138,8 +138,10 @@ func requireProtocolKeys(t *testing.T, s *devstacktest.Stack, runID string) {
 	defer nc.Close()
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
+	filter, err := streams.RunResultsFilter(runID)
+	require.NoError(t, err)
 	cons, err := js.OrderedConsumer(t.Context(), streams.ResultsStream,
-		jetstream.OrderedConsumerConfig{FilterSubjects: []string{"weft.results." + runID}})
+		jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
 	require.NoError(t, err)
 	info, err := cons.Info(t.Context())
 	require.NoError(t, err)

@@ -123,12 +123,13 @@ func publishTask(t *testing.T, relay jetstream.JetStream, subject, runID string)
 	require.NoError(t, err, subject)
 }
 
-// engineResults is the engine's durable consumer of every result, as the
-// user engine may create it.
+// engineResults is a durable consumer of every result, named and made as
+// the user engine makes its partitions' consumers (FilterSubjects, so the
+// create names no filter).
 func engineResults(t *testing.T, engine jetstream.JetStream) jetstream.Consumer {
 	t.Helper()
 	c, err := engine.CreateOrUpdateConsumer(t.Context(), streams.ResultsStream, jetstream.ConsumerConfig{
-		Durable: "engine-results", FilterSubject: "weft.results.>", AckPolicy: jetstream.AckExplicitPolicy})
+		Durable: "engine-results-0", FilterSubjects: []string{"weft.results.>"}, AckPolicy: jetstream.AckExplicitPolicy})
 	require.NoError(t, err)
 	return c
 }

@@ -143,7 +143,9 @@ func readStream(t *testing.T, js jetstream.JetStream) []received {
 			s, err := strconv.Atoi(seq)
 			require.NoError(t, err)
 			require.True(t, strings.HasPrefix(string(m.Data()), id), "payload of %s", id)
-			require.Equal(t, strings.TrimPrefix(m.Subject(), streams.EventsSubjectPrefix+"."), key)
+			subjectKey, err := streams.RunOfEventSubject(m.Subject()) // stored as weft.events.<partition>.<key>
+			require.NoError(t, err)
+			require.Equal(t, subjectKey, key)
 			require.Equal(t, seq, m.Headers().Get("Weft-Run-Seq"))
 			got = append(got, received{key: key, seq: s, dedupeID: id})
 		}

@@ -84,7 +84,9 @@ func TestRelayPublishSpan(t *testing.T) {
 
 		stream, err := b.js.Stream(testCtx(t), streams.EventsStream)
 		require.NoError(t, err)
-		raw, err := stream.GetLastMsgForSubject(testCtx(t), m.Subject)
+		filter, err := streams.RunEventsFilter("run-a") // stored as weft.events.<partition>.run-a
+		require.NoError(t, err)
+		raw, err := stream.GetLastMsgForSubject(testCtx(t), filter)
 		require.NoError(t, err)
 		sent := trace.SpanContextFromContext(tracing.ExtractNATS(testCtx(t), raw.Header))
 		require.Equal(t, enqueueTrace, sent.TraceID().String())

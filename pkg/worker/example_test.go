@@ -69,8 +69,12 @@ func serveGreet(ctx context.Context, js jetstream.JetStream) error {
 	}
 
 	// What the engine reads.
+	filter, err := streams.RunResultsFilter(t.RunID) // weft.results.*.<runId>, whatever its partition
+	if err != nil {
+		return err
+	}
 	results, err := js.OrderedConsumer(ctx, streams.ResultsStream,
-		jetstream.OrderedConsumerConfig{FilterSubjects: []string{"weft.results." + t.RunID}})
+		jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
 	if err != nil {
 		return err
 	}

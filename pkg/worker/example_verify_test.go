@@ -76,8 +76,12 @@ func serveCharge(ctx context.Context, js jetstream.JetStream) error {
 	if _, err := js.Publish(ctx, "weft.tasks.default", data); err != nil {
 		return err
 	}
+	filter, err := streams.RunResultsFilter(t.RunID) // weft.results.*.<runId>, whatever its partition
+	if err != nil {
+		return err
+	}
 	results, err := js.OrderedConsumer(ctx, streams.ResultsStream,
-		jetstream.OrderedConsumerConfig{FilterSubjects: []string{"weft.results." + t.RunID}})
+		jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
 	if err != nil {
 		return err
 	}

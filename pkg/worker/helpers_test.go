@@ -113,10 +113,10 @@ type results struct {
 
 func (b *bundle) results(t *testing.T, runID string) *results {
 	t.Helper()
-	subject, err := streams.ResultSubject(runID)
+	filter, err := streams.RunResultsFilter(runID)
 	require.NoError(t, err)
 	cons, err := b.js.OrderedConsumer(t.Context(), streams.ResultsStream,
-		jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+		jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
 	require.NoError(t, err)
 	return &results{t: t, cons: cons}
 }

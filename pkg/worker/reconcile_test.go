@@ -95,7 +95,7 @@ func (f *fakeEngine) answerFromBus(js jetstream.JetStream) {
 // logged the last result on the run's subject: that result when it is a
 // StepStarted of req's operation and key, else nil.
 func startedOnBus(js jetstream.JetStream, req task.ReconcileRequest) *task.ReconcileStarted {
-	subject, err := streams.ResultSubject(req.RunID)
+	filter, err := streams.RunResultsFilter(req.RunID) // stored as weft.results.<partition>.<runId>
 	if err != nil {
 		return nil
 	}
@@ -103,7 +103,7 @@ func startedOnBus(js jetstream.JetStream, req task.ReconcileRequest) *task.Recon
 	if err != nil {
 		return nil
 	}
-	m, err := stream.GetLastMsgForSubject(context.Background(), subject)
+	m, err := stream.GetLastMsgForSubject(context.Background(), filter)
 	if err != nil {
 		return nil
 	}

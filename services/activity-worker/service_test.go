@@ -140,10 +140,10 @@ func run(t *testing.T, js jetstream.JetStream, tk task.Task) task.Result {
 	_, err = js.PublishMsg(t.Context(), &nats.Msg{Subject: "weft.tasks." + tk.Queue, Data: data},
 		jetstream.WithMsgID(task.DedupeID(tk.RunID, tk.StepID, tk.LogicalAttemptID)))
 	require.NoError(t, err)
-	subject, err := streams.ResultSubject(tk.RunID)
+	filter, err := streams.RunResultsFilter(tk.RunID)
 	require.NoError(t, err)
 	cons, err := js.OrderedConsumer(t.Context(), streams.ResultsStream,
-		jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+		jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
 	defer cancel()
