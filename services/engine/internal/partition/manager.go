@@ -39,11 +39,37 @@ type Manager struct {
 // Run keeps the engine's share until ctx ends, then releases every
 // partition it holds and leaves the membership. The releases and the
 // leave run on a context that does not end with ctx.
+//
+// Heartbeats and acquisitions run apart: a partition whose consumer is
+// slow to create (a JetStream leader being elected) must not hold the
+// heartbeat back, or the others would count this engine dead.
 func (m *Manager) Run(ctx context.Context) {
-	defer m.leave(context.WithoutCancel(ctx))
 	n, ok := m.count(ctx)
 	if !ok {
+		m.leave(context.WithoutCancel(ctx))
 		return
+	}
+	want := make(chan []int, 1)
+	applied := make(chan struct{})
+	go func() {
+		defer close(applied)
+		m.applyLoop(ctx, want)
+	}()
+	m.heartbeats(ctx, n, want)
+	<-applied
+	m.leave(context.WithoutCancel(ctx))
+}
+
+// heartbeats heartbeats every Refresh until ctx ends, and offers the share
+// each heartbeat computes to the apply loop, replacing an offer it has not
+// taken yet.
+func (m *Manager) heartbeats(ctx context.Context, n int, want chan []int) {
+	offer := func(share []int) {
+		select {
+		case <-want:
+		default:
+		}
+		want <- share
 	}
 	var lastBeat time.Time
 	t := time.NewTicker(m.Refresh)
@@ -56,12 +82,12 @@ func (m *Manager) Run(ctx context.Context) {
 		switch {
 		case err == nil:
 			lastBeat = time.Now()
-			m.apply(ctx, Assign(members, m.Members.Self(), n))
+			offer(Assign(members, m.Members.Self(), n))
 		case ctx.Err() != nil:
 			return
 		case time.Since(lastBeat) >= m.Lease:
 			m.Logger.WarnContext(ctx, "engine: membership heartbeat failing; releasing every partition", "err", err)
-			m.apply(ctx, nil)
+			offer(nil)
 		default:
 			m.Logger.WarnContext(ctx, "engine: membership heartbeat failed", "err", err)
 		}
@@ -69,6 +95,19 @@ func (m *Manager) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+	}
+}
+
+// applyLoop applies each share offered until ctx ends. A share offered
+// again (every heartbeat) retries the acquisitions that failed.
+func (m *Manager) applyLoop(ctx context.Context, want <-chan []int) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case share := <-want:
+			m.apply(ctx, share)
 		}
 	}
 }
@@ -90,9 +129,9 @@ func (m *Manager) count(ctx context.Context) (int, bool) {
 }
 
 // apply releases the partitions held but not wanted, then acquires the
-// wanted ones not held.
+// wanted ones not held, in parallel.
 func (m *Manager) apply(ctx context.Context, want []int) {
-	var drop, keep []int
+	var drop, keep, take []int
 	for _, p := range m.held {
 		if slices.Contains(want, p) {
 			keep = append(keep, p)
@@ -100,17 +139,13 @@ func (m *Manager) apply(ctx context.Context, want []int) {
 			drop = append(drop, p)
 		}
 	}
-	m.release(context.WithoutCancel(ctx), drop)
 	for _, p := range want {
-		if slices.Contains(keep, p) {
-			continue
+		if !slices.Contains(keep, p) {
+			take = append(take, p)
 		}
-		if err := m.Acquire(ctx, p); err != nil {
-			m.Logger.WarnContext(ctx, "engine: acquiring a partition failed; retrying", "partition", p, "err", err)
-			continue
-		}
-		keep = append(keep, p)
 	}
+	m.release(context.WithoutCancel(ctx), drop)
+	keep = append(keep, m.acquire(ctx, take)...)
 	slices.Sort(keep)
 	if !slices.Equal(keep, m.held) {
 		m.held = keep
@@ -119,6 +154,26 @@ func (m *Manager) apply(ctx context.Context, want []int) {
 			m.Changed(slices.Clone(keep))
 		}
 	}
+}
+
+// acquire acquires ps in parallel and returns those it acquired.
+func (m *Manager) acquire(ctx context.Context, ps []int) []int {
+	var mu sync.Mutex
+	var got []int
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Go(func() {
+			if err := m.Acquire(ctx, p); err != nil {
+				m.Logger.WarnContext(ctx, "engine: acquiring a partition failed; retrying", "partition", p, "err", err)
+				return
+			}
+			mu.Lock()
+			got = append(got, p)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return got
 }
 
 // release releases ps in parallel.

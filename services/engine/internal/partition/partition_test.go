@@ -170,3 +170,33 @@ func intersect(a, b []int) []int {
 	}
 	return out
 }
+
+// A manager whose acquisitions are slow (its consumers' leader being
+// elected) still heartbeats, so the others never count it dead and take
+// its partitions meanwhile.
+func TestSlowAcquisitionsDoNotStopTheHeartbeat(t *testing.T) {
+	t.Parallel()
+	db := weftest.NewDB(t)
+	const n, lease = 8, 2 * time.Second
+	slow, quick := newFake(t, db, "engine-slow", n, lease), newFake(t, db, "engine-quick", n, lease)
+	release := make(chan struct{})
+	acquire := slow.m.Acquire
+	slow.m.Acquire = func(ctx context.Context, p int) error {
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return acquire(ctx, p)
+	}
+	slow.run(t)
+	quick.run(t)
+	waitHeld(t, func() bool { return len(quick.get()) == n/2 })
+	// Three leases with the slow manager's acquisitions blocked: the
+	// quick one keeps its half.
+	for deadline := time.Now().Add(3 * lease); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		require.Len(t, quick.get(), n/2, "the slow manager's partitions stay its own")
+	}
+	close(release)
+	waitHeld(t, func() bool { return len(slow.get()) == n/2 })
+}
