@@ -49,40 +49,39 @@ func (m *Manager) Run(ctx context.Context) {
 		m.leave(context.WithoutCancel(ctx))
 		return
 	}
-	want := make(chan []int, 1)
+	members := make(chan []string, 1)
 	applied := make(chan struct{})
 	go func() {
 		defer close(applied)
-		m.applyLoop(ctx, want)
+		m.applyLoop(ctx, n, members)
 	}()
-	m.heartbeats(ctx, n, want)
+	m.heartbeats(ctx, members)
 	<-applied
 	m.leave(context.WithoutCancel(ctx))
 }
 
-// heartbeats heartbeats every Refresh until ctx ends, and offers the share
-// each heartbeat computes to the apply loop, replacing an offer it has not
-// taken yet.
-func (m *Manager) heartbeats(ctx context.Context, n int, want chan []int) {
-	offer := func(share []int) {
+// heartbeats heartbeats every Refresh until ctx ends, and offers the
+// members each heartbeat returns to the apply loop, replacing an offer it
+// has not taken yet; nil once the heartbeats have failed for a lease.
+// It asks nothing of the bus, whose calls can wait seconds on a leader
+// election.
+func (m *Manager) heartbeats(ctx context.Context, members chan []string) {
+	offer := func(ms []string) {
 		select {
-		case <-want:
+		case <-members:
 		default:
 		}
-		want <- share
+		members <- ms
 	}
 	var lastBeat time.Time
 	t := time.NewTicker(m.Refresh)
 	defer t.Stop()
 	for {
-		if now, err := m.Count(ctx); err == nil {
-			n = now // streams created again with another P (rare): follow them
-		}
-		members, err := m.Members.Heartbeat(ctx)
+		ms, err := m.Members.Heartbeat(ctx)
 		switch {
 		case err == nil:
 			lastBeat = time.Now()
-			offer(Assign(members, m.Members.Self(), n))
+			offer(ms)
 		case ctx.Err() != nil:
 			return
 		case time.Since(lastBeat) >= m.Lease:
@@ -99,15 +98,22 @@ func (m *Manager) heartbeats(ctx context.Context, n int, want chan []int) {
 	}
 }
 
-// applyLoop applies each share offered until ctx ends. A share offered
-// again (every heartbeat) retries the acquisitions that failed.
-func (m *Manager) applyLoop(ctx context.Context, want <-chan []int) {
+// applyLoop applies the share of each member list offered until ctx ends.
+// A share offered again (every heartbeat) retries the acquisitions that
+// failed. Before each it asks P again, within a Refresh, to follow
+// streams created again with another P (rare); it keeps n when that fails.
+func (m *Manager) applyLoop(ctx context.Context, n int, members <-chan []string) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case share := <-want:
-			m.apply(ctx, share)
+		case ms := <-members:
+			cctx, cancel := context.WithTimeout(ctx, m.Refresh)
+			if now, err := m.Count(cctx); err == nil {
+				n = now
+			}
+			cancel()
+			m.apply(ctx, Assign(ms, m.Members.Self(), n))
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -171,9 +172,9 @@ func intersect(a, b []int) []int {
 	return out
 }
 
-// A manager whose acquisitions are slow (its consumers' leader being
-// elected) still heartbeats, so the others never count it dead and take
-// its partitions meanwhile.
+// A manager whose acquisitions and partition count are slow (the bus
+// electing a leader) still heartbeats, so the others never count it dead
+// and take its partitions meanwhile.
 func TestSlowAcquisitionsDoNotStopTheHeartbeat(t *testing.T) {
 	t.Parallel()
 	db := weftest.NewDB(t)
@@ -188,6 +189,17 @@ func TestSlowAcquisitionsDoNotStopTheHeartbeat(t *testing.T) {
 			return ctx.Err()
 		}
 		return acquire(ctx, p)
+	}
+	var counted atomic.Bool
+	slow.m.Count = func(ctx context.Context) (int, error) {
+		if counted.Swap(true) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			}
+		}
+		return n, nil
 	}
 	slow.run(t)
 	quick.run(t)
