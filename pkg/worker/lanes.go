@@ -36,11 +36,18 @@ type lane struct {
 // (another worker took the task) has lost no more than this.
 const publishSettle = 20 * time.Millisecond
 
-// laneRetryAfter is how long the worker leaves a lane whose consumer it
-// could not create (its NATS user not allowed to, the server failing)
-// before it tries again, so that one such lane does not hold up the
-// others at every poll.
-const laneRetryAfter = 30 * time.Second
+// laneRetryMin and laneRetryMax bound how long the worker leaves a lane
+// whose consumer it could not create (its NATS user not allowed to, the
+// server failing) before it tries again, so that one such lane does not
+// hold up the others at every poll: the wait doubles from the first to the
+// second with each failure in a row. A creation that failed while the bus
+// elected a leader is tried again a second later, not after a flat 30 s,
+// which in the cluster soak held a lane's tasks long enough for the
+// engine's sweep to send them again (duplicate executions).
+const (
+	laneRetryMin = time.Second
+	laneRetryMax = 30 * time.Second
+)
 
 // lanes is the fair scheduler's view of the queue: its lanes in a fixed
 // round-robin order, the queue's own first, and the tokens of lanes that
@@ -53,9 +60,10 @@ type lanes struct {
 	filter string // weft.tasks.<queue>.*
 	name   string // the queue's lanes stream, streams.TaskLanesStream
 	list   []*lane
-	last   *lane                // the lane of the last task taken
-	stream jetstream.Stream     // the lanes stream, once poll found it
-	failed map[string]time.Time // lane token: when to try creating it again
+	last   *lane                    // the lane of the last task taken
+	stream jetstream.Stream         // the lanes stream, once poll found it
+	failed map[string]time.Time     // lane token: when to try creating it again
+	wait   map[string]time.Duration // lane token: the last wait after a failed creation
 
 	mu    sync.Mutex
 	hints map[string]bool // lane token: seen published (else polled)
@@ -72,6 +80,7 @@ func newLanes(w *Worker, own jetstream.Consumer) (*lanes, error) {
 	return &lanes{w: w, queue: queue, filter: queue + ".*", name: streams.TaskLanesStream(w.cfg.Queue),
 		list:   []*lane{{cons: own, ready: true}},
 		failed: make(map[string]time.Time),
+		wait:   make(map[string]time.Duration),
 		hints:  make(map[string]bool),
 		wake:   make(chan struct{}, 1),
 	}, nil
@@ -139,7 +148,7 @@ func (ls *lanes) absorb(ctx context.Context) {
 
 // lane returns the lane of token, creating its consumer when the worker
 // has none; nil when the token is not a lane token or the creation fails
-// (tried again laneRetryAfter later), each creation bounded by
+// (tried again laneRetryMin to laneRetryMax later), each creation bounded by
 // Config.PublishTimeout.
 func (ls *lanes) lane(ctx context.Context, token string) *lane {
 	for _, l := range ls.list {
@@ -152,12 +161,14 @@ func (ls *lanes) lane(ctx context.Context, token string) *lane {
 	}
 	cons, err := ls.ensure(ctx, token)
 	if err != nil {
-		ls.failed[token] = time.Now().Add(laneRetryAfter)
+		wait := min(max(2*ls.wait[token], laneRetryMin), laneRetryMax)
+		ls.wait[token], ls.failed[token] = wait, time.Now().Add(wait)
 		ls.w.logger.WarnContext(ctx, "worker: cannot create a tenant lane's consumer; its tasks wait",
-			"lane", token, "err", err, "retry_after", laneRetryAfter.String())
+			"lane", token, "err", err, "retry_after", wait.String())
 		return nil
 	}
 	delete(ls.failed, token)
+	delete(ls.wait, token)
 	l := &lane{token: token, cons: cons}
 	ls.list = append(ls.list, l)
 	return l
