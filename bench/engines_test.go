@@ -40,7 +40,8 @@ func BenchmarkEngines(b *testing.B) {
 	}
 }
 
-// startBenchEngine starts an engine, stopped when b ends.
+// startBenchEngine starts an engine and waits until it consumes its
+// partitions; it is stopped when b ends.
 func startBenchEngine(b *testing.B, db *weftest.DB, nats *weftest.NATS, tel telemetry) {
 	eng, err := engine.New(db.Pool, nats.Conn(b), engine.Config{MeterProvider: tel.meters, TracerProvider: tel.tracer})
 	if err != nil {
@@ -49,6 +50,12 @@ func startBenchEngine(b *testing.B, db *weftest.DB, nats *weftest.NATS, tel tele
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- eng.Run(ctx) }()
+	// A started engine consumes its partitions; the figures start then.
+	select {
+	case <-eng.Started():
+	case err := <-done:
+		b.Fatalf("the engine did not start: %v", err)
+	}
 	b.Cleanup(func() {
 		stop()
 		if err := <-done; err != nil {

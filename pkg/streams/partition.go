@@ -26,8 +26,11 @@ import (
 // to change it, since a run would then be split over two partitions.
 const (
 	// DefaultPartitions is P when a stream is created with no
-	// Config.Partitions: room for up to 16 engines, each holding one.
-	DefaultPartitions = 16
+	// Config.Partitions: room for up to 8 engines. Each partition is a
+	// durable consumer per stream, which costs the bus on every message:
+	// one engine ran the live bench about 15 % slower with 16 than with 8,
+	// which matched one consumer per stream (BENCHMARKS.md, 2026-11-27).
+	DefaultPartitions = 8
 	// MaxPartitions bounds Config.Partitions. Each partition is a durable
 	// consumer per stream that every engine may pull from.
 	MaxPartitions = 256

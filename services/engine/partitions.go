@@ -36,8 +36,7 @@ const (
 	// heartbeat.
 	DefaultPartitionLease = 5 * time.Second
 	// MinPartitionLease bounds Config.PartitionLease below: heartbeats
-	// come every fifth of it, and pulls expire every half (nats.go's
-	// pull expiry is at least a second).
+	// come every fifth of it.
 	MinPartitionLease = 2 * time.Second
 )
 
@@ -109,6 +108,20 @@ func (s *Service) startConsumers(ctx context.Context) (*partitionConsumers, erro
 	return pc, nil
 }
 
+// awaitFirstShare waits until the engine consumes its first share of the
+// partitions, for at most d or until ctx ends: a started engine consumes
+// at once, and one whose bus or database is not answering yet still
+// starts (its share follows when they answer).
+func (pc *partitionConsumers) awaitFirstShare(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-pc.manager.Ready():
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
 // stop waits for the manager to release every partition (it does once
 // the engine's ctx ended), then stops the lanes, dropping what they hold
 // once hard ends.
@@ -157,9 +170,7 @@ func (pc *partitionConsumers) add(ctx context.Context, f feedSpec, p int) error 
 	if err != nil {
 		return fmt.Errorf("engine: consumer %s: %w", cc.Durable, err)
 	}
-	err = f.lanes.Add(ctx, keeper, jetstream.PullPriorityGroup(PriorityGroup),
-		jetstream.PullExpiry(max(time.Second, s.cfg.PartitionLease/2)),
-		jetstream.PullMaxMessages(2*s.cfg.MaxBatch))
+	err = f.lanes.Add(ctx, keeper, jetstream.PullPriorityGroup(PriorityGroup))
 	if err != nil {
 		_ = keeper.Close()
 		return fmt.Errorf("engine: consumer %s: %w", cc.Durable, err)

@@ -316,6 +316,7 @@ func (s *Service) start(hard, soft context.Context) (func(), error) {
 		stopLookups()
 		return nil, err
 	}
+	consumers.awaitFirstShare(soft, s.cfg.PartitionLease)
 	s.logger.InfoContext(soft, "engine running", "concurrency", s.cfg.Concurrency, "engine_id", s.cfg.EngineID)
 	return func() {
 		defer stopLookups()

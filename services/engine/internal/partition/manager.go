@@ -33,7 +33,26 @@ type Manager struct {
 	Changed func(held []int)
 	Logger  *slog.Logger
 
-	held []int
+	held      []int
+	readyOnce sync.Once
+	ready     chan struct{}
+}
+
+// Ready returns a channel closed once Run has applied its first share:
+// the partitions it could acquire are being consumed.
+func (m *Manager) Ready() <-chan struct{} {
+	m.readyOnce.Do(func() { m.ready = make(chan struct{}) })
+	return m.ready
+}
+
+// markReady closes Ready's channel, once; only the apply loop calls it.
+func (m *Manager) markReady() {
+	ready := m.Ready()
+	select {
+	case <-ready:
+	default:
+		close(m.ready)
+	}
 }
 
 // Run keeps the engine's share until ctx ends, then releases every
@@ -114,6 +133,7 @@ func (m *Manager) applyLoop(ctx context.Context, n int, members <-chan []string)
 			}
 			cancel()
 			m.apply(ctx, Assign(ms, m.Members.Self(), n))
+			m.markReady()
 		}
 	}
 }
