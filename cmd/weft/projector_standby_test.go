@@ -9,14 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/internal/boot/health"
 	"github.com/weftrun/weft/internal/policy/auth"
 	"github.com/weftrun/weft/pkg/events"
-	"github.com/weftrun/weft/pkg/pgboot"
-	"github.com/weftrun/weft/pkg/schema"
 	"github.com/weftrun/weft/pkg/weftest"
 )
 
@@ -29,23 +26,15 @@ func TestProjectorReadDatabaseURL(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	primary, err := pgboot.Start(ctx, pgboot.Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = primary.Stop(context.Background()) })
-	pool := openTestPool(t, primary.URL())
-	_, err = schema.Migrate(ctx, pool)
-	require.NoError(t, err)
-	standby, err := pgboot.StartStandby(ctx, primary)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = standby.Stop(context.Background()) })
-	read := openTestPool(t, standby.URL())
+	primary, standby := weftest.NewStandbyDB(t)
+	pool, read := primary.Pool, standby.Pool
 
 	const token = "standby-reader-0123456789"
 	addr := "127.0.0.1:" + strconv.Itoa(weftest.FreePort(t))
 	ops := "http://127.0.0.1:" + strconv.Itoa(weftest.FreePort(t))
 	var errOut weftest.Buffer
 	stop := runInBackground(t, []string{"projector"}, &errOut, map[string]string{
-		"WEFT_DATABASE_URL": primary.URL(), "WEFT_PROJECTOR_READ_DATABASE_URL": standby.URL(),
+		"WEFT_DATABASE_URL": primary.URL, "WEFT_PROJECTOR_READ_DATABASE_URL": standby.URL,
 		"WEFT_NATS_URL": weftest.NewNATS(t).URL(), "WEFT_PROJECTOR_ADDR": addr,
 		"WEFT_PROJECTOR_OPS_ADDR": ops[len("http://"):], "WEFT_API_KEYS": "reader acme viewer " + auth.HashKey(token),
 	})
@@ -57,7 +46,7 @@ func TestProjectorReadDatabaseURL(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	require.Contains(t, body, "weft_projector_read_replica_lag_seconds")
 
-	_, err = read.Exec(ctx, "SELECT pg_wal_replay_pause()")
+	_, err := read.Exec(ctx, "SELECT pg_wal_replay_pause()")
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		var state string
@@ -76,15 +65,6 @@ VALUES ($1, 'acme', 'APPROVED', 1, '{}')`, runID)
 	require.Eventually(t, func() bool { return strings.Contains(readAs(t, list, token), runID) },
 		time.Minute, 20*time.Millisecond, "listed once the standby replays it")
 	require.NoError(t, stop())
-}
-
-// openTestPool opens a pool on url, closed when the test ends.
-func openTestPool(t *testing.T, url string) *pgxpool.Pool {
-	t.Helper()
-	pool, err := pgxpool.New(t.Context(), url)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	return pool
 }
 
 // containsCheck reports whether the report has an ok check named name.

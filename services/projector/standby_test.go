@@ -1,7 +1,6 @@
 package projector_test
 
 import (
-	"context"
 	"math"
 	"net/http"
 	"sync/atomic"
@@ -16,8 +15,6 @@ import (
 	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/pkg/metrics"
 	"github.com/weftrun/weft/pkg/metrics/metricstest"
-	"github.com/weftrun/weft/pkg/pgboot"
-	"github.com/weftrun/weft/pkg/schema"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/weftest"
 	"github.com/weftrun/weft/services/projector"
@@ -31,36 +28,14 @@ const replicaLagMetric = "weft_projector_read_replica_lag_seconds"
 // primary, and a pool on the standby.
 func newStandbyStack(t *testing.T) (*stack, *pgxpool.Pool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	primary, err := pgboot.Start(ctx, pgboot.Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = primary.Stop(context.Background()) })
-	pool := newPool(t, primary.URL())
-	_, err = schema.Migrate(ctx, pool)
-	require.NoError(t, err)
-	standby, err := pgboot.StartStandby(ctx, primary)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = standby.Stop(context.Background()) })
-	read := newPool(t, standby.URL())
-
-	s := &stack{db: &weftest.DB{Pool: pool, URL: primary.URL(), Name: "postgres"}, nats: weftest.NewNATS(t),
-		logs: &weftest.Buffer{}, metrics: sdkmetric.NewManualReader()}
+	primary, standby := weftest.NewStandbyDB(t)
+	s := &stack{db: primary, nats: weftest.NewNATS(t), logs: &weftest.Buffer{}, metrics: sdkmetric.NewManualReader()}
 	s.js = s.nats.JetStream(t)
 	s.log = eventlog.New(s.db.Pool)
 	s.journal = journal.New(s.log)
 	require.NoError(t, streams.Ensure(t.Context(), s.js, streams.Config{MaxBytes: 256 << 20}))
 	s.startRelay(t)
-	return s, read
-}
-
-// newPool opens a pool on url, closed when the test ends.
-func newPool(t *testing.T, url string) *pgxpool.Pool {
-	t.Helper()
-	pool, err := pgxpool.New(t.Context(), url)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	return pool
+	return s, standby.Pool
 }
 
 // pauseReplay pauses the standby's replay and returns once it is paused,
