@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/weftrun/weft/cmd/weft/internal/devfile"
+	"github.com/weftrun/weft/internal/policy/keylimit"
 	"github.com/weftrun/weft/internal/store/retention"
 	"github.com/weftrun/weft/pkg/pgboot"
 	"github.com/weftrun/weft/pkg/schema"
@@ -47,6 +48,8 @@ type devConfig struct {
 	opsAddr string
 	// scheduler says whether the gateway fires schedules.
 	scheduler bool
+	// keyRate bounds each API key's requests to the gateway.
+	keyRate keylimit.Limit
 	// runRetention is how long ended runs are kept (weft maintain).
 	runRetention time.Duration
 	// checkpoints and sweep are the engine's flags; engine is the engine's
@@ -72,6 +75,7 @@ func devFlags(env *environment) (*flags, *devConfig) {
 	f.stringVar(&cfg.gatewayAddr, "gateway-addr", "WEFT_DEV_GATEWAY_ADDR", "127.0.0.1:8080", "listen address of the gateway's HTTP API")
 	f.stringVar(&cfg.uiAddr, "ui-addr", "WEFT_DEV_UI_ADDR", "127.0.0.1:8081", "listen address of the UI and the read API")
 	f.stringVar(&cfg.opsAddr, "ops-addr", "WEFT_DEV_OPS_ADDR", devOpsAddr, "listen address of the stack's /healthz, /readyz and /metrics; "+opsOff+" turns them off")
+	keyRateFlags(f, &cfg.keyRate)
 	f.boolVar(&cfg.scheduler, "scheduler", "WEFT_DEV_SCHEDULER", true, "fire due schedules (docs/schedules.md); false keeps the schedules API but fires nothing")
 	f.durationVar(&cfg.runRetention, "run-retention", "WEFT_RUN_RETENTION", retention.DefaultRunRetention,
 		"how long an ended run is kept after its last event (the stack runs weft maintain hourly); negative keeps runs forever")

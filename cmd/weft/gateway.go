@@ -169,7 +169,7 @@ func startDevGateway(ctx context.Context, logger *slog.Logger, pool *pgxpool.Poo
 		return devGateway{}, err
 	}
 	gw, err := gateway.New(pool, nc, gateway.Config{Keys: keys, Logger: logger, MeterProvider: o.meters, TracerProvider: o.tracer,
-		DisableScheduler: !cfg.scheduler, Intake: gateway.IntakeConfig{Admission: cfg.admission.limits()}})
+		KeyRate: cfg.keyRate, DisableScheduler: !cfg.scheduler, Intake: gateway.IntakeConfig{Admission: cfg.admission.limits()}})
 	if err != nil {
 		return devGateway{}, err
 	}

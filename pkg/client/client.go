@@ -174,6 +174,16 @@ func (c *Client) do(req *http.Request, out any) error {
 // WithHTTPClient. Its transport is a clone of http.DefaultTransport owned by
 // this Client alone, so code that closes the default transport's idle
 // connections (httptest.Server.Close does) cannot break a request in flight.
+// It keeps up to MaxIdleConnsPerHost idle connections to the gateway, not
+// net/http's default of 2: a Client is safe for concurrent use, and with
+// only 2 kept, every concurrent call beyond them would open a connection
+// and close it again.
 func defaultHTTPClient() *http.Client {
-	return &http.Client{Timeout: DefaultAttemptTimeout, Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = MaxIdleConnsPerHost
+	return &http.Client{Timeout: DefaultAttemptTimeout, Transport: t}
 }
+
+// MaxIdleConnsPerHost is how many idle connections a Client built without
+// WithHTTPClient keeps open to each host, for concurrent calls to reuse.
+const MaxIdleConnsPerHost = 64
