@@ -31,14 +31,20 @@ const (
 // openLoopRates are the fixed start rates of the open loop, runs/s.
 var openLoopRates = []int{100, 200, 500}
 
+// benchPlan is a plan the system benchmarks start runs of.
+type benchPlan struct {
+	id  string
+	doc json.RawMessage
+}
+
 // systemPlan is three echo steps in a line, data flowing through them: the
 // first echoes the run's input, each next one the previous one's output,
 // and the run's output is the last one's.
-var systemPlan = json.RawMessage(`{"planId":"system3","planVersion":"1","steps":[
+var systemPlan = benchPlan{"system3", json.RawMessage(`{"planId":"system3","planVersion":"1","steps":[
 	{"id":"a","activity":"echo","input":{"order":"${{ input }}"}},
 	{"id":"b","activity":"echo","dependsOn":["a"],"input":{"from_a":"${{ steps.a.output }}"}},
 	{"id":"c","activity":"echo","dependsOn":["b"],"input":{"from_b":"${{ steps.b.output }}"}}],
-	"output":"${{ steps.c.output }}"}`)
+	"output":"${{ steps.c.output }}"}`)}
 
 // BenchmarkSystem is the headline figure: the whole system as a user runs
 // it. `weft dev` runs in a process of its own, every service on its
@@ -69,7 +75,7 @@ func BenchmarkSystem(b *testing.B) {
 	b.Run("closed", func(b *testing.B) {
 		for range b.N {
 			lagBefore := s.lagHistogram(b)
-			load := s.closedLoop(b, systemRuns, systemClients)
+			load := s.closedLoop(b, systemPlan, systemRuns, systemClients)
 			load.report(b, s, ceiling)
 			lag := s.lagHistogram(b).minus(lagBefore)
 			b.ReportMetric(lag.percentile(0.99)*1000, "lag_p99_ms")
@@ -79,7 +85,7 @@ func BenchmarkSystem(b *testing.B) {
 	for _, rate := range openLoopRates {
 		b.Run(fmt.Sprintf("open=%d", rate), func(b *testing.B) {
 			for range b.N {
-				load := s.openLoop(b, rate, openLoopFor)
+				load := s.openLoop(b, systemPlan, rate, openLoopFor)
 				load.report(b, s, ceiling)
 			}
 		})
@@ -96,16 +102,16 @@ type systemLoad struct {
 	offered float64
 }
 
-// closedLoop starts n runs from clients clients, each waiting for its
-// answer, and waits until every run has ended.
-func (s *devStack) closedLoop(b *testing.B, n, clients int) systemLoad {
+// closedLoop starts n runs of p from clients clients, each waiting for
+// its answer, and waits until every run has ended.
+func (s *devStack) closedLoop(b *testing.B, p benchPlan, n, clients int) systemLoad {
 	ctx := context.Background()
 	ids := make([]string, n)
 	var answers latencies
 	start := time.Now()
 	parallel(b, clients, n, func(_, i int) error {
 		t := time.Now()
-		id, err := s.startRun(ctx, i)
+		id, err := s.startRun(ctx, p, i)
 		answers.add(time.Since(t))
 		ids[i] = id
 		return err
@@ -117,9 +123,10 @@ func (s *devStack) closedLoop(b *testing.B, n, clients int) systemLoad {
 	return systemLoad{runIDs: ids, start: start, startP99: answers.percentile(0.99), offered: offered}
 }
 
-// openLoop starts rate runs a second for d, each at its own time whatever
-// the answers to the earlier ones, and waits until every run has ended.
-func (s *devStack) openLoop(b *testing.B, rate int, d time.Duration) systemLoad {
+// openLoop starts rate runs of p a second for d, each at its own time
+// whatever the answers to the earlier ones, and waits until every run has
+// ended.
+func (s *devStack) openLoop(b *testing.B, p benchPlan, rate int, d time.Duration) systemLoad {
 	ctx := context.Background()
 	n := rate * int(d/time.Second)
 	ids := make([]string, n)
@@ -139,7 +146,7 @@ func (s *devStack) openLoop(b *testing.B, rate int, d time.Duration) systemLoad 
 		wg.Go(func() {
 			defer func() { <-inFlight }()
 			t := time.Now()
-			id, err := s.startRun(ctx, i)
+			id, err := s.startRun(ctx, p, i)
 			answers.add(time.Since(t))
 			ids[i] = id
 			if err != nil {
@@ -158,12 +165,11 @@ func (s *devStack) openLoop(b *testing.B, rate int, d time.Duration) systemLoad 
 	return systemLoad{runIDs: ids, start: start, startP99: answers.percentile(0.99), offered: offered}
 }
 
-// startRun starts a run of systemPlan with the i-th input and returns its
-// id.
-func (s *devStack) startRun(ctx context.Context, i int) (string, error) {
+// startRun starts a run of p with the i-th input and returns its id.
+func (s *devStack) startRun(ctx context.Context, p benchPlan, i int) (string, error) {
 	res, err := s.client.StartRun(ctx, api.StartRunRequest{
 		TenantID: "default", ProjectID: "bench", EnvironmentID: "bench",
-		PlanID: "system3", PlanVersion: "1", Plan: systemPlan,
+		PlanID: p.id, PlanVersion: "1", Plan: p.doc,
 		Input: json.RawMessage(fmt.Sprintf(`{"n":%d,"sku":"sku-%d"}`, i, i%100)),
 	})
 	if err != nil {
@@ -181,7 +187,7 @@ func (l systemLoad) report(b *testing.B, s *devStack, ceiling float64) {
 	var completed int
 	var last time.Time
 	var p50, p99 float64
-	err := s.db.Pool.QueryRow(ctx, `
+	err := s.db.Pool.QueryRow(ctx, `/* bench */
 		WITH d AS (
 			SELECT c.persisted_at AS done, extract(epoch FROM c.persisted_at - a.persisted_at) * 1000 AS ms
 			FROM run_events a JOIN run_events c ON c.run_id = a.run_id

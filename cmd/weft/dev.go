@@ -192,12 +192,21 @@ func startDevApps(ctx context.Context, env *environment, b *backends, cfg devCon
 	if err != nil {
 		return stops, err
 	}
-	gw, err := startDevGateway(ctx, env.logger, b.pool, b.nc, cfg, o)
+	var gw devGateway
+	err = asService(ctx, "gateway", func(ctx context.Context) (err error) {
+		gw, err = startDevGateway(ctx, env.logger, b.pool, b.nc, cfg, o)
+		return err
+	})
 	if err != nil {
 		return stops, err
 	}
 	stops = append(stops, gw.stop)
-	uiURL, stopUI, err := startDevProjector(ctx, env.logger, b.pool, b.nc, cfg, o, gw.keys, gw.url)
+	var uiURL string
+	var stopUI func(context.Context) error
+	err = asService(ctx, "projector", func(ctx context.Context) (err error) {
+		uiURL, stopUI, err = startDevProjector(ctx, env.logger, b.pool, b.nc, cfg, o, gw.keys, gw.url)
+		return err
+	})
 	if err != nil {
 		return stops, err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -61,7 +62,15 @@ type ops struct {
 	tracer trace.TracerProvider
 	// flushTraces exports the spans still queued; closeTraces calls it.
 	flushTraces func(context.Context) error
+	// pprof says whether the listener serves Go's profiles (pprofEnv).
+	pprof bool
 }
+
+// pprofEnv, set to "true", makes a command's ops listener serve Go's
+// runtime profiles at /debug/pprof/ (net/http/pprof), for a CPU profile of
+// a running service. Off by default: a profile costs the process CPU while
+// it is taken, and the listener has no authentication.
+const pprofEnv = "WEFT_PPROF"
 
 // newOps makes the command's MeterProvider and TracerProvider (service is
 // the traces' service.name) for an ops listener on addr (opsOff: none).
@@ -77,7 +86,8 @@ func newOps(ctx context.Context, env *environment, service, addr, hint string) (
 	if err != nil {
 		return nil, err
 	}
-	return &ops{addr: addr, hint: hint, meters: mp, metrics: handler, tracer: tp, flushTraces: flush}, nil
+	return &ops{addr: addr, hint: hint, meters: mp, metrics: handler, tracer: tp, flushTraces: flush,
+		pprof: env.getenv(pprofEnv) == "true"}, nil
 }
 
 // closeTraces flushes the spans not yet exported, within ctx.
@@ -88,11 +98,19 @@ func (o *ops) closeTraces(ctx context.Context) error {
 	return nil
 }
 
-// handler serves /healthz and /readyz from probes and /metrics.
+// handler serves /healthz and /readyz from probes, /metrics, and with
+// o.pprof, /debug/pprof/.
 func (o *ops) handler(probes *health.Probes) http.Handler {
 	mux := http.NewServeMux()
 	probes.Register(mux)
 	mux.Handle("GET /metrics", o.metrics)
+	if o.pprof {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
 	return mux
 }
 

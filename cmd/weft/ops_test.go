@@ -295,3 +295,27 @@ func TestServiceCommandsCheckBackendsBeforeListening(t *testing.T) {
 	require.ErrorContains(t, err, "ops: listen on "+taken.Addr().String())
 	require.ErrorContains(t, err, "--ops-addr or WEFT_WORKER_OPS_ADDR")
 }
+
+// The ops listener serves Go's profiles only when WEFT_PPROF is "true".
+func TestOpsServesProfilesOnlyWhenAsked(t *testing.T) {
+	t.Parallel()
+	for _, on := range []string{"", "true"} {
+		env := &environment{getenv: func(k string) string { return map[string]string{pprofEnv: on}[k] }}
+		o, err := newOps(t.Context(), env, "weft-test", opsOff, "")
+		require.NoError(t, err)
+		probes, err := health.New(0)
+		require.NoError(t, err)
+		srv := httptest.NewServer(o.handler(probes))
+		status, body := get(t, srv.URL+"/debug/pprof/")
+		status2, _ := get(t, srv.URL+"/debug/pprof/profile?seconds=1")
+		srv.Close()
+		if on == "true" {
+			require.Equal(t, http.StatusOK, status)
+			require.Contains(t, body, "goroutine")
+			require.Equal(t, http.StatusOK, status2)
+			continue
+		}
+		require.Equal(t, http.StatusNotFound, status)
+		require.Equal(t, http.StatusNotFound, status2)
+	}
+}

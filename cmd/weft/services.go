@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/pprof"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -24,7 +25,11 @@ import (
 // the stop functions of what it started, in start order, also on error.
 func startServices(ctx context.Context, env *environment, pool *pgxpool.Pool, nc *nats.Conn, cfg devConfig, o *ops) ([]func(context.Context) error, error) {
 	var stops []func(context.Context) error
-	stopRelay, err := startRelay(ctx, pool, nc, outbox.RelayConfig{Logger: env.logger, MeterProvider: o.meters, TracerProvider: o.tracer})
+	var stopRelay func(context.Context) error
+	err := asService(ctx, "relay", func(ctx context.Context) (err error) {
+		stopRelay, err = startRelay(ctx, pool, nc, outbox.RelayConfig{Logger: env.logger, MeterProvider: o.meters, TracerProvider: o.tracer})
+		return err
+	})
 	if err != nil {
 		return stops, err
 	}
@@ -35,13 +40,13 @@ func startServices(ctx context.Context, env *environment, pool *pgxpool.Pool, nc
 	if err != nil {
 		return stops, err
 	}
-	stops = append(stops, background(ctx, eng.Run))
+	stops = append(stops, backgroundAs(ctx, "engine", eng.Run))
 	w, err := activityworker.New(nc, activityworker.Config{Logger: env.logger, MeterProvider: o.meters, TracerProvider: o.tracer})
 	if err != nil {
 		return stops, err
 	}
-	stops = append(stops, background(ctx, w.Run))
-	stops = append(stops, background(ctx, maintainEvery(pool, env, cfg.runRetention, time.Hour)))
+	stops = append(stops, backgroundAs(ctx, "worker", w.Run))
+	stops = append(stops, backgroundAs(ctx, "maintain", maintainEvery(pool, env, cfg.runRetention, time.Hour)))
 	if !cfg.demo {
 		return stops, nil
 	}
@@ -73,6 +78,25 @@ func background(ctx context.Context, run func(context.Context) error) func(conte
 			return fmt.Errorf("service did not stop in time: %w", stopCtx.Err())
 		}
 	}
+}
+
+// asService calls start with the Go profiler label service=name on this
+// goroutine, so that every goroutine start starts carries the label: a
+// CPU profile of `weft dev` (WEFT_PPROF) splits by service.
+func asService(ctx context.Context, name string, start func(context.Context) error) error {
+	var err error
+	pprof.Do(ctx, pprof.Labels("service", name), func(ctx context.Context) { err = start(ctx) })
+	return err
+}
+
+// backgroundAs is background with run's goroutines labelled name
+// (asService).
+func backgroundAs(ctx context.Context, name string, run func(context.Context) error) (stop func(context.Context) error) {
+	_ = asService(ctx, name, func(ctx context.Context) error {
+		stop = background(ctx, run)
+		return nil
+	})
+	return stop
 }
 
 // maintainEvery is `weft maintain --every every` as a service of the dev

@@ -54,6 +54,10 @@ type Config struct {
 	// reused by every later Start. Empty means DefaultRelocateRoot. A
 	// cluster already in DataDir is never moved.
 	RelocateRoot string
+	// Settings are more server settings, each "name=value" as postgres -c
+	// takes it, without spaces ("shared_preload_libraries=pg_stat_statements"), set on
+	// every start after pgboot's own.
+	Settings []string
 }
 
 // Instance is a running private server. Stop it when done.
@@ -64,6 +68,8 @@ type Instance struct {
 	asUser  string
 	tempDir bool
 	logFile string
+	// settings are Config.Settings.
+	settings []string
 }
 
 // URL returns the connection string of the "postgres" database.
@@ -91,7 +97,7 @@ func Start(ctx context.Context, cfg Config) (*Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	inst := &Instance{binDir: bin, port: cfg.Port, dataDir: cfg.DataDir}
+	inst := &Instance{binDir: bin, port: cfg.Port, dataDir: cfg.DataDir, settings: cfg.Settings}
 	if os.Geteuid() == 0 {
 		inst.asUser = "postgres"
 		if _, err := user.Lookup(inst.asUser); err != nil {
@@ -182,13 +188,17 @@ func (i *Instance) start(ctx context.Context) error {
 	if err := i.clearStale(ctx); err != nil {
 		return err
 	}
-	opts := strings.Join([]string{
+	args := []string{
 		"-c listen_addresses=127.0.0.1",
 		"-p " + strconv.Itoa(i.port),
 		"-c unix_socket_directories=''",
 		"-c max_connections=400",
 		"-c fsync=on",
-	}, " ")
+	}
+	for _, s := range i.settings {
+		args = append(args, "-c "+s)
+	}
+	opts := strings.Join(args, " ")
 	err := i.run(ctx, "pg_ctl", "start", "-D", i.pgData(), "-w", "-t", "60",
 		"-l", i.logFile, "-o", opts)
 	if err != nil {

@@ -185,3 +185,23 @@ func TestStartFromAPrivateFolder(t *testing.T) {
 	require.Equal(t, first, inst.DataDir(), "the next start finds the same cluster")
 	require.Equal(t, "hello", readKept(ctx, t, inst.URL()))
 }
+
+// TestSettingsAreSetOnEveryStart starts a server with a setting of its
+// own and reads it back, and again after a restart.
+func TestSettingsAreSetOnEveryStart(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := pgboot.Config{DataDir: sharedTempDir(t), Settings: []string{"work_mem=7MB"}}
+	for range 2 {
+		inst, err := pgboot.Start(ctx, cfg)
+		require.NoError(t, err)
+		conn, err := pgx.Connect(ctx, inst.URL())
+		require.NoError(t, err)
+		var workMem string
+		require.NoError(t, conn.QueryRow(ctx, "SHOW work_mem").Scan(&workMem))
+		require.NoError(t, conn.Close(ctx))
+		require.Equal(t, "7MB", workMem)
+		require.NoError(t, inst.Stop(ctx))
+	}
+}

@@ -1,0 +1,154 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weftrun/weft/pkg/api"
+)
+
+// parkedEnv sets how many runs BenchmarkSystemParked parks; the issue's
+// figure is 100,000, which takes this machine many minutes to park.
+const parkedEnv = "WEFT_BENCH_PARKED"
+
+// defaultParked is how many runs `make bench` parks.
+const defaultParked = 10_000
+
+// parkedPlan waits for the signal "go", then echoes its payload.
+var parkedPlan = benchPlan{"parked", json.RawMessage(`{"planId":"parked","planVersion":"1","steps":[
+	{"id":"w","kind":"waitSignal","signal":"go"},
+	{"id":"c","activity":"echo","dependsOn":["w"],"input":{"got":"${{ steps.w.output }}"}}]}`)}
+
+// BenchmarkSystemParked is the headline's state-size independence, on the
+// same whole `weft dev` stack: the closed loop's runs/s with no run
+// waiting (empty), then with WEFT_BENCH_PARKED runs (default
+// defaultParked) parked on a waitSignal step (parked, and its share of
+// empty, parked_share_%), then signalling every parked run through the
+// gateway: the signals' accept rate (signals/s) and the parked runs'
+// completion rate, from the first signal to the last RunCompleted
+// (released_runs/s). weft dev's resident memory is reported empty, parked
+// and after (rss_*_mb): the engine keeps no state of a run between its
+// rounds, so parked runs should cost the bus and Postgres, not memory.
+func BenchmarkSystemParked(b *testing.B) {
+	parked := defaultParked
+	if v := os.Getenv(parkedEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("%s=%q: want a positive count of runs", parkedEnv, v)
+		}
+		parked = n
+	}
+	for range b.N {
+		s := startDevStack(b, nil)
+		empty := s.closedLoop(b, systemPlan, systemRuns, systemClients).rate(b, s)
+		rssEmpty := s.rss(b)
+		ids := s.park(b, parked)
+		rssParked := s.rss(b)
+		withParked := s.closedLoop(b, systemPlan, systemRuns, systemClients).rate(b, s)
+		accept, released := s.release(b, ids)
+		b.ReportMetric(float64(parked), "parked")
+		b.ReportMetric(empty, "empty_runs/s")
+		b.ReportMetric(withParked, "parked_runs/s")
+		b.ReportMetric(100*withParked/empty, "parked_share_%")
+		b.ReportMetric(accept, "signals/s")
+		b.ReportMetric(released, "released_runs/s")
+		b.ReportMetric(rssEmpty, "rss_empty_mb")
+		b.ReportMetric(rssParked, "rss_parked_mb")
+		b.ReportMetric(s.rss(b), "rss_after_mb")
+		b.ReportMetric(0, "ns/op")
+	}
+}
+
+// park starts n runs of parkedPlan and waits until each waits for its
+// signal; it returns their ids.
+func (s *devStack) park(b *testing.B, n int) []string {
+	ctx := context.Background()
+	ids := make([]string, n)
+	parallel(b, systemClients, n, func(_, i int) error {
+		id, err := s.startRun(ctx, parkedPlan, i)
+		ids[i] = id
+		return err
+	})
+	s.parked = n
+	if err := s.waitIdle(ctx, 30*time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Minute)
+	for {
+		var waiting int
+		err := s.db.Pool.QueryRow(ctx, `/* bench */ SELECT count(*) FROM run_events
+			WHERE event_type = 'StepStarted' AND step_id = 'w'`).Scan(&waiting)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if waiting == n {
+			return ids
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d runs parked after 30 minutes", waiting, n)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// release sends "go" to every run of ids from systemClients clients and
+// waits until they have all ended. It returns the signals accepted per
+// second and the runs completed per second, from the first signal to the
+// last RunCompleted.
+func (s *devStack) release(b *testing.B, ids []string) (accept, released float64) {
+	ctx := context.Background()
+	start := time.Now()
+	parallel(b, systemClients, len(ids), func(_, i int) error {
+		_, err := s.client.Signal(ctx, ids[i], api.SignalRequest{SignalName: "go", Payload: json.RawMessage(`{"ok":true}`)})
+		return err
+	})
+	accept = float64(len(ids)) / time.Since(start).Seconds()
+	s.parked = 0
+	if err := s.waitIdle(ctx, 30*time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	l := systemLoad{runIDs: ids, start: start}
+	return accept, l.rate(b, s)
+}
+
+// rate is the load's runs/s, from its first start to its last
+// RunCompleted; it fails b unless every run completed.
+func (l systemLoad) rate(b *testing.B, s *devStack) float64 {
+	var completed int
+	var last time.Time
+	err := s.db.Pool.QueryRow(context.Background(), `/* bench */ SELECT count(*), max(persisted_at) FROM run_events
+		WHERE run_id = ANY($1::uuid[]) AND event_type = 'RunCompleted'`, l.runIDs).Scan(&completed, &last)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if completed != len(l.runIDs) {
+		b.Fatalf("%d of %d runs completed", completed, len(l.runIDs))
+	}
+	return float64(completed) / last.Sub(l.start).Seconds()
+}
+
+// rss is weft dev's resident memory in MiB.
+func (s *devStack) rss(b *testing.B) float64 {
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(s.cmd.Process.Pid), "status"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.Lines(string(raw)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb float64
+			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%g kB", &kb); err != nil {
+				b.Fatal(err)
+			}
+			return kb / 1024
+		}
+	}
+	b.Fatal("no VmRSS in /proc/<pid>/status")
+	return 0
+}
