@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -246,6 +247,11 @@ func reportProfile(b *testing.B, p *profile.Profile) {
 	}
 	say("weft dev's CPU by service (%.1f s of CPU in %v): %s", float64(total)/1e9,
 		time.Duration(p.DurationNanos), strings.Join(lines, ", "))
+	if f, err := os.CreateTemp("", "weft-dev-cpu-*.pprof"); err == nil {
+		if err := errors.Join(p.Write(f), f.Close()); err == nil {
+			say("the profile is in %s (go tool pprof -tags / -top)", f.Name())
+		}
+	}
 }
 
 // serviceOf names what a sample's CPU was spent on: its service label, or

@@ -295,3 +295,21 @@ func TestCancelledRunEndsItsInFlightSteps(t *testing.T) {
 	require.Equal(t, &events.StepError{Code: events.CodeCancelled, Message: "cancelled by signal s-1"}, a.Error)
 	s.requireMatchesLog(t, v)
 }
+
+// A run whose first message the bus lost gets its row from its next one,
+// well before the resync loop would look for it: the batch that finds no
+// row for a run it did not expect to be new (no runSeq 1 among its events)
+// creates the row in a second round trip and resyncs the run from the log.
+func TestRunWhoseFirstMessageTheBusLost(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	s.serve(t, projector.Config{ResyncLag: time.Hour})
+	runID := events.NewRunID()
+	approved := step(t, runID, "", events.RunApproved, events.RunApprovedData{TenantID: tenant, PlanID: "first-lost", PlanVersion: "v1"})
+	s.appendLogOnly(t, approved)
+	s.appendBus(t, lifecycle(t, runID)...)
+
+	v := s.waitRun(t, runID, atSeq(6), "created by a later event's batch")
+	require.Equal(t, events.RunStatusCompleted, v.Status)
+	s.requireMatchesLog(t, v)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -63,15 +64,69 @@ FROM run_snapshots WHERE run_id = ANY($1::uuid[]) ORDER BY run_id FOR UPDATE`
 // rowsLock creates the missing rows of runIDs (those the log has), which
 // must be sorted and distinct, then locks and reads them, and reads what
 // the log holds where byRun's bus events past the watermarks claim to be
-// (busCheckSQL), in one round trip. A row never projected has an empty
-// snapshot of its run; a run the log does not have has no row.
+// (busCheckSQL). A row never projected has an empty snapshot of its run; a
+// run the log does not have has no row.
+//
+// Creating rows costs an INSERT per batch that most batches do not need:
+// a run's row exists from its first batch on. So the first round trip
+// creates only the rows of the runs that may be new (newRuns), and locks
+// every row. A run whose row it did not find (its first event came back
+// late, or the log was read without the bus) gets a second round trip that
+// creates and locks its row out of run id order; two projectors doing that
+// for the same run at once can deadlock, which Postgres breaks by failing
+// one batch, whose messages come back.
 func rowsLock(ctx context.Context, tx pgx.Tx, runIDs []string, byRun map[string][]events.Event) (map[string]*runRow, map[logKey]logIdentity, error) {
+	rows, logged, err := lockRows(ctx, tx, newRuns(runIDs, byRun), runIDs, byRun)
+	if err != nil {
+		return nil, nil, err
+	}
+	var missing []string
+	for _, id := range runIDs {
+		if rows[id] == nil {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) == 0 {
+		return rows, logged, nil
+	}
+	more, moreLogged, err := lockRows(ctx, tx, missing, missing, byRun)
+	if err != nil {
+		return nil, nil, err
+	}
+	maps.Copy(rows, more)
+	if logged == nil {
+		logged = moreLogged
+	}
+	maps.Copy(logged, moreLogged)
+	return rows, logged, nil
+}
+
+// newRuns returns the runs of runIDs whose row the batch may have to
+// create: those whose bus events include their first (runSeq 1), and those
+// projected without bus events (a resync, a rebuild).
+func newRuns(runIDs []string, byRun map[string][]events.Event) []string {
+	var out []string
+	for _, id := range runIDs {
+		evs := byRun[id]
+		if len(evs) == 0 || slices.ContainsFunc(evs, func(e events.Event) bool { return e.RunSeq == 1 }) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// lockRows is one round trip of rowsLock: it creates the missing rows of
+// create (when any), locks and reads the rows of lock, and checks lock's
+// bus events.
+func lockRows(ctx context.Context, tx pgx.Tx, create, lock []string, byRun map[string][]events.Event) (map[string]*runRow, map[logKey]logIdentity, error) {
 	b := &pgx.Batch{}
-	b.Queue(rowsEnsureSQL, runIDs)
-	b.Queue(rowsLockSQL, runIDs)
-	check := queueBusCheck(b, runIDs, byRun)
+	if len(create) > 0 {
+		b.Queue(rowsEnsureSQL, create)
+	}
+	b.Queue(rowsLockSQL, lock)
+	check := queueBusCheck(b, lock, byRun)
 	br := tx.SendBatch(ctx, b)
-	out, err := readRows(br)
+	out, err := readRows(br, len(create) > 0)
 	var logged map[logKey]logIdentity
 	if err == nil && check {
 		logged, err = readBusCheck(br)
@@ -82,11 +137,13 @@ func rowsLock(ctx context.Context, tx pgx.Tx, runIDs []string, byRun map[string]
 	return out, logged, err
 }
 
-// readRows reads the results of rowsLock's batch: the rows it created,
-// then the rows it locked.
-func readRows(br pgx.BatchResults) (map[string]*runRow, error) {
-	if _, err := br.Exec(); err != nil {
-		return nil, fmt.Errorf("projector: create snapshot rows: %w", err)
+// readRows reads the results of lockRows' batch: the rows it created
+// (when created), then the rows it locked.
+func readRows(br pgx.BatchResults, created bool) (map[string]*runRow, error) {
+	if created {
+		if _, err := br.Exec(); err != nil {
+			return nil, fmt.Errorf("projector: create snapshot rows: %w", err)
+		}
 	}
 	rows, err := br.Query()
 	if err != nil {
