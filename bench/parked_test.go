@@ -3,7 +3,9 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -51,6 +53,7 @@ func BenchmarkSystemParked(b *testing.B) {
 		rssEmpty := s.rss(b)
 		ids := s.park(b, parked)
 		rssParked := s.rss(b)
+		s.saveProfile(b, "heap", "parked")
 		withParked := s.closedLoop(b, systemPlan, systemRuns, systemClients).rate(b, s)
 		accept, released := s.release(b, ids)
 		b.ReportMetric(float64(parked), "parked")
@@ -62,6 +65,7 @@ func BenchmarkSystemParked(b *testing.B) {
 		b.ReportMetric(rssEmpty, "rss_empty_mb")
 		b.ReportMetric(rssParked, "rss_parked_mb")
 		b.ReportMetric(s.rss(b), "rss_after_mb")
+		s.saveProfile(b, "heap", "released")
 		b.ReportMetric(0, "ns/op")
 	}
 }
@@ -132,6 +136,25 @@ func (l systemLoad) rate(b *testing.B, s *devStack) float64 {
 		b.Fatalf("%d of %d runs completed", completed, len(l.runIDs))
 	}
 	return float64(completed) / last.Sub(l.start).Seconds()
+}
+
+// saveProfile saves weft dev's profile of kind (heap, goroutine, …) to a
+// file and says where, for `go tool pprof`.
+func (s *devStack) saveProfile(b *testing.B, kind, when string) {
+	resp, err := s.hc.Get(s.ops + "/debug/pprof/" + kind) //nolint:noctx // bounded by hc's timeout
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	f, err := os.CreateTemp("", "weft-dev-"+kind+"-"+when+"-*.pprof")
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, err = io.Copy(f, resp.Body)
+	if err := errors.Join(err, f.Close()); err != nil {
+		b.Fatal(err)
+	}
+	say("weft dev's %s profile, %s: %s", kind, when, f.Name())
 }
 
 // rss is weft dev's resident memory in MiB.

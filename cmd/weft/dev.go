@@ -50,6 +50,9 @@ type devConfig struct {
 	scheduler bool
 	// keyRate bounds each API key's requests to the gateway.
 	keyRate keylimit.Limit
+	// partitions is the partitions of the streams when weft dev creates
+	// them (devPartitions by default).
+	partitions int
 	// runRetention is how long ended runs are kept (weft maintain).
 	runRetention time.Duration
 	// checkpoints and sweep are the engine's flags; engine is the engine's
@@ -76,6 +79,8 @@ func devFlags(env *environment) (*flags, *devConfig) {
 	f.stringVar(&cfg.uiAddr, "ui-addr", "WEFT_DEV_UI_ADDR", "127.0.0.1:8081", "listen address of the UI and the read API")
 	f.stringVar(&cfg.opsAddr, "ops-addr", "WEFT_DEV_OPS_ADDR", devOpsAddr, "listen address of the stack's /healthz, /readyz and /metrics; "+opsOff+" turns them off")
 	keyRateFlags(f, &cfg.keyRate)
+	f.intVar(&cfg.partitions, "partitions", "WEFT_PARTITIONS", devPartitions,
+		fmt.Sprintf("partitions of the runs when the streams are created, 1 to %d; an existing data folder keeps its streams' (docs/scaling.md)", streams.MaxPartitions))
 	f.boolVar(&cfg.scheduler, "scheduler", "WEFT_DEV_SCHEDULER", true, "fire due schedules (docs/schedules.md); false keeps the schedules API but fires nothing")
 	f.durationVar(&cfg.runRetention, "run-retention", "WEFT_RUN_RETENTION", retention.DefaultRunRetention,
 		"how long an ended run is kept after its last event (the stack runs weft maintain hourly); negative keeps runs forever")
@@ -89,6 +94,9 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	f, cfg := devFlags(env)
 	if err := f.parse(args); err != nil {
 		return err
+	}
+	if err := (streams.Config{Partitions: cfg.partitions}).Validate(); err != nil {
+		return fmt.Errorf("weft dev --partitions: %w", err)
 	}
 	var err error
 	if cfg.engine, err = cfg.sweep.apply(cfg.checkpoints.apply(engine.Config{})); err != nil {

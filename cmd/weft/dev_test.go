@@ -45,3 +45,19 @@ func TestDevSweepFlags(t *testing.T) {
 		require.ErrorContains(t, err, c.want, "weft %v %v", c.args, c.env)
 	}
 }
+
+// `weft dev --partitions` sets the partitions of the streams it creates,
+// one by default (its one engine); one out of its limits is refused before
+// anything starts.
+func TestDevPartitionsFlag(t *testing.T) {
+	t.Parallel()
+	env := &environment{stdout: &weftest.Buffer{}, stderr: &weftest.Buffer{}, getenv: envOf(nil)}
+	f, cfg := devFlags(env)
+	require.NoError(t, f.parse(nil))
+	require.Equal(t, 1, cfg.partitions)
+	vars := map[string]string{"WEFT_DEV_DIR": t.TempDir(), "WEFT_DATABASE_URL": "postgres://nobody@127.0.0.1:1/none"}
+	var out, errOut weftest.Buffer
+	err := run(t.Context(), []string{"dev", "--partitions", "300"}, &out, &errOut, envOf(vars))
+	require.ErrorContains(t, err, "weft dev --partitions: ")
+	require.ErrorContains(t, err, "300")
+}
