@@ -34,7 +34,7 @@ const costProfileFor = 10 * time.Second
 //     them: a plpgsql function's inner statements are its call's), the
 //     costliest ones with calls, rows and milliseconds per run;
 //   - rows written per run per table (pg_stat_user_tables: inserted,
-//     updated and deleted);
+//     updated and deleted), and transactions committed per run;
 //   - bus messages per run per stream (the streams' last sequence);
 //   - CPU per run by process (weft dev, Postgres, this load generator)
 //     and, from a CPU profile of weft dev, by service: the dev stack labels
@@ -93,6 +93,7 @@ type costCounters struct {
 	msgs    map[string]uint64 // last sequence per stream
 	cpu     map[string]time.Duration
 	machine time.Duration // every CPU's busy time
+	commits int64         // the database's committed transactions
 }
 
 func (s *devStack) costCounters(b *testing.B, inst *pgboot.Instance) costCounters {
@@ -111,6 +112,11 @@ func (s *devStack) costCounters(b *testing.B, inst *pgboot.Instance) costCounter
 		c.rows[table] = n
 	}
 	if err := rows.Err(); err != nil {
+		b.Fatal(err)
+	}
+	// The benchmark's own polls commit too: about 4 a second.
+	err = s.db.Pool.QueryRow(ctx, `/* bench */ SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()`).Scan(&c.commits)
+	if err != nil {
 		b.Fatal(err)
 	}
 	names := s.js.StreamNames(ctx)
@@ -144,6 +150,8 @@ func (c costCounters) reportSince(b *testing.B, before costCounters, runs float6
 		}
 	}
 	say("rows written per run: %.2f (%s)", float64(total)/runs, strings.Join(lines, ", "))
+	say("transactions committed per run: %.2f", float64(c.commits-before.commits)/runs)
+	b.ReportMetric(float64(c.commits-before.commits)/runs, "commits/run")
 	b.ReportMetric(float64(total)/runs, "rows/run")
 	lines = lines[:0]
 	var msgs uint64
