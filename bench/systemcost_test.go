@@ -34,7 +34,8 @@ const costProfileFor = 10 * time.Second
 //     them: a plpgsql function's inner statements are its call's), the
 //     costliest ones with calls, rows and milliseconds per run;
 //   - rows written per run per table (pg_stat_user_tables: inserted,
-//     updated and deleted), and transactions committed per run;
+//     updated and deleted), transactions committed per run, and the
+//     WAL's bytes and flushes per run;
 //   - bus messages per run per stream (the streams' last sequence);
 //   - CPU per run by process (weft dev, Postgres, this load generator)
 //     and, from a CPU profile of weft dev, by service: the dev stack labels
@@ -94,6 +95,10 @@ type costCounters struct {
 	cpu     map[string]time.Duration
 	machine time.Duration // every CPU's busy time
 	commits int64         // the database's committed transactions
+	// walBytes and walSyncs are the server's WAL written and its flushes
+	// to disk (pg_stat_wal): a flush is what a durable commit waits for,
+	// and one flush serves every commit waiting at once.
+	walBytes, walSyncs int64
 }
 
 func (s *devStack) costCounters(b *testing.B, inst *pgboot.Instance) costCounters {
@@ -115,7 +120,8 @@ func (s *devStack) costCounters(b *testing.B, inst *pgboot.Instance) costCounter
 		b.Fatal(err)
 	}
 	// The benchmark's own polls commit too: about 4 a second.
-	err = s.db.Pool.QueryRow(ctx, `/* bench */ SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()`).Scan(&c.commits)
+	err = s.db.Pool.QueryRow(ctx, `/* bench */ SELECT xact_commit, wal_bytes::bigint, wal_sync
+		FROM pg_stat_database, pg_stat_wal WHERE datname = current_database()`).Scan(&c.commits, &c.walBytes, &c.walSyncs)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -150,7 +156,9 @@ func (c costCounters) reportSince(b *testing.B, before costCounters, runs float6
 		}
 	}
 	say("rows written per run: %.2f (%s)", float64(total)/runs, strings.Join(lines, ", "))
-	say("transactions committed per run: %.2f", float64(c.commits-before.commits)/runs)
+	say("transactions committed per run: %.2f (read-only ones included); WAL per run: %.0f bytes, %.2f flushes",
+		float64(c.commits-before.commits)/runs, float64(c.walBytes-before.walBytes)/runs, float64(c.walSyncs-before.walSyncs)/runs)
+	b.ReportMetric(float64(c.walBytes-before.walBytes)/runs, "wal_bytes/run")
 	b.ReportMetric(float64(c.commits-before.commits)/runs, "commits/run")
 	b.ReportMetric(float64(total)/runs, "rows/run")
 	lines = lines[:0]
