@@ -295,15 +295,24 @@ func serviceOf(s *profile.Sample) string {
 // procCPU is a process's user and system CPU time so far (0 when it is
 // gone).
 func procCPU(pid int) time.Duration {
-	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
+	f := procStat(pid)
+	if len(f) < 13 {
 		return 0
 	}
-	// The fields after the command's name, which is in parentheses.
-	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
 	utime, _ := strconv.ParseInt(f[11], 10, 64)
 	stime, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(utime+stime) * time.Second / clockTicks
+}
+
+// procStat is /proc/<pid>/stat's fields after the command's name (which is
+// in parentheses and may hold spaces): the state is [0], the parent's pid
+// [1]. Nil when the process is gone.
+func procStat(pid int) []string {
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
 }
 
 // clockTicks is Linux's USER_HZ, the unit of /proc's CPU times.
@@ -316,22 +325,19 @@ func postgresCPU(b *testing.B, inst *pgboot.Instance) time.Duration {
 	if err != nil {
 		b.Fatal(err)
 	}
-	postmaster := strings.SplitN(string(raw), "\n", 2)[0]
-	pid, _ := strconv.Atoi(postmaster)
-	total := procCPU(pid)
+	postmaster, err := strconv.Atoi(strings.SplitN(string(raw), "\n", 2)[0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	total := procCPU(postmaster)
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
+		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		if len(f) > 1 && f[1] == postmaster {
-			total += procCPU(child)
+		if f := procStat(pid); len(f) > 1 && f[1] == strconv.Itoa(postmaster) {
+			total += procCPU(pid)
 		}
 	}
 	return total

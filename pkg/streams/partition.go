@@ -109,6 +109,23 @@ func Partitions(ctx context.Context, js jetstream.JetStream, stream string) (int
 	return n, nil
 }
 
+// HoldsUnpartitioned reports whether stream still holds messages stored
+// before it was partitioned, on prefix.<runId> (UnpartitionedFilter). Only
+// then need partition 0's consumer take them too: a consumer with more than
+// one filter cost the server more for each message the more subjects (one
+// per run) the stream held (BENCHMARKS.md, 2026-11-27, sixth session).
+func HoldsUnpartitioned(ctx context.Context, js jetstream.JetStream, stream, prefix string) (bool, error) {
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return false, fmt.Errorf("streams: messages of %s: %w", stream, err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(UnpartitionedFilter(prefix)))
+	if err != nil {
+		return false, fmt.Errorf("streams: messages of %s: %w", stream, err)
+	}
+	return len(info.State.Subjects) > 0, nil
+}
+
 // partitioned returns the partition count Ensure gives a partitioned
 // stream: the existing stream's when it has one (an error when cfg asks
 // for another), else cfg's, else DefaultPartitions.

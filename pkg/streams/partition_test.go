@@ -86,6 +86,17 @@ func TestEnsurePartitionsAnOldStreamAndFixesP(t *testing.T) {
 		require.Equal(t, want, msg.Subject)
 	}
 
+	holds, err := streams.HoldsUnpartitioned(ctx, js, streams.EventsStream, streams.EventsSubjectPrefix)
+	require.NoError(t, err)
+	require.True(t, holds, "the message stored before partitions")
+	fresh := weftest.NewNATS(t).JetStream(t)
+	require.NoError(t, streams.Ensure(ctx, fresh, streams.Config{MaxBytes: 64 << 20}))
+	_, err = fresh.Publish(ctx, "weft.events.after", []byte("{}"))
+	require.NoError(t, err)
+	holds, err = streams.HoldsUnpartitioned(ctx, fresh, streams.EventsStream, streams.EventsSubjectPrefix)
+	require.NoError(t, err)
+	require.False(t, holds, "a stream created partitioned")
+
 	require.NoError(t, streams.Ensure(ctx, js, streams.Config{MaxBytes: 64 << 20, Partitions: n}), "the same P")
 	require.NoError(t, streams.Ensure(ctx, js, streams.Config{MaxBytes: 32 << 20}), "no P: the stream's")
 	require.ErrorIs(t, streams.Ensure(ctx, js, streams.Config{MaxBytes: 64 << 20, Partitions: 4}), streams.ErrPartitionsFixed)

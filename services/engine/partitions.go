@@ -163,8 +163,15 @@ func (pc *partitionConsumers) add(ctx context.Context, f feedSpec, p int) error 
 		PinnedTTL:      s.cfg.PartitionLease,
 	}
 	if p == 0 {
-		// The messages stored before the stream was partitioned.
-		cc.FilterSubjects = append(cc.FilterSubjects, streams.UnpartitionedFilter(f.prefix))
+		// The messages stored before the stream was partitioned, while it
+		// holds any.
+		old, err := streams.HoldsUnpartitioned(ctx, s.js, f.stream, f.prefix)
+		if err != nil {
+			return fmt.Errorf("engine: consumer %s: %w", cc.Durable, err)
+		}
+		if old {
+			cc.FilterSubjects = append(cc.FilterSubjects, streams.UnpartitionedFilter(f.prefix))
+		}
 	}
 	keeper, err := streams.NewKeeper(s.js, f.stream, cc, streams.KeeperConfig{Logger: s.logger, MeterProvider: s.cfg.MeterProvider})
 	if err != nil {
