@@ -73,7 +73,11 @@ func devBus(ctx context.Context, cfg devConfig) (devBusConn, []func(context.Cont
 	if bus.js, err = jetstream.New(bus.nc); err != nil {
 		return bus, stops, fmt.Errorf("jetstream: %w", err)
 	}
-	if err := streams.Ensure(ctx, bus.js, streams.Config{Partitions: cfg.partitions}); err != nil {
+	partitions := cfg.partitions
+	if _, err := streams.Partitions(ctx, bus.js, streams.EventsStream); err == nil {
+		partitions = 0 // a data folder's partitioned streams keep their P
+	}
+	if err := streams.Ensure(ctx, bus.js, streams.Config{Partitions: partitions}); err != nil {
 		return bus, stops, err
 	}
 	return bus, stops, nil

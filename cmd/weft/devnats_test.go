@@ -96,3 +96,20 @@ func TestDevNATSPasswordIsKept(t *testing.T) {
 	require.Equal(t, os.FileMode(0o600), info.Mode().Perm())
 	require.Equal(t, "nats://weft:"+url.QueryEscape(user1.Password)+"@127.0.0.1:14222", userURL("127.0.0.1:14222", user1))
 }
+
+// A dev data folder whose streams were created with another P (the
+// production default of 8, before weft dev made one) starts as it is:
+// --partitions applies to new streams only.
+func TestDevBusKeepsAnExistingFoldersPartitions(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "dev")
+	for i, partitions := range []int{8, devPartitions} {
+		cfg := devConfig{dir: dir, natsPort: weftest.FreePort(t), partitions: partitions}
+		bus, stops, err := devBus(t.Context(), cfg)
+		require.NoError(t, err, "start %d", i+1)
+		n, err := streams.Partitions(t.Context(), bus.js, streams.EventsStream)
+		require.NoError(t, err)
+		require.Equal(t, 8, n, "start %d", i+1)
+		require.NoError(t, stopAll(t.Context(), 10*time.Second, time.Second, stops))
+	}
+}
