@@ -143,7 +143,7 @@ func waitDevReady(dir string, exited chan struct{}) (devEndpoints, error) {
 		if err != nil || json.Unmarshal(raw, &ep) != nil || ep.Ops == "" {
 			continue
 		}
-		resp, err := http.Get(ep.Ops + "/readyz") //nolint:noctx // a probe, bounded by the loop
+		resp, err := http.Get(ep.Ops + "/readyz")
 		if err != nil {
 			continue
 		}
@@ -210,7 +210,7 @@ type promHistogram struct {
 // lagHistogram scrapes the stack's weft_projector_lag_seconds.
 func (s *devStack) lagHistogram(b *testing.B) promHistogram {
 	b.Helper()
-	resp, err := s.hc.Get(s.ops + "/metrics") //nolint:noctx // bounded by hc's timeout
+	resp, err := s.hc.Get(s.ops + "/metrics")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -141,7 +141,7 @@ func (l systemLoad) rate(b *testing.B, s *devStack) float64 {
 // saveProfile saves weft dev's profile of kind (heap, goroutine, …) to a
 // file and says where, for `go tool pprof`.
 func (s *devStack) saveProfile(b *testing.B, kind, when string) {
-	resp, err := s.hc.Get(s.ops + "/debug/pprof/" + kind) //nolint:noctx // bounded by hc's timeout
+	resp, err := s.hc.Get(s.ops + "/debug/pprof/" + kind)
 	if err != nil {
 		b.Fatal(err)
 	}

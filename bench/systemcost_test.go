@@ -227,7 +227,7 @@ func (s *devStack) cpuProfile(d time.Duration) <-chan *profile.Profile {
 	out := make(chan *profile.Profile, 1)
 	go func() {
 		url := s.ops + "/debug/pprof/profile?seconds=" + strconv.Itoa(int(d.Seconds()))
-		resp, err := s.hc.Get(url) //nolint:noctx // bounded by hc's timeout
+		resp, err := s.hc.Get(url)
 		if err != nil {
 			out <- nil
 			return
