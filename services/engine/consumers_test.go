@@ -91,7 +91,9 @@ func TestStreamsRecreatedUnderARunningEngine(t *testing.T) {
 	t.Parallel()
 	s := setupConsumers(t)
 	s.runCompletes(t)
-	require.True(t, s.probes.Check(t.Context()).Ready())
+	// A run of another partition may complete before partition 0's
+	// consumers are created: readiness follows.
+	require.Eventually(t, func() bool { return s.probes.Check(t.Context()).Ready() }, waitFor, 10*time.Millisecond)
 
 	for _, name := range []string{streams.EventsStream, streams.TasksStream, streams.ResultsStream} {
 		require.NoError(t, s.js.DeleteStream(t.Context(), name))
