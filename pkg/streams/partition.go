@@ -114,6 +114,8 @@ func Partitions(ctx context.Context, js jetstream.JetStream, stream string) (int
 // then need partition 0's consumer take them too: a consumer with more than
 // one filter cost the server more for each message the more subjects (one
 // per run) the stream held (BENCHMARKS.md, 2026-11-27, sixth session).
+// The server's answer lists each such subject: a cost paid by an upgraded
+// stream only, until its old messages age out (MaxAge).
 func HoldsUnpartitioned(ctx context.Context, js jetstream.JetStream, stream, prefix string) (bool, error) {
 	s, err := js.Stream(ctx, stream)
 	if err != nil {
