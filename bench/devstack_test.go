@@ -41,9 +41,9 @@ type devStack struct {
 	client *client.Client
 	hc     *http.Client
 	js     jetstream.JetStream
-	// readAPI, ops: base URLs of the projector's read API and of the
-	// stack's /metrics.
-	readAPI, ops string
+	// ops is the base URL of the stack's /metrics (and, with WEFT_PPROF,
+	// /debug/pprof/); client reaches the read API.
+	ops string
 	// parked is how many runs wait on purpose (BenchmarkSystemParked):
 	// waitIdle waits for the others.
 	parked int
@@ -175,7 +175,7 @@ func connectDevStack(b *testing.B, db *weftest.DB, cmd *exec.Cmd, ep devEndpoint
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &devStack{db: db, cmd: cmd, client: c, hc: hc, js: js, readAPI: ep.ReadAPI, ops: ep.Ops}
+	return &devStack{db: db, cmd: cmd, client: c, hc: hc, js: js, ops: ep.Ops}
 }
 
 // waitIdle waits until no run is in flight but the parked ones (the

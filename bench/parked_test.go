@@ -122,22 +122,6 @@ func (s *devStack) release(b *testing.B, ids []string) (accept, released float64
 	return accept, l.rate(b, s)
 }
 
-// rate is the load's runs/s, from its first start to its last
-// RunCompleted; it fails b unless every run completed.
-func (l systemLoad) rate(b *testing.B, s *devStack) float64 {
-	var completed int
-	var last time.Time
-	err := s.db.Pool.QueryRow(context.Background(), `/* bench */ SELECT count(*), max(persisted_at) FROM run_events
-		WHERE run_id = ANY($1::uuid[]) AND event_type = 'RunCompleted'`, l.runIDs).Scan(&completed, &last)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if completed != len(l.runIDs) {
-		b.Fatalf("%d of %d runs completed", completed, len(l.runIDs))
-	}
-	return float64(completed) / last.Sub(l.start).Seconds()
-}
-
 // saveProfile saves weft dev's profile of kind (heap, goroutine, …) to a
 // file and says where, for `go tool pprof`.
 func (s *devStack) saveProfile(b *testing.B, kind, when string) {

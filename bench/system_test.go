@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/client"
 	"github.com/weftrun/weft/pkg/weftest"
 )
 
@@ -183,25 +183,17 @@ func (s *devStack) startRun(ctx context.Context, p benchPlan, i int) (string, er
 // percentiles, the offered rate, the gateway's answer p99, and runs/s as a
 // share of ceiling.
 func (l systemLoad) report(b *testing.B, s *devStack, ceiling float64) {
-	ctx := context.Background()
-	var completed int
-	var last time.Time
+	rate := l.rate(b, s)
 	var p50, p99 float64
-	err := s.db.Pool.QueryRow(ctx, `/* bench */
-		WITH d AS (
-			SELECT c.persisted_at AS done, extract(epoch FROM c.persisted_at - a.persisted_at) * 1000 AS ms
-			FROM run_events a JOIN run_events c ON c.run_id = a.run_id
-			WHERE a.run_id = ANY($1::uuid[]) AND a.event_type = 'RunApproved' AND c.event_type = 'RunCompleted')
-		SELECT count(*), max(done), percentile_cont(0.5) WITHIN GROUP (ORDER BY ms),
-		       percentile_cont(0.99) WITHIN GROUP (ORDER BY ms)
-		FROM d`, l.runIDs).Scan(&completed, &last, &p50, &p99)
+	err := s.db.Pool.QueryRow(context.Background(), `/* bench */
+		SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ms), percentile_cont(0.99) WITHIN GROUP (ORDER BY ms)
+		FROM (SELECT extract(epoch FROM c.persisted_at - a.persisted_at) * 1000 AS ms
+		      FROM run_events a JOIN run_events c ON c.run_id = a.run_id
+		      WHERE a.run_id = ANY($1::uuid[]) AND a.event_type = 'RunApproved' AND c.event_type = 'RunCompleted') d`,
+		l.runIDs).Scan(&p50, &p99)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if completed != len(l.runIDs) {
-		b.Fatalf("%d of %d runs completed", completed, len(l.runIDs))
-	}
-	rate := float64(completed) / last.Sub(l.start).Seconds()
 	b.ReportMetric(rate, "runs/s")
 	b.ReportMetric(p50, "p50_ms")
 	b.ReportMetric(p99, "p99_ms")
@@ -210,6 +202,22 @@ func (l systemLoad) report(b *testing.B, s *devStack, ceiling float64) {
 	b.ReportMetric(ceiling, "ceiling_commits/s")
 	b.ReportMetric(100*rate/ceiling, "ceiling_%")
 	b.ReportMetric(0, "ns/op")
+}
+
+// rate is the load's runs/s, from its first start to its last
+// RunCompleted; it fails b unless every run completed.
+func (l systemLoad) rate(b *testing.B, s *devStack) float64 {
+	var completed int
+	var last time.Time
+	err := s.db.Pool.QueryRow(context.Background(), `/* bench */ SELECT count(*), max(persisted_at) FROM run_events
+		WHERE run_id = ANY($1::uuid[]) AND event_type = 'RunCompleted'`, l.runIDs).Scan(&completed, &last)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if completed != len(l.runIDs) {
+		b.Fatalf("%d of %d runs completed", completed, len(l.runIDs))
+	}
+	return float64(completed) / last.Sub(l.start).Seconds()
 }
 
 // pollLikeTheUI reads the first page of the run list from the read API
@@ -226,14 +234,7 @@ func (s *devStack) pollLikeTheUI() (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-			}
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.readAPI+"/v1/runs?limit=50", http.NoBody)
-			if err != nil {
-				continue
-			}
-			req.Header.Set("Authorization", "Bearer "+devToken)
-			if resp, err := s.hc.Do(req); err == nil {
-				_ = resp.Body.Close()
+				_, _ = s.client.ListRuns(ctx, client.RunFilter{Limit: 50})
 			}
 		}
 	}()
