@@ -27,6 +27,7 @@ const (
 	DefaultLagAlert       = 5 * time.Second  // execution-semantics §1.5: P2 above 5 s
 	DefaultResyncLag      = 10 * time.Second // state-store contract §5.2: resync above 10 s
 	DefaultResyncEvery    = 2 * time.Second
+	DefaultResyncScan     = 5000
 	DefaultMaxWait        = 60 * time.Second
 	DefaultForgedAlertFor = time.Hour
 	DefaultFetchPage      = 500
@@ -76,6 +77,13 @@ type Config struct {
 	// ResyncEvery is how often the resync loop retries stale runs and
 	// looks for runs whose snapshot is behind the log.
 	ResyncEvery time.Duration
+	// ResyncScan is how many runs not yet ended the resync loop checks
+	// against their log's head per pass: with more open runs than that
+	// (runs parked on a signal), a pass checks the next ResyncScan and a
+	// snapshot behind its log is found within ResyncLag plus
+	// ceil(open runs / ResyncScan) × ResyncEvery. It bounds each pass's
+	// work whatever the number of open runs.
+	ResyncScan int
 	// MaxWait caps a long poll's timeout (waitForSeq).
 	MaxWait time.Duration
 	// WaitRecheck is how often a long poll reads its run again with no
@@ -157,6 +165,7 @@ func (c Config) withDefaults() Config {
 	c.LagAlert = cmp.Or(c.LagAlert, DefaultLagAlert)
 	c.ResyncLag = cmp.Or(c.ResyncLag, DefaultResyncLag)
 	c.ResyncEvery = cmp.Or(c.ResyncEvery, DefaultResyncEvery)
+	c.ResyncScan = cmp.Or(c.ResyncScan, DefaultResyncScan)
 	c.MaxWait = cmp.Or(c.MaxWait, DefaultMaxWait)
 	c.WaitRecheck = cmp.Or(c.WaitRecheck, DefaultWaitRecheck)
 	c.ForgedAlertFor = cmp.Or(c.ForgedAlertFor, DefaultForgedAlertFor)
@@ -176,8 +185,8 @@ func (c Config) validate() error {
 	switch {
 	case c.Keys == nil:
 		return errors.New("projector: no API keys configured")
-	case c.Concurrency < 1, c.MaxBatch < 1:
-		return errors.New("projector: Concurrency and MaxBatch must be positive")
+	case c.Concurrency < 1, c.MaxBatch < 1, c.ResyncScan < 1:
+		return errors.New("projector: Concurrency, MaxBatch and ResyncScan must be positive")
 	case c.LagAlert <= 0, c.ResyncLag <= 0, c.ResyncEvery <= 0, c.MaxWait <= 0, c.WaitRecheck <= 0, c.ForgedAlertFor <= 0,
 		c.ReplicaLagEvery <= 0:
 		return errors.New("projector: LagAlert, ResyncLag, ResyncEvery, MaxWait, WaitRecheck, ForgedAlertFor and ReplicaLagEvery must be positive")

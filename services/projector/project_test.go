@@ -2,6 +2,7 @@ package projector_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -163,6 +164,32 @@ func TestResyncWhileTheRelayIsDown(t *testing.T) {
 	v2 := s.waitRun(t, runID, atSeq(6), "unchanged")
 	require.Equal(t, v.UpdatedAt, v2.UpdatedAt, "the relayed backlog applied nothing")
 	s.requireMatchesLog(t, v2)
+}
+
+// With more open runs than ResyncScan, each pass of the resync loop checks
+// the next ResyncScan of them against the log and wraps around at the
+// end: every run behind its log is still found, a pass later per chunk.
+func TestResyncScansOpenRunsAChunkAPass(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	s.serve(t, projector.Config{ResyncLag: 200 * time.Millisecond, ResyncEvery: 50 * time.Millisecond, ResyncScan: 1})
+	runs := make([]string, 3)
+	for i := range runs {
+		runs[i] = s.approve(t, fmt.Sprintf("chunk-%d", i))
+		s.waitRun(t, runs[i], atSeq(1), "approved")
+	}
+
+	// Each run stays open after its resync: the scan reaches the next one
+	// only by moving on.
+	s.stopRelay(t)
+	for _, runID := range runs {
+		s.appendBus(t, lifecycle(t, runID)[:3]...)
+	}
+	for _, runID := range runs {
+		v := s.waitRun(t, runID, atSeq(4), "resynced from the log, one run a pass")
+		require.Equal(t, events.RunStatusRunning, v.Status)
+		s.requireMatchesLog(t, v)
+	}
 }
 
 // alerts returns GET /v1/alerts for tenant acme.

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -19,7 +18,6 @@ import (
 	"github.com/weftrun/weft/internal/boot/httpserve"
 	"github.com/weftrun/weft/internal/policy/keylimit"
 	"github.com/weftrun/weft/pkg/eventlog"
-	"github.com/weftrun/weft/pkg/events"
 )
 
 // Service is the snapshot projector with its read API and UI.
@@ -183,78 +181,4 @@ func (s *Service) observedLag(persisted, committed time.Time) time.Duration {
 		persisted = s.seenFrom
 	}
 	return max(0, committed.Sub(persisted))
-}
-
-// resyncLoop, every ResyncEvery, clears the AlertForged rows older than
-// ForgedAlertFor and reads back from the log the runs whose
-// gap is still open, the runs not yet ended whose snapshot has been behind
-// the log's head for ResyncLag, and the runs approved about ResyncLag ago
-// that have no snapshot at all: their messages were lost, or are stuck
-// behind a relay that is down. A lost message costs latency, never a
-// snapshot.
-func (s *Service) resyncLoop(ctx context.Context) {
-	t := time.NewTicker(s.cfg.ResyncEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if err := s.resyncOnce(ctx); err != nil && ctx.Err() == nil {
-			s.logger.WarnContext(ctx, "projector: resync failed", "err", err)
-		}
-		if err := s.expireForgedAlerts(ctx); err != nil && ctx.Err() == nil {
-			s.logger.WarnContext(ctx, "projector: alerts not expired", "err", err)
-		}
-	}
-}
-
-// resyncCandidatesSQL finds the runs to read back. The third part looks
-// only at run ids (UUIDv7, so creation times) in [$3, $4), a window of at
-// least 10 s that ends ResyncLag ago, through run_heads' primary key: each
-// run is looked at a few times, never the whole table.
-const resyncCandidatesSQL = `
-(SELECT run_id::text FROM run_snapshots WHERE gap_seen_seq IS NOT NULL ORDER BY gap_since LIMIT $1)
-UNION
-(SELECT s.run_id::text FROM run_snapshots s JOIN run_heads h USING (run_id)
- WHERE s.status NOT IN ('COMPLETED', 'FAILED', 'CANCELLED')
-   AND s.updated_at < clock_timestamp() - $2::interval
-   AND h.head_seq > s.last_event_seq
- LIMIT $1)
-UNION
-(SELECT h.run_id::text FROM run_heads h
- WHERE h.run_id >= $3::uuid AND h.run_id < $4::uuid
-   AND NOT EXISTS (SELECT 1 FROM run_snapshots s WHERE s.run_id = h.run_id)
- LIMIT $1)`
-
-// minUnseenWindow is the shortest window the unseen-run scan covers, so
-// that a slow round of the loop cannot step over a run: at 300 runs/s a
-// scan looks at 3,000 keys.
-const minUnseenWindow = 10 * time.Second
-
-// unseenWindow returns the run-id range of the runs approved between
-// ResyncLag + max(4·ResyncEvery, minUnseenWindow) and ResyncLag ago.
-func (s *Service) unseenWindow(now time.Time) (lo, hi string) {
-	end := now.Add(-s.cfg.ResyncLag)
-	return events.RunIDFloor(end.Add(-max(4*s.cfg.ResyncEvery, minUnseenWindow))), events.RunIDFloor(end)
-}
-
-// resyncOnce resyncs one round of candidates.
-func (s *Service) resyncOnce(ctx context.Context) error {
-	lo, hi := s.unseenWindow(time.Now())
-	rows, err := s.pool.Query(ctx, resyncCandidatesSQL, defaultResyncRunsMax, s.cfg.ResyncLag, lo, hi)
-	if err != nil {
-		return fmt.Errorf("projector: find runs to resync: %w", err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil || len(ids) == 0 {
-		return err
-	}
-	byRun := make(map[string][]events.Event, len(ids))
-	for _, id := range ids {
-		byRun[id] = nil // nil: resync from the log
-	}
-	_, err = s.applyRuns(ctx, byRun)
-	return err
 }
