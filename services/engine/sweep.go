@@ -31,21 +31,24 @@ func (s *Service) sweepLoop(ctx context.Context) {
 }
 
 // stalledRuns returns the unfinished runs that have not moved, and have not
-// been swept, for StallAfter: the runs never swept first, then the least
-// recently swept, each group least recently moved first. Ordered by the
-// last move alone, the runs that wait quietly for long (a waitSignal step,
-// a long activity), eligible again every StallAfter, would take every
-// place of a sweep once there are more of them than it can sweep per
-// StallAfter, and a run that lost a message would wait behind them for
-// good; ordered so, a newly stalled run is swept in the next sweep, and
-// every stalled run within the passes it takes to sweep each once.
+// been swept, for StallAfter: the runs never swept first (oldest first, by
+// run id), then the least recently swept. Ordered by the last move alone,
+// the runs that wait quietly for long (a waitSignal step, a long
+// activity), eligible again every StallAfter, would take every place of a
+// sweep once there are more of them than it can sweep per StallAfter, and
+// a run that lost a message would wait behind them for good; ordered so, a
+// newly stalled run is swept in the next sweep, and every stalled run
+// within the passes it takes to sweep each once. The order is
+// engine_runs_sweep's: the scan walks that index and stops at the
+// SweepBatch-th stalled run, so its cost follows the runs in flight, not
+// the runs parked (migration 0014).
 func (s *Service) stalledRuns(ctx context.Context) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT r.run_id::text
 		FROM engine_runs r JOIN run_heads h ON h.run_id = r.run_id
 		WHERE h.updated_at < now() - $1::interval
 		  AND (r.swept_at IS NULL OR r.swept_at < now() - $1::interval)
-		ORDER BY r.swept_at NULLS FIRST, h.updated_at
+		ORDER BY r.swept_at NULLS FIRST, r.run_id
 		LIMIT $2`, s.cfg.StallAfter, s.cfg.SweepBatch)
 	if err != nil {
 		return nil, err
