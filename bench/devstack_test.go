@@ -44,9 +44,6 @@ type devStack struct {
 	// ops is the base URL of the stack's /metrics (and, with WEFT_PPROF,
 	// /debug/pprof/); client reaches the read API.
 	ops string
-	// parked is how many runs wait on purpose (BenchmarkSystemParked):
-	// waitIdle waits for the others.
-	parked int
 }
 
 // devEndpoints is what the stack's endpoints.json says (cmd/weft's
@@ -178,26 +175,75 @@ func connectDevStack(b *testing.B, db *weftest.DB, cmd *exec.Cmd, ep devEndpoint
 	return &devStack{db: db, cmd: cmd, client: c, hc: hc, js: js, ops: ep.Ops}
 }
 
-// waitIdle waits until no run is in flight but the parked ones (the
-// engine's engine_runs holds no other) or bound passes.
-func (s *devStack) waitIdle(ctx context.Context, bound time.Duration) error {
+// waitEnded waits until n runs have ended (completed, failed or
+// cancelled) since since, or bound passes. It counts through the log's
+// (event_type, persisted_at) index: its cost follows the load, not the
+// runs parked beside it.
+func (s *devStack) waitEnded(ctx context.Context, since time.Time, n int, bound time.Duration) error {
 	deadline := time.Now().Add(bound)
 	for {
-		var left int
-		if err := s.db.Pool.QueryRow(ctx, `/* bench */ SELECT count(*) FROM engine_runs`).Scan(&left); err != nil {
+		var ended int
+		err := s.db.Pool.QueryRow(ctx, `/* bench */ SELECT count(*) FROM run_events
+			WHERE event_type IN ('RunCompleted', 'RunFailed', 'RunCancelled') AND persisted_at >= $1`, since).Scan(&ended)
+		if err != nil {
 			return err
 		}
-		if left <= s.parked {
+		if ended >= n {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d runs unfinished after %v", left-s.parked, bound)
+			return fmt.Errorf("%d of %d runs unfinished after %v", n-ended, n, bound)
 		}
-		// Not more often: with many runs parked, counting engine_runs costs
-		// Postgres CPU the load would miss. The figures' clocks are read from
-		// the log, not from this loop.
+		// The figures' clocks are read from the log, not from this loop.
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// waitQuiet waits until the stack has nothing left to carry: the outbox
+// is empty and every consumer of every stream has been delivered, and has
+// acked, all it will be. A load measured right after another one (parking
+// runs) would otherwise share the machine with the first one's tail: the
+// relay's backlog, the projector's.
+func (s *devStack) waitQuiet(ctx context.Context, bound time.Duration) error {
+	deadline := time.Now().Add(bound)
+	for {
+		busy, err := s.busy(ctx)
+		if err != nil || busy == "" {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not quiet after %v: %s", bound, busy)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// busy says what the stack still carries, or "" when nothing.
+func (s *devStack) busy(ctx context.Context) (string, error) {
+	var outbox bool
+	if err := s.db.Pool.QueryRow(ctx, `/* bench */ SELECT EXISTS (SELECT 1 FROM outbox)`).Scan(&outbox); err != nil {
+		return "", err
+	}
+	if outbox {
+		return "the outbox holds rows", nil
+	}
+	streams := s.js.ListStreams(ctx)
+	for st := range streams.Info() {
+		stream, err := s.js.Stream(ctx, st.Config.Name)
+		if err != nil {
+			return "", err
+		}
+		consumers := stream.ListConsumers(ctx)
+		for c := range consumers.Info() {
+			if c.NumPending > 0 || c.NumAckPending > 0 {
+				return fmt.Sprintf("consumer %s of %s: %d pending, %d unacked", c.Name, st.Config.Name, c.NumPending, c.NumAckPending), nil
+			}
+		}
+		if err := consumers.Err(); err != nil {
+			return "", err
+		}
+	}
+	return "", streams.Err()
 }
 
 // promHistogram is one scrape of a Prometheus histogram: cumulative

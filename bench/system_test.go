@@ -117,7 +117,7 @@ func (s *devStack) closedLoop(b *testing.B, p benchPlan, n, clients int) systemL
 		return err
 	})
 	offered := float64(n) / time.Since(start).Seconds()
-	if err := s.waitIdle(ctx, 5*time.Minute); err != nil {
+	if err := s.waitEnded(ctx, start, n, 5*time.Minute); err != nil {
 		b.Fatal(err)
 	}
 	return systemLoad{runIDs: ids, start: start, startP99: answers.percentile(0.99), offered: offered}
@@ -159,7 +159,7 @@ func (s *devStack) openLoop(b *testing.B, p benchPlan, rate int, d time.Duration
 	if err := failed.Load(); err != nil {
 		b.Fatal(*err)
 	}
-	if err := s.waitIdle(ctx, 5*time.Minute); err != nil {
+	if err := s.waitEnded(ctx, start, n, 5*time.Minute); err != nil {
 		b.Fatal(err)
 	}
 	return systemLoad{runIDs: ids, start: start, startP99: answers.percentile(0.99), offered: offered}

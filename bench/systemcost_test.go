@@ -26,6 +26,10 @@ import (
 // from the start of the load: shorter than the load on any host so far.
 const costProfileFor = 10 * time.Second
 
+// costParkedEnv sets how many runs BenchmarkSystemCost parks before its
+// load (none unless set).
+const costParkedEnv = "WEFT_BENCH_COST_PARKED"
+
 // BenchmarkSystemCost is BenchmarkSystem's closed loop on a private
 // Postgres with pg_stat_statements, its cost per run broken down and
 // printed:
@@ -43,6 +47,10 @@ const costProfileFor = 10 * time.Second
 //     NATS server, the shared NATS connection and the Go runtime's
 //     collector are told apart by their frames.
 //
+// With WEFT_BENCH_COST_PARKED=N it first parks N runs on a waitSignal
+// step (as BenchmarkSystemParked does), so the cost of new runs with
+// many runs waiting can be set beside the cost with none.
+//
 // It is a diagnostic: the private server is not the shared one the
 // headline runs on, and the profile costs weft dev some CPU.
 func BenchmarkSystemCost(b *testing.B) {
@@ -52,6 +60,9 @@ func BenchmarkSystemCost(b *testing.B) {
 	ceiling := insertCeiling(b, db, 3*time.Second)
 	if _, err := db.Pool.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
 		b.Fatal(err)
+	}
+	if n := envCount(b, costParkedEnv, 0); n > 0 {
+		s.park(b, n)
 	}
 	for range b.N {
 		before := s.costCounters(b, inst)
