@@ -176,7 +176,7 @@ func connectDevStack(b *testing.B, db *weftest.DB, cmd *exec.Cmd, ep devEndpoint
 }
 
 // waitEnded waits until n runs have ended (completed, failed or
-// cancelled) since since, or bound passes. It counts through the log's
+// cancelled) at or after since, or bound passes. It counts through the log's
 // (event_type, persisted_at) index: its cost follows the load, not the
 // runs parked beside it.
 func (s *devStack) waitEnded(ctx context.Context, since time.Time, n int, bound time.Duration) error {

@@ -31,8 +31,9 @@ var parkedPlan = benchPlan{"parked", json.RawMessage(`{"planId":"parked","planVe
 // BenchmarkSystemParked is the headline's state-size independence, on the
 // same whole `weft dev` stack: the closed loop's runs/s with no run
 // waiting (empty), then with WEFT_BENCH_PARKED runs (default
-// defaultParked) parked on a waitSignal step (parked, and its share of
-// empty, parked_share_%), then signalling every parked run through the
+// defaultParked) parked on a waitSignal step, measured once the stack is
+// quiet and the bus has forgotten the parking burst (park: parked, and its
+// share of empty, parked_share_%), then signalling every parked run through the
 // gateway: the signals' accept rate (signals/s) and the parked runs'
 // completion rate, from the first signal to the last RunCompleted
 // (released_runs/s). weft dev's resident memory is reported empty, parked
