@@ -341,13 +341,14 @@ func postgresCPU(b *testing.B, inst *pgboot.Instance) time.Duration {
 		b.Fatal(err)
 	}
 	total := procCPU(postmaster)
+	parent := strconv.Itoa(postmaster)
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		if f := procStat(pid); len(f) > 1 && f[1] == strconv.Itoa(postmaster) {
+		if f := procStat(pid); len(f) > 1 && f[1] == parent {
 			total += procCPU(pid)
 		}
 	}
