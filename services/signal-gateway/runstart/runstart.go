@@ -9,7 +9,9 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -93,18 +95,61 @@ func (a Approver) queue(ctx context.Context, tx pgx.Tx, w *journal.Write, req Re
 // It returns the run's id. Nothing is written for a request without a
 // plan or a rejected start (an *admission.RejectedError).
 func (a Approver) ApproveTx(ctx context.Context, tx pgx.Tx, req Request) (string, error) {
-	w := a.Journal.Begin(tx)
-	runID, err := a.queue(ctx, tx, w, req)
+	ids, err := a.ApproveAllTx(ctx, tx, []Request{req})
 	if err != nil {
 		return "", err
 	}
+	return ids[0], nil
+}
+
+// ErrCheckAlone refuses a group of approvals (ApproveAllTx) that holds a
+// start whose environment rejects runs past its limit (ChecksAdmission):
+// its check counts the environment's runs, and would not count the ones
+// queued before it in the same round trip. Such a start is approved
+// alone.
+var ErrCheckAlone = errors.New("runstart: a start under a rejecting admission limit is approved alone")
+
+// ChecksAdmission reports whether approving a run of environment reads
+// the environment's runs first (admission.CheckRejectTx): under a
+// rejecting limit.
+func (a Approver) ChecksAdmission(environment string) bool {
+	lim := a.Admission.For(environment)
+	return lim.MaxConcurrentRuns > 0 && lim.Policy == admission.Reject
+}
+
+// ApproveAllTx approves the runs of reqs in tx as ApproveTx approves one,
+// in the same two round trips however many they are: their appends with
+// their rows in engine_runs, then their outbox rows (with the COMMIT on a
+// *pipetx.Tx). It returns their ids, in order. An error writes none of
+// them; a group of more than one that holds a start ChecksAdmission names
+// is refused with ErrCheckAlone before anything is queued.
+func (a Approver) ApproveAllTx(ctx context.Context, tx pgx.Tx, reqs []Request) ([]string, error) {
+	if len(reqs) > 1 && slices.ContainsFunc(reqs, func(r Request) bool { return a.ChecksAdmission(r.EnvironmentID) }) {
+		return nil, ErrCheckAlone
+	}
+	w := a.Journal.Begin(tx)
+	ids := make([]string, len(reqs))
+	for i, req := range reqs {
+		var err error
+		if ids[i], err = a.queue(ctx, tx, w, req); err != nil {
+			return nil, err
+		}
+	}
 	if err := w.Flush(ctx); err != nil {
-		return "", fmt.Errorf("runstart: approve run %s: %w", runID, err)
+		return nil, fmt.Errorf("runstart: approve %s: %w", runsOf(ids), err)
 	}
 	if err := w.Commit(ctx); err != nil {
-		return "", fmt.Errorf("runstart: enqueue RunApproved of run %s: %w", runID, err)
+		return nil, fmt.Errorf("runstart: enqueue RunApproved of %s: %w", runsOf(ids), err)
 	}
-	return runID, nil
+	return ids, nil
+}
+
+// runsOf names the runs of ids in an error.
+func runsOf(ids []string) string {
+	if len(ids) == 1 {
+		return "run " + ids[0]
+	}
+	return fmt.Sprintf("%d runs (%s, ...)", len(ids), ids[0])
 }
 
 // Approve approves the run in a transaction of its own on pool, in two

@@ -46,7 +46,7 @@ func (in *Intake) startProblems(req api.StartRunRequest, refFromPlan bool) (plan
 	case !bytes.HasPrefix(bytes.TrimLeft(req.Plan, " \t\r\n"), []byte("{")):
 		return plan.Validated{}, append(ps, problem("plan", api.ProblemInvalid, "must be a plan document, a JSON object"))
 	}
-	pl, err := plan.ParseValidated(req.Plan, in.cfg.Plans)
+	pl, err := in.plans.ParseValidated(req.Plan)
 	if verr, ok := errors.AsType[*plan.ValidationError](err); ok {
 		return plan.Validated{}, append(ps, planProblems(verr.Problems)...)
 	}

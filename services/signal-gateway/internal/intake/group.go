@@ -1,47 +1,66 @@
 package intake
 
 import (
+	"context"
 	"slices"
 	"sync"
 )
 
-// Limits of grouped acceptance (grouper).
+// Limits of grouped writes (grouper).
 const (
-	// maxGroups bounds the groups decided at once, each in a transaction
-	// and on a connection of its own.
+	// maxGroups bounds the groups of one kind decided at once, each in a
+	// transaction and on a connection of its own.
 	maxGroups = 2
-	// maxGroupSize bounds the signals of one group.
+	// maxGroupSize bounds the calls of one group.
 	maxGroupSize = 16
 )
 
-// grouper gathers the signals sent at the same time into groups, each
-// decided and committed in one transaction (decideTx). Every acceptance
-// commits with a WAL flush, and with the outbox's NOTIFY, for which
-// Postgres holds one lock per cluster through that flush, so concurrent
-// acceptances commit one after the other; a group commits many at once.
+// waiter is what a grouper needs of each call it groups: the caller's
+// context, the channel it waits on, and where a failure to get a group is
+// answered.
+type waiter struct {
+	ctx  context.Context
+	wake chan bool // true to lead a group, false once answered
+	err  error
+}
+
+// member is a call a grouper groups: a signal (call) or a start
+// (startCall). Calls of one groupKey never share a group.
+type member interface {
+	comparable
+	waiting() *waiter
+	groupKey() string
+}
+
+// grouper gathers the calls made at the same time into groups, each
+// decided and committed in one transaction: signals (decideTx) and starts
+// (startGroupTx). Every acceptance and every start commits with a WAL
+// flush, and with the outbox's NOTIFY, for which Postgres holds one lock
+// per cluster through that flush, so concurrent writes commit one after
+// the other; a group commits many at once.
 //
-// A group holds at most one signal per run: signals of one run are
-// decided in turn, each under the run's lock, seeing the ones before it.
-// A signal that finds fewer than maxGroups groups being decided leads one
-// at once, so a gateway that is not busy decides each signal alone, on
-// the caller's goroutine, without waiting. Otherwise it waits, and the
-// next group is led by the oldest waiting signal once a group is done,
-// with the waiting signals of other runs, oldest first. Safe for
-// concurrent use.
-type grouper struct {
+// A group holds at most one call per groupKey: signals of one run are
+// decided in turn, each under the run's lock, seeing the ones before it,
+// and starts of one run request claim it in turn. A call that finds fewer
+// than maxGroups groups being decided leads one at once, so a gateway
+// that is not busy decides each call alone, on the caller's goroutine,
+// without waiting. Otherwise it waits, and the next group is led by the
+// oldest waiting call once a group is done, with the waiting calls of
+// other keys, oldest first. Safe for concurrent use.
+type grouper[C member] struct {
 	// decide decides a group and sets the answers of its calls.
-	decide func(group []*call)
+	decide func(group []C)
 
 	mu      sync.Mutex
-	queue   []*call // waiting for a group, oldest first
-	leaders int     // groups being decided
+	queue   []C // waiting for a group, oldest first
+	leaders int // groups being decided
 }
 
 // send decides c, alone or in a group, and returns once c is answered. If
 // c's context ends while it waits for a group, c is answered with the
 // context's error and leaves the queue; once in a group, it stays to its
 // end.
-func (g *grouper) send(c *call) {
+func (g *grouper[C]) send(c C) {
 	g.mu.Lock()
 	if g.leaders < maxGroups {
 		g.leaders++
@@ -50,20 +69,21 @@ func (g *grouper) send(c *call) {
 		g.lead(group)
 		return
 	}
-	c.wake = make(chan bool, 1)
+	w := c.waiting()
+	w.wake = make(chan bool, 1)
 	g.queue = append(g.queue, c)
 	g.mu.Unlock()
 	select {
-	case lead := <-c.wake:
+	case lead := <-w.wake:
 		if lead {
 			g.leadNext(c)
 		}
-	case <-c.ctx.Done():
+	case <-w.ctx.Done():
 		if g.leave(c) {
-			c.err = c.ctx.Err()
+			w.err = w.ctx.Err()
 			return
 		}
-		if <-c.wake { // promoted as it was canceled
+		if <-w.wake { // promoted as it was canceled
 			g.leadNext(c)
 		}
 	}
@@ -71,9 +91,9 @@ func (g *grouper) send(c *call) {
 
 // leadNext has c, promoted from the queue, lead the next group, unless
 // c's context has ended: c then passes the lead on.
-func (g *grouper) leadNext(c *call) {
-	if err := c.ctx.Err(); err != nil {
-		c.err = err
+func (g *grouper[C]) leadNext(c C) {
+	if err := c.waiting().ctx.Err(); err != nil {
+		c.waiting().err = err
 		g.handOff()
 		return
 	}
@@ -84,17 +104,17 @@ func (g *grouper) leadNext(c *call) {
 }
 
 // lead decides group, wakes its other calls, and hands the lead on.
-func (g *grouper) lead(group []*call) {
+func (g *grouper[C]) lead(group []C) {
 	g.decide(group)
 	for _, c := range group[1:] {
-		c.wake <- false
+		c.waiting().wake <- false
 	}
 	g.handOff()
 }
 
 // handOff gives the caller's lead to the oldest waiting call, or gives it
 // up when none waits.
-func (g *grouper) handOff() {
+func (g *grouper[C]) handOff() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(g.queue) == 0 {
@@ -103,16 +123,16 @@ func (g *grouper) handOff() {
 	}
 	next := g.queue[0]
 	g.queue = slices.Delete(g.queue, 0, 1)
-	next.wake <- true
+	next.waiting().wake <- true
 }
 
 // take returns the group first leads: first, then the waiting calls of
-// other runs, oldest first, up to maxGroupSize, which leave the queue.
+// other keys, oldest first, up to maxGroupSize, which leave the queue.
 // g.mu must be held.
-func (g *grouper) take(first *call) []*call {
-	group := []*call{first}
-	g.queue = slices.DeleteFunc(g.queue, func(c *call) bool {
-		if len(group) == maxGroupSize || slices.ContainsFunc(group, func(m *call) bool { return m.sig.RunID == c.sig.RunID }) {
+func (g *grouper[C]) take(first C) []C {
+	group := []C{first}
+	g.queue = slices.DeleteFunc(g.queue, func(c C) bool {
+		if len(group) == maxGroupSize || slices.ContainsFunc(group, func(m C) bool { return m.groupKey() == c.groupKey() }) {
 			return false
 		}
 		group = append(group, c)
@@ -122,7 +142,7 @@ func (g *grouper) take(first *call) []*call {
 }
 
 // leave takes c out of the queue and reports whether it was there.
-func (g *grouper) leave(c *call) bool {
+func (g *grouper[C]) leave(c C) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	i := slices.Index(g.queue, c)

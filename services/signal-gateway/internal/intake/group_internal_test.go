@@ -13,7 +13,7 @@ import (
 // blockedGrouper is a grouper whose first maxGroups groups block in
 // decide until release is closed; every group decided is recorded.
 type blockedGrouper struct {
-	g       *grouper
+	g       *grouper[*call]
 	release chan struct{}
 	started chan struct{}
 
@@ -23,7 +23,7 @@ type blockedGrouper struct {
 
 func newBlockedGrouper() *blockedGrouper {
 	bg := &blockedGrouper{release: make(chan struct{}), started: make(chan struct{}, maxGroups)}
-	bg.g = &grouper{decide: func(group []*call) {
+	bg.g = &grouper[*call]{decide: func(group []*call) {
 		select {
 		case bg.started <- struct{}{}:
 			<-bg.release
@@ -42,7 +42,7 @@ func newBlockedGrouper() *blockedGrouper {
 // send sends a call for run from a goroutine and returns it and a channel
 // closed once send returned.
 func (bg *blockedGrouper) send(ctx context.Context, run, id string) (*call, chan struct{}) {
-	c := &call{ctx: ctx, sig: Signal{RunID: run}, id: id}
+	c := &call{waiter: waiter{ctx: ctx}, sig: Signal{RunID: run}, id: id}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

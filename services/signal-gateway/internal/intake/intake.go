@@ -102,8 +102,12 @@ type Intake struct {
 	authz    auth.Authorizer
 	approver runstart.Approver
 	cfg      Config
-	groups   grouper
-	denials  denialCounter
+	// plans remembers the plans of earlier starts, validated: a plan
+	// started again is not parsed again.
+	plans   *plan.Cache
+	groups  grouper[*call]
+	starts  grouper[*startCall]
+	denials denialCounter
 }
 
 // New returns an Intake writing to the event log log (through its journal,
@@ -121,8 +125,10 @@ func New(pool *pgxpool.Pool, log *eventlog.Store, authz auth.Authorizer, cfg Con
 	in := &Intake{
 		pool: pool, log: log, journal: j, authz: authz, cfg: cfg,
 		approver: runstart.Approver{Journal: j, Admission: cfg.Admission},
+		plans:    plan.NewCache(cfg.Plans, 0),
 	}
 	in.groups.decide = in.decideGroup
+	in.starts.decide = in.startGroup
 	return in, nil
 }
 

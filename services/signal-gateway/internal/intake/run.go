@@ -34,6 +34,12 @@ type RunResult struct {
 // non-idempotent. Under the REJECT policy an environment at its limit
 // refuses with CodeOverloaded and RetryAfter.
 //
+// Starts made at the same time may share a transaction (grouper,
+// startGroup), each claiming its run request as if alone; none is
+// answered before that transaction has committed. A start in an
+// environment that rejects runs past its limit is made alone, since its
+// check counts the runs committed before it (runstart.ErrCheckAlone).
+//
 // A start whose database connection is lost before its COMMIT went out
 // committed nothing, and is tried once more on another connection, with
 // the same run request id. Any other loss of the connection is returned
@@ -51,14 +57,29 @@ func (in *Intake) RunStart(ctx context.Context, p auth.Principal, req api.StartR
 	if err != nil {
 		return RunResult{}, err
 	}
+	var res RunResult
+	if in.approver.ChecksAdmission(start.EnvironmentID) {
+		res, err = in.startAlone(ctx, start)
+	} else {
+		c := newStartCall(ctx, start)
+		in.starts.send(c)
+		res, err = c.res, c.err
+	}
+	if rej, ok := errors.AsType[*admission.RejectedError](err); ok {
+		return RunResult{}, overloaded(rej)
+	}
+	return res, err
+}
+
+// startAlone starts start in a transaction of its own, and once more if
+// the connection was lost before the COMMIT went out: nothing was
+// committed.
+func (in *Intake) startAlone(ctx context.Context, start runstart.Request) (RunResult, error) {
 	res, commitSent, err := in.runStartOnce(ctx, start)
 	if retryable(ctx, err, commitSent) {
 		in.cfg.Logger.WarnContext(ctx, "intake: the database connection was lost before the start committed; trying once more",
 			"run_request_id", start.RunRequestID, "err", err)
 		res, _, err = in.runStartOnce(ctx, start)
-	}
-	if rej, ok := errors.AsType[*admission.RejectedError](err); ok {
-		return RunResult{}, overloaded(rej)
 	}
 	return res, err
 }
@@ -146,26 +167,11 @@ func (in *Intake) checkStart(req api.StartRunRequest, refFromPlan bool) (runstar
 // pipetx.Tx), a new start takes three round trips: BEGIN with the claim,
 // the approval's writes, and its outbox row with COMMIT.
 func (in *Intake) startTx(ctx context.Context, tx pgx.Tx, start runstart.Request, approve func(runstart.Request) error) (RunResult, error) {
-	now := in.now()
-	planID, planVersion := start.Plan.PlanID(), start.Plan.PlanVersion()
-	key := runRequestKey(start.TenantID, start.ProjectID, start.EnvironmentID, planID, planVersion, start.RunRequestID)
-	runID := events.NewRunID()
-	// A row expired but not yet removed is replaced: its start is
-	// forgotten, as the retention promises.
+	key := requestKey(start)
 	b := &pgx.Batch{}
+	runID := events.NewRunID()
 	var claimed bool
-	b.Queue(`
-		INSERT INTO run_requests (request_key, tenant_id, project_id, environment_id, plan_id, plan_version,
-		                          run_request_id, run_id, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-		ON CONFLICT (request_key) DO UPDATE
-		SET run_id = EXCLUDED.run_id, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
-		WHERE run_requests.expires_at <= EXCLUDED.created_at`,
-		key, start.TenantID, start.ProjectID, start.EnvironmentID, planID, planVersion, start.RunRequestID,
-		runID, now, now.Add(in.cfg.RunRequestRetention)).Exec(func(tag pgconn.CommandTag) error {
-		claimed = tag.RowsAffected() > 0
-		return nil
-	})
+	in.queueClaim(b, start, key, runID, in.now(), &claimed)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return RunResult{}, fmt.Errorf("intake: claim run request: %w", err)
 	}
@@ -176,8 +182,39 @@ func (in *Intake) startTx(ctx context.Context, tx pgx.Tx, start runstart.Request
 	if err := approve(start); err != nil {
 		return RunResult{}, err
 	}
-	return RunResult{Created: true, StartRunResult: api.StartRunResult{RunID: runID, RunRequestID: start.RunRequestID,
-		Status: string(events.RunStatusApproved)}}, nil
+	return created(start), nil
+}
+
+// requestKey returns the key of start's run request: the SHA-256 of its
+// tuple (runRequestKey).
+func requestKey(start runstart.Request) []byte {
+	return runRequestKey(start.TenantID, start.ProjectID, start.EnvironmentID,
+		start.Plan.PlanID(), start.Plan.PlanVersion(), start.RunRequestID)
+}
+
+// queueClaim queues on b the claim of start's run request, key, for the
+// new run runID at now; claimed is set once b's results are read. A row
+// expired but not yet removed is replaced: its start is forgotten, as the
+// retention promises.
+func (in *Intake) queueClaim(b *pgx.Batch, start runstart.Request, key []byte, runID string, now time.Time, claimed *bool) {
+	b.Queue(`
+		INSERT INTO run_requests (request_key, tenant_id, project_id, environment_id, plan_id, plan_version,
+		                          run_request_id, run_id, created_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+		ON CONFLICT (request_key) DO UPDATE
+		SET run_id = EXCLUDED.run_id, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+		WHERE run_requests.expires_at <= EXCLUDED.created_at`,
+		key, start.TenantID, start.ProjectID, start.EnvironmentID, start.Plan.PlanID(), start.Plan.PlanVersion(),
+		start.RunRequestID, runID, now, now.Add(in.cfg.RunRequestRetention)).Exec(func(tag pgconn.CommandTag) error {
+		*claimed = tag.RowsAffected() > 0
+		return nil
+	})
+}
+
+// created is the answer to start, whose run (start.RunID) it approved.
+func created(start runstart.Request) RunResult {
+	return RunResult{Created: true, StartRunResult: api.StartRunResult{RunID: start.RunID, RunRequestID: start.RunRequestID,
+		Status: string(events.RunStatusApproved)}}
 }
 
 // duplicateStart answers a repeated start with its run and that run's

@@ -91,7 +91,9 @@ func (in *Intake) checkSignalFields(sig Signal) error {
 // call is one signal on its way through acceptance: the request, what
 // was read of its run under the run's lock, and the answer.
 type call struct {
-	ctx context.Context
+	// waiter holds the caller's context and, as the grouper's, the
+	// answer's err: a refusal (*Error) or a fault.
+	waiter
 	p   auth.Principal
 	sig Signal
 	id  string // sig.ID, or the id generated for it
@@ -106,15 +108,15 @@ type call struct {
 	// ev is the event the decision appends: SignalAccepted, or
 	// SignalRejected, whose refusal is then err.
 	ev *events.Event
-	// The answer: res, or err, a refusal (*Error) or a fault.
+	// The answer: res, or err (waiter).
 	res SignalResult
-	err error
-
-	wake chan bool // grouper: true to lead a group, false once answered
 }
 
+func (c *call) waiting() *waiter { return &c.waiter }
+func (c *call) groupKey() string { return c.sig.RunID }
+
 func newCall(ctx context.Context, p auth.Principal, sig Signal, stepID string, now time.Time) *call {
-	c := &call{ctx: ctx, p: p, sig: sig, stepID: stepID, now: now, trace: trace.SpanContextFromContext(ctx)}
+	c := &call{waiter: waiter{ctx: ctx}, p: p, sig: sig, stepID: stepID, now: now, trace: trace.SpanContextFromContext(ctx)}
 	if sig.ID != nil {
 		c.id = *sig.ID
 	} else {

@@ -205,13 +205,13 @@ func (in *Intake) decideAlone(c *call) {
 // groupContext returns a context with the values of the first call's that
 // is canceled once every call's context has ended, and a function that
 // releases it.
-func groupContext(group []*call) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(group[0].ctx))
+func groupContext[C member](group []C) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(group[0].waiting().ctx))
 	var mu sync.Mutex
 	left := len(group)
 	stops := make([]func() bool, len(group))
 	for i, c := range group {
-		stops[i] = context.AfterFunc(c.ctx, func() {
+		stops[i] = context.AfterFunc(c.waiting().ctx, func() {
 			mu.Lock()
 			defer mu.Unlock()
 			if left--; left == 0 {

@@ -1,0 +1,111 @@
+package intake
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/pipetx"
+	"github.com/weftrun/weft/services/signal-gateway/runstart"
+)
+
+// startCall is one start on its way through a group (grouper): the start
+// checked and authorized, its run request's key, and the answer, res or
+// err (waiter).
+type startCall struct {
+	waiter
+	start runstart.Request
+	key   []byte
+	res   RunResult
+}
+
+func newStartCall(ctx context.Context, start runstart.Request) *startCall {
+	return &startCall{waiter: waiter{ctx: ctx}, start: start, key: requestKey(start)}
+}
+
+func (c *startCall) waiting() *waiter { return &c.waiter }
+
+// groupKey keeps two starts of one run request out of one group: the
+// second must see the first committed to answer with its run.
+func (c *startCall) groupKey() string { return string(c.key) }
+
+// startGroup starts the runs of group in one transaction (startGroupTx)
+// and sets their answers; a group of one is a start alone (startAlone).
+// The transaction runs on a context that ends only once every call's
+// has. After a fault before the COMMIT went out (a deadlock with another
+// writer, a lost connection, ErrCheckAlone), nothing was committed, and
+// each start is made again alone, on its own context. After a fault of
+// the COMMIT, whether it committed is not known: each start that claimed
+// its run request is answered with the fault (ConnectionLost reports a
+// lost connection; a retry with the same run request id finds out), and
+// each repeat of an earlier start keeps its answer.
+func (in *Intake) startGroup(group []*startCall) {
+	if len(group) == 1 {
+		c := group[0]
+		c.res, c.err = in.startAlone(c.ctx, c.start)
+		return
+	}
+	ctx, stop := groupContext(group)
+	var ptx *pipetx.Tx
+	err := pipetx.BeginFunc(ctx, in.pool, []string{genericPlans}, func(tx *pipetx.Tx) error {
+		ptx = tx
+		return in.startGroupTx(ctx, tx, group)
+	})
+	stop()
+	if err == nil {
+		return
+	}
+	if ptx != nil && ptx.CommitSent() {
+		for _, c := range group {
+			if c.res.Created {
+				c.res, c.err = RunResult{}, err
+			}
+		}
+		return
+	}
+	for _, c := range group {
+		c.res, c.err = in.startAlone(c.ctx, c.start)
+	}
+}
+
+// startGroupTx claims the run requests of calls in one round trip (with
+// BEGIN), in key order, as every group does, so that two groups claiming
+// the same requests wait for each other instead of deadlocking. A call
+// whose request an earlier start holds is answered with that start's run
+// (duplicateStart, round trips of its own); the runs of the others are
+// approved together in two more (runstart.Approver.ApproveAllTx), the
+// last with tx's COMMIT. The answers it sets stand only if tx commits.
+func (in *Intake) startGroupTx(ctx context.Context, tx *pipetx.Tx, calls []*startCall) error {
+	calls = slices.SortedFunc(slices.Values(calls), func(a, b *startCall) int { return bytes.Compare(a.key, b.key) })
+	b := &pgx.Batch{}
+	now := in.now()
+	claimed := make([]bool, len(calls))
+	for i, c := range calls {
+		c.start.RunID = events.NewRunID()
+		in.queueClaim(b, c.start, c.key, c.start.RunID, now, &claimed[i])
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("intake: claim run requests: %w", err)
+	}
+	var fresh []runstart.Request
+	for i, c := range calls {
+		if !claimed[i] {
+			var err error
+			if c.res, err = in.duplicateStart(ctx, tx, c.start, c.key); err != nil {
+				return err
+			}
+			continue
+		}
+		fresh = append(fresh, c.start)
+		c.res = created(c.start)
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	_, err := in.approver.ApproveAllTx(ctx, tx, fresh)
+	return err
+}
