@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftrun/weft/internal/policy/admission"
 	"github.com/weftrun/weft/pkg/eventlog"
@@ -42,6 +43,11 @@ type Request struct {
 	// means a fresh one. The gateway picks it before approving, to record
 	// it with the run request in the same transaction.
 	RunID string
+	// Trace is the span context the bus copy of the run's RunApproved
+	// carries; the zero value means the span context of the ctx the
+	// approval is given. Starts approved together (ApproveAllTx) each
+	// keep their own.
+	Trace trace.SpanContext
 }
 
 // Approver approves runs. The zero Admission means no limit of concurrent
@@ -77,6 +83,9 @@ func (a Approver) queue(ctx context.Context, tx pgx.Tx, w *journal.Write, req Re
 		return "", err
 	}
 	head := int64(0)
+	if req.Trace.IsValid() {
+		ctx = trace.ContextWithSpanContext(ctx, req.Trace)
+	}
 	if _, err := w.Append(ctx, &head, ev); err != nil {
 		return "", fmt.Errorf("runstart: append RunApproved: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/pipetx"
@@ -23,7 +24,10 @@ type startCall struct {
 	res   RunResult
 }
 
+// newStartCall makes start's call; the bus copy of its RunApproved
+// carries ctx's span context, whichever call's context its group runs on.
 func newStartCall(ctx context.Context, start runstart.Request) *startCall {
+	start.Trace = trace.SpanContextFromContext(ctx)
 	return &startCall{waiter: waiter{ctx: ctx}, start: start, key: requestKey(start)}
 }
 

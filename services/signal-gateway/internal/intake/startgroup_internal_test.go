@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftrun/weft/internal/policy/admission"
 	"github.com/weftrun/weft/internal/policy/auth"
@@ -118,6 +119,30 @@ func TestStartGroupMakesEachAloneAfterAFault(t *testing.T) {
 	var claims int
 	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM run_requests WHERE run_request_id = 't2'`).Scan(&claims))
 	require.Zero(t, claims, "a rejected start leaves no claim")
+}
+
+// Each start of a group carries its own caller's trace to the bus, not
+// the trace of the call whose context the group's transaction runs on.
+func TestStartGroupKeepsEachStartsTrace(t *testing.T) {
+	t.Parallel()
+	in, db := startSetup(t)
+	var group []*startCall
+	for i := range 3 {
+		sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{byte(i + 1)}, SpanID: trace.SpanID{1},
+			TraceFlags: trace.FlagsSampled})
+		start, err := in.admitStart(t.Context(), groupOperator, startRequest("dev", fmt.Sprint("traced-", i)))
+		require.NoError(t, err)
+		group = append(group, newStartCall(trace.ContextWithSpanContext(t.Context(), sc), start))
+	}
+
+	in.startGroup(group)
+	for i, c := range group {
+		require.NoError(t, c.err)
+		var parent string
+		require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT headers->>'traceparent' FROM outbox WHERE subject = 'weft.events.' || $1`,
+			c.res.RunID).Scan(&parent))
+		require.Contains(t, parent, trace.TraceID{byte(i + 1)}.String())
+	}
 }
 
 // Concurrent starts through RunStart, many of one run request and many
