@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/weftrun/weft/pkg/pipetx"
 )
 
 // row is one claimed outbox row.
@@ -39,22 +41,40 @@ WHERE o.partition = $1
 ORDER BY o.id
 LIMIT $2`
 
-// outboxClaim returns up to limit publishable rows of partition, in id order.
+// outboxClaim returns up to limit publishable rows of partition, in id
+// order, in a transaction of one round trip (BEGIN, the prelude, the
+// claim, COMMIT) that probes the indexes only (queuePlans).
 func outboxClaim(ctx context.Context, pool *pgxpool.Pool, partition, limit int) ([]row, error) {
-	rows, err := pool.Query(ctx, claimSQL, partition, limit)
-	if err != nil {
-		return nil, fmt.Errorf("outbox: claim partition %d: %w", partition, err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
-		var x row
-		err := r.Scan(&x.id, &x.orderKey, &x.subject, &x.headers, &x.payload, &x.dedupeID, &x.attempts, &x.createdAt)
-		return x, err
+	var out []row
+	err := pipetx.BeginFunc(ctx, pool, queuePlans, func(tx *pipetx.Tx) error {
+		b := &pgx.Batch{}
+		b.Queue(claimSQL, partition, limit).Query(func(rows pgx.Rows) error {
+			var err error
+			out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+				var x row
+				err := r.Scan(&x.id, &x.orderKey, &x.subject, &x.headers, &x.payload, &x.dedupeID, &x.attempts, &x.createdAt)
+				return x, err
+			})
+			return err
+		})
+		return tx.CommitBatch(ctx, b)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("outbox: claim partition %d: %w", partition, err)
 	}
 	return out, nil
 }
+
+// queuePlans is the prelude of the relay's claims and settlements. The
+// outbox is a queue: its heap and indexes keep the size of the largest
+// backlog they held, with a handful of live rows in them, and the planner,
+// pricing the indexes by their size, chose to scan the whole heap. After
+// 100,000 runs were parked in a burst, a claim took 3.2 ms and a
+// settlement's delete 5.7 ms, against 0.09 and 0.07 before (15 ms of
+// Postgres a run); with only index probes left (pipetx.KeyPlansSQL), a
+// claim on a table so bloated took 0.18 ms (BENCHMARKS.md, eighth
+// session).
+var queuePlans = []string{pipetx.KeyPlansSQL}
 
 // outboxNextDue returns how long until the earliest backoff in partition
 // expires, measured on the database clock, or ok=false when no row waits.
@@ -116,8 +136,9 @@ ON CONFLICT (id) DO UPDATE SET
 	failed_at = clock_timestamp()`
 )
 
-// outboxSettle applies s in one transaction: published rows are deleted,
-// failed rows charged, dead rows moved to outbox_dead.
+// outboxSettle applies s in one transaction of one round trip (BEGIN,
+// the prelude, the batch, COMMIT): published rows are deleted, failed
+// rows charged, dead rows moved to outbox_dead.
 func outboxSettle(ctx context.Context, pool *pgxpool.Pool, s settlement) error {
 	if s.empty() {
 		return nil
@@ -140,8 +161,8 @@ func outboxSettle(ctx context.Context, pool *pgxpool.Pool, s settlement) error {
 		}
 		b.Queue(deadSQL, ids, errs)
 	}
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		return tx.SendBatch(ctx, b).Close()
+	err := pipetx.BeginFunc(ctx, pool, queuePlans, func(tx *pipetx.Tx) error {
+		return tx.CommitBatch(ctx, b)
 	})
 	if err != nil {
 		return fmt.Errorf("outbox: settle batch: %w", err)

@@ -20,6 +20,21 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
+// KeyPlansSQL is a prelude for a transaction whose statements reach a few
+// rows through an index, on tables whose statistics mislead the planner:
+// it turns off sequential scans, hash joins and merge joins until the
+// transaction ends, so the planner is left with index probes whatever the
+// statistics say. Two kinds of table mislead it. One that grows from
+// empty faster than autovacuum analyzes it gets plans, cached with the
+// prepared statement, made while it was a few pages, which scan it once it
+// has grown (the projector's snapshots). A queue whose rows come and go
+// (the outbox) keeps the heap and indexes of the largest backlog it ever
+// held, with a handful of live rows in them: the planner prices its
+// indexes by their size and scans the whole heap instead (BENCHMARKS.md,
+// eighth session).
+const KeyPlansSQL = `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true),
+	set_config('enable_mergejoin', 'off', true)`
+
 // Tx is a transaction on one connection. Nothing is sent until its first
 // statement; BEGIN and the prelude then go out ahead of that statement, in
 // the same round trip. It implements pgx.Tx, so code written against a

@@ -88,22 +88,6 @@ func (s *Service) handleBatch(ctx context.Context, msgs []jetstream.Msg) {
 	}
 }
 
-// keyPlansSQL runs first in every batch's transaction. A batch reads and
-// writes a few rows of each of its runs by primary key (run_snapshots,
-// run_heads, run_events), and its statements, prepared once per
-// connection, run on the plan Postgres caches for them; a plan made while
-// a table was a few pages scans it, and stays cached while the table
-// grows, until autovacuum next analyzes it. On a fresh database filled at
-// 80 runs/s, the lock of a batch's rows (rowsLockSQL) scanned every
-// snapshot 936 times in 40 s, 3.5 to 10 ms a batch, and the check of bus
-// events against the log (busCheckSQL) hashed every snapshot, 2.7 ms a
-// batch at 5,000 runs against 0.3 ms (BENCHMARKS.md, eighth session).
-// Without sequential scans, hash joins and merge joins, the planner is
-// left with the primary keys, probed once per run, whatever the
-// statistics say.
-const keyPlansSQL = `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true),
-	set_config('enable_mergejoin', 'off', true)`
-
 // applyRuns projects each run's events (nil for a resync with no new
 // event) and stores the changed snapshots, their watermarks and their gap
 // alerts in one transaction of two round trips (pkg/pipetx): BEGIN
@@ -115,7 +99,13 @@ const keyPlansSQL = `SELECT set_config('enable_seqscan', 'off', true), set_confi
 func (s *Service) applyRuns(ctx context.Context, byRun map[string][]events.Event) (map[string]runChange, error) {
 	runIDs := sortedKeys(byRun)
 	var changes map[string]runChange
-	err := pipetx.BeginFunc(ctx, s.pool, []string{keyPlansSQL}, func(tx *pipetx.Tx) error {
+	// A batch's statements reach each run's rows by primary key; on a
+	// fresh database filled at 80 runs/s, the lock of a batch's rows
+	// (rowsLockSQL) ran a plan cached while run_snapshots was small and
+	// scanned every snapshot 936 times in 40 s, 3.5 to 10 ms a batch, and
+	// the check of bus events (busCheckSQL) hashed every snapshot. So a
+	// batch runs with only index probes left (pipetx.KeyPlansSQL).
+	err := pipetx.BeginFunc(ctx, s.pool, []string{pipetx.KeyPlansSQL}, func(tx *pipetx.Tx) error {
 		var err error
 		changes, err = s.applyTx(ctx, tx, runIDs, byRun)
 		return err

@@ -9,14 +9,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/pipetx"
 	"github.com/weftrun/weft/pkg/weftest"
 )
 
 // A batch's statements probe the primary keys even on the plans Postgres
 // makes for empty tables and then caches (generic plans): with
-// keyPlansSQL, none scans or hashes run_snapshots or run_heads. Without
+// pipetx.KeyPlansSQL, none scans or hashes run_snapshots or run_heads. Without
 // it, the same plan scans run_snapshots, which is what a batch kept
-// doing once the table had grown (keyPlansSQL).
+// doing once the table had grown (pipetx.KeyPlansSQL).
 func TestBatchStatementsProbeKeysOnCachedPlans(t *testing.T) {
 	t.Parallel()
 	db := weftest.NewDB(t)
@@ -55,10 +56,10 @@ func TestBatchStatementsProbeKeysOnCachedPlans(t *testing.T) {
 		return strings.Join(out, "\n")
 	}
 
-	text := plans(keyPlansSQL)
+	text := plans(pipetx.KeyPlansSQL)
 	for _, scan := range []string{"Seq Scan on run_snapshots", "Seq Scan on run_heads", "Hash"} {
 		require.NotContains(t, text, scan, text)
 	}
 	require.Contains(t, text, "Index Scan using run_snapshots_pkey", text)
-	require.Contains(t, plans(), "Seq Scan on run_snapshots", "the plan an empty table gets without keyPlansSQL")
+	require.Contains(t, plans(), "Seq Scan on run_snapshots", "the plan an empty table gets without pipetx.KeyPlansSQL")
 }
