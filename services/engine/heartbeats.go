@@ -27,8 +27,10 @@ const (
 // record's overhead, entries dropped after HeartbeatMaxAge, the whole
 // bounded by HeartbeatBucketBytes, with as many replicas as the streams
 // (Config.Streams.Replicas). A request the bus does not answer in time
-// (a cluster without a leader for a moment) is made again every
-// RetryDelay until ctx ends; a refusal fails at once. Heartbeats are kept out of the event
+// (a cluster without a leader for a moment), or refuses for want of
+// servers to place the replicas on (a cluster whose servers are still
+// joining), is made again every RetryDelay until ctx ends; any other
+// refusal fails at once. Heartbeats are kept out of the event
 // log (task.Heartbeat says why).
 func (s *Service) ensureHeartbeats(ctx context.Context) error {
 	cfg := jetstream.KeyValueConfig{
@@ -47,7 +49,7 @@ func (s *Service) ensureHeartbeats(ctx context.Context) error {
 			s.heartbeats = kv
 			return nil
 		}
-		if !busUnanswered(err) || ctx.Err() != nil {
+		if !busNotReady(err) || ctx.Err() != nil {
 			return fmt.Errorf("engine: heartbeat bucket %s: %w", task.HeartbeatsBucket, err)
 		}
 		if !logged { // a cluster electing a leader, or a server restarting
@@ -61,10 +63,19 @@ func (s *Service) ensureHeartbeats(ctx context.Context) error {
 	}
 }
 
-// busUnanswered reports whether err is a JetStream request that got no
-// answer in time (no server, no leader yet): worth asking again, unlike
-// an answer that refused it.
-func busUnanswered(err error) bool {
+// errCodeClusterNoPeers is JetStream's refusal of a stream or bucket
+// whose replicas it has no servers to place on ("no suitable peers for
+// placement"): in a cluster still forming, a server is not yet a peer.
+const errCodeClusterNoPeers jetstream.ErrorCode = 10005
+
+// busNotReady reports whether err is a JetStream request that got no
+// answer in time (no server, no leader yet) or was refused for want of
+// peers (a server still joining the cluster): worth asking again, unlike
+// any other refusal.
+func busNotReady(err error) bool {
+	if apiErr, ok := errors.AsType[*jetstream.APIError](err); ok && apiErr.ErrorCode == errCodeClusterNoPeers {
+		return true
+	}
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
 		errors.Is(err, nats.ErrNoResponders)
 }
