@@ -75,13 +75,15 @@ func (m *relayMetrics) observePublish(ctx context.Context, enqueuedAt, ackedAt t
 	m.latency.Record(ctx, max(ackedAt.Sub(enqueuedAt), 0).Seconds())
 }
 
-// outboxStatsSQL counts the outbox and reads the oldest row's age through
-// the primary key (ids are drawn in insert order, give or take the
-// transactions in flight), on the database clock.
+// outboxStatsSQL counts the outbox and reads the oldest row's age from
+// the first row of each partition, through the primary key (ids are drawn
+// in insert order, give or take the transactions in flight), on the
+// database clock.
 const outboxStatsSQL = `
-SELECT count(*),
-       coalesce(extract(epoch FROM clock_timestamp() - (SELECT created_at FROM outbox ORDER BY id LIMIT 1)), 0)::float8
-FROM outbox`
+SELECT (SELECT count(*) FROM outbox),
+       coalesce(extract(epoch FROM clock_timestamp() - min(first.created_at)), 0)::float8
+FROM generate_series(0, $1::int - 1) AS p,
+     LATERAL (SELECT created_at FROM outbox WHERE partition = p ORDER BY id LIMIT 1) AS first`
 
 // depthReading is one read of the depth and age gauges.
 type depthReading struct {
@@ -94,7 +96,7 @@ func (r *Relay) outboxDepth(ctx context.Context) (depthReading, error) {
 	ctx, cancel := context.WithTimeout(ctx, gaugeTimeout)
 	defer cancel()
 	var d depthReading
-	if err := r.pool.QueryRow(ctx, outboxStatsSQL).Scan(&d.rows, &d.oldestAge); err != nil {
+	if err := r.pool.QueryRow(ctx, outboxStatsSQL, Partitions).Scan(&d.rows, &d.oldestAge); err != nil {
 		return d, fmt.Errorf("outbox: depth gauge: %w", err)
 	}
 	return d, nil

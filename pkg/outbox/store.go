@@ -30,14 +30,22 @@ type row struct {
 // its order key waits out a backoff (next_attempt_at in the future), so a
 // later row never overtakes a failing one. Only the partition's owner (the
 // advisory lock holder) runs it, so no row locks are needed.
+//
+// The order keys in backoff (held, usually none) are read once, through
+// outbox_backoff, before the rows: asked per row, as a correlated
+// NOT EXISTS, the planner could answer each row with a scan of every
+// earlier id, which it did on a plan cached while the outbox looked empty
+// (claims of 300 ms with 100,000 runs parked, BENCHMARKS.md, ninth
+// session).
 const claimSQL = `
+WITH held AS MATERIALIZED (
+	SELECT order_key, min(id) AS from_id FROM outbox
+	WHERE partition = $1 AND next_attempt_at > now()
+	GROUP BY order_key)
 SELECT o.id, o.order_key, o.subject, o.headers, o.payload, o.dedupe_id, o.attempts, o.created_at
 FROM outbox AS o
 WHERE o.partition = $1
-  AND NOT EXISTS (
-	SELECT 1 FROM outbox AS b
-	WHERE b.partition = o.partition AND b.order_key = o.order_key
-	  AND b.id <= o.id AND b.next_attempt_at > now())
+  AND NOT EXISTS (SELECT 1 FROM held AS h WHERE h.order_key = o.order_key AND h.from_id <= o.id)
 ORDER BY o.id
 LIMIT $2`
 
@@ -65,24 +73,36 @@ func outboxClaim(ctx context.Context, pool *pgxpool.Pool, partition, limit int) 
 	return out, nil
 }
 
-// queuePlans is the prelude of the relay's claims and settlements. The
-// outbox is a queue: its heap and indexes keep the size of the largest
-// backlog they held, with a handful of live rows in them, and the planner,
-// pricing the indexes by their size, chose to scan the whole heap. After
-// 100,000 runs were parked in a burst, a claim took 3.2 ms and a
+// queuePlansSQL is the prelude of the relay's statements: pipetx.KeyPlansSQL
+// and no bitmap scans or sorts either, so a claim walks an index in id order
+// and stops at its limit. The outbox is a queue: its heap and indexes keep
+// the size of the largest backlog they held, with a handful of live rows
+// in them, and the planner, pricing the indexes by their size, chose to
+// scan the whole heap, or to fetch a partition's every row and sort them.
+// After 100,000 runs were parked in a burst, a claim took 3.2 ms and a
 // settlement's delete 5.7 ms, against 0.09 and 0.07 before (15 ms of
-// Postgres a run); with only index probes left (pipetx.KeyPlansSQL), a
-// claim on a table so bloated took 0.18 ms (BENCHMARKS.md, eighth
-// session).
-var queuePlans = []string{pipetx.KeyPlansSQL}
+// Postgres a run); with only index probes left, a claim on a table so
+// bloated took 0.18 ms (BENCHMARKS.md, eighth session).
+const queuePlansSQL = pipetx.KeyPlansSQL + `,
+	set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)`
+
+var queuePlans = []string{queuePlansSQL}
+
+// nextDueSQL reads the earliest backoff of a partition through
+// outbox_backoff, in microseconds from now on the database clock.
+const nextDueSQL = `
+SELECT (extract(epoch FROM min(next_attempt_at) - clock_timestamp()) * 1e6)::bigint
+FROM outbox WHERE partition = $1 AND next_attempt_at > now()`
 
 // outboxNextDue returns how long until the earliest backoff in partition
 // expires, measured on the database clock, or ok=false when no row waits.
 func outboxNextDue(ctx context.Context, pool *pgxpool.Pool, partition int) (wait time.Duration, ok bool, err error) {
 	var us *int64
-	err = pool.QueryRow(ctx, `
-		SELECT (extract(epoch FROM min(next_attempt_at) - clock_timestamp()) * 1e6)::bigint
-		FROM outbox WHERE partition = $1 AND next_attempt_at > now()`, partition).Scan(&us)
+	err = pipetx.BeginFunc(ctx, pool, queuePlans, func(tx *pipetx.Tx) error {
+		b := &pgx.Batch{}
+		b.Queue(nextDueSQL, partition).QueryRow(func(r pgx.Row) error { return r.Scan(&us) })
+		return tx.CommitBatch(ctx, b)
+	})
 	if err != nil {
 		return 0, false, fmt.Errorf("outbox: next due in partition %d: %w", partition, err)
 	}
@@ -110,17 +130,23 @@ func (s settlement) empty() bool {
 }
 
 const (
-	deleteSQL = `DELETE FROM outbox WHERE id = ANY($1)`
-	retrySQL  = `
+	deleteSQL = `
+DELETE FROM outbox
+WHERE partition = $1 AND id = ANY($2) AND id BETWEEN
+	(SELECT min(i) FROM unnest($2::bigint[]) AS i) AND (SELECT max(i) FROM unnest($2::bigint[]) AS i)`
+	retrySQL = `
 UPDATE outbox AS o
 SET attempts = o.attempts + 1, last_error = u.err,
     next_attempt_at = clock_timestamp() + u.delay_us * interval '1 microsecond'
-FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS u(id, err, delay_us)
-WHERE o.id = u.id`
+FROM unnest($2::bigint[], $3::text[], $4::bigint[]) AS u(id, err, delay_us)
+WHERE o.partition = $1 AND o.id = u.id AND o.id BETWEEN
+	(SELECT min(i) FROM unnest($2::bigint[]) AS i) AND (SELECT max(i) FROM unnest($2::bigint[]) AS i)`
 	deadSQL = `
-WITH u AS (SELECT * FROM unnest($1::bigint[], $2::text[]) AS u(id, err)),
+WITH u AS (SELECT * FROM unnest($2::bigint[], $3::text[]) AS u(id, err)),
 moved AS (
-	DELETE FROM outbox AS o USING u WHERE o.id = u.id
+	DELETE FROM outbox AS o USING u
+	WHERE o.partition = $1 AND o.id = u.id
+	  AND o.id BETWEEN (SELECT min(id) FROM u) AND (SELECT max(id) FROM u)
 	RETURNING o.id, o.partition, o.order_key, o.subject, o.headers, o.payload, o.dedupe_id,
 	          o.attempts, o.next_attempt_at, o.created_at, o.version, u.err)
 INSERT INTO outbox_dead (id, partition, order_key, subject, headers, payload, dedupe_id,
@@ -136,30 +162,30 @@ ON CONFLICT (id) DO UPDATE SET
 	failed_at = clock_timestamp()`
 )
 
-// outboxSettle applies s in one transaction of one round trip (BEGIN,
-// the prelude, the batch, COMMIT): published rows are deleted, failed
-// rows charged, dead rows moved to outbox_dead.
-func outboxSettle(ctx context.Context, pool *pgxpool.Pool, s settlement) error {
+// outboxSettle applies s, a batch of partition's rows, in one transaction
+// of one round trip (BEGIN, the prelude, the batch, COMMIT): published
+// rows are deleted, failed rows charged, dead rows moved to outbox_dead.
+func outboxSettle(ctx context.Context, pool *pgxpool.Pool, partition int, s settlement) error {
 	if s.empty() {
 		return nil
 	}
 	b := &pgx.Batch{}
 	if len(s.published) > 0 {
-		b.Queue(deleteSQL, s.published)
+		b.Queue(deleteSQL, partition, s.published)
 	}
 	if len(s.retries) > 0 {
 		ids, errs, delays := make([]int64, len(s.retries)), make([]string, len(s.retries)), make([]int64, len(s.retries))
 		for i, r := range s.retries {
 			ids[i], errs[i], delays[i] = r.id, r.err, r.delay.Microseconds()
 		}
-		b.Queue(retrySQL, ids, errs, delays)
+		b.Queue(retrySQL, partition, ids, errs, delays)
 	}
 	if len(s.dead) > 0 {
 		ids, errs := make([]int64, len(s.dead)), make([]string, len(s.dead))
 		for i, r := range s.dead {
 			ids[i], errs[i] = r.id, r.err
 		}
-		b.Queue(deadSQL, ids, errs)
+		b.Queue(deadSQL, partition, ids, errs)
 	}
 	err := pipetx.BeginFunc(ctx, pool, queuePlans, func(tx *pipetx.Tx) error {
 		return tx.CommitBatch(ctx, b)

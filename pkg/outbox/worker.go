@@ -135,7 +135,7 @@ func (w *worker) step(ctx context.Context) (stepResult, error) {
 			cfg.TestingKnobs.AfterPublish()
 		}
 		acts, s := w.plan(rows, out)
-		if err := outboxSettle(ctx, w.r.pool, s); err != nil {
+		if err := outboxSettle(ctx, w.r.pool, w.partition, s); err != nil {
 			return stepResult{}, err
 		}
 		res.transport = w.report(ctx, rows, out, acts)

@@ -1,11 +1,8 @@
 package projector
 
 import (
-	"fmt"
-	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/pkg/events"
@@ -22,39 +19,12 @@ func TestBatchStatementsProbeKeysOnCachedPlans(t *testing.T) {
 	t.Parallel()
 	db := weftest.NewDB(t)
 	ids := "'{" + events.NewRunID() + "," + events.NewRunID() + "}'"
-	statements := []struct{ sql, types, args string }{
-		{rowsEnsureSQL, "uuid[]", ids},
-		{rowsLockSQL, "uuid[]", ids},
-		{busCheckSQL, "uuid[], bigint[]", ids + ", '{1,2}'"},
+	statements := []weftest.Statement{
+		{SQL: rowsEnsureSQL, Types: "uuid[]", Args: ids},
+		{SQL: rowsLockSQL, Types: "uuid[]", Args: ids},
+		{SQL: busCheckSQL, Types: "uuid[], bigint[]", Args: ids + ", '{1,2}'"},
 	}
-	// plans returns the generic plans, the ones Postgres caches, of the
-	// statements, each prepared after prelude in a transaction of its own.
-	plans := func(prelude ...string) string {
-		var out []string
-		for i, st := range statements {
-			err := pgx.BeginFunc(t.Context(), db.Pool, func(tx pgx.Tx) error {
-				for _, sql := range append(prelude, `SET LOCAL plan_cache_mode = force_generic_plan`,
-					fmt.Sprintf("PREPARE s%d(%s) AS %s", i, st.types, st.sql)) {
-					if _, err := tx.Exec(t.Context(), sql); err != nil {
-						return err
-					}
-				}
-				rows, err := tx.Query(t.Context(), fmt.Sprintf("EXPLAIN EXECUTE s%d(%s)", i, st.args), pgx.QueryExecModeSimpleProtocol)
-				if err != nil {
-					return err
-				}
-				plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
-				out = append(out, plan...)
-				if err != nil {
-					return err
-				}
-				_, err = tx.Exec(t.Context(), fmt.Sprintf("DEALLOCATE s%d", i))
-				return err
-			})
-			require.NoError(t, err)
-		}
-		return strings.Join(out, "\n")
-	}
+	plans := func(prelude ...string) string { return db.GenericPlans(t, prelude, statements...) }
 
 	text := plans(pipetx.KeyPlansSQL)
 	for _, scan := range []string{"Seq Scan on run_snapshots", "Seq Scan on run_heads", "Hash"} {
