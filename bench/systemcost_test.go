@@ -108,8 +108,10 @@ type costCounters struct {
 	commits int64         // the database's committed transactions
 	// walBytes and walSyncs are the server's WAL written and its flushes
 	// to disk (pg_stat_wal): a flush is what a durable commit waits for,
-	// and one flush serves every commit waiting at once.
-	walBytes, walSyncs int64
+	// and one flush serves every commit waiting at once. walFPIs are the
+	// whole pages it wrote: the first change to a page after a checkpoint
+	// logs the page.
+	walBytes, walSyncs, walFPIs int64
 }
 
 func (s *devStack) costCounters(b *testing.B, inst *pgboot.Instance) costCounters {
@@ -131,8 +133,8 @@ func (s *devStack) costCounters(b *testing.B, inst *pgboot.Instance) costCounter
 		b.Fatal(err)
 	}
 	// The benchmark's own polls commit too: about 4 a second.
-	err = s.db.Pool.QueryRow(ctx, `/* bench */ SELECT xact_commit, wal_bytes::bigint, wal_sync
-		FROM pg_stat_database, pg_stat_wal WHERE datname = current_database()`).Scan(&c.commits, &c.walBytes, &c.walSyncs)
+	err = s.db.Pool.QueryRow(ctx, `/* bench */ SELECT xact_commit, wal_bytes::bigint, wal_sync, wal_fpi
+		FROM pg_stat_database, pg_stat_wal WHERE datname = current_database()`).Scan(&c.commits, &c.walBytes, &c.walSyncs, &c.walFPIs)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -167,8 +169,9 @@ func (c costCounters) reportSince(b *testing.B, before costCounters, runs float6
 		}
 	}
 	say("rows written per run: %.2f (%s)", float64(total)/runs, strings.Join(lines, ", "))
-	say("transactions committed per run: %.2f (read-only ones included); WAL per run: %.0f bytes, %.2f flushes",
-		float64(c.commits-before.commits)/runs, float64(c.walBytes-before.walBytes)/runs, float64(c.walSyncs-before.walSyncs)/runs)
+	say("transactions committed per run: %.2f (read-only ones included); WAL per run: %.0f bytes, %.2f whole pages, %.2f flushes",
+		float64(c.commits-before.commits)/runs, float64(c.walBytes-before.walBytes)/runs,
+		float64(c.walFPIs-before.walFPIs)/runs, float64(c.walSyncs-before.walSyncs)/runs)
 	b.ReportMetric(float64(c.walBytes-before.walBytes)/runs, "wal_bytes/run")
 	b.ReportMetric(float64(c.commits-before.commits)/runs, "commits/run")
 	b.ReportMetric(float64(total)/runs, "rows/run")
