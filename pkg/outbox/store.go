@@ -35,7 +35,7 @@ type row struct {
 // outbox_backoff, before the rows: asked per row, as a correlated
 // NOT EXISTS, the planner could answer each row with a scan of every
 // earlier id, which it did on a plan cached while the outbox looked empty
-// (claims of 300 ms with 100,000 runs parked, BENCHMARKS.md, ninth
+// (claims of up to 400 ms with 100,000 runs parked, BENCHMARKS.md, ninth
 // session).
 const claimSQL = `
 WITH held AS MATERIALIZED (
