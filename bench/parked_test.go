@@ -67,12 +67,13 @@ func BenchmarkSystemParked(b *testing.B) {
 }
 
 // checkpoint runs a CHECKPOINT, so that each of BenchmarkSystemParked's
-// loads starts right after one: the first change to a page after a
-// checkpoint writes the whole page to the WAL, and without it the load
-// measured with the runs parked, minutes after the stack started, paid
-// for that where the first load, measured at once, did not
-// (checkpoint_timeout is 5 minutes): 20 KB more WAL a run (BENCHMARKS.md,
-// ninth session).
+// loads starts right after one. The first change to a page after a
+// checkpoint writes the whole page to the WAL, and checkpoint_timeout is
+// 5 minutes: the first load, measured as soon as the stack starts, runs
+// before any, the load with the runs parked after one. Before this, the
+// parked load wrote 20 KB more WAL a run (BENCHMARKS.md, ninth session;
+// whole pages were not counted then, so how much of it was theirs is not
+// known).
 func (s *devStack) checkpoint(b *testing.B) {
 	if _, err := s.db.Pool.Exec(context.Background(), "/* bench */ CHECKPOINT"); err != nil {
 		b.Fatal(err)

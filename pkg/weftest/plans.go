@@ -2,6 +2,7 @@ package weftest
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,8 +25,8 @@ func (db *DB) GenericPlans(t testing.TB, prelude []string, statements ...Stateme
 	var out []string
 	for i, st := range statements {
 		err := pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
-			for _, sql := range append(prelude[:len(prelude):len(prelude)], `SET LOCAL plan_cache_mode = force_generic_plan`,
-				fmt.Sprintf("PREPARE s%d(%s) AS %s", i, st.Types, st.SQL)) {
+			for _, sql := range slices.Concat(prelude, []string{`SET LOCAL plan_cache_mode = force_generic_plan`,
+				fmt.Sprintf("PREPARE s%d(%s) AS %s", i, st.Types, st.SQL)}) {
 				if _, err := tx.Exec(ctx, sql); err != nil {
 					return err
 				}
