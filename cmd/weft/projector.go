@@ -51,7 +51,7 @@ func projectorFlags(env *environment) (*flags, *projectorOptions) {
 		"read API requests per second per API key; more answer 429 (0: 100, negative: no limit)"+envNote("WEFT_PROJECTOR_KEY_RATE"))
 	f.fromEnv("key-rate", "WEFT_PROJECTOR_KEY_RATE")
 	f.intVar(&cfg.KeyRate.Burst, "key-burst", "WEFT_PROJECTOR_KEY_BURST", 0, "read API requests one API key may make at once (0: 200)")
-	f.intVar(&cfg.Concurrency, "concurrency", "WEFT_PROJECTOR_CONCURRENCY", 0, "batches applied in parallel (0: 4)")
+	f.intVar(&cfg.Concurrency, "concurrency", "WEFT_PROJECTOR_CONCURRENCY", 0, "batches applied in parallel (0: 1)")
 	return f, opt
 }
 
