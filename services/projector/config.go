@@ -24,9 +24,10 @@ import (
 // runs), so while a batch runs the next one should grow rather than start
 // beside it. On two cores, with every service of `weft dev` loaded, four
 // lanes applied 3.6 events a batch; one lane cut the machine's CPU a run by
-// 13 to 22 % and the projection lag's p99 from 700 to 480 ms, and drained
-// a backlog as fast as four (33,000 to 36,000 events/s, BENCHMARKS.md,
-// tenth session). More projectors share the consumer to scale out.
+// 11 to 23 % and the projection lag's p99 from 700 to 480 ms, and drains a
+// backlog as fast as four (30,000 to 37,000 events/s either way;
+// BENCHMARKS.md, tenth session). More projectors share the consumer to
+// scale out.
 const (
 	DefaultAddr           = ":8081"
 	DefaultConcurrency    = 1
