@@ -34,9 +34,9 @@ func TestRelayWalksThePartitionKeyOfABloatedOutbox(t *testing.T) {
 	statements := []weftest.Statement{
 		{SQL: claimSQL, Types: "int, int", Args: "0, 100"},
 		{SQL: nextDueSQL, Types: "int", Args: "0"},
-		{SQL: deleteSQL, Types: "int, bigint[]", Args: "0, '{20001,20002}'"},
-		{SQL: retrySQL, Types: "int, bigint[], text[], bigint[]", Args: "0, '{20001}', '{x}', '{1}'"},
-		{SQL: deadSQL, Types: "int, bigint[], text[]", Args: "0, '{20001}', '{x}'"},
+		{SQL: deleteSQL, Types: "int, bigint, bigint, bigint[]", Args: "0, 20001, 20002, '{20001,20002}'"},
+		{SQL: retrySQL, Types: "int, bigint, bigint, bigint[], text[], bigint[]", Args: "0, 20001, 20001, '{20001}', '{x}', '{1}'"},
+		{SQL: deadSQL, Types: "int, bigint, bigint, bigint[], text[]", Args: "0, 20001, 20001, '{20001}', '{x}'"},
 	}
 
 	text := db.GenericPlans(t, queuePlans, statements...)

@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -129,24 +130,24 @@ func (s settlement) empty() bool {
 	return len(s.published) == 0 && len(s.retries) == 0 && len(s.dead) == 0
 }
 
+// The settlements take the partition and the first and last id of their
+// rows ($1 to $3), so that each walks the key (partition, id) between its
+// ids: on a cached generic plan, id = ANY($4) alone was a filter over the
+// partition's every row, not a bound.
 const (
 	deleteSQL = `
-DELETE FROM outbox
-WHERE partition = $1 AND id = ANY($2) AND id BETWEEN
-	(SELECT min(i) FROM unnest($2::bigint[]) AS i) AND (SELECT max(i) FROM unnest($2::bigint[]) AS i)`
+DELETE FROM outbox WHERE partition = $1 AND id BETWEEN $2 AND $3 AND id = ANY($4)`
 	retrySQL = `
 UPDATE outbox AS o
 SET attempts = o.attempts + 1, last_error = u.err,
     next_attempt_at = clock_timestamp() + u.delay_us * interval '1 microsecond'
-FROM unnest($2::bigint[], $3::text[], $4::bigint[]) AS u(id, err, delay_us)
-WHERE o.partition = $1 AND o.id = u.id AND o.id BETWEEN
-	(SELECT min(i) FROM unnest($2::bigint[]) AS i) AND (SELECT max(i) FROM unnest($2::bigint[]) AS i)`
+FROM unnest($4::bigint[], $5::text[], $6::bigint[]) AS u(id, err, delay_us)
+WHERE o.partition = $1 AND o.id BETWEEN $2 AND $3 AND o.id = u.id`
 	deadSQL = `
-WITH u AS (SELECT * FROM unnest($2::bigint[], $3::text[]) AS u(id, err)),
+WITH u AS (SELECT * FROM unnest($4::bigint[], $5::text[]) AS u(id, err)),
 moved AS (
 	DELETE FROM outbox AS o USING u
-	WHERE o.partition = $1 AND o.id = u.id
-	  AND o.id BETWEEN (SELECT min(id) FROM u) AND (SELECT max(id) FROM u)
+	WHERE o.partition = $1 AND o.id BETWEEN $2 AND $3 AND o.id = u.id
 	RETURNING o.id, o.partition, o.order_key, o.subject, o.headers, o.payload, o.dedupe_id,
 	          o.attempts, o.next_attempt_at, o.created_at, o.version, u.err)
 INSERT INTO outbox_dead (id, partition, order_key, subject, headers, payload, dedupe_id,
@@ -171,21 +172,21 @@ func outboxSettle(ctx context.Context, pool *pgxpool.Pool, partition int, s sett
 	}
 	b := &pgx.Batch{}
 	if len(s.published) > 0 {
-		b.Queue(deleteSQL, partition, s.published)
+		b.Queue(deleteSQL, partition, slices.Min(s.published), slices.Max(s.published), s.published)
 	}
 	if len(s.retries) > 0 {
 		ids, errs, delays := make([]int64, len(s.retries)), make([]string, len(s.retries)), make([]int64, len(s.retries))
 		for i, r := range s.retries {
 			ids[i], errs[i], delays[i] = r.id, r.err, r.delay.Microseconds()
 		}
-		b.Queue(retrySQL, partition, ids, errs, delays)
+		b.Queue(retrySQL, partition, slices.Min(ids), slices.Max(ids), ids, errs, delays)
 	}
 	if len(s.dead) > 0 {
 		ids, errs := make([]int64, len(s.dead)), make([]string, len(s.dead))
 		for i, r := range s.dead {
 			ids[i], errs[i] = r.id, r.err
 		}
-		b.Queue(deadSQL, partition, ids, errs)
+		b.Queue(deadSQL, partition, slices.Min(ids), slices.Max(ids), ids, errs)
 	}
 	err := pipetx.BeginFunc(ctx, pool, queuePlans, func(tx *pipetx.Tx) error {
 		return tx.CommitBatch(ctx, b)
