@@ -101,11 +101,15 @@ func privateDB(b *testing.B, settings ...string) (*pgboot.Instance, *weftest.DB)
 // costCounters are the cumulative counters BenchmarkSystemCost reads
 // before and after a load.
 type costCounters struct {
-	rows    map[string]int64  // rows written per table
-	msgs    map[string]uint64 // last sequence per stream
-	cpu     map[string]time.Duration
-	machine time.Duration // every CPU's busy time
-	commits int64         // the database's committed transactions
+	rows map[string]int64 // rows written per table
+	// updates and hotUpdates are the rows updated per table, and of them
+	// the HOT ones (heap-only: no index entry written, the new version on
+	// the old one's page).
+	updates, hotUpdates map[string]int64
+	msgs                map[string]uint64 // last sequence per stream
+	cpu                 map[string]time.Duration
+	machine             time.Duration // every CPU's busy time
+	commits             int64         // the database's committed transactions
 	// walBytes and walSyncs are the server's WAL written and its flushes
 	// to disk (pg_stat_wal): a flush is what a durable commit waits for,
 	// and one flush serves every commit waiting at once. walFPIs are the
@@ -116,18 +120,20 @@ type costCounters struct {
 
 func (s *devStack) costCounters(b *testing.B, inst *pgboot.Instance) costCounters {
 	ctx := context.Background()
-	c := costCounters{rows: map[string]int64{}, msgs: map[string]uint64{}, cpu: map[string]time.Duration{}}
-	rows, err := s.db.Pool.Query(ctx, `/* bench */ SELECT relname, n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_user_tables`)
+	c := costCounters{rows: map[string]int64{}, updates: map[string]int64{}, hotUpdates: map[string]int64{},
+		msgs: map[string]uint64{}, cpu: map[string]time.Duration{}}
+	rows, err := s.db.Pool.Query(ctx, `/* bench */ SELECT relname, n_tup_ins + n_tup_upd + n_tup_del,
+		n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables`)
 	if err != nil {
 		b.Fatal(err)
 	}
 	for rows.Next() {
 		var table string
-		var n int64
-		if err := rows.Scan(&table, &n); err != nil {
+		var n, upd, hot int64
+		if err := rows.Scan(&table, &n, &upd, &hot); err != nil {
 			b.Fatal(err)
 		}
-		c.rows[table] = n
+		c.rows[table], c.updates[table], c.hotUpdates[table] = n, upd, hot
 	}
 	if err := rows.Err(); err != nil {
 		b.Fatal(err)
@@ -169,6 +175,14 @@ func (c costCounters) reportSince(b *testing.B, before costCounters, runs float6
 		}
 	}
 	say("rows written per run: %.2f (%s)", float64(total)/runs, strings.Join(lines, ", "))
+	lines = lines[:0]
+	for _, t := range slices.Sorted(maps.Keys(c.updates)) {
+		if d := c.updates[t] - before.updates[t]; d > 0 {
+			hot := c.hotUpdates[t] - before.hotUpdates[t]
+			lines = append(lines, fmt.Sprintf("%s %.2f (%.0f %% HOT)", t, float64(d)/runs, 100*float64(hot)/float64(d)))
+		}
+	}
+	say("rows updated per run, and the share of heap-only (HOT) updates, which write no index entry: %s", strings.Join(lines, ", "))
 	say("transactions committed per run: %.2f (read-only ones included); WAL per run: %.0f bytes, %.2f whole pages, %.2f flushes",
 		float64(c.commits-before.commits)/runs, float64(c.walBytes-before.walBytes)/runs,
 		float64(c.walFPIs-before.walFPIs)/runs, float64(c.walSyncs-before.walSyncs)/runs)
