@@ -123,7 +123,10 @@ func TestNATSConfLeastPrivilege(t *testing.T) { // not parallel: t.Setenv, nats.
 		{"migrate", "weft.events.r1", false, false},
 		{"migrate", "_INBOX_migrate.x.y", false, true},
 		// The relay publishes events and tasks, nothing else.
-		{"relay", "weft.events.r1", true, false},
+		{"relay", "weft.events.in.r1", true, false}, // an event, by class (streams.EventSubject)
+		{"relay", "weft.events.out.r1", true, false},
+		{"relay", "weft.events.r1", true, false}, // an older build's outbox row
+		{"relay", "weft.events.0.in.r1", false, false},
 		{"relay", "weft.tasks.default", true, false},
 		{"relay", "weft.tasks.default.acme", true, false}, // a tenant lane
 		{"relay", "weft.cancel.r1", true, false},

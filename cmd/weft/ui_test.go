@@ -128,7 +128,7 @@ func injectGap(t *testing.T, db *weftest.DB, natsURL, runID string) {
 	defer nc.Close()
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
-	subject, err := streams.EventSubject(runID)
+	subject, err := streams.EventSubject(runID, ev.EventType)
 	require.NoError(t, err)
 	_, err = js.Publish(t.Context(), subject, data)
 	require.NoError(t, err)

@@ -62,7 +62,7 @@ func eventMessage(ev events.Event, res eventlog.AppendResult) (outbox.Message, e
 	if err != nil {
 		return outbox.Message{}, fmt.Errorf("journal: encode event %s: %w", ev.EventID, err)
 	}
-	subject, err := streams.EventSubject(ev.RunID)
+	subject, err := streams.EventSubject(ev.RunID, ev.EventType)
 	if err != nil {
 		return outbox.Message{}, err
 	}

@@ -59,7 +59,7 @@ func TestAppendEnqueuesOneMessagePerNewEvent(t *testing.T) {
 	rows := outboxRows(t, db.Pool)
 	require.Len(t, rows, 2)
 	for i, r := range rows {
-		require.Equal(t, "weft.events."+runID, r.Subject)
+		require.Equal(t, "weft.events.out."+runID, r.Subject, "RunStarted and StepScheduled: no engine input")
 		require.Equal(t, evs[i].EventID, r.DedupeID, "deterministic dedupe id: the event id")
 		require.Equal(t, runID, r.OrderKey, "ordered per run")
 		require.Equal(t, string(evs[i].EventType), r.Headers[streams.HeaderEventType])

@@ -70,12 +70,12 @@ func (b *bundle) startRelay(t *testing.T, pool *pgxpool.Pool, cfg outbox.RelayCo
 	return r
 }
 
-// msg is message seq of key: published on weft.events.<key>, payload and
+// msg is message seq of key: published on weft.events.out.<key>, payload and
 // dedupe id "<key>/<seq>". key must be a valid subject token.
 func msg(key string, seq int) outbox.Message {
 	id := key + "/" + strconv.Itoa(seq)
 	return outbox.Message{
-		Subject: streams.EventsSubjectPrefix + "." + key, Payload: []byte(id), DedupeID: id, OrderKey: key,
+		Subject: streams.EventsSubjectPrefix + "." + streams.EventClassOutcome + "." + key, Payload: []byte(id), DedupeID: id, OrderKey: key,
 		Headers: map[string]string{"Weft-Run-Seq": strconv.Itoa(seq)},
 	}
 }
@@ -143,7 +143,7 @@ func readStream(t *testing.T, js jetstream.JetStream) []received {
 			s, err := strconv.Atoi(seq)
 			require.NoError(t, err)
 			require.True(t, strings.HasPrefix(string(m.Data()), id), "payload of %s", id)
-			subjectKey, err := streams.RunOfEventSubject(m.Subject()) // stored as weft.events.<partition>.<key>
+			subjectKey, err := streams.RunOfEventSubject(m.Subject()) // stored as weft.events.<partition>.out.<key>
 			require.NoError(t, err)
 			require.Equal(t, subjectKey, key)
 			require.Equal(t, seq, m.Headers().Get("Weft-Run-Seq"))

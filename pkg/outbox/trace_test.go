@@ -84,7 +84,7 @@ func TestRelayPublishSpan(t *testing.T) {
 
 		stream, err := b.js.Stream(testCtx(t), streams.EventsStream)
 		require.NoError(t, err)
-		filter, err := streams.RunEventsFilter("run-a") // stored as weft.events.<partition>.run-a
+		filter, err := streams.RunEventsFilter("run-a") // stored as weft.events.<partition>.out.run-a
 		require.NoError(t, err)
 		raw, err := stream.GetLastMsgForSubject(testCtx(t), filter)
 		require.NoError(t, err)

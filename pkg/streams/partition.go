@@ -13,13 +13,15 @@ import (
 
 // Runs are divided into partitions so that several engines divide the work
 // instead of racing on it (docs/scaling.md, "Partitioned engines").
-// WEFT_EVENTS and WEFT_RESULTS capture weft.events.<runId> and
+// WEFT_EVENTS and WEFT_RESULTS capture weft.events.<class>.<runId> and
 // weft.results.<runId>, as publishers send them, and store each message as
-// weft.events.<p>.<runId> and weft.results.<p>.<runId>: the stream's
-// subject transform computes p with the server's partition(P, 1) function,
-// FNV-1a of the run id modulo P, the same function PartitionOf applies.
-// Publishers know nothing of partitions; consumers filter on one
-// partition (PartitionFilter) or on every one (AllPartitionsFilter).
+// weft.events.<p>.<class>.<runId> and weft.results.<p>.<runId>: the
+// stream's subject transform computes p with the server's partition
+// function, FNV-1a of the run id modulo P, the same function PartitionOf
+// applies. Publishers know nothing of partitions; consumers filter on one
+// partition (PartitionFilter, EventInputsFilter) or on every one
+// (AllPartitionsFilter). The run id is the last token of every stored
+// subject, whatever its form.
 //
 // P is fixed when a stream is created (Config.Partitions, `weft migrate
 // --partitions`): Ensure keeps the P of a stream that exists, and refuses
@@ -41,18 +43,26 @@ const (
 var ErrPartitionsFixed = errors.New("streams: the partition count is fixed when the stream is created")
 
 // PartitionOf returns the partition of runID among n partitions: what the
-// server's partition(n, 1) transform computes for weft.events.<runID>. n
-// must be at least 1.
+// server's partition transform computes for the run's events and results.
+// n must be at least 1.
 func PartitionOf(runID string, n int) int {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(runID))
 	return int(h.Sum32() % uint32(n))
 }
 
-// PartitionFilter returns the subjects of partition p of a partitioned
-// stream whose publishers use prefix: prefix.<p>.*.
+// PartitionFilter returns prefix.<p>.*: the subjects of partition p of
+// WEFT_RESULTS (prefix ResultsSubjectPrefix), and the events of partition
+// p that WEFT_EVENTS stored before event classes (EventSubject).
 func PartitionFilter(prefix string, p int) string {
 	return prefix + "." + strconv.Itoa(p) + ".*"
+}
+
+// EventInputsFilter returns weft.events.<p>.in.*: the events of partition
+// p that the engine reacts to (EngineInput), one filter subject, so the
+// server skips the rest for the engine's consumer.
+func EventInputsFilter(p int) string {
+	return EventsSubjectPrefix + "." + strconv.Itoa(p) + "." + EventClassInput + ".*"
 }
 
 // AllPartitionsFilter returns the subjects of every partition of the
@@ -65,16 +75,24 @@ func AllPartitionsFilter(prefix string) string { return prefix + ".>" }
 // messages in flight when a stream is first partitioned are not stranded.
 func UnpartitionedFilter(prefix string) string { return prefix + ".*" }
 
-// partitionTransform is the subject transform of a stream capturing
-// prefix.* into n partitions.
-func partitionTransform(prefix string, n int) *jetstream.SubjectTransformConfig {
+// partitionTransform is the subject transform of stream into n
+// partitions: WEFT_EVENTS's of weft.events.<class>.<runId>, partitioning
+// on the run id, the second wildcard; WEFT_RESULTS's of
+// weft.results.<runId>.
+func partitionTransform(stream string, n int) *jetstream.SubjectTransformConfig {
+	if stream == EventsStream {
+		return &jetstream.SubjectTransformConfig{
+			Source:      EventsSubjectPrefix + ".*.*",
+			Destination: fmt.Sprintf("%s.{{partition(%d,2)}}.{{wildcard(1)}}.{{wildcard(2)}}", EventsSubjectPrefix, n),
+		}
+	}
 	return &jetstream.SubjectTransformConfig{
-		Source:      prefix + ".*",
-		Destination: fmt.Sprintf("%s.{{partition(%d,1)}}.{{wildcard(1)}}", prefix, n),
+		Source:      ResultsSubjectPrefix + ".*",
+		Destination: fmt.Sprintf("%s.{{partition(%d,1)}}.{{wildcard(1)}}", ResultsSubjectPrefix, n),
 	}
 }
 
-var partitionDest = regexp.MustCompile(`\{\{\s*partition\(\s*(\d+)\s*,\s*1\s*\)\s*\}\}`)
+var partitionDest = regexp.MustCompile(`\{\{\s*partition\(\s*(\d+)\s*,\s*\d+\s*\)\s*\}\}`)
 
 // partitionsOf returns the P of a stream config's partition transform, or
 // 0 when it has none.
@@ -109,21 +127,23 @@ func Partitions(ctx context.Context, js jetstream.JetStream, stream string) (int
 	return n, nil
 }
 
-// HoldsUnpartitioned reports whether stream still holds messages stored
-// before it was partitioned, on prefix.<runId> (UnpartitionedFilter). Only
-// then need partition 0's consumer take them too: a consumer with more than
-// one filter cost the server more for each message the more subjects (one
-// per run) the stream held (BENCHMARKS.md, 2026-11-27, sixth session).
-// The server's answer lists each such subject: a cost paid by an upgraded
-// stream only, until its old messages age out (MaxAge).
-func HoldsUnpartitioned(ctx context.Context, js jetstream.JetStream, stream, prefix string) (bool, error) {
+// Holds reports whether stream holds any message on filter: an upgraded
+// stream's messages stored in an older form (UnpartitionedFilter, and for
+// WEFT_EVENTS PartitionFilter, the form before classes), until they age
+// out (MaxAge). Only then need a consumer take them too: a consumer with
+// more than one filter cost the server more for each message the more
+// subjects (one per run) the stream held (BENCHMARKS.md, 2026-11-27,
+// sixth session). It asks for the stream's info (the engine's permission
+// to read no message of it), whose answer lists each such subject: a cost
+// paid by an upgraded stream only, until its old messages age out.
+func Holds(ctx context.Context, js jetstream.JetStream, stream, filter string) (bool, error) {
 	s, err := js.Stream(ctx, stream)
 	if err != nil {
 		return false, fmt.Errorf("streams: messages of %s: %w", stream, err)
 	}
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(UnpartitionedFilter(prefix)))
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
 	if err != nil {
-		return false, fmt.Errorf("streams: messages of %s: %w", stream, err)
+		return false, fmt.Errorf("streams: messages of %s on %s: %w", stream, filter, err)
 	}
 	return len(info.State.Subjects) > 0, nil
 }
@@ -155,12 +175,12 @@ func partitioned(ctx context.Context, js jetstream.JetStream, name string, want 
 	return have, nil
 }
 
-// RunEventsFilter returns weft.events.*.<runID>: the subject WEFT_EVENTS
-// stores the run's events on, whatever its partition, for a consumer of
-// one run's events (an ordered consumer watching a run). It fails as
-// EventSubject does.
+// RunEventsFilter returns weft.events.*.*.<runID>: the subjects WEFT_EVENTS
+// stores the run's events on, whatever their partition and class, for a
+// consumer of one run's events (an ordered consumer watching a run). It
+// fails as EventSubject does.
 func RunEventsFilter(runID string) (string, error) {
-	return subject(EventsSubjectPrefix+".*", "run id", runID)
+	return subject(EventsSubjectPrefix+".*.*", "run id", runID)
 }
 
 // RunResultsFilter returns weft.results.*.<runID>: the subject

@@ -9,8 +9,8 @@
 //
 // Subjects:
 //
-//	weft.events.<runId>    WEFT_EVENTS   run events, relayed from the outbox,
-//	                                     stored as weft.events.<p>.<runId> (partition.go)
+//	weft.events.<class>.<runId>  WEFT_EVENTS  run events, relayed from the outbox,
+//	                             stored as weft.events.<p>.<class>.<runId> (partition.go)
 //	weft.tasks.<queue>[.<lane>]  WEFT_TASKS  activity tasks (work queue)
 //	weft.results.<runId>   WEFT_RESULTS  worker results, stored as weft.results.<p>.<runId>
 //	weft.cancel.<runId>    WEFT_CANCELS  cancel notices to workers, relayed from the outbox
@@ -24,7 +24,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -131,11 +130,17 @@ func (c Config) Validate() error {
 }
 
 // Events returns the definition of WEFT_EVENTS, which captures
-// weft.events.<runId> (one subject per run) and stores it as
-// weft.events.<p>.<runId>, p the run's partition (partition.go). Zero
-// fields of cfg take their defaults; Ensure validates cfg before using it.
+// weft.events.<class>.<runId> (two subjects per run, EventSubject) and
+// stores it as weft.events.<p>.<class>.<runId>, p the run's partition
+// (partition.go). It captures weft.events.<runId> too, the subject of an
+// older build, so that the outbox rows it left are relayed after an
+// upgrade: they are stored as they are, where partition 0's engine finds
+// them (UnpartitionedFilter). Zero fields of cfg take their defaults;
+// Ensure validates cfg before using it.
 func Events(cfg Config) jetstream.StreamConfig {
-	return partitionedBase(EventsStream, "Weft run events, relayed from the Postgres outbox", EventsSubjectPrefix, cfg)
+	sc := partitionedBase(EventsStream, "Weft run events, relayed from the Postgres outbox", EventsSubjectPrefix, cfg)
+	sc.Subjects = []string{EventsSubjectPrefix + ".*.*", UnpartitionedFilter(EventsSubjectPrefix)}
+	return sc
 }
 
 // Tasks returns the definition of WEFT_TASKS. Work-queue retention: each
@@ -213,16 +218,17 @@ func ensure(ctx context.Context, js jetstream.JetStream, sc jetstream.StreamConf
 
 // Results returns the definition of WEFT_RESULTS, which captures
 // weft.results.<runId> (one subject per run) and stores it as
-// weft.results.<p>.<runId>, like Events.
+// weft.results.<p>.<runId>.
 func Results(cfg Config) jetstream.StreamConfig {
 	return partitionedBase(ResultsStream, "Weft worker results, one subject per run", ResultsSubjectPrefix, cfg)
 }
 
-// partitionedBase is base for a stream capturing prefix.<runId> into
-// cfg.Partitions partitions (DefaultPartitions when zero).
+// partitionedBase is base for stream name capturing prefix.<runId> into
+// cfg.Partitions partitions (DefaultPartitions when zero);
+// partitionTransform says how.
 func partitionedBase(name, description, prefix string, cfg Config) jetstream.StreamConfig {
 	sc := base(name, description, prefix+".*", cfg)
-	sc.SubjectTransform = partitionTransform(prefix, cmp.Or(cfg.Partitions, DefaultPartitions))
+	sc.SubjectTransform = partitionTransform(name, cmp.Or(cfg.Partitions, DefaultPartitions))
 	return sc
 }
 
@@ -268,7 +274,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 			if err != nil {
 				return err
 			}
-			sc.SubjectTransform = partitionTransform(strings.TrimSuffix(sc.Subjects[0], ".*"), n)
+			sc.SubjectTransform = partitionTransform(sc.Name, n)
 		}
 		if err := ensure(ctx, js, sc); err != nil {
 			return err

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/weftrun/weft/pkg/events"
 )
 
 // ErrInvalidToken is wrapped by every error ValidToken and the subject
@@ -17,7 +19,7 @@ var ErrInvalidToken = errors.New("invalid subject token")
 
 // Subject prefixes; each is followed by one token.
 const (
-	EventsSubjectPrefix  = "weft.events"   // + run id, captured by WEFT_EVENTS
+	EventsSubjectPrefix  = "weft.events"   // + class + run id, captured by WEFT_EVENTS
 	TasksSubjectPrefix   = "weft.tasks"    // + queue [+ lane], captured by WEFT_TASKS
 	ResultsSubjectPrefix = "weft.results"  // + run id, captured by WEFT_RESULTS
 	CancelSubjectPrefix  = "weft.cancel"   // + run id, core NATS
@@ -47,10 +49,38 @@ const ReconcileQueue = "weft-engine"
 // carries an api.StartRunRequest, a request gets the answer as its reply.
 const RunStartSubject = "weft.runs.start"
 
-// EventSubject returns weft.events.<runID>, the subject every event of the
-// run is published on. It fails with an error wrapping ErrInvalidToken when
-// runID is not a valid subject token (see ValidToken).
-func EventSubject(runID string) (string, error) { return subject(EventsSubjectPrefix, "run id", runID) }
+// Event classes: the token of an event's subject before its run id
+// (EventSubject). The engine is delivered the inputs alone, the events
+// that ask it for a round; a consumer of the whole log, the projector's,
+// takes both. A run's events of both classes are still one sequence in
+// WEFT_EVENTS, in runSeq order.
+const (
+	// EventClassInput is the class of the event types EngineInput names.
+	EventClassInput = "in"
+	// EventClassOutcome is the class of every other event: what the
+	// engine's rounds decided, which no engine reacts to.
+	EventClassOutcome = "out"
+)
+
+// EngineInput reports whether the engine reacts to events of type t:
+// RunApproved starts a run, SignalAccepted applies a signal. The engine
+// reads nothing else of the bus's events; its own rounds wrote the rest.
+func EngineInput(t events.Type) bool { return t == events.RunApproved || t == events.SignalAccepted }
+
+// EventSubject returns weft.events.<class>.<runID>, the subject an event
+// of type t of the run is published on: class EventClassInput when the
+// engine reacts to t (EngineInput), else EventClassOutcome, so that the
+// server delivers the engine the two events of a run's dozen it acts on
+// (BENCHMARKS.md, eleventh session). It fails with an error wrapping
+// ErrInvalidToken when runID is not a valid subject token (see
+// ValidToken).
+func EventSubject(runID string, t events.Type) (string, error) {
+	class := EventClassOutcome
+	if EngineInput(t) {
+		class = EventClassInput
+	}
+	return subject(EventsSubjectPrefix+"."+class, "run id", runID)
+}
 
 // TaskSubject returns weft.tasks.<queue>, the subject of a queue's tasks.
 func TaskSubject(queue string) (string, error) { return subject(TasksSubjectPrefix, "queue", queue) }
@@ -67,21 +97,29 @@ func CancelSubject(runID string) (string, error) {
 	return subject(CancelSubjectPrefix, "run id", runID)
 }
 
-// RunOfEventSubject returns the run id of an event subject: the last token
-// of weft.events.<runId>, as EventSubject makes it, or of
-// weft.events.<p>.<runId>, as WEFT_EVENTS stores it (partition.go). It
-// fails for any other subject.
+// RunOfEventSubject returns the run id of an event subject as WEFT_EVENTS
+// stores it (partition.go): the last token of
+// weft.events.<p>.<class>.<runId>, and of the subjects stored before
+// classes, weft.events.<p>.<runId>, and before partitions,
+// weft.events.<runId>. It fails for any other subject.
 func RunOfEventSubject(subject string) (string, error) {
 	rest, ok := strings.CutPrefix(subject, EventsSubjectPrefix+".")
 	if !ok {
 		return "", fmt.Errorf("streams: %q is not an event subject", subject)
 	}
-	runID := rest
-	if p, id, partitioned := strings.Cut(rest, "."); partitioned {
-		if _, err := strconv.ParseUint(p, 10, 16); err != nil {
-			return "", fmt.Errorf("streams: event subject %q: partition %q is not a number", subject, p)
+	tokens := strings.Split(rest, ".")
+	runID := tokens[len(tokens)-1]
+	switch len(tokens) {
+	case 1:
+	case 2, 3:
+		if _, err := strconv.ParseUint(tokens[0], 10, 16); err != nil {
+			return "", fmt.Errorf("streams: event subject %q: partition %q is not a number", subject, tokens[0])
 		}
-		runID = id
+		if len(tokens) == 3 && tokens[1] != EventClassInput && tokens[1] != EventClassOutcome {
+			return "", fmt.Errorf("streams: event subject %q: %q is not an event class", subject, tokens[1])
+		}
+	default:
+		return "", fmt.Errorf("streams: %q is not an event subject", subject)
 	}
 	if err := ValidToken(runID); err != nil {
 		return "", fmt.Errorf("streams: event subject %q: %w", subject, err)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/streams"
 )
 
@@ -50,7 +51,6 @@ func TestValidToken(t *testing.T) {
 func TestSubjectBuilders(t *testing.T) {
 	t.Parallel()
 	builders := map[string]func(string) (string, error){
-		"weft.events":   streams.EventSubject,
 		"weft.tasks":    streams.TaskSubject,
 		"weft.results":  streams.ResultSubject,
 		"weft.cancel":   streams.CancelSubject,
@@ -78,18 +78,35 @@ func TestValidSubject(t *testing.T) {
 	}
 }
 
+// An event's class is the engine's inputs or the rest (EngineInput).
+func TestEventSubject(t *testing.T) {
+	t.Parallel()
+	for typ, want := range map[events.Type]string{
+		events.RunApproved: "weft.events.in.r1", events.SignalAccepted: "weft.events.in.r1",
+		events.StepScheduled: "weft.events.out.r1", events.SignalApplied: "weft.events.out.r1", events.RunCompleted: "weft.events.out.r1",
+	} {
+		subject, err := streams.EventSubject("r1", typ)
+		require.NoError(t, err)
+		require.Equal(t, want, subject, typ)
+	}
+	for _, bad := range []string{"", "a.b", "*", ">", "a b", "$x"} {
+		_, err := streams.EventSubject(bad, events.RunApproved)
+		require.ErrorIs(t, err, streams.ErrInvalidToken, "token %q", bad)
+	}
+}
+
 func TestRunOfEventSubject(t *testing.T) {
 	t.Parallel()
-	subject, err := streams.EventSubject("0190a8e2-7b3c-7def-8123-456789abcdef")
-	require.NoError(t, err)
-	runID, err := streams.RunOfEventSubject(subject)
-	require.NoError(t, err)
-	require.Equal(t, "0190a8e2-7b3c-7def-8123-456789abcdef", runID)
-	runID, err = streams.RunOfEventSubject("weft.events.7.r1")
-	require.NoError(t, err, "the stored, partitioned form")
-	require.Equal(t, "r1", runID)
+	for subject, what := range map[string]string{
+		"weft.events.7.in.r1": "the stored form", "weft.events.0.out.r1": "the stored form",
+		"weft.events.7.r1": "stored before classes", "weft.events.r1": "stored before partitions",
+	} {
+		runID, err := streams.RunOfEventSubject(subject)
+		require.NoError(t, err, what)
+		require.Equal(t, "r1", runID, what)
+	}
 	for _, bad := range []string{"weft.results.r1", "weft.events.", "weft.events", "weft.events.a.b", "weft.events.*",
-		"weft.events.3.", "weft.events.3.a.b", "weft.events.-1.r1"} {
+		"weft.events.3.", "weft.events.3.a.b", "weft.events.-1.r1", "weft.events.in.r1", "weft.events.3.in.r1.x"} {
 		_, err := streams.RunOfEventSubject(bad)
 		require.Error(t, err, bad)
 	}

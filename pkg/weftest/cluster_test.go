@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/weftest"
 )
@@ -85,7 +86,7 @@ const publishRetry = 30 * time.Second
 func (p *publisher) publish(ctx context.Context, t *testing.T, n int) {
 	t.Helper()
 	for range n {
-		subject, err := streams.EventSubject(fmt.Sprintf("run-%d", p.acked%7))
+		subject, err := streams.EventSubject(fmt.Sprintf("run-%d", p.acked%7), events.StepCompleted)
 		require.NoError(t, err)
 		msg := &nats.Msg{Subject: subject, Data: []byte("{}"), Header: nats.Header{}}
 		msg.Header.Set(nats.MsgIdHdr, fmt.Sprintf("event-%d", p.acked))

@@ -19,17 +19,18 @@ import (
 )
 
 // eventRound maps an event from WEFT_EVENTS to its round: RunApproved
-// starts the run, SignalAccepted applies the signal, every other event
-// needs nothing. The event type is read from the header first, so the
-// engine decodes only the events it reacts to.
+// starts the run, SignalAccepted applies the signal (streams.EngineInput),
+// every other event needs nothing. The server delivers the engine those
+// two alone (EventInputsFilter), but for the events an older build stored
+// (partitions.go, olderForms); the type is read from the header first, so
+// the engine decodes only the events it reacts to.
 func eventRound(m jetstream.Msg) (round.Round, bool, error) {
-	switch events.Type(m.Headers().Get(streams.HeaderEventType)) {
-	case events.RunApproved, events.SignalAccepted:
-	default:
+	typ := events.Type(m.Headers().Get(streams.HeaderEventType))
+	if !streams.EngineInput(typ) {
 		return round.Round{}, false, nil
 	}
 	now := time.Now().UTC()
-	if events.Type(m.Headers().Get(streams.HeaderEventType)) == events.RunApproved {
+	if typ == events.RunApproved {
 		// The subject names the run; the payload, which holds the plan (up
 		// to MaxPlanBytes), is not read: the round loads the run's log.
 		runID, err := streams.RunOfEventSubject(m.Subject())

@@ -53,8 +53,17 @@ func PartitionConsumer(stream string, p int) string {
 // feedSpec is one of the streams the engine consumes by partition.
 type feedSpec struct {
 	stream, prefix string
-	lanes          *lanes.Lanes
+	// filter is the subjects of partition p the engine consumes.
+	filter func(p int) string
+	lanes  *lanes.Lanes
 }
+
+// eventInputs is the engine's filter of WEFT_EVENTS: the events it
+// reacts to (streams.EngineInput), not the rest of the log.
+func eventInputs(p int) string { return streams.EventInputsFilter(p) }
+
+// partitionResults is the engine's filter of WEFT_RESULTS: all of them.
+func partitionResults(p int) string { return streams.PartitionFilter(streams.ResultsSubjectPrefix, p) }
 
 // partitionConsumers are the engine's lanes, one set per stream, and the
 // partitions it consumes into them.
@@ -72,10 +81,11 @@ func (s *Service) startConsumers(ctx context.Context) (*partitionConsumers, erro
 	pc := &partitionConsumers{s: s, done: make(chan struct{})}
 	for _, f := range []struct {
 		stream, prefix string
+		filter         func(p int) string
 		toRound        toRoundFunc
 	}{
-		{streams.EventsStream, streams.EventsSubjectPrefix, eventRound},
-		{streams.ResultsStream, streams.ResultsSubjectPrefix, s.resultRound},
+		{streams.EventsStream, streams.EventsSubjectPrefix, eventInputs, eventRound},
+		{streams.ResultsStream, streams.ResultsSubjectPrefix, partitionResults, s.resultRound},
 	} {
 		l := lanes.NewShared(s.cfg.Concurrency, s.cfg.MaxBatch, func(msgs []jetstream.Msg) {
 			s.handleBatch(ctx, msgs, f.toRound)
@@ -87,7 +97,7 @@ func (s *Service) startConsumers(ctx context.Context) (*partitionConsumers, erro
 			pc.stopLanes(ctx)
 			return nil, fmt.Errorf("engine: %s lanes: %w", f.stream, err)
 		}
-		pc.feeds = append(pc.feeds, feedSpec{stream: f.stream, prefix: f.prefix, lanes: l})
+		pc.feeds = append(pc.feeds, feedSpec{stream: f.stream, prefix: f.prefix, filter: f.filter, lanes: l})
 	}
 	pc.manager = &partition.Manager{
 		Members: partition.NewMembers(s.pool, s.cfg.EngineID, s.cfg.PartitionLease),
@@ -153,7 +163,7 @@ func (pc *partitionConsumers) add(ctx context.Context, f feedSpec, p int) error 
 	s := pc.s
 	cc := jetstream.ConsumerConfig{
 		Durable:        PartitionConsumer(f.stream, p),
-		FilterSubjects: []string{streams.PartitionFilter(f.prefix, p)},
+		FilterSubjects: []string{f.filter(p)},
 		AckPolicy:      jetstream.AckExplicitPolicy,
 		AckWait:        s.cfg.AckWait,
 		MaxAckPending:  s.cfg.Concurrency * 32,
@@ -162,17 +172,11 @@ func (pc *partitionConsumers) add(ctx context.Context, f feedSpec, p int) error 
 		PriorityGroups: []string{PriorityGroup},
 		PinnedTTL:      s.cfg.PartitionLease,
 	}
-	if p == 0 {
-		// The messages stored before the stream was partitioned, while it
-		// holds any.
-		old, err := streams.HoldsUnpartitioned(ctx, s.js, f.stream, f.prefix)
-		if err != nil {
-			return fmt.Errorf("engine: consumer %s: %w", cc.Durable, err)
-		}
-		if old {
-			cc.FilterSubjects = append(cc.FilterSubjects, streams.UnpartitionedFilter(f.prefix))
-		}
+	old, err := pc.olderForms(ctx, f, p)
+	if err != nil {
+		return fmt.Errorf("engine: consumer %s: %w", cc.Durable, err)
 	}
+	cc.FilterSubjects = append(cc.FilterSubjects, old...)
 	keeper, err := streams.NewKeeper(s.js, f.stream, cc, streams.KeeperConfig{Logger: s.logger, MeterProvider: s.cfg.MeterProvider})
 	if err != nil {
 		return fmt.Errorf("engine: consumer %s: %w", cc.Durable, err)
@@ -184,6 +188,32 @@ func (pc *partitionConsumers) add(ctx context.Context, f feedSpec, p int) error 
 	}
 	pc.keepers.Store(cc.Durable, keeper)
 	return nil
+}
+
+// olderForms returns the filters of the messages of partition p that f's
+// stream stored in the forms of older builds, while it holds any: before
+// partitions (partition 0 takes them) and, for WEFT_EVENTS, before event
+// classes. The engine reads each event's type from its header, so an old
+// event it does not react to costs an ack.
+func (pc *partitionConsumers) olderForms(ctx context.Context, f feedSpec, p int) ([]string, error) {
+	var candidates []string
+	if p == 0 {
+		candidates = append(candidates, streams.UnpartitionedFilter(f.prefix))
+	}
+	if f.prefix == streams.EventsSubjectPrefix {
+		candidates = append(candidates, streams.PartitionFilter(f.prefix, p))
+	}
+	var held []string
+	for _, filter := range candidates {
+		ok, err := streams.Holds(ctx, pc.s.js, f.stream, filter)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			held = append(held, filter)
+		}
+	}
+	return held, nil
 }
 
 // release stops consuming partition p of every stream, once the lanes

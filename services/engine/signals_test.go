@@ -266,7 +266,7 @@ func (s *stack) acceptSilently(t *testing.T, runID, name, signalID string) event
 // does.
 func (s *stack) publishEvent(t *testing.T, ev events.Event) {
 	t.Helper()
-	subject, err := streams.EventSubject(ev.RunID)
+	subject, err := streams.EventSubject(ev.RunID, ev.EventType)
 	require.NoError(t, err)
 	data, err := json.Marshal(ev)
 	require.NoError(t, err)

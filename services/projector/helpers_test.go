@@ -231,7 +231,7 @@ func (s *stack) openLogGap(t *testing.T, runID string, afterSeq int64) events.Ev
 // publish puts ev on the bus directly, as a fresh message.
 func (s *stack) publish(t *testing.T, ev events.Event) {
 	t.Helper()
-	subject, err := streams.EventSubject(ev.RunID)
+	subject, err := streams.EventSubject(ev.RunID, ev.EventType)
 	require.NoError(t, err)
 	data, err := json.Marshal(ev)
 	require.NoError(t, err)

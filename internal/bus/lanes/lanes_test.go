@@ -10,6 +10,7 @@ import (
 
 	"github.com/weftrun/weft/internal/boot/health"
 	"github.com/weftrun/weft/internal/bus/lanes"
+	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/startstop"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/weftest"
@@ -30,7 +31,7 @@ func TestLanesConsumeTheConsumerCreatedAgain(t *testing.T) {
 
 	publish := func(data string) {
 		t.Helper()
-		subject, err := streams.EventSubject("01a21b00-0000-7000-8000-000000000001")
+		subject, err := streams.EventSubject("01a21b00-0000-7000-8000-000000000001", events.RunApproved)
 		require.NoError(t, err)
 		_, err = js.Publish(t.Context(), subject, []byte(data))
 		require.NoError(t, err)
@@ -76,7 +77,7 @@ func TestLanesStartWhileTheirConsumerCannotBeCreated(t *testing.T) {
 	require.Equal(t, []string{"consumer lanes-late"}, probes.Check(t.Context()).Failing)
 
 	require.NoError(t, streams.Ensure(t.Context(), js, streams.Config{MaxBytes: 16 << 20}))
-	subject, err := streams.EventSubject("01a21b00-0000-7000-8000-000000000002")
+	subject, err := streams.EventSubject("01a21b00-0000-7000-8000-000000000002", events.RunApproved)
 	require.NoError(t, err)
 	_, err = js.Publish(t.Context(), subject, []byte("first"))
 	require.NoError(t, err)

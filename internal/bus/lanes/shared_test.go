@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/internal/bus/lanes"
+	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/startstop"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/weftest"
@@ -68,7 +69,7 @@ func partitionKeeper(t *testing.T, js jetstream.JetStream, p int) *streams.Keepe
 	t.Helper()
 	k, err := streams.NewKeeper(js, streams.EventsStream, jetstream.ConsumerConfig{
 		Durable:       "part-" + string(rune('0'+p)),
-		FilterSubject: streams.PartitionFilter(streams.EventsSubjectPrefix, p),
+		FilterSubject: streams.EventInputsFilter(p),
 		AckPolicy:     jetstream.AckExplicitPolicy,
 	}, streams.KeeperConfig{Interval: time.Hour})
 	require.NoError(t, err)
@@ -87,7 +88,7 @@ func runOfPartition(p, n int) string {
 
 func publish(t *testing.T, js jetstream.JetStream, runID, data string) {
 	t.Helper()
-	subject, err := streams.EventSubject(runID)
+	subject, err := streams.EventSubject(runID, events.RunApproved)
 	require.NoError(t, err)
 	_, err = js.Publish(t.Context(), subject, []byte(data))
 	require.NoError(t, err)

@@ -45,7 +45,7 @@ func countAccepted(t *testing.T, db *weftest.DB, run string) [3]int {
 	var n [3]int
 	for i, q := range []string{
 		`SELECT count(*) FROM run_events WHERE run_id = $1 AND event_type = 'SignalAccepted'`,
-		`SELECT count(*) FROM outbox WHERE subject = 'weft.events.' || $1 AND headers->>'Weft-Event-Type' = 'SignalAccepted'`,
+		`SELECT count(*) FROM outbox WHERE subject = 'weft.events.in.' || $1 AND headers->>'Weft-Event-Type' = 'SignalAccepted'`,
 		`SELECT count(*) FROM signal_acceptances WHERE run_id = $1`,
 	} {
 		require.NoError(t, db.Pool.QueryRow(t.Context(), q, run).Scan(&n[i]))

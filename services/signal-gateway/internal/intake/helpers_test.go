@@ -84,6 +84,6 @@ func (b *bundle) count(t *testing.T, query string, args ...any) int {
 func (b *bundle) accepted(t *testing.T, runID string) (evs, outbox int) {
 	t.Helper()
 	evs = b.count(t, `SELECT count(*) FROM run_events WHERE run_id = $1 AND event_type = 'SignalAccepted'`, runID)
-	outbox = b.count(t, `SELECT count(*) FROM outbox WHERE subject = 'weft.events.' || $1 AND headers->>'Weft-Event-Type' = 'SignalAccepted'`, runID)
+	outbox = b.count(t, `SELECT count(*) FROM outbox WHERE subject = 'weft.events.in.' || $1 AND headers->>'Weft-Event-Type' = 'SignalAccepted'`, runID)
 	return evs, outbox
 }

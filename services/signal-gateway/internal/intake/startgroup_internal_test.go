@@ -53,7 +53,7 @@ func startRows(t *testing.T, db *weftest.DB, run string) ([3]int, string) {
 	for i, q := range []string{
 		`SELECT count(*) FROM run_events WHERE run_id = $1 AND event_type = 'RunApproved'`,
 		`SELECT count(*) FROM engine_runs WHERE run_id = $1`,
-		`SELECT count(*) FROM outbox WHERE subject = 'weft.events.' || $1 AND headers->>'Weft-Event-Type' = 'RunApproved'`,
+		`SELECT count(*) FROM outbox WHERE subject = 'weft.events.in.' || $1 AND headers->>'Weft-Event-Type' = 'RunApproved'`,
 	} {
 		require.NoError(t, db.Pool.QueryRow(t.Context(), q, run).Scan(&n[i]))
 	}
@@ -139,7 +139,7 @@ func TestStartGroupKeepsEachStartsTrace(t *testing.T) {
 	for i, c := range group {
 		require.NoError(t, c.err)
 		var parent string
-		require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT headers->>'traceparent' FROM outbox WHERE subject = 'weft.events.' || $1`,
+		require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT headers->>'traceparent' FROM outbox WHERE subject = 'weft.events.in.' || $1`,
 			c.res.RunID).Scan(&parent))
 		require.Contains(t, parent, trace.TraceID{byte(i + 1)}.String())
 	}
