@@ -127,15 +127,15 @@ func Partitions(ctx context.Context, js jetstream.JetStream, stream string) (int
 	return n, nil
 }
 
-// Holds reports whether stream holds any message on filter: an upgraded
-// stream's messages stored in an older form (UnpartitionedFilter, and for
-// WEFT_EVENTS PartitionFilter, the form before classes), until they age
-// out (MaxAge). Only then need a consumer take them too: a consumer with
-// more than one filter cost the server more for each message the more
-// subjects (one per run) the stream held (BENCHMARKS.md, 2026-11-27,
-// sixth session). It asks for the stream's info (the engine's permission
-// to read no message of it), whose answer lists each such subject: a cost
-// paid by an upgraded stream only, until its old messages age out.
+// Holds reports whether stream holds any message on filter: for an
+// upgraded stream, the messages it stored in an older form
+// (UnpartitionedFilter, and for WEFT_EVENTS PartitionFilter, the form
+// before classes) until they age out (MaxAge). Only then need a consumer
+// take them too: a consumer with more than one filter cost the server more
+// for each message the more subjects (one per run) the stream held
+// (BENCHMARKS.md, 2026-11-27, sixth session). It asks for the stream's
+// info (the engine may read no message of the stream), whose answer lists
+// each such subject: a cost paid by an upgraded stream only.
 func Holds(ctx context.Context, js jetstream.JetStream, stream, filter string) (bool, error) {
 	s, err := js.Stream(ctx, stream)
 	if err != nil {

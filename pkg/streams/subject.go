@@ -71,7 +71,7 @@ func EngineInput(t events.Type) bool { return t == events.RunApproved || t == ev
 // of type t of the run is published on: class EventClassInput when the
 // engine reacts to t (EngineInput), else EventClassOutcome, so that the
 // server delivers the engine the two events of a run's dozen it acts on
-// (BENCHMARKS.md, eleventh session). It fails with an error wrapping
+// (BENCHMARKS.md, 2026-11-28, eleventh session). It fails with an error wrapping
 // ErrInvalidToken when runID is not a valid subject token (see
 // ValidToken).
 func EventSubject(runID string, t events.Type) (string, error) {

@@ -58,10 +58,6 @@ type feedSpec struct {
 	lanes  *lanes.Lanes
 }
 
-// eventInputs is the engine's filter of WEFT_EVENTS: the events it
-// reacts to (streams.EngineInput), not the rest of the log.
-func eventInputs(p int) string { return streams.EventInputsFilter(p) }
-
 // partitionResults is the engine's filter of WEFT_RESULTS: all of them.
 func partitionResults(p int) string { return streams.PartitionFilter(streams.ResultsSubjectPrefix, p) }
 
@@ -84,7 +80,9 @@ func (s *Service) startConsumers(ctx context.Context) (*partitionConsumers, erro
 		filter         func(p int) string
 		toRound        toRoundFunc
 	}{
-		{streams.EventsStream, streams.EventsSubjectPrefix, eventInputs, eventRound},
+		// Of WEFT_EVENTS, the events the engine reacts to alone
+		// (streams.EngineInput), not the rest of the log.
+		{streams.EventsStream, streams.EventsSubjectPrefix, streams.EventInputsFilter, eventRound},
 		{streams.ResultsStream, streams.ResultsSubjectPrefix, partitionResults, s.resultRound},
 	} {
 		l := lanes.NewShared(s.cfg.Concurrency, s.cfg.MaxBatch, func(msgs []jetstream.Msg) {
