@@ -76,14 +76,13 @@ type partitionConsumers struct {
 func (s *Service) startConsumers(ctx context.Context) (*partitionConsumers, error) {
 	pc := &partitionConsumers{s: s, done: make(chan struct{})}
 	for _, f := range []struct {
-		stream, prefix string
-		filter         func(p int) string
-		toRound        toRoundFunc
+		feedSpec
+		toRound toRoundFunc
 	}{
 		// Of WEFT_EVENTS, the events the engine reacts to alone
 		// (streams.EngineInput), not the rest of the log.
-		{streams.EventsStream, streams.EventsSubjectPrefix, streams.EventInputsFilter, eventRound},
-		{streams.ResultsStream, streams.ResultsSubjectPrefix, partitionResults, s.resultRound},
+		{feedSpec{stream: streams.EventsStream, prefix: streams.EventsSubjectPrefix, filter: streams.EventInputsFilter}, eventRound},
+		{feedSpec{stream: streams.ResultsStream, prefix: streams.ResultsSubjectPrefix, filter: partitionResults}, s.resultRound},
 	} {
 		l := lanes.NewShared(s.cfg.Concurrency, s.cfg.MaxBatch, func(msgs []jetstream.Msg) {
 			s.handleBatch(ctx, msgs, f.toRound)
@@ -95,7 +94,8 @@ func (s *Service) startConsumers(ctx context.Context) (*partitionConsumers, erro
 			pc.stopLanes(ctx)
 			return nil, fmt.Errorf("engine: %s lanes: %w", f.stream, err)
 		}
-		pc.feeds = append(pc.feeds, feedSpec{stream: f.stream, prefix: f.prefix, filter: f.filter, lanes: l})
+		f.lanes = l
+		pc.feeds = append(pc.feeds, f.feedSpec)
 	}
 	pc.manager = &partition.Manager{
 		Members: partition.NewMembers(s.pool, s.cfg.EngineID, s.cfg.PartitionLease),
@@ -190,16 +190,17 @@ func (pc *partitionConsumers) add(ctx context.Context, f feedSpec, p int) error 
 
 // olderForms returns the filters of the messages of partition p that f's
 // stream stored in the forms of older builds, while it holds any: before
-// partitions (partition 0 takes them) and, for WEFT_EVENTS, before event
-// classes. The engine reads each event's type from its header, so an old
-// event it does not react to costs an ack.
+// partitions (partition 0 takes them) and, where the feed's filter is not
+// the partition's whole (WEFT_EVENTS's), before event classes. The engine
+// reads each event's type from its header, so an old event it does not
+// react to costs an ack.
 func (pc *partitionConsumers) olderForms(ctx context.Context, f feedSpec, p int) ([]string, error) {
 	var candidates []string
 	if p == 0 {
 		candidates = append(candidates, streams.UnpartitionedFilter(f.prefix))
 	}
-	if f.prefix == streams.EventsSubjectPrefix {
-		candidates = append(candidates, streams.PartitionFilter(f.prefix, p))
+	if before := streams.PartitionFilter(f.prefix, p); before != f.filter(p) {
+		candidates = append(candidates, before) // WEFT_EVENTS's, before event classes
 	}
 	var held []string
 	for _, filter := range candidates {
