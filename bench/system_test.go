@@ -181,8 +181,8 @@ func (s *devStack) startRun(ctx context.Context, p benchPlan, i int) (string, er
 // report reads the load's runs back from the log and reports runs/s (from
 // the first start to the last RunCompleted), the approval-to-completion
 // percentiles, the offered rate, the gateway's answer p99, and runs/s as a
-// share of ceiling.
-func (l systemLoad) report(b *testing.B, s *devStack, ceiling float64) {
+// share of ceiling; it returns the runs/s.
+func (l systemLoad) report(b *testing.B, s *devStack, ceiling float64) float64 {
 	rate := l.rate(b, s)
 	var p50, p99 float64
 	err := s.db.Pool.QueryRow(context.Background(), `/* bench */
@@ -202,6 +202,7 @@ func (l systemLoad) report(b *testing.B, s *devStack, ceiling float64) {
 	b.ReportMetric(ceiling, "ceiling_commits/s")
 	b.ReportMetric(100*rate/ceiling, "ceiling_%")
 	b.ReportMetric(0, "ns/op")
+	return rate
 }
 
 // rate is the load's runs/s, from its first start to its last

@@ -121,7 +121,7 @@ type costCounters struct {
 func (s *devStack) costCounters(b *testing.B, inst *pgboot.Instance) costCounters {
 	ctx := context.Background()
 	c := costCounters{rows: map[string]int64{}, updates: map[string]int64{}, hotUpdates: map[string]int64{},
-		msgs: map[string]uint64{}, cpu: map[string]time.Duration{}}
+		msgs: map[string]uint64{}}
 	rows, err := s.db.Pool.Query(ctx, `/* bench */ SELECT relname, n_tup_ins + n_tup_upd + n_tup_del,
 		n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables`)
 	if err != nil {
@@ -155,13 +155,21 @@ func (s *devStack) costCounters(b *testing.B, inst *pgboot.Instance) costCounter
 	if err := names.Err(); err != nil {
 		b.Fatal(err)
 	}
-	c.cpu["weft dev"] = procCPU(s.cmd.Process.Pid)
-	c.cpu["postgres"] = postgresCPU(b, inst)
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	c.cpu["load generator"] = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	c.cpu = s.cpuByProcess(b, inst)
 	c.machine = machineBusy(b)
 	return c
+}
+
+// cpuByProcess is the CPU time so far of the topology's processes: weft
+// dev, inst's server, and this load generator.
+func (s *devStack) cpuByProcess(b *testing.B, inst *pgboot.Instance) map[string]time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return map[string]time.Duration{
+		"weft dev":       procCPU(s.cmd.Process.Pid),
+		"postgres":       postgresCPU(b, inst),
+		"load generator": time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
+	}
 }
 
 // reportSince logs what c counted since before, per run.
