@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
@@ -112,4 +114,20 @@ func TestDevBusKeepsAnExistingFoldersPartitions(t *testing.T) {
 		require.Equal(t, 8, n, "start %d", i+1)
 		require.NoError(t, stopAll(t.Context(), 10*time.Second, time.Second, stops))
 	}
+}
+
+// The dev stack's own connection to its embedded NATS is in-process, not
+// a socket: its remote address is a pipe's. The listener still serves the
+// developer's URL (TestDevNATSRefusesStrangers).
+func TestDevBusConnectsInProcess(t *testing.T) {
+	t.Parallel()
+	cfg := devConfig{dir: filepath.Join(t.TempDir(), "dev"), natsPort: weftest.FreePort(t), partitions: devPartitions}
+	bus, stops, err := devBus(t.Context(), cfg)
+	t.Cleanup(func() { require.NoError(t, stopAll(context.Background(), 10*time.Second, time.Second, stops)) })
+	require.NoError(t, err)
+	require.Equal(t, "pipe", bus.nc.ConnectedAddr(), "the services' connection is in-process")
+	subject, err := streams.EventSubject(uuid.NewString(), events.RunApproved)
+	require.NoError(t, err)
+	_, err = bus.js.Publish(t.Context(), subject, []byte("{}"))
+	require.NoError(t, err, "and carries JetStream's publishes")
 }
