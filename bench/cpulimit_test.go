@@ -65,7 +65,7 @@ func cpuCgroup() (mount, self string, v2 bool, err error) {
 	if err != nil {
 		return "", "", false, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var unified string
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {

@@ -31,15 +31,23 @@ const (
 // or fewer cores, on one host: the topology (this load generator, weft
 // dev, and a private Postgres with its backends) runs in one CPU cgroup,
 // and BenchmarkSystem's closed load is measured at each quota of
-// WEFT_BENCH_SCALING_CORES, in order. Per quota it reports runs/s,
-// runs/s per core of quota, the topology's CPU per run, the share of
-// scheduling periods in which the group spent its quota (throttled_%:
-// near 100, the quota is what bounds the rate) and how busy the whole
-// machine's CPUs were (at a quota of every core, throttled_% stays low
-// and machine_busy_% tells whether the cores were spent). It then fits runs/s to
-// cores by least squares and prints the fit and the cores it gives for
-// 1,000 runs/s: a fit of measured points, not a measurement on a bigger
-// host (a quota cannot exceed the host's cores).
+// WEFT_BENCH_SCALING_CORES, in order. Per quota it reports:
+//
+//   - runs/s, and runs/s per core of quota;
+//   - the topology's CPU per run (its processes' user and system time);
+//   - throttled_%, the share of scheduling periods in which the group
+//     spent its quota (near 100: the quota bounds the rate; at a quota of
+//     every core it stays low, and machine_busy_% says whether the cores
+//     were spent);
+//   - machine_busy_%, how busy the machine's CPUs were, and runs/s per
+//     busy core: the kernel's work outside the group's processes
+//     (interrupts, kernel threads) is not charged to its quota, and at a
+//     quota of half a core the machine was about 0.75 of a core busy.
+//
+// It then fits runs/s to busy cores, a line through the origin by least
+// squares, and prints the busy cores it gives for 1,000 runs/s: a fit of
+// measured points, not a measurement on a bigger host (a quota cannot
+// exceed the host's cores).
 //
 // It needs the right to create a CPU cgroup (root on cgroup v1, or a
 // cgroup v2 subtree with the cpu controller delegated); without it, it
@@ -59,28 +67,28 @@ func BenchmarkSystemScaling(b *testing.B) {
 	s := startDevStack(b, db)
 	ceiling := insertCeiling(b, db, 3*time.Second)
 	s.closedLoop(b, systemPlan, systemRuns/3, systemClients) // warm: plans cached, pools full
-	var points [][2]float64
+	var busy, rates []float64
 	for _, c := range cores {
 		b.Run(fmt.Sprintf("cores=%g", c), func(b *testing.B) {
 			if err := lim.set(c); err != nil {
 				b.Fatal(err)
 			}
 			for range b.N {
-				rate := s.scaledLoad(b, inst, lim, c, ceiling)
-				points = append(points, [2]float64{c, rate})
+				rate, busyCores := s.scaledLoad(b, inst, lim, c, ceiling)
+				busy, rates = append(busy, busyCores), append(rates, rate)
 			}
 		})
 	}
-	if len(points) >= 2 {
-		slope, icept := fitLine(points)
-		fmt.Printf("    scaling: runs/s = %.1f per core %+.1f over %d quotas; %d runs/s would take %.1f cores at this host's speed (a fit, not a measurement)\n",
-			slope, icept, len(points), scalingTarget, (scalingTarget-icept)/slope)
+	if len(rates) > 0 {
+		perCore := slopeThroughOrigin(busy, rates)
+		fmt.Printf("    scaling: %.1f runs/s per busy core over %d quotas; %d runs/s would keep %.1f cores of this host busy (a fit, not a measurement)\n",
+			perCore, len(rates), scalingTarget, scalingTarget/perCore)
 	}
 }
 
 // scaledLoad runs the closed load with the group held to cores, reports
-// it and returns its runs/s.
-func (s *devStack) scaledLoad(b *testing.B, inst *pgboot.Instance, lim *cpuLimit, cores, ceiling float64) float64 {
+// it and returns its runs/s and the machine's busy cores meanwhile.
+func (s *devStack) scaledLoad(b *testing.B, inst *pgboot.Instance, lim *cpuLimit, cores, ceiling float64) (rate, busyCores float64) {
 	n := int(cores * scalingRunsPerCore)
 	t0, err := lim.throttle()
 	if err != nil {
@@ -93,16 +101,18 @@ func (s *devStack) scaledLoad(b *testing.B, inst *pgboot.Instance, lim *cpuLimit
 	if err != nil {
 		b.Fatal(err)
 	}
-	rate := load.report(b, s, ceiling)
+	rate = load.report(b, s, ceiling)
 	var used time.Duration
 	for p, d := range cpu1 {
 		used += d - cpu0[p]
 	}
+	busyCores = float64(busy1-busy0) / float64(elapsed)
 	b.ReportMetric(rate/cores, "runs/s/core")
+	b.ReportMetric(rate/busyCores, "runs/s/busy_core")
 	b.ReportMetric(ms(used)/float64(n), "cpu_ms/run")
 	b.ReportMetric(t1.share(t0), "throttled_%")
-	b.ReportMetric(100*float64(busy1-busy0)/float64(elapsed)/float64(runtime.NumCPU()), "machine_busy_%")
-	return rate
+	b.ReportMetric(100*busyCores/float64(runtime.NumCPU()), "machine_busy_%")
+	return rate, busyCores
 }
 
 // scalingCores parses WEFT_BENCH_SCALING_CORES.
@@ -122,14 +132,12 @@ func scalingCores(b *testing.B) []float64 {
 	return out
 }
 
-// fitLine is the least-squares line y = slope*x + icept through points.
-func fitLine(points [][2]float64) (slope, icept float64) {
-	var sx, sy, sxx, sxy float64
-	for _, p := range points {
-		sx, sy, sxx, sxy = sx+p[0], sy+p[1], sxx+p[0]*p[0], sxy+p[0]*p[1]
+// slopeThroughOrigin is the least-squares slope of the line y = slope*x
+// through the origin and the points (xs[i], ys[i]).
+func slopeThroughOrigin(xs, ys []float64) float64 {
+	var sxx, sxy float64
+	for i, x := range xs {
+		sxx, sxy = sxx+x*x, sxy+x*ys[i]
 	}
-	n := float64(len(points))
-	slope = (n*sxy - sx*sy) / (n*sxx - sx*sx) // NaN when every x is the same
-
-	return slope, (sy - slope*sx) / n
+	return sxy / sxx
 }

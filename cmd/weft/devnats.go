@@ -41,14 +41,15 @@ type devBusConn struct {
 }
 
 // devBus starts the embedded NATS server with the dev stack's users,
-// connects to it and ensures Weft's streams. The services' connection is
-// in-process (nats.InProcessServer): the server and its clients share this
-// process, and over loopback TCP every publish, ack and delivery cost a
-// system call and a wake-up on each side. With it in-process, the whole
-// stack did 35 to 45 % more runs a second at a third less CPU a run
-// (BENCHMARKS.md, twelfth session). The developer's URL still reaches
-// the server over TCP. It returns the stop functions
+// connects to it and ensures Weft's streams. It returns the stop functions
 // of what it started, in start order, also on error.
+//
+// The services' connection is in-process (nats.InProcessServer): the
+// server and its clients share this process, and over loopback TCP every
+// publish, ack and delivery cost a system call and a wake-up on each side.
+// In-process, the whole stack did 35 to 60 % more runs a second, at 30 to
+// 36 % less CPU a run (BENCHMARKS.md, twelfth session). The developer's
+// URL still reaches the server over TCP.
 func devBus(ctx context.Context, cfg devConfig) (devBusConn, []func(context.Context) error, error) {
 	var stops []func(context.Context) error
 	services, user, err := devNATSUsers(cfg.dir)
