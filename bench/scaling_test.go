@@ -42,7 +42,7 @@ const (
 //   - machine_busy_%, how busy the machine's CPUs were, and runs/s per
 //     busy core: the kernel's work outside the group's processes
 //     (interrupts, kernel threads) is not charged to its quota, and at a
-//     quota of half a core the machine was about 0.75 of a core busy.
+//     quota of half a core the machine was 0.5 to 0.7 of a core busy.
 //
 // It then fits runs/s to busy cores, a line through the origin by least
 // squares, and prints the busy cores it gives for 1,000 runs/s: a fit of
