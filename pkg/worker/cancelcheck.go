@@ -143,48 +143,72 @@ func (l *cancelLookup) last(ctx context.Context, js jetstream.JetStream, runID s
 		return task.Cancel{}, false, err
 	}
 	if c, err = decodeCancel(m.Data); err != nil {
-		return task.Cancel{}, false, fmt.Errorf("undecodable notice at stream sequence %d: %w", m.Sequence, err)
+		return task.Cancel{}, false, fmt.Errorf("%w: undecodable notice at stream sequence %d: %w", errBadNotice, m.Sequence, err)
 	}
 	if c.RunID != runID {
-		return task.Cancel{}, false, fmt.Errorf("the notice at stream sequence %d is for run %s", m.Sequence, c.RunID)
+		return task.Cancel{}, false, fmt.Errorf("%w: the notice at stream sequence %d is for run %s", errBadNotice, m.Sequence, c.RunID)
 	}
 	return c, true, nil
 }
 
+// errBadNotice marks a lookup that found a message on the run's cancel
+// subject that is not the run's task.Cancel. The engine publishes only
+// notices that decode and name their run, so such a message was put there
+// by someone else (issue #36: a reply aimed at weft.cancel.<runId>); the
+// attempt is held back rather than started (see cancelled).
+var errBadNotice = errors.New("not a cancel notice of the run")
+
 // cancelled reports whether t's attempt was cancelled before it started:
 // by a notice this worker heard (recentCancels), or else by the run's
 // notice in WEFT_CANCELS, which covers notices published while no worker
-// was subscribed. It fails open: when the lookup fails (within
-// PublishTimeout) or is paused after a failure, the attempt is not
-// reported cancelled.
-func (w *Worker) cancelled(ctx context.Context, t task.Task, log *slog.Logger) (task.Cancel, bool) {
-	c, ok := w.running.recent.get(t.RunID)
+// was subscribed. It fails open when the stream cannot be read: when the
+// lookup fails (within PublishTimeout) or is paused after a failure, the
+// attempt is not reported cancelled. It fails closed when the stream
+// holds a message that is not the run's notice (errBadNotice): held is
+// true and the attempt must not start. This is safe because a legitimate
+// notice always decodes and names its run, so a run never cancelled and
+// never tampered with is never held.
+func (w *Worker) cancelled(ctx context.Context, t task.Task, log *slog.Logger) (c task.Cancel, ok, held bool) {
+	c, ok = w.running.recent.get(t.RunID)
 	if !ok {
 		lctx, cancel := context.WithTimeout(ctx, w.cfg.PublishTimeout)
 		defer cancel()
 		var err error
 		if c, ok, err = w.running.lookup.last(lctx, w.js, t.RunID); err != nil {
+			if errors.Is(err, errBadNotice) {
+				log.WarnContext(ctx, "worker: cancel notice undecodable; attempt held back, not started", "err", err)
+				return task.Cancel{}, false, true
+			}
 			level := slog.LevelWarn
 			if errors.Is(err, errLookupPaused) {
 				level = slog.LevelDebug
 			}
 			log.Log(ctx, level, "worker: cancel notice lookup failed; starting the attempt", "err", err)
-			return task.Cancel{}, false
+			return task.Cancel{}, false, false
 		}
 		if ok {
 			w.running.recent.add(c)
 		}
 	}
-	return c, ok && c.Covers(t.StepID, t.LogicalAttemptID)
+	return c, ok && c.Covers(t.StepID, t.LogicalAttemptID), false
 }
 
 // dropCancelled drops a delivered attempt its run's cancel notice covers
 // and reports whether it did: the attempt is not started, nothing is
 // reported (the engine recorded the step CANCELLED with RunCancelled),
 // and the task is terminated so it is never redelivered. A term that
-// fails is logged; the redelivery is dropped the same way.
+// fails is logged; the redelivery is dropped the same way. An attempt
+// held back by an undecodable notice is not started either: it is nakked
+// with RedeliveryDelay, so it is redelivered until the engine's sweep
+// settles the step or an operator removes the message.
 func (w *Worker) dropCancelled(ctx context.Context, msg jetstream.Msg, t task.Task, log *slog.Logger) bool {
-	c, ok := w.cancelled(ctx, t, log)
+	c, ok, held := w.cancelled(ctx, t, log)
+	if held {
+		if err := msg.NakWithDelay(w.cfg.RedeliveryDelay); err != nil {
+			log.WarnContext(ctx, "worker: nak of a held-back attempt failed; it comes back after AckWait", "err", err)
+		}
+		return true
+	}
 	if !ok {
 		return false
 	}

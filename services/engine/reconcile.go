@@ -49,6 +49,10 @@ func (s *Service) answerReconcile(ctx context.Context, m *nats.Msg) {
 	if m.Reply == "" {
 		return // a publish, not a request: nobody to answer
 	}
+	if !s.reconcileReplyAllowed(m.Reply) {
+		s.dropReconcileReply(ctx, m)
+		return
+	}
 	reply := s.reconcileLookup(ctx, m.Data)
 	data, err := json.Marshal(reply)
 	if err == nil {

@@ -179,6 +179,11 @@ type Config struct {
 	// per task queue (streams.TaskLanes); the zero value means
 	// streams.Config's defaults, as `weft migrate` gives the other streams.
 	Streams streams.Config
+	// ReconcileReplyPrefixes are the reply subjects the engine answers
+	// reconciliation lookups on (reconcile_reply.go); a lookup with any
+	// other reply is dropped unanswered. Empty means
+	// DefaultReconcileReplyPrefixes.
+	ReconcileReplyPrefixes []string
 	// TestingKnobs are hooks for crash tests. Leave them zero in production.
 	TestingKnobs TestingKnobs
 }
@@ -210,6 +215,9 @@ func (c Config) withDefaults() Config {
 	c.HeartbeatMaxAge = cmp.Or(c.HeartbeatMaxAge, DefaultHeartbeatMaxAge)
 	c.HeartbeatBucketBytes = cmp.Or(c.HeartbeatBucketBytes, DefaultHeartbeatBucketBytes)
 	c.PartitionLease = cmp.Or(c.PartitionLease, DefaultPartitionLease)
+	if len(c.ReconcileReplyPrefixes) == 0 {
+		c.ReconcileReplyPrefixes = DefaultReconcileReplyPrefixes
+	}
 	if c.EngineID == "" {
 		c.EngineID = newEngineID()
 	}
@@ -234,6 +242,8 @@ type Service struct {
 	logger *slog.Logger
 	tracer trace.Tracer // cfg.TracerProvider's, or a no-op one
 	forged forgedMetrics
+	// replyRefused counts lookups dropped for their reply subject.
+	replyRefused metric.Int64Counter
 	// heartbeats is the heartbeat bucket, set by Start before the timer
 	// loop starts (heartbeats.go).
 	heartbeats jetstream.KeyValue
@@ -283,8 +293,12 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	replyRefused, err := newReplyRefusedCounter(cfg.MeterProvider)
+	if err != nil {
+		return nil, err
+	}
 	return &Service{pool: pool, nc: nc, js: js, cfg: cfg, logger: logger, runner: runner, forged: forged,
-		tracer: tracing.Tracer(cfg.TracerProvider, tracerName)}, nil
+		replyRefused: replyRefused, tracer: tracing.Tracer(cfg.TracerProvider, tracerName)}, nil
 }
 
 // Start starts the engine: it answers workers' reconciliation lookups,
