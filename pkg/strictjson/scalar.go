@@ -15,6 +15,10 @@ import (
 
 // scalar checks a string, number or boolean against sc.
 func (s *scanner) scalar(tok json.Token, path string, sc *schema) error {
+	if n, ok := tok.(json.Number); ok && s.opts.Numeric && !numericFits(string(n)) {
+		return s.add(path, CodeOutOfRange, "is a number out of the range Postgres numeric can store"+
+			" (at most 10^%d, %d digits after the point)", NumericMaxLeadingExponent, NumericMaxScale)
+	}
 	if sc.kind == kText {
 		str, ok := tok.(string)
 		if !ok {

@@ -27,6 +27,9 @@ const (
 	// type, or one that the type's own UnmarshalJSON or UnmarshalText
 	// rejects.
 	CodeWrongType = "wrong_type"
+	// CodeOutOfRange: a number Postgres numeric cannot hold, with
+	// Options.Numeric set.
+	CodeOutOfRange = "out_of_range"
 )
 
 // Defaults of Options.
@@ -61,6 +64,11 @@ type Options struct {
 	// a value, such as a version number, before it knows whether the
 	// document is valid.
 	Visit func(path string, tok json.Token)
+	// Numeric, when set, refuses (CodeOutOfRange) any number a Postgres
+	// numeric, and so a jsonb column, cannot hold, wherever it is in the
+	// document (see NumericMaxLeadingExponent): a caller that stores the
+	// document as jsonb learns of it here, not from the database.
+	Numeric bool
 }
 
 func (o Options) withDefaults() Options {

@@ -43,7 +43,7 @@ func decode(data []byte, v any, maxDepth int, what string) error {
 		return &intake.Error{Code: api.CodeInvalidArgument, Message: "invalid JSON: " + what + " is missing; it must be a JSON object",
 			Details: map[string]any{"field": what}}
 	}
-	err := strictjson.Decode(data, v, strictjson.Options{MaxDepth: maxDepth, Document: what})
+	err := strictjson.Decode(data, v, strictjson.Options{MaxDepth: maxDepth, Document: what, Numeric: true})
 	if serr, ok := errors.AsType[*strictjson.Error](err); ok {
 		problems := make([]api.Problem, len(serr.Problems))
 		for i, p := range serr.Problems {
