@@ -59,7 +59,11 @@ type authedFunc func(w http.ResponseWriter, r *http.Request, p auth.Principal)
 // before calling h.
 func (s *Service) authed(h authedFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		p, err := s.cfg.Keys.Authenticate(r.Header.Get("Authorization"))
+		p, err := s.cfg.Keys.AuthenticateValues(r.Header.Values("Authorization"))
+		if errors.Is(err, auth.ErrMultipleCredentials) {
+			writeError(w, http.StatusBadRequest, api.CodeInvalidArgument, err.Error())
+			return
+		}
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="weft"`)
 			writeError(w, http.StatusUnauthorized, api.CodeUnauthenticated, err.Error())

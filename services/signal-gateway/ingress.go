@@ -68,7 +68,7 @@ func (s *Service) subscribe(ctx context.Context) (func(), error) {
 // natsAdmit authenticates a message by its Authorization header, as HTTP
 // does, charges its key one request (Config.KeyRate) and checks its size.
 func (s *Service) natsAdmit(m *nats.Msg) (auth.Principal, error) {
-	p, err := s.authenticate(m.Header.Get("Authorization"))
+	p, err := s.authenticate(m.Header.Values("Authorization"))
 	if err != nil {
 		return auth.Principal{}, err
 	}

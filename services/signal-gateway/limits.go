@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/weftrun/weft/internal/policy/auth"
@@ -11,11 +12,15 @@ import (
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
 )
 
-// authenticate returns the principal of an Authorization header, or
-// refuses with CodeUnauthenticated.
-func (s *Service) authenticate(header string) (auth.Principal, error) {
-	p, err := s.cfg.Keys.Authenticate(header)
-	if err != nil {
+// authenticate returns the principal of a request's Authorization values
+// (auth.Keys.AuthenticateValues). It refuses more than one value with
+// CodeInvalidArgument and any other failure with CodeUnauthenticated.
+func (s *Service) authenticate(values []string) (auth.Principal, error) {
+	p, err := s.cfg.Keys.AuthenticateValues(values)
+	switch {
+	case errors.Is(err, auth.ErrMultipleCredentials):
+		return auth.Principal{}, &intake.Error{Code: api.CodeInvalidArgument, Message: err.Error()}
+	case err != nil:
 		return auth.Principal{}, &intake.Error{Code: api.CodeUnauthenticated, Message: err.Error()}
 	}
 	return p, nil

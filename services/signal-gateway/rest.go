@@ -184,7 +184,7 @@ func writeReply(w http.ResponseWriter, res any) {
 // admitAs authenticates r, charges its key one request (Config.KeyRate)
 // and checks as much of r as adm asks, in that order.
 func (s *Service) admitAs(adm admission, r *http.Request) (auth.Principal, error) {
-	p, err := s.authenticate(r.Header.Get("Authorization"))
+	p, err := s.authenticate(r.Header.Values("Authorization"))
 	if err != nil {
 		return auth.Principal{}, err
 	}
@@ -207,7 +207,7 @@ func (s *Service) admitAs(adm admission, r *http.Request) (auth.Principal, error
 // is refused before its body is read, a batch past the key's rate before
 // any of its calls runs.
 func (s *Service) admitRPC(r *http.Request) (auth.Principal, []byte, error) {
-	p, err := s.authenticate(r.Header.Get("Authorization"))
+	p, err := s.authenticate(r.Header.Values("Authorization"))
 	if err != nil {
 		return p, nil, err
 	}

@@ -26,6 +26,12 @@ const (
 // gateway answers it with 401. The reason never contains the token.
 var ErrUnauthenticated = errors.New("auth: unauthenticated")
 
+// ErrMultipleCredentials is returned by Keys.AuthenticateValues when a
+// request carries more than one Authorization value. It is a malformed
+// request (400), not a failed authentication: no value is tried, so which
+// copy a proxy or a client library would pick never matters.
+var ErrMultipleCredentials = errors.New("auth: more than one Authorization header")
+
 var (
 	errFieldCount = errors.New("want 4 fields: <name> <tenant> <role> sha256:<hex>")
 	errName       = errors.New("invalid name: want 1 to 64 characters of [A-Za-z0-9._-]")
@@ -143,6 +149,23 @@ func (k *Keys) Authenticate(authorizationHeader string) (Principal, error) {
 		}
 	}
 	return Principal{}, fmt.Errorf("%w: unknown key", ErrUnauthenticated)
+}
+
+// AuthenticateValues returns the Principal of the one Authorization value
+// of a request: values are all of the header's values, as http.Header.Values
+// or nats.Header.Values return them. No value is Authenticate(""); more than
+// one yields ErrMultipleCredentials, whatever they hold; one is
+// Authenticate(values[0]). Every transport authenticates through it, so the
+// rule holds in one place.
+func (k *Keys) AuthenticateValues(values []string) (Principal, error) {
+	switch len(values) {
+	case 0:
+		return k.Authenticate("")
+	case 1:
+		return k.Authenticate(values[0])
+	default:
+		return Principal{}, fmt.Errorf("%w (%d values): send exactly one", ErrMultipleCredentials, len(values))
+	}
 }
 
 // bearerToken returns the token of a "Bearer <token>" header value.

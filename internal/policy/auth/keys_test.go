@@ -231,3 +231,31 @@ func TestAuthenticateNilKeys(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnauthenticated)
 	require.Zero(t, p)
 }
+
+func TestAuthenticateValues(t *testing.T) {
+	t.Parallel()
+
+	keys, err := NewKeys(Key{Name: "ci", TenantID: "acme", Role: RoleOperator, Hash: HashKey("s3cret")})
+	require.NoError(t, err)
+
+	p, err := keys.AuthenticateValues([]string{"Bearer s3cret"})
+	require.NoError(t, err)
+	require.Equal(t, "ci", p.KeyID)
+
+	_, err = keys.AuthenticateValues(nil)
+	require.ErrorIs(t, err, ErrUnauthenticated)
+	require.NotErrorIs(t, err, ErrMultipleCredentials)
+
+	for _, values := range [][]string{
+		{"Bearer s3cret", "Bearer s3cret"},
+		{"Bearer s3cret", "Bearer other"},
+		{"Bearer other", "Bearer s3cret"},
+		{"", "Bearer s3cret"},
+	} {
+		p, err := keys.AuthenticateValues(values)
+		require.ErrorIs(t, err, ErrMultipleCredentials, "%q", values)
+		require.NotErrorIs(t, err, ErrUnauthenticated, "%q: malformed, not unauthenticated", values)
+		require.NotContains(t, err.Error(), "s3cret")
+		require.Zero(t, p)
+	}
+}

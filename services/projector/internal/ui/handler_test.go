@@ -54,7 +54,7 @@ func TestHandlerPages(t *testing.T) {
 			body := res.body
 			require.Equal(t, http.StatusOK, res.status)
 			require.Equal(t, "text/html; charset=utf-8", res.header.Get("Content-Type"))
-			require.Equal(t, "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:", res.header.Get("Content-Security-Policy"))
+			require.Equal(t, "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'", res.header.Get("Content-Security-Policy"))
 			require.Equal(t, "no-cache", res.header.Get("Cache-Control"))
 			require.Equal(t, "nosniff", res.header.Get("X-Content-Type-Options"))
 			require.NotEmpty(t, res.header.Get("ETag"))

@@ -57,8 +57,12 @@ var assets embed.FS
 
 // ContentSecurityPolicy is the policy of every page Handler serves: the UI
 // loads its scripts and styles from its own origin only, and has no inline
-// script or style.
-const ContentSecurityPolicy = "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:"
+// script or style. It sets no <base> and submits no form (its one form is
+// a <dialog>'s, which navigates nowhere), so base-uri and form-action are
+// 'none': injected markup can neither re-root relative URLs nor post a form
+// elsewhere.
+const ContentSecurityPolicy = "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:; " +
+	"base-uri 'none'; form-action 'none'"
 
 // Cache-Control values of the answers, and the parameters index.html
 // holds.
