@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,6 +85,9 @@ func TestNATSIngressRefusals(t *testing.T) {
 		{"invalid JSON", "weft.signals." + runID, operatorToken, `{"signalName":`, http.StatusBadRequest, api.CodeInvalidArgument},
 		{"empty signalId", "weft.signals." + runID, operatorToken, `{"signalName":"go","signalId":""}`, http.StatusBadRequest, api.CodeInvalidArgument},
 		{"bad start", streams.RunStartSubject, operatorToken, `{"tenantId":"acme"}`, http.StatusBadRequest, api.CodeInvalidArgument},
+		{"payload number jsonb cannot hold", "weft.signals." + runID, operatorToken, `{"signalName":"go","payload":{"n":1e131072}}`, http.StatusBadRequest, api.CodeInvalidArgument},
+		{"input number jsonb cannot hold", streams.RunStartSubject, operatorToken,
+			strings.Replace(goodStart, `"input":{"n":1}`, `"input":{"n":1e-16384}`, 1), http.StatusBadRequest, api.CodeInvalidArgument},
 	}
 	for _, c := range cases {
 		status, body, _ := s.request(t, c.subject, c.token, []byte(c.body))
