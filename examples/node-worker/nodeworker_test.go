@@ -127,8 +127,8 @@ func startWorker(t *testing.T, dir string, env []string) *weftest.Buffer {
 
 // requireProtocolKeys reads the run's results from WEFT_RESULTS, as the
 // dev stack's NATS user, and requires that each of the Node worker's
-// carries the idempotency key of the event it becomes, as its
-// Nats-Msg-Id too, and a startedAt.
+// carries the idempotency key of the event it becomes, bound to its task's
+// token as its Nats-Msg-Id (task.Result.MsgID), and a startedAt.
 func requireProtocolKeys(t *testing.T, s *devstacktest.Stack, runID string) {
 	t.Helper()
 	password, err := os.ReadFile(s.Endpoints.NATSPasswordFile)
@@ -156,7 +156,8 @@ func requireProtocolKeys(t *testing.T, s *devstacktest.Stack, runID string) {
 		}
 		want := events.IdempotencyKey(r.RunID, r.StepID, r.LogicalAttemptID, events.Type(r.Kind), "1")
 		require.Equal(t, want, r.IdempotencyKey, "%s", msg.Data())
-		require.Equal(t, want, msg.Headers().Get(jetstream.MsgIDHeader))
+		require.NotEmpty(t, r.Token, "%s", msg.Data())
+		require.Equal(t, r.MsgID(), msg.Headers().Get(jetstream.MsgIDHeader))
 		require.False(t, r.StartedAt.IsZero(), "%s", msg.Data())
 		kinds[r.Kind] = true
 	}

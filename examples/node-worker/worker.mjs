@@ -21,6 +21,11 @@ const activities = {
   },
 };
 
+// msgID is a result's Nats-Msg-Id (docs/worker-protocol.md): its idempotency
+// key bound to the task's token, so a forger without the task cannot claim it.
+const msgID = (r) => r.token
+  ? "rt1-" + createHash("sha256").update(r.token).update("\0").update(r.idempotencyKey).digest("hex")
+  : r.idempotencyKey;
 const queue = process.env.WEFT_QUEUE ?? "node"; // a plain token: its lanes stream is WEFT_TASKS_<queue>
 if (!/^[A-Za-z0-9_-]+$/.test(queue)) throw new Error(`queue ${queue}: use letters, digits, - and _`);
 const workerId = `${hostname()}/${process.pid}`, slots = 4, ackWait = 30_000, budget = 3_000;
@@ -100,7 +105,7 @@ async function handle(m) {
     logicalAttemptId: t.logicalAttemptId, engineAttemptId: ids.engine_attempt_id, workerId,
     idempotencyKey: key(t.runId, t.stepId, t.logicalAttemptId, kind, t.planVersion),
     emittedAt: new Date().toISOString(), startedAt, token: t.token, ...more }); // token: the task's, unchanged
-  const publish = (r) => js.publish(`weft.results.${t.runId}`, JSON.stringify(r), { msgID: r.idempotencyKey, timeout: budget });
+  const publish = (r) => js.publish(`weft.results.${t.runId}`, JSON.stringify(r), { msgID: msgID(r), timeout: budget });
   const alive = setInterval(() => m.working(), ackWait / 3);
   let final;
   if (t.operationId) { // keyed: a worker without reconciliation must not run it

@@ -94,7 +94,8 @@ const (
 )
 
 // Result is a worker's report on one delivery of a Task. It is published on
-// weft.results.<runId> with Nats-Msg-Id = IdempotencyKey.
+// weft.results.<runId> with Nats-Msg-Id = MsgID(): its idempotency key
+// bound to its task's token.
 type Result struct {
 	SchemaVersion    int    `json:"schemaVersion"`
 	Kind             Kind   `json:"kind"`

@@ -37,7 +37,8 @@
 //  4. Run the activity with the task's deadline, sending in-progress
 //     heartbeats every third of AckWait so JetStream keeps the task here.
 //  5. Publish StepCompleted or StepFailed, with Nats-Msg-Id = the result's
-//     idempotency key, and wait for the PubAck.
+//     MsgID (its idempotency key bound to the task's token), and wait for
+//     the PubAck.
 //  6. Ack the task (and wait for the server to confirm).
 //
 // Every worker of a queue shares its consumer, so every worker of a queue

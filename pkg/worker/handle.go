@@ -219,7 +219,8 @@ func (w *Worker) publish(ctx context.Context, r task.Result) error {
 }
 
 // publishAck publishes r on the run's result subject with Nats-Msg-Id set
-// to its idempotency key and waits up to PublishTimeout for the PubAck,
+// to r.MsgID() (its idempotency key bound to its task's token, which a
+// forger without the task cannot compute) and waits up to PublishTimeout for the PubAck,
 // which it returns. A duplicate PubAck (the key was stored before) is a
 // success.
 func (w *Worker) publishAck(ctx context.Context, r task.Result) (*jetstream.PubAck, error) {
@@ -236,7 +237,7 @@ func (w *Worker) publishAck(ctx context.Context, r task.Result) (*jetstream.PubA
 	m := &nats.Msg{Subject: subject, Data: data}
 	tracing.InjectNATS(ctx, m)
 	ack, err := w.js.PublishMsg(pctx, m,
-		jetstream.WithMsgID(r.IdempotencyKey), jetstream.WithExpectStream(streams.ResultsStream))
+		jetstream.WithMsgID(r.MsgID()), jetstream.WithExpectStream(streams.ResultsStream))
 	if err != nil {
 		return nil, fmt.Errorf("worker: publish %s result: %w", r.Kind, err)
 	}

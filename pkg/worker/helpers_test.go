@@ -122,7 +122,7 @@ func (b *bundle) results(t *testing.T, runID string) *results {
 }
 
 // next waits for the run's next result and checks it was published with
-// its idempotency key as Nats-Msg-Id.
+// its Nats-Msg-Id (task.Result.MsgID).
 func (r *results) next() task.Result {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(r.t.Context(), waitFor)
@@ -131,7 +131,7 @@ func (r *results) next() task.Result {
 	require.NoError(r.t, err, "no result arrived")
 	var res task.Result
 	require.NoError(r.t, json.Unmarshal(msg.Data(), &res))
-	require.Equal(r.t, res.IdempotencyKey, msg.Headers().Get(jetstream.MsgIDHeader))
+	require.Equal(r.t, res.MsgID(), msg.Headers().Get(jetstream.MsgIDHeader))
 	return res
 }
 
