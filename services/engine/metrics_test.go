@@ -22,7 +22,12 @@ func TestEngineMetrics(t *testing.T) {
 	runID := s.start(t, parsePlan(t, `{"planId":"metrics","planVersion":"1","steps":[{"id":"a","activity":"echo"}]}`))
 	s.waitTerminal(t, runID)
 
-	sc := metricstest.Get(t, h)
+	// A round's duration is recorded after its commit, so the run can be
+	// seen ended before its last round is timed: wait for both rounds.
+	sc := metricstest.WaitFor(t, h, waitFor, func(sc metricstest.Scrape) bool {
+		decided, _ := sc.Sum("weft_engine_round_duration_seconds_count", map[string]string{"outcome": "decided"})
+		return decided >= 2
+	})
 	appended := func(typ string) int64 {
 		return sc.Count(t, "weft_events_appended_total", map[string]string{"event_type": typ})
 	}
