@@ -268,3 +268,18 @@ func TaskLanesFilter(queue string) (string, error) {
 	}
 	return subject + ".*", nil
 }
+
+// InboxReply reports whether reply is an inbox-style reply subject: one
+// that starts with one of prefixes and is longer than it. A service that
+// answers requests on the requester's behalf answers only such subjects,
+// since any other may be a stream's (weft.results.<runId>,
+// weft.cancel.<runId>, weft.events.…) or the JetStream API's, and an
+// answer there would be a message published with the service's rights.
+func InboxReply(reply string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(reply, p) && len(reply) > len(p) {
+			return true
+		}
+	}
+	return false
+}

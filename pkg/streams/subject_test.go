@@ -111,3 +111,14 @@ func TestRunOfEventSubject(t *testing.T) {
 		require.Error(t, err, bad)
 	}
 }
+
+func TestInboxReply(t *testing.T) {
+	prefixes := []string{"_INBOX.", "_INBOX_worker."}
+	for reply, want := range map[string]bool{
+		"_INBOX.abc": true, "_INBOX_worker.x.y": true,
+		"_INBOX.": false, "_INBOX_worker": false, "_INBOX_workerX.y": false,
+		"weft.cancel.r1": false, "$JS.API.STREAM.PURGE.WEFT_RESULTS": false, "": false,
+	} {
+		require.Equal(t, want, streams.InboxReply(reply, prefixes), reply)
+	}
+}

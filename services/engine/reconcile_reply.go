@@ -3,10 +3,11 @@ package engine
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/weftrun/weft/pkg/streams"
 )
 
 // DefaultReconcileReplyPrefixes are the reply subjects the engine answers
@@ -24,12 +25,7 @@ var DefaultReconcileReplyPrefixes = []string{"_INBOX_worker.", "_INBOX_worker-",
 // answer there would be a message published with the engine's rights on
 // the requester's behalf (issue #36).
 func (s *Service) reconcileReplyAllowed(reply string) bool {
-	for _, p := range s.cfg.ReconcileReplyPrefixes {
-		if strings.HasPrefix(reply, p) && len(reply) > len(p) {
-			return true
-		}
-	}
-	return false
+	return streams.InboxReply(reply, s.cfg.ReconcileReplyPrefixes)
 }
 
 // dropReconcileReply counts (weft.engine.lookups.reply_refused) and logs,

@@ -2,11 +2,11 @@ package gateway
 
 import (
 	"context"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
 )
 
@@ -31,12 +31,7 @@ const truncatedMark = "…"
 // other subject may be a stream's (weft.results.<runId>, weft.events.…),
 // and an answer there would be a message forged on the caller's behalf.
 func (s *Service) replyAllowed(reply string) bool {
-	for _, p := range s.cfg.ReplyPrefixes {
-		if strings.HasPrefix(reply, p) && len(reply) > len(p) {
-			return true
-		}
-	}
-	return false
+	return streams.InboxReply(reply, s.cfg.ReplyPrefixes)
 }
 
 // dropReply counts and logs, at debug level, a request whose reply
