@@ -19,6 +19,9 @@ func (s *scanner) scalar(tok json.Token, path string, sc *schema) error {
 		return s.add(path, CodeOutOfRange, "is a number out of the range Postgres numeric can store"+
 			" (at most 10^%d, %d digits after the point)", NumericMaxLeadingExponent, NumericMaxScale)
 	}
+	if str, ok := tok.(string); ok && s.opts.NoNUL && strings.IndexByte(str, 0) >= 0 {
+		return s.add(path, CodeNUL, `must not contain the escape \u0000 (Postgres jsonb cannot hold it)`)
+	}
 	if sc.kind == kText {
 		str, ok := tok.(string)
 		if !ok {

@@ -156,6 +156,11 @@ func (s *scanner) object(path string, sc *schema, depth int) error {
 			return err
 		}
 		key, _ := tok.(string) // Token only returns strings as keys
+		if s.opts.NoNUL && strings.IndexByte(key, 0) >= 0 {
+			if err := s.add(path, CodeNUL, `has a key that contains the escape \u0000 (Postgres jsonb cannot hold it)`); err != nil {
+				return err
+			}
+		}
 		child, err := s.key(path, key, sc, seen[key])
 		if err != nil {
 			return err

@@ -30,6 +30,9 @@ const (
 	// CodeOutOfRange: a number Postgres numeric cannot hold, with
 	// Options.Numeric set.
 	CodeOutOfRange = "out_of_range"
+	// CodeNUL: a string or key holding U+0000 (the escape \u0000), with
+	// Options.NoNUL set.
+	CodeNUL = "nul"
 )
 
 // Defaults of Options.
@@ -69,6 +72,10 @@ type Options struct {
 	// document (see NumericMaxLeadingExponent): a caller that stores the
 	// document as jsonb learns of it here, not from the database.
 	Numeric bool
+	// NoNUL, when set, refuses (CodeNUL) a string or key holding U+0000,
+	// which a jsonb column and Postgres text cannot hold. With Numeric it
+	// makes a valid document one jsonb stores as it is.
+	NoNUL bool
 }
 
 func (o Options) withDefaults() Options {

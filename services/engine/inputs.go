@@ -63,12 +63,13 @@ const CodeResultTooLarge = "RESULT_TOO_LARGE"
 
 // resultRound maps a worker's result to its round. A result without its
 // task's token is dropped (acked, no round; tokens.go) before anything of
-// it is read further. A completed result too large for the log becomes a
-// failure of the attempt, not retryable.
+// it is read further. A completed result too large for the log, or whose
+// output jsonb cannot hold, becomes a failure of the attempt, not
+// retryable; an escape \u0000 elsewhere in it reads as U+FFFD.
 func (s *Service) resultRound(m jetstream.Msg) (round.Round, bool, error) {
-	var res task.Result
-	if err := json.Unmarshal(m.Data(), &res); err != nil {
-		return round.Round{}, false, fmt.Errorf("decode result: %w", err)
+	res, err := decodeResult(m.Data())
+	if err != nil {
+		return round.Round{}, false, err
 	}
 	// A message has no context before its round (toRoundFunc): the log
 	// line and the count of a dropped result need none.
@@ -84,6 +85,7 @@ func (s *Service) resultRound(m jetstream.Msg) (round.Round, bool, error) {
 					size, s.cfg.MaxResultBytes)}
 		}
 	}
+	s.refuseUnfitOutput(&res)
 	if res.Error != nil && len(res.Error.Message) > maxErrorMessageBytes {
 		e := *res.Error
 		e.Message = strings.ToValidUTF8(e.Message[:maxErrorMessageBytes], "") + "…(truncated by the engine)"

@@ -68,6 +68,7 @@ const (
 	DefaultQueueInterval     = time.Second
 	DefaultQueueBatch        = 100
 	DefaultMaxResultBytes    = 256 << 10
+	DefaultMaxOutputDepth    = 1000
 )
 
 // Config tunes the engine. The zero value of each field means its default.
@@ -117,6 +118,14 @@ type Config struct {
 	// CodeResultTooLarge, not retryable. It must stay under the event
 	// log's eventData limit. Default 256 KiB.
 	MaxResultBytes int
+	// MaxOutputDepth bounds the nesting of a completed result's output
+	// (the top level is depth 1, inclusive); a deeper one fails its
+	// attempt with CodeInvalidOutput, not retryable, as does one jsonb
+	// cannot hold (a number past numeric's range, the escape \u0000).
+	// Postgres refuses nesting past some thousands with "stack depth limit
+	// exceeded", a failure of the round's write rather than of the step.
+	// Default 1000.
+	MaxOutputDepth int
 	// HeartbeatMaxAge is how long the heartbeat bucket keeps a step's last
 	// heartbeat; an older one is gone, so a retry after it gets no
 	// LastHeartbeat. Default DefaultHeartbeatMaxAge (24h).
@@ -212,6 +221,7 @@ func (c Config) withDefaults() Config {
 	c.QueueInterval = cmp.Or(c.QueueInterval, DefaultQueueInterval)
 	c.QueueBatch = cmp.Or(c.QueueBatch, DefaultQueueBatch)
 	c.MaxResultBytes = cmp.Or(c.MaxResultBytes, DefaultMaxResultBytes)
+	c.MaxOutputDepth = cmp.Or(c.MaxOutputDepth, DefaultMaxOutputDepth)
 	c.HeartbeatMaxAge = cmp.Or(c.HeartbeatMaxAge, DefaultHeartbeatMaxAge)
 	c.HeartbeatBucketBytes = cmp.Or(c.HeartbeatBucketBytes, DefaultHeartbeatBucketBytes)
 	c.PartitionLease = cmp.Or(c.PartitionLease, DefaultPartitionLease)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
@@ -139,11 +140,15 @@ func numbers(v any) any {
 	return v
 }
 
+// errNUL refuses a string or key holding U+0000: JSON can write it, but
+// the event log's jsonb cannot hold it, and a value is written there.
+var errNUL = errors.New(`a string holding U+0000 (\x00) has no JSON form the event log can store`)
+
 // toJSON converts a CEL value into what encoding/json writes as its JSON
 // value. Maps must have string keys; bytes become base64 strings, as
-// encoding/json writes them; timestamps and durations are refused (no
-// expression can make one from the clock, but string(...) states the
-// format wanted).
+// encoding/json writes them; strings holding U+0000 are refused (errNUL),
+// and so are timestamps and durations (no expression can make one from the
+// clock, but string(...) states the format wanted).
 func toJSON(v ref.Val) (any, error) {
 	switch t := v.(type) {
 	case types.Null:
@@ -160,6 +165,9 @@ func toJSON(v ref.Val) (any, error) {
 		}
 		return float64(t), nil
 	case types.String:
+		if strings.IndexByte(string(t), 0) >= 0 {
+			return nil, errNUL
+		}
 		return string(t), nil
 	case types.Bytes:
 		return []byte(t), nil
@@ -194,6 +202,9 @@ func mapToJSON(m traits.Mapper) (any, error) {
 		key, ok := k.(types.String)
 		if !ok {
 			return nil, fmt.Errorf("a map key of type %s: JSON object keys are strings", k.Type().TypeName())
+		}
+		if strings.IndexByte(string(key), 0) >= 0 {
+			return nil, errNUL
 		}
 		v, err := toJSON(m.Get(k))
 		if err != nil {
