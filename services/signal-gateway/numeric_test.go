@@ -1,6 +1,8 @@
 package gateway_test
 
 import (
+	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -53,4 +55,35 @@ func TestBadInputNumericRange(t *testing.T) {
 			require.Equal(t, before.events+1, s.counts(t).events)
 		})
 	}
+}
+
+// A schedule's input and a trigger event's payload are held to the same
+// rule on every transport they arrive by: 400 naming the field, and no
+// schedule, trigger run or event written (issue #36 finding 4).
+func TestBadInputNumericRangeSchedulesAndTriggers(t *testing.T) {
+	t.Parallel()
+	s := setup(t, gateway.Config{DisableScheduler: true})
+	s.createTrigger(t, "orders")
+	const msg = ": is a number out of the range Postgres numeric can store"
+	schedules := func() int {
+		var n int
+		require.NoError(t, s.db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM schedules`).Scan(&n))
+		return n
+	}
+	for _, n := range []string{"1e131072", "1e999999"} {
+		sched, err := json.Marshal(scheduleBody("nightly", "input", json.RawMessage(`{"n":`+n+`}`)))
+		require.NoError(t, err)
+		s.requireRefusedREST(t, exchange{path: "/v1/schedules", body: sched}, invalidArgument, "input.n"+msg)
+		ev := []byte(`{"eventId":"e1","payload":{"n":` + n + `}}`)
+		s.requireRefusedREST(t, exchange{path: "/v1/triggers/orders/events", body: ev}, invalidArgument, "payload.n"+msg)
+		s.requireRefusedRPC(t, exchange{path: "/rpc", body: rpcCall("trigger.send",
+			`{"triggerId":"orders","eventId":"e1","payload":{"n":`+n+`}}`)}, invalidArgument, "payload.n"+msg, answerID(invalidArgument))
+	}
+	require.Zero(t, schedules())
+	sched, err := json.Marshal(scheduleBody("nightly", "input", json.RawMessage(`{"n":1e131071}`)))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, s.send(t, exchange{path: "/v1/schedules", body: sched}).status)
+	require.Equal(t, 1, schedules())
+	a := s.send(t, exchange{path: "/v1/triggers/orders/events", body: []byte(`{"eventId":"e1","payload":{"n":1e131071}}`)})
+	require.Equal(t, http.StatusCreated, a.status, "%s", a.body)
 }
