@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/pkg/metrics"
+	"github.com/weftrun/weft/pkg/metrics/metricstest"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/task"
 	"github.com/weftrun/weft/pkg/worker"
@@ -21,7 +23,9 @@ func TestUndecodableCancelNoticeHoldsAttemptBack(t *testing.T) {
 	b := setup(t)
 	g := newRecordingGate()
 	close(g.release)
-	b.startWorker(t, nil, worker.Config{Concurrency: 1}, g.register(t))
+	mp, h, err := metrics.New()
+	require.NoError(t, err)
+	b.startWorker(t, nil, worker.Config{Concurrency: 1, MeterProvider: mp}, g.register(t))
 	victim, other := newTask("gate", ""), newTask("gate", "")
 	subject, err := streams.CancelSubject(victim.RunID)
 	require.NoError(t, err)
@@ -33,6 +37,10 @@ func TestUndecodableCancelNoticeHoldsAttemptBack(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return strings.Contains(b.logs.String(), "worker: cancel notice undecodable; attempt held back, not started")
 	}, 10*time.Second, 10*time.Millisecond)
+	metricstest.WaitFor(t, h, 10*time.Second, func(sc metricstest.Scrape) bool {
+		n, ok := sc.Sum("weft_worker_attempts_held_total", nil)
+		return ok && n >= 1
+	})
 	g.requireCalls(t, other.RunID+"/build/1")
 	requireNoResults(t, b, victim.RunID)
 }

@@ -177,6 +177,7 @@ func (w *Worker) cancelled(ctx context.Context, t task.Task, log *slog.Logger) (
 		if c, ok, err = w.running.lookup.last(lctx, w.js, t.RunID); err != nil {
 			if errors.Is(err, errBadNotice) {
 				log.WarnContext(ctx, "worker: cancel notice undecodable; attempt held back, not started", "err", err)
+				w.metrics.attemptHeld(ctx)
 				return task.Cancel{}, false, true
 			}
 			level := slog.LevelWarn

@@ -110,7 +110,8 @@ type Config struct {
 	// Logger receives the worker's logs. Nil discards them.
 	Logger *slog.Logger
 	// MeterProvider receives the metrics of the queue's consumer
-	// (weft.consumer.missing, weft.consumer.recreations; streams.Keeper).
+	// (weft.consumer.missing, weft.consumer.recreations; streams.Keeper)
+	// and the worker's own (weft.worker.attempts.held; metrics.go).
 	// Nil records nothing.
 	MeterProvider metric.MeterProvider
 	// TracerProvider traces each task: a span around the activity's

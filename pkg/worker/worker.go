@@ -33,6 +33,7 @@ type Worker struct {
 	tracer    trace.Tracer   // cfg.TracerProvider's, or a no-op one
 	keyed     *keyedMemory   // the keyed attempts begun (keyed.go)
 	epoch     *deliveryEpoch // when delivery counts became trustworthy (keyed.go)
+	metrics   workerMetrics
 
 	regMu      sync.RWMutex
 	activities map[string]*activity
@@ -66,8 +67,13 @@ func New(js jetstream.JetStream, cfg Config, opts ...Option) (*Worker, error) {
 			return nil, err
 		}
 	}
+	m, err := newWorkerMetrics(cfg.MeterProvider)
+	if err != nil {
+		return nil, err
+	}
 	return &Worker{
 		js:         js,
+		metrics:    m,
 		cfg:        cfg,
 		logger:     cfg.Logger.With("component", "worker", "queue", cfg.Queue, "worker_id", cfg.WorkerID),
 		providers:  o.providers,
