@@ -96,6 +96,12 @@ const (
 	// maxParallel or failFast without forEach, a maxParallel out of
 	// range, or a step id that is a child id of a forEach step.
 	CodeInvalidForEach = "INVALID_FOR_EACH"
+	// CodeForEachTooLarge: a forEach list known before the run, longer
+	// than MaxForEachElements or with JSON over MaxForEachBytes: the value
+	// of an expression that reads no variable (Validate), or a path of the
+	// run's input the expression reads and nothing else, given the run's
+	// input (Validated.CheckInput).
+	CodeForEachTooLarge = "FOR_EACH_TOO_LARGE"
 )
 
 // Problem is one reason a plan was rejected.

@@ -131,8 +131,9 @@ func (p *Plan) expressions(ps *problems, l Limits) {
 			found = append(found, more...)
 		}
 		if s.ForEach != "" && s.EffectiveKind() == KindActivity {
-			_, more := expr.CompileList(s.ForEach, "forEach", p.scope(s.ID, false), lim)
+			l, more := expr.CompileList(s.ForEach, "forEach", p.scope(s.ID, false), lim)
 			found = append(found, more...)
+			constantList(ps, s.ID, l)
 		}
 		addExpressionProblems(ps, s.ID, found)
 	}

@@ -24,7 +24,13 @@ const maxSecretKeyBytes = 1024
 //     secrets, an input that is not JSON, longer than MaxStepInputBytes, or
 //     that carries what looks like a secret value (see IsSecretKey and
 //     SecretShape), and unknown, duplicate or self dependencies;
-//   - every dependency cycle, with its path.
+//   - every dependency cycle, with its path;
+//   - in a plan without cycles, each expression that does not compile,
+//     including one that reads no variable and costs more than
+//     expr.DefaultCostBudget (CodeInvalidExpression), and each forEach
+//     list that reads no variable and has more than MaxForEachElements
+//     elements or more than MaxForEachBytes of JSON (CodeForEachTooLarge).
+//     What the run's input decides is checked by Validated.CheckInput.
 //
 // Ids (planId, planVersion, step ids, secret names) and queue and signal
 // names obey the id rules: non-empty, at most MaxIDBytes bytes, valid

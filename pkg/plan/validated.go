@@ -18,6 +18,9 @@ import (
 type Validated struct {
 	id, version string
 	doc         json.RawMessage
+	// lists are the forEach steps whose list is a path of the run's
+	// input, which CheckInput checks.
+	lists []inputList
 }
 
 // Validated applies p's defaults (ApplyDefaults, in place, as Parse does)
@@ -33,7 +36,7 @@ func (p *Plan) Validated(limits Limits) (Validated, error) {
 	if encErr != nil {
 		return Validated{}, fmt.Errorf("plan: encode: %w", encErr)
 	}
-	return Validated{id: p.PlanID, version: p.PlanVersion, doc: doc}, nil
+	return Validated{id: p.PlanID, version: p.PlanVersion, doc: doc, lists: p.inputLists(limits.withDefaults())}, nil
 }
 
 // IsZero reports whether v is the zero Validated, which holds no plan.

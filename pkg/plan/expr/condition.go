@@ -14,6 +14,8 @@ import (
 // "${{ EXPR }}", at a JSON path: a condition or a value.
 type bare struct {
 	path string
+	src  string   // the CEL source, without delimiters
+	env  *cel.Env // the environment it compiled in
 	prg  cel.Program
 }
 
@@ -30,15 +32,22 @@ func compileBare(src, path string, scope Scope, lim Limits, check typeCheck) (ba
 // compileBareIn is compileBare in the environment env.
 func compileBareIn(env *cel.Env, src, path string, scope Scope, lim Limits, check typeCheck) (bare, []Problem) {
 	c := compiler{env: env, scope: scope, lim: lim.withDefaults()}
-	src = strings.TrimSpace(src)
-	if texts, sources, problem := split(src); problem == "" && len(sources) == 1 && texts[0] == "" && texts[1] == "" {
-		src = sources[0]
-	}
+	src = bareSource(src)
 	prg, ok := c.compile(path, src, check)
 	if !ok {
 		return bare{}, c.problems
 	}
-	return bare{path: path, prg: prg}, nil
+	return bare{path: path, src: src, env: env, prg: prg}, nil
+}
+
+// bareSource returns the CEL source of src, an expression written bare or
+// as one "${{ EXPR }}": EXPR, trimmed.
+func bareSource(src string) string {
+	src = strings.TrimSpace(src)
+	if texts, sources, problem := split(src); problem == "" && len(sources) == 1 && texts[0] == "" && texts[1] == "" {
+		return sources[0]
+	}
+	return src
 }
 
 // eval evaluates the expression with vars; an evaluation error is an

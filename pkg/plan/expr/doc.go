@@ -20,6 +20,11 @@
 //
 // Compile checks every expression once, at submission: its syntax, its
 // types as far as they are known, its length (Limits.MaxExpressionBytes)
-// and the steps it names. Template.Eval evaluates them when the step is
-// scheduled, each within Limits.CostBudget.
+// and the steps it names, and evaluates one that reads no variable, whose
+// cost is the same in every run, refusing it when it exceeds
+// Limits.CostBudget. Template.Eval evaluates them when the step is
+// scheduled, each within Limits.CostBudget. CEL's static cost estimate is
+// not used to refuse an expression that reads a variable: its lower
+// bound overstates the cost of exists and all, which stop at their first
+// match, so only evaluation knows whether such an expression fits.
 package expr

@@ -32,7 +32,8 @@ type Limits struct {
 	// CostBudget bounds the work of evaluating one expression, in CEL's
 	// runtime cost units (about one per operation, more for operations on
 	// strings and lists in proportion to their size). An expression that
-	// exceeds it fails to evaluate. Default 100,000.
+	// exceeds it fails to evaluate; one that reads no variable, and so
+	// exceeds it in every run, does not compile. Default 100,000.
 	CostBudget uint64
 }
 

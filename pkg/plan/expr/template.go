@@ -173,6 +173,10 @@ func (c *compiler) compileNew(path, src string, check typeCheck) (cel.Program, b
 		c.add(path, 0, "%s", err.Error())
 		return nil, false
 	}
+	if why := constantCostProblem(c.env, ast, prg, c.lim.CostBudget); why != "" {
+		c.add(path, 0, "%s", why)
+		return nil, false
+	}
 	return prg, true
 }
 

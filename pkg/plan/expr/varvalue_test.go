@@ -69,7 +69,7 @@ func TestVarValueEvalErrors(t *testing.T) {
 		`event.payload.nope`:           "no such key: nope",
 		`event.payload.order.id + "x"`: "no such overload",
 		`1.0 / 0.0`:                    "has no JSON form",
-		`[1,2,3,4,5,6,7,8,9,10].map(x, [1,2,3,4,5,6,7,8,9,10].map(y, x * y))`: "cost limit exceeded",
+		`[1,2,3,4,5,6,7,8,9,10].map(x, [1,2,3,4,5,6,7,8,9,10].map(y, x * y * event.payload.order.id))`: "cost limit exceeded",
 	} {
 		v, problems := expr.CompileVarValue("event", src, "input", expr.Limits{CostBudget: 50})
 		require.Empty(t, problems, src)

@@ -12,7 +12,8 @@ import (
 )
 
 // startProblems checks every field of a start and its plan, and returns
-// the plan when it parsed, validated (plan.ParseValidated), and the
+// the plan when it parsed, validated (plan.ParseValidated) and fits the
+// start's input (plan.Validated.CheckInput), and the
 // problems of every field at fault, in the order of the request's fields:
 // a request missing three fields is told of the three at once (issue 19,
 // item 9). planId and planVersion are held to the plan's own when it
@@ -47,6 +48,9 @@ func (in *Intake) startProblems(req api.StartRunRequest, refFromPlan bool) (plan
 		return plan.Validated{}, append(ps, problem("plan", api.ProblemInvalid, "must be a plan document, a JSON object"))
 	}
 	pl, err := in.plans.ParseValidated(req.Plan)
+	if err == nil {
+		err = pl.CheckInput(req.Input)
+	}
 	if verr, ok := errors.AsType[*plan.ValidationError](err); ok {
 		return plan.Validated{}, append(ps, planProblems(verr.Problems)...)
 	}
