@@ -9,6 +9,7 @@ import (
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/plan"
+	"github.com/weftrun/weft/pkg/strictjson"
 )
 
 // startProblems checks every field of a start and its plan, and returns
@@ -37,7 +38,7 @@ func (in *Intake) startProblems(req api.StartRunRequest, refFromPlan bool) (plan
 		name string
 		doc  []byte
 	}{{"input", req.Input}, {"plan", req.Plan}} {
-		if hasNULEscape(f.doc) {
+		if strictjson.HasNULEscape(f.doc) {
 			ps = append(ps, problem(f.name, api.ProblemInvalid, `must not contain the escape \u0000 (Postgres jsonb cannot hold it)`))
 		}
 	}
@@ -82,7 +83,7 @@ func signalProblems(sig Signal) []api.Problem {
 			ps = append(ps, problem("signalId", api.ProblemInvalid, "must not contain U+0000"))
 		}
 	}
-	if hasNULEscape(sig.Payload) {
+	if strictjson.HasNULEscape(sig.Payload) {
 		ps = append(ps, problem("payload", api.ProblemInvalid, `must not contain the escape \u0000 (Postgres jsonb cannot hold it)`))
 	}
 	return ps

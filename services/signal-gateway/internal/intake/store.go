@@ -170,22 +170,6 @@ func (in *Intake) now() time.Time { return in.cfg.Now().UTC().Truncate(time.Micr
 
 func containsNUL(s string) bool { return strings.IndexByte(s, 0) >= 0 }
 
-// hasNULEscape reports whether JSON text holds the escape \u0000, which
-// jsonb refuses. Outside strings valid JSON has no backslash, and inside
-// one every backslash starts an escape, so a linear scan is exact.
-func hasNULEscape(doc []byte) bool {
-	for i := 0; i < len(doc); i++ {
-		if doc[i] != '\\' {
-			continue
-		}
-		if i+5 < len(doc) && doc[i+1] == 'u' && string(doc[i+2:i+6]) == "0000" {
-			return true
-		}
-		i++ // skip the escaped character
-	}
-	return false
-}
-
 // distinctNames returns the strings of names, in order, without repeats
 // and without the nulls and empty names a plan's JSON may hold.
 func distinctNames(names []*string) []string {
