@@ -18,7 +18,9 @@ import (
 // queueWorkerConf returns nats.conf with a worker user for queue added, made
 // as nats.conf tells an operator to: a copy of the worker user's block with
 // worker-<queue>, its password variable, its inbox and its queue's
-// consumer and subject in place of the default queue's.
+// consumer and subject in place of the default queue's, and its inbox
+// beside the default worker's in the engine's publish allow (the engine's
+// answers to its reconciliation lookups).
 func queueWorkerConf(t *testing.T, queue string) string {
 	t.Helper()
 	conf, err := os.ReadFile("nats.conf")
@@ -35,7 +37,13 @@ func queueWorkerConf(t *testing.T, queue string) string {
 		"weft.tasks.default", "weft.tasks."+queue,
 		"WEFT_TASKS_default", "WEFT_TASKS_"+queue,
 	).Replace(text[start:end])
-	return text[:end] + block + text[end:]
+	text = text[:end] + block + text[end:]
+	engine := strings.Index(text, "        user: engine\n")
+	require.Positive(t, engine, "nats.conf has the engine user's block")
+	inbox := strings.Index(text[engine:], `"_INBOX_worker.>"`)
+	require.Positive(t, inbox, "the engine may answer the default worker's inbox")
+	at := engine + inbox + len(`"_INBOX_worker.>"`)
+	return text[:at] + `, "_INBOX_worker-` + queue + `.>"` + text[at:]
 }
 
 // startQueueServer runs an embedded nats-server from nats.conf with a
@@ -43,10 +51,17 @@ func queueWorkerConf(t *testing.T, queue string) string {
 // streams.
 func startQueueServer(t *testing.T) *server.Server {
 	t.Helper()
+	return startQueueServerFrom(t, queueWorkerConf(t, "batch"))
+}
+
+// startQueueServerFrom runs an embedded nats-server from conf, nats.conf
+// with the worker user of queue "batch", and Weft's streams.
+func startQueueServerFrom(t *testing.T, conf string) *server.Server {
+	t.Helper()
 	loadNATSConf(t) // sets the users' passwords
 	t.Setenv("WEFT_NATS_WORKER_BATCH_PASSWORD", "pw-worker-batch")
 	path := filepath.Join(t.TempDir(), "nats.conf")
-	require.NoError(t, os.WriteFile(path, []byte(queueWorkerConf(t, "batch")), 0o600))
+	require.NoError(t, os.WriteFile(path, []byte(conf), 0o600))
 	srv := weftest.NATSFromConf(t, path)
 	migrate := connectAs(t, srv, "migrate")
 	for _, sc := range []jetstream.StreamConfig{streams.Tasks(streams.Config{}), streams.Results(streams.Config{})} {

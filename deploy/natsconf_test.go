@@ -151,9 +151,14 @@ func TestNATSConfLeastPrivilege(t *testing.T) { // not parallel: t.Setenv, nats.
 		{"engine", "$JS.API.STREAM.UPDATE.WEFT_TASKS_default", true, false},
 		{"engine", "weft.events.r1", false, false},
 		{"engine", "weft.tasks.default", false, false},
-		// and answers reconciliation lookups, in its queue group.
+		// and answers reconciliation lookups, in its queue group, on the
+		// workers' inboxes only (issue 36, finding 1).
 		{"engine", streams.ReconcileSubject, false, true},
-		{"engine", "_INBOX_worker.abc.1", false, false},
+		{"engine", "_INBOX_worker.abc.1", true, false},
+		{"engine", "_INBOX_worker-batch.abc.1", false, false}, // a queue's user is added with its inbox
+		{"engine", "_INBOX.abc.1", false, false},              // the ingress callers'
+		{"engine", "_INBOX_relay.abc.1", false, false},
+		{"engine", "$JS.API.STREAM.PURGE.WEFT_RESULTS", false, false},
 		// The worker: its queue's tasks, results, cancel notices.
 		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-default.weft.tasks.default", true, false},
 		{"worker", "$JS.API.CONSUMER.CREATE.WEFT_TASKS.tasks-default.weft.tasks.default.acme", false, false}, // lanes are in WEFT_TASKS_default
@@ -190,6 +195,8 @@ func TestNATSConfLeastPrivilege(t *testing.T) { // not parallel: t.Setenv, nats.
 		{"worker", "weft.tasks.other.acme", false, false},
 		{"worker", "weft.events.r1", false, false},
 		{"worker", streams.ReconcileSubject, true, false},
+		{"worker", "_INBOX_worker.abc.1", false, true},
+		{"worker", "_INBOX_worker-batch.abc.1", false, false}, // another queue's worker's replies
 		// The projector: its consumer of events.
 		{"projector", "$JS.API.CONSUMER.CREATE.WEFT_EVENTS.projector.weft.events.*", true, false},
 		{"projector", "$JS.ACK.WEFT_EVENTS.projector.1.2", true, false},
@@ -237,13 +244,11 @@ func TestNATSConfLeastPrivilege(t *testing.T) { // not parallel: t.Setenv, nats.
 	}
 	// allow_responses would let the gateway answer on any reply subject,
 	// past its deny list: it publishes its answers by its allow list.
-	require.Nil(t, users["gateway"].Permissions.Response, "the gateway answers on inboxes only")
-	require.NotNil(t, users["engine"].Permissions.Response, "the engine answers reconciliation lookups")
+	// The engine's likewise: it answers lookups by its allow list, on the
+	// workers' inboxes.
 	require.True(t, slices.Contains(users["engine"].Permissions.Subscribe.Allow,
 		streams.ReconcileSubject+" "+streams.ReconcileQueue), "the engine serves lookups in its queue group")
 	for _, name := range natsUsers {
-		if name != "engine" {
-			require.Nil(t, users[name].Permissions.Response, "%s publishes no other replies", name)
-		}
+		require.Nil(t, users[name].Permissions.Response, "%s answers by its allow list, not allow_responses", name)
 	}
 }
