@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/worker"
@@ -22,6 +24,9 @@ type engineOptions struct {
 	sweep       *sweepOptions
 	taskKeyFile *string
 	admission   *admissionOptions
+	// replyPrefixes are the reply subjects the engine answers lookups on
+	// (engine.Config.ReconcileReplyPrefixes), comma-separated.
+	replyPrefixes *string
 }
 
 // sweepOptions are the flags of the engine's sweep timings
@@ -104,7 +109,29 @@ func engineFlags(env *environment) (*flags, engineOptions) {
 		sweep:       sweepFlags(f),
 		taskKeyFile: taskKeyFileFlag(f),
 		admission:   admissionFlags(f),
+		replyPrefixes: f.stringDefault("reconcile-reply-prefixes", "WEFT_ENGINE_RECONCILE_REPLY_PREFIXES",
+			strings.Join(engine.DefaultReconcileReplyPrefixes, ","),
+			"reply subject prefixes the engine answers workers' reconciliation lookups on, comma-separated; a lookup with any other reply is dropped unanswered (the workers' inboxes, docs/security.md)"),
 	}
+}
+
+// parseReplyPrefixes splits value, a comma-separated list of reply subject
+// prefixes, into engine.Config.ReconcileReplyPrefixes. An empty list, an
+// empty entry or one with white space is an error that names the flag
+// (name).
+func parseReplyPrefixes(name, value string) ([]string, error) {
+	var out []string
+	for i, p := range strings.Split(value, ",") {
+		p = strings.TrimSpace(p)
+		switch {
+		case p == "":
+			return nil, fmt.Errorf("%s: entry %d is empty", name, i+1)
+		case strings.ContainsFunc(p, unicode.IsSpace):
+			return nil, fmt.Errorf("%s: %q is not a subject prefix: it contains white space", name, p)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // runEngine is `weft engine`: the engine as a process of its own. Any
@@ -116,6 +143,9 @@ func runEngine(ctx context.Context, env *environment, args []string) error {
 	}
 	cfg, err := opt.sweep.apply(opt.checkpoints.apply(engine.Config{Concurrency: *opt.concurrency}))
 	if err != nil {
+		return err
+	}
+	if cfg.ReconcileReplyPrefixes, err = parseReplyPrefixes("weft engine --reconcile-reply-prefixes", *opt.replyPrefixes); err != nil {
 		return err
 	}
 	if err := opt.admission.open(env.logger); err != nil {
@@ -188,6 +218,16 @@ func workerFlags(env *environment) (*flags, workerOptions) {
 	return f, opt
 }
 
+// workerService names a worker of queue in NATS: "worker" for the default
+// queue, "worker-<queue>" for another, the user deploy/nats.conf gives it,
+// whose inbox (_INBOX_worker-<queue>.>) that user alone may read.
+func workerService(queue string) string {
+	if queue == "" || queue == "default" {
+		return "worker"
+	}
+	return "worker-" + queue
+}
+
 // runWorker is `weft worker`: an activity worker with the demo activities
 // (echo, sleep, fail-n-times, http-get). It needs NATS only.
 func runWorker(ctx context.Context, env *environment, args []string) error {
@@ -203,7 +243,7 @@ func runWorker(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	b, err := openNATS(*opt.nats, "worker")
+	b, err := openNATS(*opt.nats, workerService(*opt.queue))
 	if err != nil {
 		return err
 	}
