@@ -32,8 +32,35 @@ func admissionFlags(f *flags) *admissionOptions {
 	}
 	f.durationVar(&o.interval, "admission-reload-interval", "WEFT_ADMISSION_RELOAD_INTERVAL", admission.DefaultWatchInterval,
 		"how often the admission file is read for changes (negative: on SIGHUP only)")
+	f.addSection(admissionHelp)
 	return o
 }
+
+// admissionHelp is the section of the help that --admission-file's usage
+// refers to; docs/configuration.md, "Admission limits", has every field.
+const admissionHelp = `Admission limits:
+  --admission-file names a YAML or JSON file of each environment's limit of
+  concurrent runs, and what becomes of a run started into a full one:
+
+    default:                  # every environment not under environments
+      maxConcurrentRuns: 100  # 0: no limit
+    environments:
+      prod:
+        maxConcurrentRuns: 20
+        policy: REJECT        # refused with 429 Overloaded, nothing written
+        retryAfter: 30s       # the Retry-After it answers (default 5s)
+      batch:
+        maxConcurrentRuns: 4  # policy QUEUE, the default: waits for a place
+      staging:
+        maxConcurrentRuns: 2
+        policy: DELAY         # starts, but dispatches nothing for delayBy
+        delayBy: 1m           # (default 10s)
+
+  An unknown field, a bad value or an unreadable file stops the command
+  from starting; a reload that fails keeps the last good limits. The gateway
+  and the engine should read the same file. docs/configuration.md,
+  "Admission limits", has every field.
+`
 
 // open loads the admission file, if one is named; an invalid file is an
 // error naming the flag and the field at fault, so that a command refuses

@@ -31,6 +31,7 @@ func testScheduleCommands(t *testing.T, s *cliStack) {
 		"--timezone", "Europe/Paris", "--id", "mornings", "--misfire", "catchup", "--max-catchup", "3", "--overlap", "buffer-one")
 	require.NoError(t, r.err, r.errOut)
 	require.Contains(t, r.out, `Schedule mornings: "0 9 * * MON-FRI" in Europe/Paris starts plan hello 1; next fire `)
+	require.Regexp(t, `next fire \d{4}-\d\d-\d\d 09:00 CES?T \(0[78]:00 UTC\)\.\n$`, r.out, "the next fire in the schedule's zone and in UTC")
 	r = s.weft(t, "schedule", "create", "-f", example("hello.yaml"), "--cron", "0 9 * * MON-FRI",
 		"--timezone", "Europe/Paris", "--id", "mornings", "--misfire", "catchup", "--max-catchup", "3", "--overlap", "buffer-one")
 	require.NoError(t, r.err, "the same create again: %s", r.errOut)
@@ -53,6 +54,9 @@ func testScheduleCommands(t *testing.T, s *cliStack) {
 	require.NoError(t, r.err, r.errOut)
 	require.Contains(t, r.out, "mornings")
 	require.Contains(t, r.out, "active")
+	require.Contains(t, r.out, "LAST FIRE", "the column is named as the docs name it")
+	require.NotContains(t, r.out, "LAST RUN")
+	require.Regexp(t, `09:00 CES?T \(0[78]:00 UTC\)`, r.out)
 	list := decode[api.ScheduleList](t, s.weft(t, "schedule", "ls", "-o", "json"))
 	require.Len(t, list.Schedules, 1)
 
@@ -68,6 +72,8 @@ func testScheduleCommands(t *testing.T, s *cliStack) {
 	r = s.weft(t, "schedule", "get", "mornings")
 	require.NoError(t, r.err, r.errOut)
 	require.Contains(t, r.out, "misfire catchup (max catch-up 3), overlap buffer-one")
+	require.Regexp(t, `Next fire\s+\d{4}-\d\d-\d\d 09:00 CES?T \(0[78]:00 UTC\)\n`, r.out)
+	require.Regexp(t, `Last fire\s+-\n`, r.out, "it never fired")
 
 	r = s.weft(t, "schedule", "rm", "mornings")
 	require.NoError(t, r.err, r.errOut)

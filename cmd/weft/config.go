@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/weftrun/weft/cmd/weft/internal/help"
 )
 
 // flags wraps a FlagSet whose every flag also reads an environment variable.
@@ -21,15 +23,25 @@ type flags struct {
 	envErrs []error
 	// envKeys maps a flag's name to its environment variable.
 	envKeys map[string]string
+	// sections are the help's text after the flags (addSection).
+	sections []string
 }
 
 // newFlags returns the flag set of `weft <name>`; its messages go to
-// env.stderr and its flags read env's variables.
+// env.stderr and its flags read env's variables. -h prints
+// "Usage: weft <name> [flags]", the flags and the sections (help.Write).
 func newFlags(name string, env *environment) *flags {
 	fs := flag.NewFlagSet("weft "+name, flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
-	return &flags{FlagSet: fs, env: env, envKeys: map[string]string{}}
+	f := &flags{FlagSet: fs, env: env, envKeys: map[string]string{}}
+	fs.Usage = func() { help.Write(fs.Output(), fs.Name()+" [flags]", fs, f.sections...) }
+	return f
 }
+
+// addSection adds a section to the help after the flags: a heading line
+// ending in ":" and its text, which a flag's usage may refer to as
+// "<heading>" below.
+func (f *flags) addSection(section string) { f.sections = append(f.sections, section) }
 
 // string adds a string flag whose default is the value of envKey.
 func (f *flags) string(name, envKey, usage string) *string {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/weftrun/weft/cmd/weft/internal/help"
 )
 
 // Env is what a command gets from the binary: its output streams, the
@@ -73,15 +75,14 @@ func (f *flags) parseArgs(args []string) ([]string, error) {
 	}
 }
 
-// setUsage makes -h print synopsis, the flags, and footer.
+// setUsage makes -h print synopsis, the flags, and footer (help.Write).
 func (f *flags) setUsage(synopsis, footer string) {
 	f.Usage = func() {
-		out := f.Output()
-		_, _ = fmt.Fprintf(out, "Usage: %s\n\nFlags:\n", synopsis)
-		f.PrintDefaults()
+		var sections []string
 		if footer != "" {
-			_, _ = io.WriteString(out, "\n"+footer)
+			sections = append(sections, footer)
 		}
+		help.Write(f.Output(), synopsis, f.FlagSet, sections...)
 	}
 }
 

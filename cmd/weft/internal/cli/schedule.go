@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"time"
+	_ "time/tzdata" // a schedule's zone does not depend on the host's tz database
 
 	"github.com/weftrun/weft/pkg/api"
 )
@@ -15,7 +16,7 @@ func ScheduleCommands() map[string]Command {
 	return map[string]Command{
 		"create": {"create a schedule: a plan file started at the fire times of a cron expression", scheduleCreate},
 		"ls":     {"list schedules", listCommand("schedule", (*cliClient).ListSchedules, printScheduleList)},
-		"get":    {"show a schedule: its next fire, last run and what it skipped", scheduleCommand("get", (*cliClient).GetSchedule, printSchedule)},
+		"get":    {"show a schedule: its next fire, last fire and its run, and what it skipped", scheduleCommand("get", (*cliClient).GetSchedule, printSchedule)},
 		"pause":  {"stop a schedule from firing", scheduleCommand("pause", (*cliClient).PauseSchedule, printScheduleState)},
 		"resume": {"let a paused schedule fire again", scheduleCommand("resume", (*cliClient).ResumeSchedule, printScheduleState)},
 		"rm":     {"delete a schedule (its runs go on)", removeCommand("schedule", (*cliClient).DeleteSchedule)},
@@ -77,7 +78,7 @@ func scheduleCreate(ctx context.Context, env *Env, args []string) error {
 		return c.CreateSchedule(ctx, req)
 	}, func(w io.Writer, s *api.Schedule) error {
 		_, err := fmt.Fprintf(w, "Schedule %s: %q in %s starts plan %s %s; next fire %s.\n",
-			s.ScheduleID, s.Cron, s.Timezone, s.PlanID, s.PlanVersion, fireTime(s.NextFireAt))
+			s.ScheduleID, s.Cron, s.Timezone, s.PlanID, s.PlanVersion, fireTime(s.NextFireAt, s.Timezone))
 		return err
 	})
 }
@@ -86,10 +87,10 @@ func scheduleCreate(ctx context.Context, env *Env, args []string) error {
 // the next page of limit schedules, if there is one.
 func printScheduleList(w io.Writer, list *api.ScheduleList, limit int) error {
 	tw := newTable(w)
-	tw.row("SCHEDULE\tCRON\tTIMEZONE\tPLAN\tSTATE\tNEXT FIRE\tLAST RUN\tSKIPPED\n")
+	tw.row("SCHEDULE\tCRON\tTIMEZONE\tPLAN\tSTATE\tNEXT FIRE\tLAST FIRE\tSKIPPED\n")
 	for _, s := range list.Schedules {
 		tw.row("%s\t%s\t%s\t%s %s\t%s\t%s\t%s\t%d\n", s.ScheduleID, s.Cron, s.Timezone, s.PlanID, s.PlanVersion,
-			scheduleState(s), fireTime(s.NextFireAt), cmp.Or(s.LastRunID, "-"), skippedTotal(s.Skipped))
+			scheduleState(s), fireTime(s.NextFireAt, s.Timezone), lastFire(s), skippedTotal(s.Skipped))
 	}
 	if err := tw.flush(); err != nil {
 		return err
@@ -116,7 +117,7 @@ func scheduleCommand(name string, do func(c *cliClient, ctx context.Context, id 
 
 // printScheduleState says whether a schedule is paused, and its next fire.
 func printScheduleState(w io.Writer, s *api.Schedule) error {
-	_, err := fmt.Fprintf(w, "Schedule %s is %s; next fire %s.\n", s.ScheduleID, scheduleState(*s), fireTime(s.NextFireAt))
+	_, err := fmt.Fprintf(w, "Schedule %s is %s; next fire %s.\n", s.ScheduleID, scheduleState(*s), fireTime(s.NextFireAt, s.Timezone))
 	return err
 }
 
@@ -128,10 +129,10 @@ func printSchedule(w io.Writer, s *api.Schedule) error {
 	tw.row("Plan\t%s %s\n", s.PlanID, s.PlanVersion)
 	tw.row("Where\ttenant %s, project %s, environment %s\n", s.TenantID, s.ProjectID, s.EnvironmentID)
 	tw.row("Policies\tmisfire %s (max catch-up %d), overlap %s\n", s.MisfirePolicy, s.MaxCatchup, s.OverlapPolicy)
-	tw.row("Next fire\t%s\n", fireTime(s.NextFireAt))
-	tw.row("Last fire\t%s, run %s\n", fireTime(s.LastFireAt), cmp.Or(s.LastRunID, "-"))
+	tw.row("Next fire\t%s\n", fireTime(s.NextFireAt, s.Timezone))
+	tw.row("Last fire\t%s\n", lastFire(*s))
 	if s.BufferedFireAt != nil {
-		tw.row("Buffered\t%s (starts when the last run ends)\n", fireTime(s.BufferedFireAt))
+		tw.row("Buffered\t%s (starts when the last run ends)\n", fireTime(s.BufferedFireAt, s.Timezone))
 	}
 	k := s.Skipped
 	tw.row("Skipped\t%d: misfire %d, overlap %d, catch-up limit %d, refused %d\n",
@@ -153,12 +154,35 @@ func scheduleState(s api.Schedule) string {
 	return "active"
 }
 
-// fireTime renders a fire time in UTC, "-" when there is none.
-func fireTime(t *time.Time) string {
+// fireTime renders fire time t in the schedule's zone tz and in UTC:
+// "2026-12-03 02:00 CET (01:00 UTC)", with the UTC date too when it is
+// another day ("2026-12-03 00:30 CET (2026-12-02 23:30 UTC)"). It is UTC
+// alone when tz is UTC or empty or names no zone, and "-" when t is nil.
+func fireTime(t *time.Time, tz string) string {
 	if t == nil {
 		return "-"
 	}
-	return t.UTC().Format(time.RFC3339)
+	const day, clock = "2006-01-02", "15:04 MST"
+	utc := t.UTC()
+	loc, err := time.LoadLocation(tz)
+	if tz == "" || err != nil || loc == time.UTC {
+		return utc.Format(day + " " + clock)
+	}
+	local := t.In(loc)
+	inUTC := utc.Format(clock)
+	if local.Format(day) != utc.Format(day) {
+		inUTC = utc.Format(day + " " + clock)
+	}
+	return local.Format(day+" "+clock) + " (" + inUTC + ")"
+}
+
+// lastFire is a schedule's last fire time (fireTime) and the run it
+// started, "-" when it never fired.
+func lastFire(s api.Schedule) string {
+	if s.LastFireAt == nil {
+		return "-"
+	}
+	return fireTime(s.LastFireAt, s.Timezone) + ", run " + cmp.Or(s.LastRunID, "-")
 }
 
 func skippedTotal(k api.SkipCounts) int64 { return k.Misfire + k.Overlap + k.CatchupLimit + k.Refused }
