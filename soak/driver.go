@@ -182,8 +182,11 @@ func (d *driver) script(ctx context.Context, i uint64) {
 func (d *driver) signal(ctx context.Context, rng *rand.Rand, runID, name, id string) bool {
 	rec := &signalRec{RunID: runID, Name: name, ID: id}
 	d.ledger.addSignal(rec)
-	res, err := d.pick(rng).Signal(ctx, runID, api.SignalRequest{SignalName: name, SignalID: id,
-		Payload: json.RawMessage(`{"by":"soak"}`)})
+	req := api.SignalRequest{SignalName: name, SignalID: id}
+	if !plan.IsControlSignal(name) { // a control signal's payload holds only its own fields
+		req.Payload = json.RawMessage(`{"by":"soak"}`)
+	}
+	res, err := d.pick(rng).Signal(ctx, runID, req)
 	if err != nil {
 		d.ledger.failed(false)
 		d.logger.DebugContext(ctx, "signal failed", "run_id", runID, "signal", name, "err", err)
@@ -193,8 +196,7 @@ func (d *driver) signal(ctx context.Context, rng *rand.Rand, runID, name, id str
 	rec.Acked, rec.StorageKey = res.Accepted, res.SignalStorageKey
 	d.ledger.mu.Unlock()
 	if rng.Float64() < 0.2 {
-		again, err := d.pick(rng).Signal(ctx, runID, api.SignalRequest{SignalName: name, SignalID: id,
-			Payload: json.RawMessage(`{"by":"soak"}`)})
+		again, err := d.pick(rng).Signal(ctx, runID, req)
 		if err == nil && again.SignalStorageKey != res.SignalStorageKey {
 			d.ledger.anomaly("signal %s %s of run %s resent: storage key %s, first %s", name, id, runID,
 				again.SignalStorageKey, res.SignalStorageKey)

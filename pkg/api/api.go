@@ -143,6 +143,13 @@ const (
 	// RETRY_STEP on a FAILED run. HTTP 409, JSON-RPC -32009 (conflict).
 	// Nothing is written.
 	CodeRunTerminal = "RunTerminal"
+	// CodeIdempotencyConflict: a start repeats the runRequestId of an
+	// earlier start, still retained, with another plan or input (or a
+	// trigger event repeats its eventId with another payload);
+	// details.runId names the earlier start's run. Nothing is written.
+	// Send the first request again to get its run, or the new one under
+	// an id of its own. HTTP 409, JSON-RPC -32009 (conflict).
+	CodeIdempotencyConflict = "IdempotencyConflict"
 	// CodeUnknownSignal: a signal name that is neither a control signal
 	// nor one a waitSignal step of the run's plan waits for;
 	// details.accepts lists those it takes. HTTP 400, JSON-RPC -32602.

@@ -10,7 +10,8 @@ import (
 )
 
 // Codes of the gateway's refusals of a signal that could have no effect on
-// its run (pkg/api documents them, with the others).
+// its run, and of a start that reused its request id (pkg/api documents
+// them, with the others).
 const (
 	// CodeRunTerminal: the run has ended (details.status is COMPLETED,
 	// FAILED or CANCELLED) and takes no more signals, but RETRY_STEP on a
@@ -20,14 +21,20 @@ const (
 	// waitSignal step of the run's plan waits for; details.accepts lists
 	// the names the run takes. HTTP 400. Nothing was written.
 	CodeUnknownSignal = api.CodeUnknownSignal
+	// CodeIdempotencyConflict: a start (or trigger event) repeated a
+	// runRequestId (eventId) with another plan or input; details.runId
+	// names the run the first one started. HTTP 409. Nothing was written.
+	CodeIdempotencyConflict = api.CodeIdempotencyConflict
 )
 
-// Sentinels of the refusals of a signal that could have no effect. An
-// *Error of code CodeRunTerminal is ErrRunTerminal (errors.Is), one of
-// CodeUnknownSignal ErrUnknownSignal.
+// Sentinels of those refusals. An *Error of code CodeRunTerminal is
+// ErrRunTerminal (errors.Is), one of CodeUnknownSignal ErrUnknownSignal,
+// one of CodeIdempotencyConflict ErrIdempotencyConflict.
 var (
 	ErrRunTerminal   = errors.New("client: the run has ended")
 	ErrUnknownSignal = errors.New("client: the run has no use for a signal of that name")
+	// ErrIdempotencyConflict is an *Error of CodeIdempotencyConflict.
+	ErrIdempotencyConflict = errors.New("client: the request id was used before with another body")
 )
 
 // Is reports whether e is target: ErrRunTerminal or ErrUnknownSignal for
@@ -38,6 +45,8 @@ func (e *Error) Is(target error) bool {
 		return e.Code == CodeRunTerminal
 	case ErrUnknownSignal:
 		return e.Code == CodeUnknownSignal
+	case ErrIdempotencyConflict:
+		return e.Code == CodeIdempotencyConflict
 	}
 	return false
 }

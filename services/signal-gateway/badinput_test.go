@@ -286,7 +286,9 @@ func TestBadInputSignals(t *testing.T) {
 		{name: "SIGNALID", body: `{"signalName":"go","SIGNALID":"x"}`, want: invalidArgument, msg: `did you mean "signalId"?`},
 		{name: "signalid beside signalId", body: `{"signalName":"go","signalId":"x","signalid":"y"}`, want: invalidArgument, msg: `unknown field "signalid"`},
 		{name: "unknown field", body: `{"signalName":"go","priority":1}`, want: invalidArgument, msg: `unknown field "priority"`},
-		{name: "runId in the body", body: `{"signalName":"go","runId":"x"}`, want: invalidArgument, msg: `unknown field "runId"`},
+		// Over JSON-RPC the params' runId is then a second name of the run.
+		{name: "runId in the body", body: `{"signalName":"go","runId":"x"}`, want: invalidArgument, msg: `unknown field "runId"`,
+			rpcMsg: "runId and workflowId both name the run: give one of them"},
 		// REST names the run in the path only; over JSON-RPC the body's
 		// workflowId is then a second one.
 		{name: "workflowId in the body", body: `{"workflowId":` + jsonString(otherRun) + `,"signalName":"go"}`,

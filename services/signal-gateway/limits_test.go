@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/internal/boot/httpserve"
 	"github.com/weftrun/weft/internal/policy/keylimit"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/metrics"
@@ -188,7 +189,10 @@ func TestKeyRateParallelStarts(t *testing.T) {
 	t.Parallel()
 	const starts = 1000
 	clk := intaketest.NewClock(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
-	s := setup(t, gateway.Config{DisableScheduler: true, Intake: gateway.IntakeConfig{Now: clk.Now}})
+	// 1,000 connections from one address, past the listener's connection
+	// caps, which this test is not about (httpserve's tests are).
+	s := setup(t, gateway.Config{DisableScheduler: true, Intake: gateway.IntakeConfig{Now: clk.Now},
+		HTTP: httpserve.Limits{MaxConns: -1, MaxConnsPerAddr: -1}})
 	bodies := make([][]byte, starts)
 	for i := range bodies {
 		bodies[i] = startJSON(t, fmt.Sprint("flood-", i))

@@ -213,7 +213,7 @@ func checkErrorCodes(t *testing.T, doc map[string]any) {
 		api.CodeInvalidArgument, api.CodeUnsupportedMediaType, api.CodePayloadTooLarge,
 		api.CodeUnauthenticated, api.CodePermissionDenied, api.CodeNotFound,
 		api.CodeRateLimited, api.CodeOverloaded, api.CodeSignalAcceptanceIndeterminate,
-		api.CodeUnknownSignal, api.CodeRunTerminal,
+		api.CodeUnknownSignal, api.CodeRunTerminal, api.CodeIdempotencyConflict,
 		api.CodeAlreadyExists, api.CodeQuotaExceeded, api.CodeMethodNotAllowed, api.CodeInternal, api.CodeUnavailable,
 	}, code["enum"])
 

@@ -135,7 +135,7 @@ func TestTenantMismatchOfSchedulesAndTriggers(t *testing.T) {
 
 // Issue 19, item 9: a signal with several fields at fault is told of each,
 // on every transport in its own shape; JSON-RPC, which names the run in
-// its params, reports the missing workflowId too. Nothing is written.
+// its params, reports the missing runId too. Nothing is written.
 func TestSignalReportsEveryFieldAtFault(t *testing.T) {
 	t.Parallel()
 	s := setup(t, gateway.Config{})
@@ -152,9 +152,10 @@ func TestSignalReportsEveryFieldAtFault(t *testing.T) {
 	r := s.rpcOne(t, `{"jsonrpc":"2.0","method":"signal.send","params":`+body+`,"id":1}`)
 	require.NotNil(t, r.Error)
 	require.Equal(t, jsonrpc.CodeInvalidParams, r.Error.Code)
-	run := api.Problem{Path: "workflowId", Code: api.ProblemMissing, Message: `must be a run id (a UUID in canonical, lowercase form), not ""`}
+	// Params naming no run are told of runId (workflowId is its tier-0 name).
+	run := api.Problem{Path: "runId", Code: api.ProblemMissing, Message: `must be a run id (a UUID in canonical, lowercase form), not ""`}
 	require.Equal(t, []api.Problem{run, name, id}, problemsOf(t, r.Error.Data))
-	require.Equal(t, "workflowId", r.Error.Data.Details["field"])
+	require.Equal(t, "runId", r.Error.Data.Details["field"])
 
 	subject, err := streams.SignalSubject(runID)
 	require.NoError(t, err)

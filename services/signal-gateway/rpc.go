@@ -116,10 +116,15 @@ func (s *Service) rpcRunStart(ctx context.Context, params json.RawMessage) (any,
 }
 
 func (s *Service) rpcSignalSend(ctx context.Context, p auth.Principal, sp signalParams) (any, error) {
-	sig, err := signal(sp.WorkflowID, sp.SignalName, sp.SignalID, sp.Payload)
+	runID, field, err := sp.run()
 	if err != nil {
 		return nil, err
 	}
+	sig, err := signal(runID, sp.SignalName, sp.SignalID, sp.Payload)
+	if err != nil {
+		return nil, err
+	}
+	sig.RunField = field
 	res, err := s.signalSend(ctx, transportJSONRPC, p, sig)
 	if err != nil {
 		return nil, err
@@ -152,7 +157,8 @@ func rpcError(e *intake.Error) *jsonrpc.Error {
 		code = jsonrpc.CodePermissionDenied
 	case api.CodeNotFound:
 		code = jsonrpc.CodeNotFound
-	case api.CodeSignalAcceptanceIndeterminate, api.CodeAlreadyExists, api.CodeQuotaExceeded, api.CodeRunTerminal:
+	case api.CodeSignalAcceptanceIndeterminate, api.CodeAlreadyExists, api.CodeQuotaExceeded, api.CodeRunTerminal,
+		api.CodeIdempotencyConflict:
 		code = jsonrpc.CodeConflict
 	case api.CodeRateLimited, api.CodeOverloaded:
 		code = jsonrpc.CodeRateLimited

@@ -26,8 +26,8 @@ func (s *stack) createTrigger(t *testing.T, id string) {
 }
 
 // TestTriggerEventsAcrossTransports: one event id delivered over REST,
-// JSON-RPC and NATS starts one run; every redelivery answers it with
-// duplicate true. An event without an id is given one.
+// JSON-RPC and NATS starts one run; every redelivery (of the same
+// payload) answers it with duplicate true. An event without an id is given one.
 func TestTriggerEventsAcrossTransports(t *testing.T) {
 	t.Parallel()
 	mp, h, err := metrics.New()
@@ -48,7 +48,7 @@ func TestTriggerEventsAcrossTransports(t *testing.T) {
 	require.Equal(t, "true", a.header.Get("Weft-Duplicate"))
 	require.Equal(t, first.RunID, decodeAs[api.TriggerEventResult](t, a.body).RunID)
 
-	r := s.rpcOne(t, `{"jsonrpc":"2.0","method":"trigger.send","params":{"triggerId":"orders","eventId":"evt-1"},"id":1}`)
+	r := s.rpcOne(t, `{"jsonrpc":"2.0","method":"trigger.send","params":{"triggerId":"orders","eventId":"evt-1","payload":{"order":1}},"id":1}`)
 	require.Nil(t, r.Error)
 	dup := decodeAs[api.TriggerEventResult](t, r.Result)
 	require.True(t, dup.Duplicate)
@@ -56,7 +56,7 @@ func TestTriggerEventsAcrossTransports(t *testing.T) {
 
 	subject, err := streams.TriggerSubject("orders")
 	require.NoError(t, err)
-	status, body, hdr := s.request(t, subject, operatorToken, []byte(`{"eventId":"evt-1"}`))
+	status, body, hdr := s.request(t, subject, operatorToken, []byte(`{"eventId":"evt-1","payload":{"order":1}}`))
 	require.Equal(t, http.StatusOK, status, "%s", body)
 	require.Equal(t, "true", hdr.Get(gateway.HeaderDuplicate))
 	require.Equal(t, first.RunID, decodeAs[api.TriggerEventResult](t, body).RunID)

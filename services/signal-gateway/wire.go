@@ -26,12 +26,31 @@ type signalBody struct {
 }
 
 // signalParams is the params of JSON-RPC signal.send: the body plus the
-// run, named workflowId as the tier0 contract names it.
+// run, named runId as every other method names it, or workflowId as the
+// tier0 contract does; not both (run).
 type signalParams struct {
-	WorkflowID string          `json:"workflowId"`
+	RunID      *string         `json:"runId"`
+	WorkflowID *string         `json:"workflowId"`
 	SignalName string          `json:"signalName"`
 	SignalID   json.RawMessage `json:"signalId"`
 	Payload    json.RawMessage `json:"payload"`
+}
+
+// run returns the run sp names and the name it was given under, for the
+// problems of the signal: runId when sp names none. Params naming it both
+// ways are refused with an InvalidArgument about runId, even when the two
+// agree: which one the caller meant is not to be guessed.
+func (sp signalParams) run() (id, field string, err error) {
+	switch {
+	case sp.RunID != nil && sp.WorkflowID != nil:
+		return "", "", intake.Invalid("runId", "and workflowId both name the run: give one of them (workflowId is the tier-0 contract's name for runId)")
+	case sp.WorkflowID != nil:
+		return *sp.WorkflowID, "workflowId", nil
+	case sp.RunID != nil:
+		return *sp.RunID, "runId", nil
+	default:
+		return "", "runId", nil
+	}
 }
 
 // decode reads data strictly into v (strictjson: exact field names, no
@@ -141,7 +160,8 @@ func statusOf(code string) int {
 		return http.StatusNotFound
 	case api.CodeRateLimited, api.CodeOverloaded:
 		return http.StatusTooManyRequests
-	case api.CodeSignalAcceptanceIndeterminate, api.CodeAlreadyExists, api.CodeQuotaExceeded, api.CodeRunTerminal:
+	case api.CodeSignalAcceptanceIndeterminate, api.CodeAlreadyExists, api.CodeQuotaExceeded, api.CodeRunTerminal,
+		api.CodeIdempotencyConflict:
 		return http.StatusConflict
 	case api.CodeMethodNotAllowed:
 		return http.StatusMethodNotAllowed

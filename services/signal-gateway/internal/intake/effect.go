@@ -1,7 +1,6 @@
 package intake
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,20 +13,6 @@ import (
 // controlSignals are the control signal names, in the order refusals list
 // them.
 var controlSignals = []string{plan.SignalPause, plan.SignalResume, plan.SignalCancel, plan.SignalRetryStep}
-
-// retryStepTarget returns the step a RETRY_STEP payload names, decoding
-// it as the engine does (services/engine/internal/decide, retryStep): a
-// payload the engine would ignore as BAD_PAYLOAD is refused here as an
-// InvalidArgument about the payload.
-func retryStepTarget(payload json.RawMessage) (string, error) {
-	var req struct {
-		StepID string `json:"stepId"`
-	}
-	if err := json.Unmarshal(payload, &req); err != nil || req.StepID == "" {
-		return "", invalid("payload", `of RETRY_STEP must be {"stepId": "<id>"}, naming the FAILED step to run again`)
-	}
-	return req.StepID, nil
-}
 
 // checkEffect returns the refusal of sig, and true, when sent to the run
 // read under its head lock it could have no effect whatever the run's

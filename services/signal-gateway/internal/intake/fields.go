@@ -2,6 +2,7 @@ package intake
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -68,7 +69,7 @@ func (in *Intake) startProblems(req api.StartRunRequest, refFromPlan bool) (plan
 func signalProblems(sig Signal) []api.Problem {
 	var ps []api.Problem
 	if _, err := events.ParseRunID(sig.RunID); err != nil {
-		ps = append(ps, problem("workflowId", orMissing(sig.RunID, api.ProblemInvalid),
+		ps = append(ps, problem(cmp.Or(sig.RunField, "workflowId"), orMissing(sig.RunID, api.ProblemInvalid),
 			fmt.Sprintf("must be a run id (a UUID in canonical, lowercase form), not %q", sig.RunID)))
 	}
 	ps = appendField(ps, "signalName", sig.Name, plan.CheckID(sig.Name, api.MaxSignalNameBytes))

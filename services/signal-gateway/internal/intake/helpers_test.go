@@ -11,6 +11,7 @@ import (
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/pkg/weftest"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intaketest"
@@ -61,7 +62,11 @@ func ptr(s string) *string { return &s }
 // signal sends name/id to runID as the operator.
 func (b *bundle) signal(t *testing.T, runID, name string, id *string) (intake.SignalResult, error) {
 	t.Helper()
-	return b.in.SignalSend(context.Background(), operator, intake.Signal{RunID: runID, Name: name, ID: id, Payload: json.RawMessage(`{"ok":true}`)})
+	var payload json.RawMessage // a control signal takes none
+	if !plan.IsControlSignal(name) {
+		payload = json.RawMessage(`{"ok":true}`)
+	}
+	return b.in.SignalSend(context.Background(), operator, intake.Signal{RunID: runID, Name: name, ID: id, Payload: payload})
 }
 
 // eventsOf returns the types of runID's events, in order.

@@ -1,6 +1,7 @@
 package intake
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -116,7 +117,7 @@ func (in *Intake) runStartOnce(ctx context.Context, start runstart.Request) (Run
 	err := pipetx.BeginFunc(ctx, in.pool, []string{genericPlans}, func(tx *pipetx.Tx) error {
 		ptx = tx
 		var err error
-		res, err = in.startTx(ctx, tx, start, func(r runstart.Request) error {
+		res, err = in.startTx(ctx, tx, start, RepeatMustMatch, func(r runstart.Request) error {
 			_, err := in.approver.ApproveTx(ctx, tx, r)
 			return err
 		})
@@ -162,11 +163,13 @@ func (in *Intake) checkStart(req api.StartRunRequest, refFromPlan bool) (runstar
 }
 
 // startTx claims the run request of start and, with approve, approves its
-// run, or finds the run of an earlier claim, in tx. In a pipelined
+// run, or finds the run of an earlier claim, in tx, answering a repeat as
+// repeat says (duplicateStart). In a pipelined
 // transaction, which approve commits (runstart.Approver.ApproveTx on a
 // pipetx.Tx), a new start takes three round trips: BEGIN with the claim,
 // the approval's writes, and its outbox row with COMMIT.
-func (in *Intake) startTx(ctx context.Context, tx pgx.Tx, start runstart.Request, approve func(runstart.Request) error) (RunResult, error) {
+func (in *Intake) startTx(ctx context.Context, tx pgx.Tx, start runstart.Request, repeat Repeat,
+	approve func(runstart.Request) error) (RunResult, error) {
 	key := requestKey(start)
 	b := &pgx.Batch{}
 	runID := events.NewRunID()
@@ -176,7 +179,7 @@ func (in *Intake) startTx(ctx context.Context, tx pgx.Tx, start runstart.Request
 		return RunResult{}, fmt.Errorf("intake: claim run request: %w", err)
 	}
 	if !claimed {
-		return in.duplicateStart(ctx, tx, start, key)
+		return in.duplicateStart(ctx, tx, start, key, repeat)
 	}
 	start.RunID = runID
 	if err := approve(start); err != nil {
@@ -193,19 +196,21 @@ func requestKey(start runstart.Request) []byte {
 }
 
 // queueClaim queues on b the claim of start's run request, key, for the
-// new run runID at now; claimed is set once b's results are read. A row
+// new run runID at now, with the digest of its request (requestDigest);
+// claimed is set once b's results are read. A row
 // expired but not yet removed is replaced: its start is forgotten, as the
 // retention promises.
 func (in *Intake) queueClaim(b *pgx.Batch, start runstart.Request, key []byte, runID string, now time.Time, claimed *bool) {
 	b.Queue(`
 		INSERT INTO run_requests (request_key, tenant_id, project_id, environment_id, plan_id, plan_version,
-		                          run_request_id, run_id, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+		                          run_request_id, run_id, created_at, expires_at, request_digest)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 		ON CONFLICT (request_key) DO UPDATE
-		SET run_id = EXCLUDED.run_id, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+		SET run_id = EXCLUDED.run_id, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at,
+		    request_digest = EXCLUDED.request_digest
 		WHERE run_requests.expires_at <= EXCLUDED.created_at`,
 		key, start.TenantID, start.ProjectID, start.EnvironmentID, start.Plan.PlanID(), start.Plan.PlanVersion(),
-		start.RunRequestID, runID, now, now.Add(in.cfg.RunRequestRetention)).Exec(func(tag pgconn.CommandTag) error {
+		start.RunRequestID, runID, now, now.Add(in.cfg.RunRequestRetention), requestDigest(start, key)).Exec(func(tag pgconn.CommandTag) error {
 		*claimed = tag.RowsAffected() > 0
 		return nil
 	})
@@ -218,20 +223,27 @@ func created(start runstart.Request) RunResult {
 }
 
 // duplicateStart answers a repeated start with its run and that run's
-// status now.
-func (in *Intake) duplicateStart(ctx context.Context, tx pgx.Tx, start runstart.Request, key []byte) (RunResult, error) {
+// status now. Under RepeatMustMatch a repeat whose request differs from
+// the first's (their digests, requestDigest) is refused with
+// CodeIdempotencyConflict instead; a row stored without a digest (before
+// migration 0017) answers every repeat.
+func (in *Intake) duplicateStart(ctx context.Context, tx pgx.Tx, start runstart.Request, key []byte, repeat Repeat) (RunResult, error) {
 	var got api.StartRunRequest
 	var runID string
+	var digest []byte
 	err := tx.QueryRow(ctx, `
-		SELECT tenant_id, project_id, environment_id, plan_id, plan_version, run_request_id, run_id::text
+		SELECT tenant_id, project_id, environment_id, plan_id, plan_version, run_request_id, run_id::text, request_digest
 		FROM run_requests WHERE request_key = $1`, key).Scan(
-		&got.TenantID, &got.ProjectID, &got.EnvironmentID, &got.PlanID, &got.PlanVersion, &got.RunRequestID, &runID)
+		&got.TenantID, &got.ProjectID, &got.EnvironmentID, &got.PlanID, &got.PlanVersion, &got.RunRequestID, &runID, &digest)
 	if err != nil {
 		return RunResult{}, fmt.Errorf("intake: read run request: %w", err)
 	}
 	if got.TenantID != start.TenantID || got.ProjectID != start.ProjectID || got.EnvironmentID != start.EnvironmentID ||
 		got.PlanID != start.Plan.PlanID() || got.PlanVersion != start.Plan.PlanVersion() || got.RunRequestID != start.RunRequestID {
 		return RunResult{}, errors.New("intake: two run-request tuples share a SHA-256")
+	}
+	if repeat == RepeatMustMatch && digest != nil && !bytes.Equal(digest, requestDigest(start, key)) {
+		return RunResult{}, idempotencyConflict(start, runID)
 	}
 	status, err := in.runStatusTx(ctx, tx, runID)
 	if err != nil {

@@ -23,6 +23,9 @@ type Signal struct {
 	// A non-nil empty ID is refused.
 	ID      *string
 	Payload json.RawMessage
+	// RunField is the name the request gave the run id, which its
+	// problems use: "workflowId" (the tier-0 contract's) when empty.
+	RunField string
 }
 
 // SignalResult is an accepted signal: the canonical result, and whether it
@@ -61,15 +64,20 @@ func (in *Intake) SignalSend(ctx context.Context, p auth.Principal, sig Signal) 
 }
 
 // checkSignal refuses what can be refused before touching the database,
-// and returns the step a RETRY_STEP names ("" for any other signal).
+// and returns the step a RETRY_STEP names ("" for any other signal). The
+// payload of a control signal may hold only the fields its signal takes
+// (retryStepTarget, checkNoPayload): the engine would drop any other.
 func (in *Intake) checkSignal(sig Signal) (string, error) {
 	if err := in.checkSignalFields(sig); err != nil {
 		return "", err
 	}
-	if sig.Name != plan.SignalRetryStep {
-		return "", nil
+	switch sig.Name {
+	case plan.SignalRetryStep:
+		return retryStepTarget(sig.Payload)
+	case plan.SignalPause, plan.SignalResume, plan.SignalCancel:
+		return "", checkNoPayload(sig.Name, sig.Payload)
 	}
-	return retryStepTarget(sig.Payload)
+	return "", nil
 }
 
 // checkSignalFields checks the run id, name, id and payload of sig: a

@@ -99,7 +99,7 @@ func (in *Intake) startGroupTx(ctx context.Context, tx *pipetx.Tx, calls []*star
 	for i, c := range calls {
 		if !claimed[i] {
 			var err error
-			if c.res, err = in.duplicateStart(ctx, tx, c.start, c.key); err != nil {
+			if c.res, err = in.duplicateStart(ctx, tx, c.start, c.key, RepeatMustMatch); err != nil {
 				return err
 			}
 			continue

@@ -34,8 +34,11 @@ func (in *Intake) CheckStart(req api.StartRunRequest) error {
 // time, a trigger event with the trigger it read). It writes in a
 // savepoint: after a refusal (an *Error, as RunStart's) or a fault,
 // nothing of the start is left in tx, and tx stays usable. The start is
-// idempotent on its run-request tuple as RunStart's is, once tx commits.
-func (in *Intake) RunStartTx(ctx context.Context, tx pgx.Tx, p auth.Principal, req api.StartRunRequest) (RunResult, error) {
+// idempotent on its run-request tuple as RunStart's is, once tx commits;
+// repeat says whether a repeat with another plan or input is refused
+// with CodeIdempotencyConflict, as RunStart's is (RepeatMustMatch), or
+// answered with the first start's run (RepeatOfTuple).
+func (in *Intake) RunStartTx(ctx context.Context, tx pgx.Tx, p auth.Principal, req api.StartRunRequest, repeat Repeat) (RunResult, error) {
 	start, err := in.admitStart(ctx, p, req)
 	if err != nil {
 		return RunResult{}, err
@@ -43,7 +46,7 @@ func (in *Intake) RunStartTx(ctx context.Context, tx pgx.Tx, p auth.Principal, r
 	var res RunResult
 	err = pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
 		var err error
-		res, err = in.startTx(ctx, sp, start, func(r runstart.Request) error {
+		res, err = in.startTx(ctx, sp, start, repeat, func(r runstart.Request) error {
 			_, err := in.approver.ApproveTx(ctx, sp, r)
 			return err
 		})

@@ -75,7 +75,8 @@ func (s *Service) startTx(ctx context.Context, tx pgx.Tx, p auth.Principal, r *r
 	if err != nil {
 		return intake.RunResult{}, err
 	}
-	return s.intake.RunStartTx(ctx, tx, p, startRequest(r.Schedule, runRequestID(r.ScheduleID, f.ScheduledFor), input))
+	return s.intake.RunStartTx(ctx, tx, p, startRequest(r.Schedule, runRequestID(r.ScheduleID, f.ScheduledFor), input),
+		intake.RepeatOfTuple)
 }
 
 // cancelTx sends runID the CANCEL of cancel-previous, through the

@@ -64,7 +64,7 @@ func (s *Service) Send(ctx context.Context, p auth.Principal, id string, ev Even
 		}
 		run, err := s.intake.RunStartTx(ctx, tx, p, api.StartRunRequest{TenantID: tr.TenantID, ProjectID: tr.ProjectID,
 			EnvironmentID: tr.EnvironmentID, PlanID: tr.PlanID, PlanVersion: tr.PlanVersion,
-			RunRequestID: id + ":" + eventID, Plan: tr.Plan, Input: input})
+			RunRequestID: id + ":" + eventID, Plan: tr.Plan, Input: input}, intake.RepeatMustMatch)
 		res = api.TriggerEventResult{TriggerID: id, EventID: eventID, StartRunResult: run.StartRunResult}
 		created = run.Created
 		return err

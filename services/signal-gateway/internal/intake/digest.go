@@ -1,0 +1,72 @@
+package intake
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+
+	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/services/signal-gateway/runstart"
+)
+
+// Repeat says how a start answers a repeat of its run-request tuple whose
+// request differs from the first start's (requestDigest).
+type Repeat int
+
+const (
+	// RepeatMustMatch refuses a repeat whose plan or input differs with
+	// CodeIdempotencyConflict: the runRequestId of a plain start, the
+	// eventId of a trigger event, is the caller's key for one request.
+	RepeatMustMatch Repeat = iota
+	// RepeatOfTuple answers every repeat of the tuple with the first
+	// start's run, whatever it holds: a schedule's fire, which its
+	// schedule and fire time identify, is the same fire after its
+	// schedule's plan or input has changed (a schedule restored from a
+	// backup, docs/schedules.md).
+	RepeatOfTuple
+)
+
+// requestDigest is the digest of start's request, stored with its run
+// request: the SHA-256 of the run request's key (the identity tuple,
+// requestKey), the plan and the input, the two in canonical JSON
+// (canonicalJSON), so a repeat that differs only in key order, white
+// space or string escapes has the same digest. An absent input is null.
+func requestDigest(start runstart.Request, key []byte) []byte {
+	h := sha256.New()
+	h.Write(key)
+	h.Write(canonicalJSON(start.Plan.JSON()))
+	h.Write([]byte{'\n'}) // compact JSON holds no raw newline
+	h.Write(canonicalJSON(start.Input))
+	return h.Sum(nil)
+}
+
+// canonicalJSON is doc with its object keys sorted and no white space,
+// numbers written as they were sent: doc decoded and encoded again by
+// encoding/json. An empty doc is null; one that does not decode (the
+// transports let none through) is kept as it is.
+func canonicalJSON(doc json.RawMessage) []byte {
+	if len(bytes.TrimSpace(doc)) == 0 {
+		return []byte("null")
+	}
+	d := json.NewDecoder(bytes.NewReader(doc))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return doc
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return doc
+	}
+	return out
+}
+
+// idempotencyConflict is the refusal of start, a repeat of the run
+// request of runID's start with another request.
+func idempotencyConflict(start runstart.Request, runID string) *Error {
+	return &Error{Code: api.CodeIdempotencyConflict,
+		Message: fmt.Sprintf("runRequestId %q was used by an earlier start with another plan or input (run %s): "+
+			"send that request again to get its run, or this one under a runRequestId of its own", start.RunRequestID, runID),
+		Details: map[string]any{"runId": runID, "runRequestId": start.RunRequestID}}
+}
