@@ -232,7 +232,9 @@ func startNATSServer(t *testing.T, bin, secretsDir string) *natsProcess {
 	addr, monitor := freeAddr(t), freeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
 	_, mport, _ := net.SplitHostPort(monitor)
-	env := []string{"WEFT_SECRETS_DIR=" + filepath.Join(secretsDir, "nats"), "NATS_SERVER=" + bin}
+	// bin is found on PATH, as in the image; the last PATH of env wins.
+	env := []string{"WEFT_SECRETS_DIR=" + filepath.Join(secretsDir, "nats"),
+		"PATH=" + filepath.Dir(bin) + string(os.PathListSeparator) + os.Getenv("PATH")}
 	// nats-server refuses -sd beside the file's store_dir: the test's copy
 	// of the file has its own.
 	conf, err := os.ReadFile("nats.conf")

@@ -40,10 +40,16 @@ func migrateFlags(env *environment) (*flags, *migrateOptions) {
 
 // runMigrate is `weft migrate`: it applies the Postgres schema, then the
 // grants file when one is given, then, with a NATS URL, Weft's streams.
+// It runs before every other weft service of the compose topology, so it
+// is the one that reports a secrets mount of the wrong shape
+// (checkSecretsMount).
 func runMigrate(ctx context.Context, env *environment, args []string) error {
 	f, opt := migrateFlags(env)
 	if err := f.parse(args); err != nil {
 		return err
+	}
+	if err := checkSecretsMount(env.getenv); err != nil {
+		return fmt.Errorf("weft migrate: %w", err)
 	}
 	cfg := streams.Config{Replicas: opt.replicas, Partitions: *opt.partitions}
 	if err := cfg.Validate(); err != nil {

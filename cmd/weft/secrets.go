@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/weftrun/weft/internal/policy/auth"
 	"github.com/weftrun/weft/pkg/task"
@@ -22,7 +23,8 @@ import (
 // as files: the same secrets, each fresh and random unless its variable
 // gives it, and a file already there is kept. The folder has a subfolder
 // per reader, which compose mounts alone (a volume subpath), so that no
-// service reads another's secrets:
+// service reads another's secrets; the files are the --owner's, the
+// subfolders the caller's (secretsFolderMode):
 //
 //	postgres/postgres-password, postgres/pg-<role>-password   the server's
 //	nats/<user>-password                                       the server's
@@ -153,13 +155,21 @@ func runSecretsInit(ctx context.Context, env *environment, args []string) error 
 	return err
 }
 
+// secretsFolderMode is the mode of each reader's folder, which stays the
+// caller's: a reader with its folder mounted alone (compose's volume
+// subpath) opens its files by name and lists none, and the caller, a root
+// that may chown but not read others' files (compose gives `secrets`
+// CAP_CHOWN only), still finds every file on a later run.
+const secretsFolderMode fs.FileMode = 0o711
+
 // secretWriter writes new secret files into dir, each mode 0600 and, with
 // an owner, chowned to it once all are written (so that a root without
-// the right to read others' files still reads the ones it wrote).
+// the right to read others' files still reads the ones it wrote). Only
+// files are given to the owner, never their folders (secretsFolderMode).
 type secretWriter struct {
 	dir      string
 	uid, gid int      // -1: unchanged
-	written  []string // the paths of the files and folders written
+	written  []string // the paths of the files to give to the owner
 }
 
 func newSecretWriter(dir, owner string) (*secretWriter, error) {
@@ -183,6 +193,9 @@ func newSecretWriter(dir, owner string) (*secretWriter, error) {
 // unless the file exists. It reports whether it wrote the file.
 func (w *secretWriter) ensure(file, value string, generate func() (string, error)) (bool, error) {
 	path := filepath.Join(w.dir, file)
+	if err := w.mkdir(filepath.Dir(path)); err != nil {
+		return false, err
+	}
 	if _, err := os.Stat(path); err == nil {
 		return false, nil
 	} else if !errors.Is(err, fs.ErrNotExist) {
@@ -194,9 +207,6 @@ func (w *secretWriter) ensure(file, value string, generate func() (string, error
 			return false, err
 		}
 		value = v
-	}
-	if err := w.mkdir(filepath.Dir(path)); err != nil {
-		return false, err
 	}
 	if err := writeNewFile(path, []byte(value+"\n")); err != nil {
 		return false, fmt.Errorf("secrets init: %w", err)
@@ -227,29 +237,58 @@ func (w *secretWriter) ensureCopies() error {
 	return nil
 }
 
-// read returns the secret in file, without its final line break.
+// read returns the secret in file, without its final line break. A file
+// an earlier run gave to the owner, which the caller may not read, is
+// taken back first (chown to the caller) and given to the owner again at
+// the end (chown).
 func (w *secretWriter) read(file string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(w.dir, file)) //nolint:gosec // the folder the operator names
+	path := filepath.Join(w.dir, file)
+	data, err := os.ReadFile(path) //nolint:gosec // the folder the operator names
+	if errors.Is(err, fs.ErrPermission) && w.uid >= 0 {
+		if err := os.Chown(path, os.Geteuid(), os.Getegid()); err != nil {
+			return "", fmt.Errorf("secrets init: %w", err)
+		}
+		w.written = append(w.written, path)
+		data, err = os.ReadFile(path) //nolint:gosec // as above
+	}
 	if err != nil {
 		return "", fmt.Errorf("secrets init: %w", err)
 	}
 	return strings.TrimRight(string(data), "\r\n"), nil
 }
 
-// mkdir creates dir, mode 0700, unless it exists.
+// mkdir creates dir, mode secretsFolderMode, unless it exists. A folder
+// of another user's (an older build gave the folders to the owner, mode
+// 0700, which a root without CAP_DAC_OVERRIDE cannot search) is taken
+// back: the caller's, mode secretsFolderMode.
 func (w *secretWriter) mkdir(dir string) error {
-	if _, err := os.Stat(dir); err == nil {
+	info, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		err = os.Mkdir(dir, secretsFolderMode)
+	case err == nil && ownerOf(info) != os.Geteuid():
+		err = os.Chown(dir, os.Geteuid(), os.Getegid())
+	case err == nil:
 		return nil
 	}
-	if err := os.Mkdir(dir, 0o700); err != nil {
+	if err == nil {
+		err = os.Chmod(dir, secretsFolderMode) // exactly, whatever the umask
+	}
+	if err != nil {
 		return fmt.Errorf("secrets init: %w", err)
 	}
-	w.written = append(w.written, dir)
 	return nil
 }
 
-// chown gives the files and folders written to the owner, if one was
-// named.
+// ownerOf returns the uid of the file info describes, -1 when unknown.
+func ownerOf(info fs.FileInfo) int {
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		return int(st.Uid)
+	}
+	return -1
+}
+
+// chown gives the files written to the owner, if one was named.
 func (w *secretWriter) chown() error {
 	if w.uid < 0 {
 		return nil
@@ -287,4 +326,43 @@ func (w *secretWriter) ensureAPIKeys(given string) (string, error) {
 // separates the fields and '\' escapes.
 func pgpassEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `:`, `\:`).Replace(s)
+}
+
+// errWholeSecretsVolume is checkSecretsMount's error: a service was given
+// the whole secrets volume where compose.yaml mounts its own folder of it.
+// Docker Engine before 26 ignores a volume's subpath without an error.
+var errWholeSecretsVolume = errors.New("this mount looks like the whole secrets volume: " +
+	"Docker Engine 26 or newer is needed for volume subpath (compose.yaml)")
+
+// secretFileVars are the variables that name a service's secret files in
+// the compose topology.
+var secretFileVars = []string{"PGPASSFILE", "WEFT_NATS_PASSWORD_FILE", "WEFT_TASK_KEY_FILE", "WEFT_API_KEYS_FILE"}
+
+// checkSecretsMount fails with errWholeSecretsVolume when a secret file
+// that one of secretFileVars names is missing and its folder has the
+// layout of the whole secrets volume (the folders postgres/ and nats/ that
+// `weft secrets init` writes) instead of one reader's files. It says
+// nothing of any other missing or unreadable file: the code that reads it
+// does.
+func checkSecretsMount(getenv func(string) string) error {
+	for _, v := range secretFileVars {
+		path := getenv(v)
+		if path == "" {
+			continue
+		}
+		if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		dir := filepath.Dir(path)
+		if isDir(filepath.Join(dir, "postgres")) && isDir(filepath.Join(dir, "nats")) {
+			return fmt.Errorf("%s=%s is missing and %s holds postgres/ and nats/: %w", v, path, dir, errWholeSecretsVolume)
+		}
+	}
+	return nil
+}
+
+// isDir reports whether path is a folder.
+func isDir(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && info.IsDir()
 }

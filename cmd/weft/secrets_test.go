@@ -125,7 +125,9 @@ func TestSecretsInitRefusals(t *testing.T) {
 	require.ErrorContains(t, weft(t, nil, "secrets", "init", "--dir", t.TempDir(), "--owner", "nonroot").err, "--owner is uid:gid")
 }
 
-// --owner gives every new file to uid:gid (as root: another user's).
+// --owner gives every new file to uid:gid (as root: another user's); the
+// folders stay the caller's, mode secretsFolderMode, so that a root that
+// may chown but not read others' files finds the files again.
 func TestSecretsInitOwner(t *testing.T) {
 	t.Parallel()
 	uid, gid := os.Getuid(), os.Getgid()
@@ -144,9 +146,79 @@ func TestSecretsInitOwner(t *testing.T) {
 		require.NoError(t, err)
 		st, ok := info.Sys().(*syscall.Stat_t)
 		require.True(t, ok)
+		if d.IsDir() {
+			require.Equal(t, []int{os.Getuid(), os.Getgid()}, []int{int(st.Uid), int(st.Gid)}, path)
+			require.Equal(t, secretsFolderMode, info.Mode().Perm(), path)
+			return nil
+		}
 		require.Equal(t, []int{uid, gid}, []int{int(st.Uid), int(st.Gid)}, path)
 		n++
 		return nil
 	}))
-	require.Greater(t, n, len(topologySecrets()), "the files and their folders")
+	require.Greater(t, n, len(topologySecrets()), "the files")
+}
+
+// A folder an older build gave to the owner (mode 0700) is taken back, and
+// a missing copy is made from a secret the owner has: as root, the only
+// caller that may chown.
+func TestSecretsInitTakesFoldersBack(t *testing.T) {
+	t.Parallel()
+	if os.Getuid() != 0 {
+		t.Skip("chowning to another user needs root")
+	}
+	dir := t.TempDir()
+	owner := []string{"secrets", "init", "--dir", dir, "--owner", "4321:4321"}
+	r := weft(t, nil, owner...)
+	require.NoError(t, r.err, r.errOut)
+	folder := filepath.Join(dir, "postgres")
+	require.NoError(t, os.Chown(folder, 4321, 4321))
+	require.NoError(t, os.Chmod(folder, 0o700))
+	require.NoError(t, os.Remove(filepath.Join(dir, "relay", "pgpass")))
+
+	r = weft(t, nil, owner...)
+	require.NoError(t, r.err, r.errOut)
+	info, err := os.Stat(folder)
+	require.NoError(t, err)
+	require.Equal(t, 0, ownerOf(info), "the folder is the caller's again")
+	require.Equal(t, secretsFolderMode, info.Mode().Perm())
+	pgpass, err := os.Stat(filepath.Join(dir, "relay", "pgpass"))
+	require.NoError(t, err, "the missing copy is made again")
+	require.Equal(t, 4321, ownerOf(pgpass))
+	source, err := os.Stat(filepath.Join(dir, pgPasswordFile("relay")))
+	require.NoError(t, err)
+	require.Equal(t, 4321, ownerOf(source), "the secret read is the owner's again")
+}
+
+// A service given the whole secrets volume where compose.yaml mounts its
+// own folder (a Docker Engine before 26 ignores the subpath) is told so;
+// its own folder, or a missing file elsewhere, is not.
+func TestCheckSecretsMount(t *testing.T) {
+	t.Parallel()
+	volume := t.TempDir()
+	r := weft(t, nil, "secrets", "init", "--dir", volume)
+	require.NoError(t, r.err, r.errOut)
+	env := func(kv ...string) func(string) string {
+		return envOf(map[string]string{kv[0]: kv[1]})
+	}
+	for _, v := range secretFileVars {
+		err := checkSecretsMount(env(v, filepath.Join(volume, "some-file")))
+		require.ErrorIs(t, err, errWholeSecretsVolume, v)
+		require.ErrorContains(t, err, "Docker Engine 26 or newer is needed for volume subpath")
+	}
+	require.NoError(t, checkSecretsMount(env("PGPASSFILE", filepath.Join(volume, "migrate", "pgpass"))), "its own folder")
+	require.NoError(t, checkSecretsMount(env("PGPASSFILE", filepath.Join(t.TempDir(), "pgpass"))),
+		"a missing file, not in the volume's layout")
+	require.NoError(t, checkSecretsMount(envOf(nil)), "no secret files")
+}
+
+// `weft migrate`, the first weft service of the compose topology, reports
+// the whole secrets volume before it connects to anything.
+func TestMigrateReportsTheWholeSecretsVolume(t *testing.T) {
+	t.Parallel()
+	volume := t.TempDir()
+	r := weft(t, nil, "secrets", "init", "--dir", volume)
+	require.NoError(t, r.err, r.errOut)
+	r = weft(t, map[string]string{"PGPASSFILE": filepath.Join(volume, "pgpass"),
+		"WEFT_DATABASE_URL": "postgres://weft_migrator@127.0.0.1:1/weft"}, "migrate")
+	require.ErrorIs(t, r.err, errWholeSecretsVolume)
 }

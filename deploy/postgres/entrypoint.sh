@@ -8,6 +8,12 @@
 set -euo pipefail
 
 dir=${WEFT_SECRETS_DIR:-/run/weft-secrets}
+# A Docker Engine before 26 ignores the mount's volume subpath without an
+# error: the folder is then the whole volume, with a folder per reader.
+if [ -d "$dir/postgres" ] && [ -d "$dir/nats" ]; then
+	echo "weft-entrypoint.sh (postgres): $dir: this mount looks like the whole secrets volume: Docker Engine 26 or newer is needed for volume subpath (compose.yaml)" >&2
+	exit 1
+fi
 for role in migrator gateway engine relay projector; do
 	var="WEFT_PG_${role^^}_PASSWORD"
 	export "$var=$(<"$dir/pg-$role-password")"

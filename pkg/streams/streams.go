@@ -187,7 +187,12 @@ func TaskLanes(cfg Config, queue string) (jetstream.StreamConfig, error) {
 // EnsureTaskLanes creates queue's lanes stream, or updates one of another
 // definition to the current one; idempotent, like Ensure. A stream that
 // already has the definition is left alone: no update, which would race
-// the consumers its workers create meanwhile.
+// the consumers its workers create meanwhile. It creates first and looks
+// up only when the stream exists (createFirst), because the engine, which
+// calls it, may not read the info of a queue's stream (deploy/nats.conf):
+// the server checks the create's MaxBytes against max_file_store before
+// it sees the stream exists, so the server must have room for one more
+// lanes stream (docs/deploy.md, "JetStream storage").
 func EnsureTaskLanes(ctx context.Context, js jetstream.JetStream, cfg Config, queue string) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -196,22 +201,56 @@ func EnsureTaskLanes(ctx context.Context, js jetstream.JetStream, cfg Config, qu
 	if err != nil {
 		return err
 	}
-	return ensure(ctx, js, sc)
+	if err := createFirst(ctx, js, sc); err != nil {
+		return fmt.Errorf("streams: ensure %s: %w", sc.Name, err)
+	}
+	return nil
 }
 
-// ensure creates the stream sc defines, or updates one of another
-// definition to sc. A stream that already has the definition is left
-// alone: JetStream's create succeeds on it, where an update, even to the
-// same config, races the consumers being created on the stream meanwhile
-// (nats-server 2.15's file store rewrites its config under a consumer
-// create: the race detector catches it in the tests).
+// ensure looks the stream sc defines up, creates it when it is missing and
+// updates it when its definition differs from sc (sameDefinition). A
+// stream that already has the definition is left alone: no create, whose
+// MaxBytes the server checks against the account's storage before it sees
+// the stream exists (a full max_file_store refuses it, error 10047), and
+// no update, which, even to the same config, races the consumers being
+// created on the stream meanwhile (nats-server 2.15's file store rewrites
+// its config under a consumer create: the race detector catches it in the
+// tests).
 func ensure(ctx context.Context, js jetstream.JetStream, sc jetstream.StreamConfig) error {
+	s, err := js.Stream(ctx, sc.Name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		_, err = js.CreateStream(ctx, sc)
+		if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return wrapEnsure(sc.Name, err)
+		}
+		s, err = js.Stream(ctx, sc.Name) // another process created it meanwhile
+	}
+	if err != nil {
+		return wrapEnsure(sc.Name, err)
+	}
+	if sameDefinition(s.CachedInfo().Config, sc) {
+		return nil
+	}
+	_, err = js.UpdateStream(ctx, sc)
+	return wrapEnsure(sc.Name, err)
+}
+
+// createFirst creates the stream sc defines, or updates one of another
+// definition to sc: JetStream's create succeeds on a stream that has the
+// definition already (when the account's storage has room for sc's
+// MaxBytes once more).
+func createFirst(ctx context.Context, js jetstream.JetStream, sc jetstream.StreamConfig) error {
 	_, err := js.CreateStream(ctx, sc)
 	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 		_, err = js.UpdateStream(ctx, sc)
 	}
+	return err
+}
+
+// wrapEnsure names the stream in err; nil stays nil.
+func wrapEnsure(name string, err error) error {
 	if err != nil {
-		return fmt.Errorf("streams: ensure %s: %w", sc.Name, err)
+		return fmt.Errorf("streams: ensure %s: %w", name, err)
 	}
 	return nil
 }
@@ -257,8 +296,9 @@ func All(cfg Config) []jetstream.StreamConfig {
 	return []jetstream.StreamConfig{Events(cfg), Tasks(cfg), Results(cfg), Cancels(cfg)}
 }
 
-// Ensure creates every Weft stream, or updates it to the current
-// definition. It is idempotent and safe to run from several processes at
+// Ensure creates every missing Weft stream, or updates one to the current
+// definition when it differs (ensure looks each up first). It is
+// idempotent and safe to run from several processes at
 // once. A change JetStream cannot apply in place (storage type, for one)
 // fails with the server's error. A partitioned stream keeps the partition
 // count it was created with; a stream created before partitions is
