@@ -136,7 +136,7 @@ func TestStepRoutesAgainstProjector(t *testing.T) {
 	r.waitSeq(t, 9)
 	ctx, c := t.Context(), r.client
 
-	all, err := c.GetRun(ctx, r.runID)
+	all, err := c.GetRun(ctx, r.runID, client.AllSteps())
 	require.NoError(t, err)
 	top, err := c.GetRun(ctx, r.runID, client.TopSteps())
 	require.NoError(t, err)

@@ -71,7 +71,7 @@ func compareSnapshot(ctx context.Context, store *eventlog.Store, c *client.Clien
 	if err != nil {
 		return "fold: " + err.Error(), nil //nolint:nilerr // a log that does not fold is a violation, not a soak error
 	}
-	view, err := c.GetRun(ctx, run)
+	view, err := c.GetRun(ctx, run, client.AllSteps()) // every step, to compare with the log
 	if err != nil {
 		return "read API: " + err.Error(), nil //nolint:nilerr // not served yet: checked again until the bound
 	}

@@ -52,6 +52,12 @@ func projectorFlags(env *environment) (*flags, *projectorOptions) {
 	f.fromEnv("key-rate", "WEFT_PROJECTOR_KEY_RATE")
 	f.intVar(&cfg.KeyRate.Burst, "key-burst", "WEFT_PROJECTOR_KEY_BURST", 0, "read API requests one API key may make at once (0: 200)")
 	f.intVar(&cfg.Concurrency, "concurrency", "WEFT_PROJECTOR_CONCURRENCY", 0, "batches applied in parallel (0: 1)")
+	f.intVar(&cfg.StepsPerToken, "steps-per-token", "WEFT_PROJECTOR_STEPS_PER_TOKEN", 0,
+		"steps a read answers per token of its key's rate: a larger answer takes more (0: 100)")
+	f.intVar(&cfg.MaxChildrenPage, "max-children-page", "WEFT_PROJECTOR_MAX_CHILDREN_PAGE", 0,
+		"largest page of a forEach step's children (0: 1000)")
+	f.intVar(&cfg.SnapshotCacheSteps, "snapshot-cache-steps", "WEFT_PROJECTOR_SNAPSHOT_CACHE_STEPS", 0,
+		"steps of recently read snapshots kept decoded in memory (0: 50000, negative: no cache)")
 	return f, opt
 }
 

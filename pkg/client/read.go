@@ -56,8 +56,9 @@ func (f RunFilter) query() url.Values {
 // (GET /v1/runs/{runId}). A run the key cannot see, or that does not
 // exist (yet: the read API lags the gateway by a moment), yields an error
 // with code api.CodeNotFound. runID must not be empty, "." or "..": such a
-// request fails with ErrInvalidRequest and is not sent. With TopSteps,
-// the view leaves forEach steps' children out.
+// request fails with ErrInvalidRequest and is not sent. The view leaves
+// forEach steps' children out (TopSteps, the read API's default); with
+// AllSteps it lists them too.
 func (c *Client) GetRun(ctx context.Context, runID string, opts ...GetRunOption) (*api.RunView, error) {
 	if !validRunID(runID) {
 		return nil, fmt.Errorf("%w: runID %q", ErrInvalidRequest, runID)
@@ -75,12 +76,13 @@ func (c *Client) GetRun(ctx context.Context, runID string, opts ...GetRunOption)
 // (?waitForSeq=afterSeq+1 with If-None-Match), one request per poll window
 // (WithPollTimeout, cut short by ctx's deadline), and asks again after a
 // window that saw no change, so it may wait as long as ctx allows. A change
-// of the view's Stale flag alone does not end the wait.
+// of the view's Stale flag alone does not end the wait. opts choose the
+// view's steps as GetRun's do (top-level by default).
 //
 // A run the read API does not know is waited for too, for one poll window;
 // then WaitRun fails with code api.CodeNotFound. When ctx ends, WaitRun
 // returns an error wrapping ctx.Err().
-func (c *Client) WaitRun(ctx context.Context, runID string, afterSeq int64) (*api.RunView, error) {
+func (c *Client) WaitRun(ctx context.Context, runID string, afterSeq int64, opts ...GetRunOption) (*api.RunView, error) {
 	if !validRunID(runID) {
 		return nil, fmt.Errorf("%w: runID %q", ErrInvalidRequest, runID)
 	}
@@ -95,6 +97,9 @@ func (c *Client) WaitRun(ctx context.Context, runID string, afterSeq int64) (*ap
 		q := url.Values{
 			"waitForSeq": {strconv.FormatInt(afterSeq+1, 10)},
 			"timeout":    {c.pollWindow(ctx).String()},
+		}
+		for _, o := range opts {
+			o(q)
 		}
 		var v api.RunView
 		err := c.get(ctx, runPath(runID), q, header, &v)

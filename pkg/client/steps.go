@@ -13,14 +13,25 @@ import (
 // GetRunOption changes what GetRun asks the read API for.
 type GetRunOption func(url.Values)
 
-// TopSteps makes GetRun leave the children of forEach steps out of the
-// view's Steps (GET /v1/runs/{runId}?steps=top): a forEach step is one
+// TopSteps asks GetRun and WaitRun for the view with the children of
+// forEach steps left out of its Steps (GET /v1/runs/{runId}?steps=top),
+// which is what the read API answers by default: a forEach step is one
 // step whose ForEach counts its children's progress, and a run of 10,000
 // elements answers with its top-level steps only. Read the children a
 // page at a time with StepChildren. The view's StepsDone and StepsTotal
 // are the same either way; they count top-level steps.
 func TopSteps() GetRunOption {
 	return func(q url.Values) { q.Set("steps", "top") }
+}
+
+// AllSteps asks GetRun and WaitRun for the view with every step, forEach
+// steps' children included (GET /v1/runs/{runId}?steps=all). The read
+// API charges such an answer to the key's request rate by its size (one
+// request per 100 steps, by default), so a run of 10,000 children costs
+// about 100 requests: read children with StepChildren where a page will
+// do.
+func AllSteps() GetRunOption {
+	return func(q url.Values) { q.Set("steps", "all") }
 }
 
 // getRunQuery is the query string opts ask for; nil for none.
@@ -64,7 +75,10 @@ type ChildFilter struct {
 	// above; 0 lists them from the first. The next page's FromIndex is
 	// the page's NextAfterIndex + 1.
 	FromIndex int
-	// Limit is the page size, 1 to 10,000; 0 means the server's default.
+	// Limit is the page size, 1 to the server's maximum (1,000 by
+	// default; a larger one fails with api.CodeInvalidArgument); 0 means
+	// the server's default. A page is charged to the key's request rate by
+	// its size, as AllSteps is.
 	Limit int
 }
 

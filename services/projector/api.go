@@ -109,6 +109,31 @@ func (s *Service) refuse(w http.ResponseWriter, r *http.Request, p auth.Principa
 		Code: api.CodeRateLimited, Message: msg, Details: map[string]any{"retryAfter": secs}}})
 }
 
+// chargeSteps takes from p's key the rest of a read's cost once it knows
+// the read answers steps steps: one token per Config.StepsPerToken steps
+// past the first StepsPerToken (the request's own token was taken by
+// authed), so that a key reading big answers reaches its rate sooner. It
+// answers 429 RateLimited with the Retry-After those tokens need, and
+// returns false, when the key's bucket does not hold them; the answer is
+// not sent.
+func (s *Service) chargeSteps(w http.ResponseWriter, r *http.Request, p auth.Principal, steps int) bool {
+	extra := s.stepsCost(steps)
+	if extra == 0 {
+		return true
+	}
+	ok, wait := s.rate.Allow(p.KeyID, extra)
+	if !ok {
+		s.refuse(w, r, p, refusedRate, wait, fmt.Sprintf(
+			"API key %q is over its read rate of %s: an answer of %d steps costs %d requests (one more per %d steps past the first %d)",
+			p.KeyID, s.rate.Limit(), steps, 1+extra, s.cfg.StepsPerToken, s.cfg.StepsPerToken))
+	}
+	return ok
+}
+
+// stepsCost is the tokens, beyond the request's own, that an answer of
+// steps steps costs: ceil(steps/StepsPerToken) - 1, at least 0.
+func (s *Service) stepsCost(steps int) int { return max(0, steps-1) / s.cfg.StepsPerToken }
+
 // writeFault answers a failure of the projector itself: 503 when the
 // request was cancelled, else 500 with a correlation id that is logged
 // with the error.

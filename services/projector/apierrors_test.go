@@ -222,6 +222,9 @@ func TestNewValidatesConfig(t *testing.T) {
 		{projector.Config{Keys: keys, WaitRecheck: -time.Second}, "WaitRecheck"},
 		{projector.Config{Keys: keys, KeyRate: keylimit.Limit{Burst: -1}}, "KeyRate"},
 		{projector.Config{Keys: keys, KeyRate: keylimit.Off, MaxLongPollsPerKey: -1}, ""},
+		{projector.Config{Keys: keys, StepsPerToken: -1}, "StepsPerToken"},
+		{projector.Config{Keys: keys, MaxChildrenPage: -1}, "MaxChildrenPage"},
+		{projector.Config{Keys: keys, SnapshotCacheSteps: -1}, ""}, // off
 		{projector.Config{Keys: keys, GatewayURL: "https://gateway.example:8443"}, ""},
 		{projector.Config{Keys: keys}, ""},
 	} {

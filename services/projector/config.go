@@ -49,6 +49,20 @@ const (
 	defaultResyncRunsMax  = 100
 )
 
+// The read API's cost bounds (docs/read-api.md, "Limits per key").
+const (
+	// DefaultMaxChildrenPage is the largest page of a forEach step's
+	// children (…/children?limit=) a zero MaxChildrenPage allows.
+	DefaultMaxChildrenPage = 1000
+	// DefaultStepsPerToken is the steps a read may answer for its one
+	// request token under a zero StepsPerToken.
+	DefaultStepsPerToken = 100
+	// DefaultSnapshotCacheSteps is the steps a zero SnapshotCacheSteps
+	// lets the snapshot cache hold: five runs of 10,000 children, some
+	// tens of MB.
+	DefaultSnapshotCacheSteps = 50_000
+)
+
 // Consumer is the durable JetStream consumer every projector shares.
 const Consumer = "projector"
 
@@ -109,6 +123,24 @@ type Config struct {
 	// Retry-After before any query. The zero value means keylimit's
 	// defaults (100/s, burst 200); keylimit.Off turns it off.
 	KeyRate keylimit.Limit
+	// StepsPerToken weights KeyRate by the work a read does: an answer of
+	// steps (GET /v1/runs/{runId}, a page of …/children) costs its key one
+	// request token for each StepsPerToken steps it holds, so one of
+	// 10,001 steps costs 101 at the default of 100, and a key reading big
+	// answers is refused (429, Retry-After) that much sooner. The tokens
+	// past the first are taken once the read knows its answer, before it
+	// is sent. Zero means DefaultStepsPerToken.
+	StepsPerToken int
+	// MaxChildrenPage caps the limit of a page of a forEach step's
+	// children; a larger one is refused with 400 (details.field "limit").
+	// Zero means DefaultMaxChildrenPage.
+	MaxChildrenPage int
+	// SnapshotCacheSteps bounds the snapshot cache: decoded snapshots of
+	// runs read recently, weighed by their step count, so that reading a
+	// run whose row has not changed costs no transfer or decoding of its
+	// snapshot (snapcache.go). Zero means DefaultSnapshotCacheSteps;
+	// negative turns the cache off.
+	SnapshotCacheSteps int
 	// ForgedAlertFor is how long a run's PROJECTOR_FORGED_EVENT alert stays
 	// active after the last bus message the log refuted.
 	ForgedAlertFor time.Duration
@@ -180,6 +212,9 @@ func (c Config) withDefaults() Config {
 	c.WaitRecheck = cmp.Or(c.WaitRecheck, DefaultWaitRecheck)
 	c.ForgedAlertFor = cmp.Or(c.ForgedAlertFor, DefaultForgedAlertFor)
 	c.ReplicaLagEvery = cmp.Or(c.ReplicaLagEvery, DefaultReplicaLagEvery)
+	c.StepsPerToken = cmp.Or(c.StepsPerToken, DefaultStepsPerToken)
+	c.MaxChildrenPage = cmp.Or(c.MaxChildrenPage, DefaultMaxChildrenPage)
+	c.SnapshotCacheSteps = cmp.Or(c.SnapshotCacheSteps, DefaultSnapshotCacheSteps)
 	c.HTTP = c.HTTP.WithDefaults()
 	c.HTTP.WriteTimeout = max(c.HTTP.WriteTimeout, c.MaxWait+10*time.Second)
 	if c.Authorizer == nil {
@@ -195,8 +230,8 @@ func (c Config) validate() error {
 	switch {
 	case c.Keys == nil:
 		return errors.New("projector: no API keys configured")
-	case c.Concurrency < 1, c.MaxBatch < 1, c.ResyncScan < 1:
-		return errors.New("projector: Concurrency, MaxBatch and ResyncScan must be positive")
+	case c.Concurrency < 1, c.MaxBatch < 1, c.ResyncScan < 1, c.StepsPerToken < 1, c.MaxChildrenPage < 1:
+		return errors.New("projector: Concurrency, MaxBatch, ResyncScan, StepsPerToken and MaxChildrenPage must be positive")
 	case c.LagAlert <= 0, c.ResyncLag <= 0, c.ResyncEvery <= 0, c.MaxWait <= 0, c.WaitRecheck <= 0, c.ForgedAlertFor <= 0,
 		c.ReplicaLagEvery <= 0:
 		return errors.New("projector: LagAlert, ResyncLag, ResyncEvery, MaxWait, WaitRecheck, ForgedAlertFor and ReplicaLagEvery must be positive")

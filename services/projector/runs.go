@@ -33,6 +33,8 @@ type RunView struct {
 	// (replica.go).
 	LagMs int64    `json:"lagMs"`
 	Plan  PlanView `json:"plan"`
+	// top is the snapshot's top-level steps (RunSnapshot.TopSteps).
+	top []events.StepSnapshot
 }
 
 // PlanView is the run's plan graph.
@@ -40,9 +42,15 @@ type PlanView struct {
 	Steps json.RawMessage `json:"steps"`
 }
 
+// runGetSQL reads run $1's row, and its snapshot only when the row's
+// version (updated_at, last_event_seq) is not the one in $2 and $3, the
+// one the snapshot cache holds: an unchanged run's snapshot is neither
+// sent by Postgres nor decoded again, whatever its size.
 const runGetSQL = `
-SELECT tenant_id, project_id, environment_id, plan_id, plan_version, snapshot,
-       coalesce(plan_steps, '[]'), coalesce(gap_seen_seq, 0), gap_since, created_at, updated_at, coalesce(lag_ms, 0)
+SELECT tenant_id, project_id, environment_id, plan_id, plan_version,
+       CASE WHEN updated_at = $2 AND last_event_seq = $3 THEN NULL ELSE snapshot END,
+       coalesce(plan_steps, '[]'), coalesce(gap_seen_seq, 0), gap_since, created_at, updated_at, coalesce(lag_ms, 0),
+       last_event_seq
 FROM run_snapshots WHERE run_id = $1`
 
 // errNoRun is a run that does not exist for the caller.
@@ -50,23 +58,37 @@ var errNoRun = errors.New("no such run")
 
 // runView reads the run's view from the read pool; errNoRun when there is
 // none in tenant. Its LagMs adds the read pool's replay lag to the stored
-// projection lag.
+// projection lag. Its snapshot comes from the snapshot cache while the row
+// is unchanged (runGetSQL); the view shares it, and its steps, with every
+// other reader: they are read, never written.
 func (s *Service) runView(r *http.Request, runID, tenant string) (RunView, error) {
 	var v RunView
 	var snap []byte
 	var gapSince *time.Time
 	var gapSeen int64
-	err := s.read.QueryRow(r.Context(), runGetSQL, runID).Scan(&v.TenantID, &v.ProjectID, &v.EnvironmentID,
-		&v.PlanID, &v.PlanVersion, &snap, &v.Plan.Steps, &gapSeen, &gapSince, &v.CreatedAt, &v.UpdatedAt, &v.LagMs)
+	var ver snapVersion
+	var held *time.Time
+	var heldSeq *int64
+	cached := s.snaps.get(runID)
+	if cached != nil {
+		held, heldSeq = &cached.version.updatedAt, &cached.version.seq
+	}
+	err := s.read.QueryRow(r.Context(), runGetSQL, runID, held, heldSeq).Scan(&v.TenantID, &v.ProjectID, &v.EnvironmentID,
+		&v.PlanID, &v.PlanVersion, &snap, &v.Plan.Steps, &gapSeen, &gapSince, &v.CreatedAt, &v.UpdatedAt, &v.LagMs, &ver.seq)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && v.TenantID != tenant) {
 		return RunView{}, errNoRun // another tenant's run is no run at all
 	}
 	if err != nil {
 		return RunView{}, fmt.Errorf("projector: read run %s: %w", runID, err)
 	}
-	if err := json.Unmarshal(snap, &v.RunSnapshot); err != nil {
-		return RunView{}, fmt.Errorf("projector: decode snapshot of run %s: %w", runID, err)
+	if snap != nil || cached == nil {
+		ver.updatedAt = v.UpdatedAt
+		if cached, err = decodeSnap(runID, snap, ver); err != nil {
+			return RunView{}, err
+		}
+		s.snaps.put(runID, cached)
 	}
+	v.RunSnapshot, v.top = cached.snap, cached.top
 	v.RunID = runID
 	v.LagMs += s.replicaLag().Milliseconds()
 	if gapSeen > 0 {
@@ -74,6 +96,16 @@ func (s *Service) runView(r *http.Request, runID, tenant string) (RunView, error
 		v.Gap = &api.RunGap{AfterSeq: v.LastEventSeq, SeenSeq: gapSeen, Since: deref(gapSince)}
 	}
 	return v, nil
+}
+
+// decodeSnap decodes run runID's stored snapshot, of version ver.
+func decodeSnap(runID string, snap []byte, ver snapVersion) (*cachedSnap, error) {
+	c := &cachedSnap{version: ver}
+	if err := json.Unmarshal(snap, &c.snap); err != nil {
+		return nil, fmt.Errorf("projector: decode snapshot of run %s: %w", runID, err)
+	}
+	c.top = c.snap.TopSteps()
+	return c, nil
 }
 
 // etag is the view's entity tag: its watermark, and whether it is stale.
@@ -85,7 +117,9 @@ func (v RunView) etag() string {
 }
 
 // handleRunGet answers GET /v1/runs/{runId}, waiting first when asked to
-// (waitForSeq, timeout), with every step or only the top ones (steps).
+// (waitForSeq, timeout), with the top-level steps (the default) or every
+// step (steps=all). An answer of more than Config.StepsPerToken steps
+// costs its key more of its rate (chargeSteps).
 func (s *Service) handleRunGet(w http.ResponseWriter, r *http.Request, p auth.Principal) {
 	runID, ok := runIDOf(w, r)
 	if !ok {
@@ -96,7 +130,7 @@ func (s *Service) handleRunGet(w http.ResponseWriter, r *http.Request, p auth.Pr
 		writeError(w, http.StatusBadRequest, api.CodeInvalidArgument, err.Error())
 		return
 	}
-	top, err := parseSteps(r)
+	all, err := parseSteps(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, api.CodeInvalidArgument, err.Error())
 		return
@@ -123,24 +157,27 @@ func (s *Service) handleRunGet(w http.ResponseWriter, r *http.Request, p auth.Pr
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	if top {
-		v.Steps = v.TopSteps()
+	if !all {
+		v.Steps = v.top
+	}
+	if !s.chargeSteps(w, r, p, len(v.Steps)) {
+		return
 	}
 	httpserve.WriteJSON(w, http.StatusOK, v)
 }
 
-// parseSteps reads steps=all (the default) or steps=top: the answer leaves
-// out the children of forEach steps, which GET
+// parseSteps reads steps=top (the default) or steps=all. The top view
+// leaves out the children of forEach steps, which GET
 // /v1/runs/{runId}/steps/{stepId}/children pages through, so that a run
-// with 10,000 children does not send them all on every long poll.
-func parseSteps(r *http.Request) (top bool, err error) {
+// with 10,000 children does not send them all on every read.
+func parseSteps(r *http.Request) (all bool, err error) {
 	switch v := r.URL.Query().Get("steps"); v {
-	case "", "all":
+	case "", "top":
 		return false, nil
-	case "top":
+	case "all":
 		return true, nil
 	default:
-		return false, fmt.Errorf("steps %q: want all or top", v)
+		return false, fmt.Errorf("steps %q: want top or all", v)
 	}
 }
 

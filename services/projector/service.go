@@ -50,6 +50,8 @@ type Service struct {
 	// longPolls caps each key's long polls in flight; rate its requests.
 	longPolls *keylimit.Concurrency
 	rate      *keylimit.Limiter
+	// snaps caches decoded snapshots for the read API; nil: off.
+	snaps *snapCache
 }
 
 // New returns the projector over pool (snapshots, alerts and the event log)
@@ -78,7 +80,7 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, pool: pool, log: eventlog.New(pool), js: js, metrics: m, mp: cfg.MeterProvider,
 		logger: cfg.Logger.With("service", "projector"), origin: uuid.NewString(), wakes: newWakeQueue(),
-		longPolls: keylimit.NewConcurrency(cfg.MaxLongPollsPerKey), rate: rate}
+		longPolls: keylimit.NewConcurrency(cfg.MaxLongPollsPerKey), rate: rate, snaps: newSnapCache(cfg.SnapshotCacheSteps)}
 	s.read, s.readLog = pool, s.log
 	if cfg.ReadPool != nil {
 		s.read, s.readLog = cfg.ReadPool, eventlog.New(cfg.ReadPool)

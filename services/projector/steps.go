@@ -48,32 +48,35 @@ func (s *Service) handleStepGet(w http.ResponseWriter, r *http.Request, p auth.P
 	httpserve.WriteJSON(w, http.StatusOK, d)
 }
 
-// DefaultChildrenLimit and MaxChildrenLimit bound a page of GET
-// /v1/runs/{runId}/steps/{stepId}/children; the largest page holds every
-// child a forEach step may have (plan.MaxForEachElements).
-const (
-	DefaultChildrenLimit = 100
-	MaxChildrenLimit     = 10_000
-)
+// DefaultChildrenLimit is the page size of GET
+// /v1/runs/{runId}/steps/{stepId}/children without a limit (at most
+// Config.MaxChildrenPage).
+const DefaultChildrenLimit = 100
 
 // handleStepChildren answers GET /v1/runs/{runId}/steps/{stepId}/children
-// from the run's snapshot (afterIndex, default -1; limit, default
-// DefaultChildrenLimit).
+// from the run's snapshot (afterIndex, default -1; limit, 1 to
+// Config.MaxChildrenPage, default DefaultChildrenLimit). A page of more
+// than Config.StepsPerToken children costs its key more of its rate
+// (chargeSteps).
 func (s *Service) handleStepChildren(w http.ResponseWriter, r *http.Request, p auth.Principal) {
 	runID, ok := runIDOf(w, r)
 	if !ok {
 		return
 	}
-	after, limit, err := parseChildPage(r)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, api.CodeInvalidArgument, err.Error())
+	after, limit, ferr := s.parseChildPage(r)
+	if ferr != nil {
+		writeFieldError(w, ferr)
 		return
 	}
 	v, err := s.runView(r, runID, p.TenantID)
 	if !s.runFound(w, r, runID, err) {
 		return
 	}
-	httpserve.WriteJSON(w, http.StatusOK, childPage(v.RunSnapshot, r.PathValue("stepId"), after, limit))
+	page := childPage(v.RunSnapshot, r.PathValue("stepId"), after, limit)
+	if !s.chargeSteps(w, r, p, len(page.Children)) {
+		return
+	}
+	httpserve.WriteJSON(w, http.StatusOK, page)
 }
 
 // childPage picks the page of parent's children from the snapshot.
@@ -86,18 +89,31 @@ func childPage(snap events.RunSnapshot, parent string, after, limit int) api.Chi
 	return page
 }
 
+// fieldError is a query parameter's bad value.
+type fieldError struct {
+	field, msg string
+}
+
+// writeFieldError answers 400 InvalidArgument for e, with details.field
+// naming its parameter.
+func writeFieldError(w http.ResponseWriter, e *fieldError) {
+	httpserve.WriteJSON(w, http.StatusBadRequest, api.ErrorBody{Error: api.Error{
+		Code: api.CodeInvalidArgument, Message: e.msg, Details: map[string]any{"field": e.field}}})
+}
+
 // parseChildPage reads afterIndex and limit.
-func parseChildPage(r *http.Request) (after, limit int, err error) {
+func (s *Service) parseChildPage(r *http.Request) (after, limit int, _ *fieldError) {
 	q := r.URL.Query()
-	after, limit = -1, DefaultChildrenLimit
+	after, limit = -1, min(DefaultChildrenLimit, s.cfg.MaxChildrenPage)
+	var err error
 	if a := q.Get("afterIndex"); a != "" {
 		if after, err = strconv.Atoi(a); err != nil || after < -1 {
-			return 0, 0, fmt.Errorf("afterIndex %q: want an element index, or -1", a)
+			return 0, 0, &fieldError{"afterIndex", fmt.Sprintf("afterIndex %q: want an element index, or -1", a)}
 		}
 	}
 	if l := q.Get("limit"); l != "" {
-		if limit, err = strconv.Atoi(l); err != nil || limit < 1 || limit > MaxChildrenLimit {
-			return 0, 0, fmt.Errorf("limit %q: want 1 to %d", l, MaxChildrenLimit)
+		if limit, err = strconv.Atoi(l); err != nil || limit < 1 || limit > s.cfg.MaxChildrenPage {
+			return 0, 0, &fieldError{"limit", fmt.Sprintf("limit %q: want 1 to %d", l, s.cfg.MaxChildrenPage)}
 		}
 	}
 	return after, limit, nil

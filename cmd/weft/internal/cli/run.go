@@ -233,7 +233,7 @@ func runGet(ctx context.Context, env *Env, args []string) error {
 // per thousand events rather than a request per child.
 func readRunDetail(ctx context.Context, c *cliClient, runID string, format outputFormat) (runDetail, error) {
 	if format == outputJSON {
-		v, err := getRun(ctx, c, runID)
+		v, err := getRun(ctx, c, runID, client.AllSteps())
 		if err != nil {
 			return runDetail{}, err
 		}

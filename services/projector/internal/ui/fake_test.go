@@ -294,7 +294,7 @@ func (f *fakeAPI) run(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	if q.Get("steps") == "top" {
+	if q.Get("steps") != "all" { // top-level steps by default, as the projector answers
 		v.Steps = v.TopSteps()
 	}
 	writeJSON(w, http.StatusOK, v)
@@ -314,6 +314,10 @@ func (f *fakeAPI) children(w http.ResponseWriter, r *http.Request) {
 	}
 	if l, err := strconv.Atoi(r.URL.Query().Get("limit")); err == nil {
 		limit = l
+	}
+	if limit < 1 || limit > childMax { // the projector's default MaxChildrenPage
+		writeError(w, apiError{http.StatusBadRequest, "InvalidArgument", "limit: want 1 to " + strconv.Itoa(childMax)})
+		return
 	}
 	kids := v.Children(r.PathValue("stepId"), after)
 	writeJSON(w, http.StatusOK, map[string]any{"children": kids[:min(limit, len(kids))], "more": len(kids) > limit})

@@ -13,6 +13,9 @@ import { jsonBlock } from './jsonview.js';
 
 // CHILD_PAGE is how many children of a forEach step are listed at a time.
 const CHILD_PAGE = 50;
+// CHILD_MAX is the most children listed at once: the read API's largest
+// page of children (its MaxChildrenPage, 1,000 by default).
+const CHILD_MAX = 1000;
 
 // parseChildId splits a forEach child's step id "parent[index]" into
 // {parent, index}; null for any other id (events.ParseChildStepID).
@@ -173,13 +176,15 @@ export function createStepPanel(runId, signal) {
         h('td', {}, open));
     });
     let more = null;
-    if (kids.more) {
+    if (kids.more && shown < CHILD_MAX) {
       more = h('button', { type: 'button', class: 'btn btn-sm', testid: 'foreach-more', text: `Show ${CHILD_PAGE} more` });
       more.addEventListener('click', () => {
         more.disabled = true;
-        shown += CHILD_PAGE;
+        shown = Math.min(shown + CHILD_PAGE, CHILD_MAX);
         load();
       });
+    } else if (kids.more) {
+      more = h('div', { class: 'muted small', testid: 'foreach-capped', text: `The first ${CHILD_MAX} are listed.` });
     }
     // Once every scheduled child is listed, the rest are not scheduled yet.
     const waiting = kids.loaded && !kids.more ? Math.max(0, (f.count || 0) - kids.list.length) : 0;
