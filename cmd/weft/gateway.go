@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +30,7 @@ type gatewayOptions struct {
 	keyRate   keylimit.Limit
 	maxBatch  int
 	admission *admissionOptions
+	readAPI   *string
 }
 
 // gatewayFlags defines the flags of `weft gateway`; docs/configuration.md
@@ -50,6 +52,8 @@ func gatewayFlags(env *environment) (*flags, *gatewayOptions) {
 	keyRateFlags(f, &opt.keyRate)
 	f.intVar(&opt.maxBatch, "max-rpc-batch", "WEFT_MAX_RPC_BATCH", 0, "largest JSON-RPC batch; a longer one is refused whole (0: 100)")
 	opt.admission = admissionFlags(f)
+	opt.readAPI = f.string("read-api-url", "WEFT_READ_API_URL",
+		"the read API's base URL (weft projector), named in the 404 of a read sent to the gateway (empty: none)")
 	return f, opt
 }
 
@@ -105,7 +109,7 @@ func runGateway(ctx context.Context, env *environment, args []string) error {
 			Addr: *opt.addr, Keys: keys, Intake: opt.intake,
 			Logger: env.logger, MeterProvider: o.meters, TracerProvider: o.tracer,
 			Schedules: opt.schedules, Triggers: opt.triggers, DisableScheduler: !*opt.scheduler,
-			KeyRate: opt.keyRate, MaxBatch: opt.maxBatch,
+			KeyRate: opt.keyRate, MaxBatch: opt.maxBatch, ReadAPIURL: *opt.readAPI,
 		})
 		if err != nil {
 			return err
@@ -169,7 +173,8 @@ func startDevGateway(ctx context.Context, logger *slog.Logger, pool *pgxpool.Poo
 		return devGateway{}, err
 	}
 	gw, err := gateway.New(pool, nc, gateway.Config{Keys: keys, Logger: logger, MeterProvider: o.meters, TracerProvider: o.tracer,
-		KeyRate: cfg.keyRate, DisableScheduler: !cfg.scheduler, Intake: gateway.IntakeConfig{Admission: cfg.admission.limits()}})
+		KeyRate: cfg.keyRate, DisableScheduler: !cfg.scheduler, Intake: gateway.IntakeConfig{Admission: cfg.admission.limits()},
+		ReadAPIURL: listenURL(cfg.uiAddr)})
 	if err != nil {
 		return devGateway{}, err
 	}
@@ -183,4 +188,14 @@ func startDevGateway(ctx context.Context, logger *slog.Logger, pool *pgxpool.Poo
 		return withAdmissionWatch(ctx, cfg.admission, o.meters, func(ctx context.Context) error { return gw.Serve(ctx, ln) })
 	})
 	return devGateway{url: "http://" + ln.Addr().String(), token: token, keys: keys, stop: stop}, nil
+}
+
+// listenURL is the http URL of the listen address addr ("localhost" for an
+// empty host), or "" when its port is 0 and so not known yet.
+func listenURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "0" {
+		return ""
+	}
+	return "http://" + net.JoinHostPort(cmp.Or(host, "localhost"), port)
 }

@@ -66,15 +66,17 @@ func (s *Service) Handler() http.Handler {
 			mux.HandleFunc(p, s.methodNotAllowed(strings.Join(allow[p], ", ")))
 		}
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, &intake.Error{Code: api.CodeNotFound, Message: "no such endpoint: " + r.URL.Path})
-	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, s.notServed(r)) })
 	return s.traced(mux)
 }
 
 // methodNotAllowed answers 405 naming the methods allow.
 func (s *Service) methodNotAllowed(allow string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/runs" && readRequest(r) { // a list of runs, not a start
+			s.writeError(w, r, s.notServed(r))
+			return
+		}
 		w.Header().Set("Allow", allow)
 		s.writeError(w, r, &intake.Error{Code: api.CodeMethodNotAllowed, Message: r.Method + " is not allowed here; use " + allow})
 	}

@@ -107,6 +107,10 @@ type Config struct {
 	// a refusal sent back on any transport; a longer one is cut and ends
 	// in "…". At least 16.
 	MaxErrorMessageBytes int
+	// ReadAPIURL is the read API's base URL (the projector's, e.g.
+	// http://localhost:8081), named in the 404 of a read sent to the
+	// gateway (GET /v1/runs/{runId}). Empty: the answer names no URL.
+	ReadAPIURL string
 	// HTTP holds the server's timeouts, header limit and shutdown drain:
 	// a slow client cannot hold a connection longer than these.
 	HTTP httpserve.Limits
