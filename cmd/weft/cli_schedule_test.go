@@ -90,9 +90,11 @@ func testTriggerCommands(t *testing.T, s *cliStack) {
 		"--payload", `{"order": 1}`, "-o", "json"))
 	require.False(t, first.Duplicate)
 	require.Equal(t, "orders:evt-1", first.RunRequestID)
-	r = s.weft(t, "trigger", "send", "orders", "--event-id", "evt-1")
+	r = s.weft(t, "trigger", "send", "orders", "--event-id", "evt-1", "--payload", `{"order": 1}`)
 	require.NoError(t, r.err, r.errOut)
 	require.Contains(t, r.out, "Event evt-1 already started run "+first.RunID)
+	r = s.weft(t, "trigger", "send", "orders", "--event-id", "evt-1", "--payload", `{"order": 2}`)
+	require.ErrorContains(t, r.err, "IdempotencyConflict", "the same event id with another payload")
 	s.waitFor(t, first.RunID, "the event's run completes", func(v *api.RunView) bool {
 		return v.Status == events.RunStatusCompleted
 	})
