@@ -326,7 +326,7 @@ func readCostGet(ctx context.Context, url, token string) (int, int64, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	n, err := io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode, n, err
 }

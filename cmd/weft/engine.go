@@ -117,9 +117,9 @@ func engineFlags(env *environment) (*flags, engineOptions) {
 
 // parseReplyPrefixes splits value, a comma-separated list of reply subject
 // prefixes, into engine.Config.ReconcileReplyPrefixes. An empty list, an
-// empty entry or one with white space is an error that names the flag
-// (name).
-func parseReplyPrefixes(name, value string) ([]string, error) {
+// empty entry or one with white space is an error that names the flag.
+func parseReplyPrefixes(value string) ([]string, error) {
+	const name = "weft engine --reconcile-reply-prefixes"
 	var out []string
 	for i, p := range strings.Split(value, ",") {
 		p = strings.TrimSpace(p)
@@ -145,7 +145,7 @@ func runEngine(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	if cfg.ReconcileReplyPrefixes, err = parseReplyPrefixes("weft engine --reconcile-reply-prefixes", *opt.replyPrefixes); err != nil {
+	if cfg.ReconcileReplyPrefixes, err = parseReplyPrefixes(*opt.replyPrefixes); err != nil {
 		return err
 	}
 	if err := opt.admission.open(env.logger); err != nil {

@@ -20,20 +20,20 @@ func TestEngineReconcileReplyPrefixesFlag(t *testing.T) {
 	env := &environment{stdout: &weftest.Buffer{}, stderr: &weftest.Buffer{}, getenv: envOf(nil)}
 	f, opt := engineFlags(env)
 	require.NoError(t, f.parse(nil))
-	got, err := parseReplyPrefixes(name, *opt.replyPrefixes)
+	got, err := parseReplyPrefixes(*opt.replyPrefixes)
 	require.NoError(t, err)
 	require.Equal(t, engine.DefaultReconcileReplyPrefixes, got, "the default is the engine's")
 
 	f, opt = engineFlags(env)
 	require.NoError(t, f.parse([]string{"--reconcile-reply-prefixes", "_INBOX_worker., _INBOX_worker-gpu."}))
-	got, err = parseReplyPrefixes(name, *opt.replyPrefixes)
+	got, err = parseReplyPrefixes(*opt.replyPrefixes)
 	require.NoError(t, err)
 	require.Equal(t, []string{"_INBOX_worker.", "_INBOX_worker-gpu."}, got)
 
 	env.getenv = envOf(map[string]string{"WEFT_ENGINE_RECONCILE_REPLY_PREFIXES": "_INBOX_w."})
 	f, opt = engineFlags(env)
 	require.NoError(t, f.parse(nil))
-	got, err = parseReplyPrefixes(name, *opt.replyPrefixes)
+	got, err = parseReplyPrefixes(*opt.replyPrefixes)
 	require.NoError(t, err)
 	require.Equal(t, []string{"_INBOX_w."}, got, "the variable sets it")
 

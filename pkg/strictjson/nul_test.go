@@ -2,6 +2,7 @@ package strictjson_test
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -17,7 +18,7 @@ func TestNoNULRefusesStringsAndKeys(t *testing.T) {
 		`{"a":{"b\u0000":1}}`: "a",
 	} {
 		err := strictjson.Valid([]byte(doc), strictjson.Options{NoNUL: true})
-		serr, ok := err.(*strictjson.Error)
+		serr, ok := errors.AsType[*strictjson.Error](err)
 		require.True(t, ok, "%s: %v", doc, err)
 		require.Equal(t, strictjson.CodeNUL, serr.Problems[0].Code, doc)
 		require.Equal(t, path, serr.Problems[0].Path, doc)

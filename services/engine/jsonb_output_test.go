@@ -63,7 +63,7 @@ func TestOutputJSONBCannotHoldFailsTheAttempt(t *testing.T) {
 		require.Equal(t, events.RunFailed, terminal(evs), step)
 		var failure events.StepFailedData
 		for _, ev := range evs {
-			require.False(t, ev.EventType == events.StepCompleted, step)
+			require.NotEqual(t, events.StepCompleted, ev.EventType, step)
 			if ev.EventType == events.StepFailed {
 				require.NoError(t, ev.Data(&failure))
 			}

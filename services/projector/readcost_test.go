@@ -101,7 +101,7 @@ func TestReadCostWeightsKeyRate(t *testing.T) {
 	requireRefused(t, r, `"reader"`, "7 steps costs 4 requests", "one more per 2 steps")
 	secs, err := strconv.Atoi(r.header.Get("Retry-After"))
 	require.NoError(t, err)
-	require.True(t, secs > 1000, "Retry-After %d: three tokens take 3000 s", secs)
+	require.Greater(t, secs, 1000, "Retry-After %d: three tokens take 3000 s", secs)
 	require.Equal(t, int64(1), s.refused(t, "key_rate"))
 
 	for i := range 10 {

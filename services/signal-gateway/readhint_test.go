@@ -42,4 +42,3 @@ func TestReadSentToTheGatewayNamesTheReadAPI(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusMethodNotAllowed, a.status, "%s", a.body)
 }
-

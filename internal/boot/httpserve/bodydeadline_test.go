@@ -108,7 +108,7 @@ func TestBodyReadTimeoutServesAPromptBody(t *testing.T) {
 	c := dial(t, serve(t, Limits{BodyReadTimeout: bodyTimeout}, readingHandler(got)), "")
 	for range 2 { // the keep-alive connection's next request is served too
 		c.send(t, "POST / HTTP/1.1\r\nHost: test\r\nContent-Length: 5\r\n\r\nhello")
-		resp, body := c.read(t)
+		resp, body := c.read(t) //nolint:bodyclose // c.read has read the whole body
 		require.NoError(t, <-got)
 		// Read to its end, the body's deadline is gone: the handler
 		// outlived it with its context alive.
@@ -127,7 +127,7 @@ func TestBodyReadTimeoutSparesARequestWithoutBody(t *testing.T) {
 		_, _ = io.WriteString(w, "waited")
 	})
 	c := dial(t, serve(t, Limits{BodyReadTimeout: bodyTimeout}, longPoll), "")
-	resp, body := c.get(t)
+	resp, body := c.get(t) //nolint:bodyclose // c.get has read the whole body
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)
 	require.Equal(t, "waited", body)
 }

@@ -118,7 +118,7 @@ func addrKey(a net.Addr) string {
 // refuse answers c with a 503 in Weft's error shape and closes it, within
 // refuseTimeout.
 func refuse(c net.Conn, msg string) {
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	_ = c.SetDeadline(time.Now().Add(refuseTimeout))
 	if _, err := c.Write(refusal(msg)); err != nil {
 		return

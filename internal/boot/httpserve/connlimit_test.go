@@ -16,7 +16,7 @@ import (
 // requireServed sends a GET on c and requires a 200.
 func requireServed(t *testing.T, c *client) {
 	t.Helper()
-	resp, body := c.get(t)
+	resp, body := c.get(t) //nolint:bodyclose // c.get has read the whole body
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)
 }
 
@@ -25,7 +25,7 @@ func requireServed(t *testing.T, c *client) {
 // connection closed.
 func requireRefused(t *testing.T, c *client, message string) {
 	t.Helper()
-	resp, body := c.get(t)
+	resp, body := c.get(t) //nolint:bodyclose // c.get has read the whole body
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, body)
 	require.Equal(t, "1", resp.Header.Get("Retry-After"))
 	require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
@@ -44,7 +44,7 @@ func servedEventually(t *testing.T, addr, from string) *client {
 	t.Helper()
 	for deadline := time.Now().Add(safety); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		c := dial(t, addr, from)
-		if resp, _ := c.get(t); resp.StatusCode == http.StatusOK {
+		if resp, _ := c.get(t); resp.StatusCode == http.StatusOK { //nolint:bodyclose // c.get has read the whole body
 			return c
 		}
 		_ = c.Close()
@@ -117,7 +117,7 @@ func TestConnCloseCountsOutOnce(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	l := limitListener(t.Context(), ln, Limits{MaxConns: 2, MaxConnsPerAddr: 2}, "test", slog.New(slog.DiscardHandler))
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 
 	dial(t, ln.Addr().String(), "")
 	dial(t, ln.Addr().String(), "")

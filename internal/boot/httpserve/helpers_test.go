@@ -3,7 +3,6 @@ package httpserve
 import (
 	"bufio"
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -94,5 +93,5 @@ func (c *client) get(t *testing.T) (*http.Response, string) {
 func (c *client) requireClosed(t *testing.T) {
 	t.Helper()
 	_, err := io.Copy(io.Discard, c.br)
-	require.False(t, errors.Is(err, os.ErrDeadlineExceeded), "the server did not close the connection: %v", err)
+	require.NotErrorIs(t, err, os.ErrDeadlineExceeded, "the server did not close the connection: %v", err)
 }

@@ -10,6 +10,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -113,8 +114,11 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, l Limits, name 
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.ShutdownTimeout)
 	defer cancel()
 	err := srv.Shutdown(shutdownCtx)
-	<-serveErr // Serve returns as soon as Shutdown has closed the listener
+	serveEnd := <-serveErr // http.ErrServerClosed, as soon as Shutdown has closed the listener
 	lim.waitRefusals()
+	if err == nil && !errors.Is(serveEnd, http.ErrServerClosed) {
+		err = serveEnd
+	}
 	if err != nil {
 		return fmt.Errorf("%s: shutdown: %w", name, err)
 	}
