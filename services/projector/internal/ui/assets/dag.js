@@ -4,6 +4,7 @@
 
 import { h, icon, pill, replace, s } from './dom.js';
 import { attemptNumber, between, bytes, duration } from './format.js';
+import { canRetryStep, canSendStepSignal } from './signals.js';
 import { progressText, topSteps } from './stepdetail.js';
 
 // layout orders the steps of a plan (and any snapshot steps the plan does
@@ -260,7 +261,10 @@ function node(n, st, index, snap, actions) {
 
   const chips = [];
   if (!st) chips.push(h('span', { class: 'chip chip-quiet', text: 'not started' }));
-  if (logical > 1) chips.push(h('span', { class: 'chip chip-retry', testid: 'step-attempt', title: `logical attempt ${logical}`, text: `Retry #${logical - 1}` }));
+  // A step that never started (skipped before it ran, though a
+  // RETRY_STEP of an ancestor moved it to its next logical attempt) shows
+  // no retry.
+  if (logical > 1 && st.attempts > 0 && status !== 'SKIPPED') chips.push(h('span', { class: 'chip chip-retry', testid: 'step-attempt', title: `logical attempt ${logical}`, text: `Retry #${logical - 1}` }));
   if (engine > 1) chips.push(h('span', { class: 'chip chip-delivery', testid: 'step-delivery', title: 'platform redelivery of the same attempt', text: `delivery ${engine}` }));
   if (ms !== null) {
     chips.push(h('span', {
@@ -297,12 +301,12 @@ function node(n, st, index, snap, actions) {
     icon('chevron'), st?.forEach ? 'Open elements' : 'Details');
   open.addEventListener('click', () => actions.details(n.id));
   buttons.push(open);
-  if (status === 'FAILED') {
+  if (canRetryStep(snap.status, status)) {
     const b = h('button', { type: 'button', class: 'btn btn-sm', testid: 'btn-retry-step', 'data-step-id': n.id }, icon('retry'), 'Retry step');
     b.addEventListener('click', () => actions.retry(n.id, b));
     buttons.push(b);
   }
-  if (waits && status === 'RUNNING' && p.signal) {
+  if (waits && p.signal && canSendStepSignal(snap.status, status)) {
     const b = h('button', { type: 'button', class: 'btn btn-sm btn-primary', testid: 'btn-signal', 'data-step-id': n.id, 'data-signal': p.signal },
       icon('send'), `Send ${p.signal}`);
     b.addEventListener('click', () => actions.signal(p.signal, n.id, b));

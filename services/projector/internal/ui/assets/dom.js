@@ -71,7 +71,7 @@ export function runHref(runId) {
 }
 
 // RUN_STATUSES are the run statuses of the read API, in lifecycle order.
-export const RUN_STATUSES = ['PENDING', 'APPROVED', 'RUNNING', 'PAUSED', 'COMPLETED', 'FAILED', 'CANCELLED'];
+export const RUN_STATUSES = ['PENDING', 'APPROVED', 'QUEUED', 'RUNNING', 'PAUSED', 'COMPLETED', 'FAILED', 'CANCELLED'];
 
 const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED']);
 

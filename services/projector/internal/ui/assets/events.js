@@ -7,9 +7,11 @@ import { attemptNumber, clock, dateTime } from './format.js';
 
 const PAGE = 500;
 
-// createTimeline returns {el, count, sync()}. sync fetches the events after
-// the last one shown, page by page, until the API says there are no more;
-// calls made while one runs are folded into one more pass.
+// createTimeline returns {el, count, sync(), lastSeq(), onEvents(fn)}.
+// sync fetches the events after the last one shown, page by page, until
+// the API says there are no more; calls made while one runs are folded
+// into one more pass. fn gets each page's new events, in runSeq order,
+// once each.
 export function createTimeline(runId, signal) {
   const tbody = h('tbody');
   const table = h('table', { class: 'table events-table', testid: 'events-table' },
@@ -25,16 +27,20 @@ export function createTimeline(runId, signal) {
   let afterSeq = 0;
   let running = null;
   let again = false;
+  let onEvents = () => {};
 
   async function pass() {
     for (;;) {
       const res = await get(`${runPath(runId)}/events?afterSeq=${afterSeq}&limit=${PAGE}`, { signal });
       const events = Array.isArray(res.data?.events) ? res.data.events : [];
+      const fresh = [];
       for (const ev of events) {
         if (typeof ev.runSeq === 'number' && ev.runSeq <= afterSeq) continue;
         tbody.append(...rows(ev));
+        fresh.push(ev);
         if (typeof ev.runSeq === 'number') afterSeq = ev.runSeq;
       }
+      if (fresh.length) onEvents(fresh);
       if (typeof res.data?.nextAfterSeq === 'number' && res.data.nextAfterSeq > afterSeq) afterSeq = res.data.nextAfterSeq;
       if (!res.data?.more || events.length === 0) return;
     }
@@ -71,7 +77,7 @@ export function createTimeline(runId, signal) {
   }
 
   table.hidden = true;
-  return { el, count, sync, lastSeq: () => afterSeq };
+  return { el, count, sync, lastSeq: () => afterSeq, onEvents: (fn) => { onEvents = fn; } };
 }
 
 // rows returns the row of one event and its hidden detail row.

@@ -9,6 +9,8 @@ import { h, icon, isTerminal, pill, replace, stalePill } from './dom.js';
 import { createTimeline } from './events.js';
 import { between, dateTime, duration, relativeTime, shortId } from './format.js';
 import { jsonBlock } from './jsonview.js';
+import { runSignal } from './signals.js';
+import { createWaterfall, waterfallLegend } from './waterfall.js';
 import { createStepPanel, topSteps } from './stepdetail.js';
 
 const LONG_POLL = '25s';
@@ -29,6 +31,7 @@ export function mountRun(root, view, runId) {
   };
   const banner = h('div', { class: 'stale-banner', role: 'alert', testid: 'stale-banner', hidden: true });
   const failure = h('div', { class: 'run-error', testid: 'run-error', hidden: true });
+  const queued = h('div', { class: 'run-queued', role: 'status', testid: 'run-queued', hidden: true });
   const problem = h('div', { class: 'inline-error', role: 'alert', hidden: true, testid: 'run-problem' });
   const pills = h('div', { class: 'run-pills' });
   const scope = h('div', { class: 'run-scope', testid: 'run-scope' });
@@ -40,6 +43,8 @@ export function mountRun(root, view, runId) {
   const dataStates = { input: {}, output: {} };
   let dataShown = null; // the input and output data shows, as JSON
   const timeline = createTimeline(runId, ac.signal);
+  const waterfall = createWaterfall();
+  timeline.onEvents(waterfall.add);
   const copy = h('button', { type: 'button', class: 'btn btn-ghost btn-icon', title: 'Copy run id', 'aria-label': 'Copy run id' }, icon('copy'));
 
   replace(root,
@@ -56,12 +61,16 @@ export function mountRun(root, view, runId) {
         h('div', { class: 'run-actions', role: 'group', 'aria-label': 'Run actions' }, buttons.PAUSE, buttons.RESUME, buttons.CANCEL)),
       meta),
     problem,
+    queued,
     failure,
     data,
     h('section', { class: 'card' },
       h('div', { class: 'card-head' }, h('h2', { text: 'Steps' }), h('div', { class: 'card-head-end' }, dag.controls, stepsSummary)),
       dag.el),
     panel.el,
+    h('section', { class: 'card', testid: 'timing' },
+      h('div', { class: 'card-head' }, h('h2', { text: 'Timing' }), waterfallLegend()),
+      waterfall.el),
     h('section', { class: 'card' },
       h('div', { class: 'card-head' }, h('h2', {}, 'Events ', timeline.count), h('span', { class: 'muted small', text: 'from the event log, in runSeq order' })),
       timeline.el));
@@ -112,12 +121,11 @@ export function mountRun(root, view, runId) {
 
   function drawActions(s) {
     const busy = (b) => b.classList.contains('is-busy');
-    buttons.PAUSE.disabled = busy(buttons.PAUSE) || s.status !== 'RUNNING';
-    buttons.RESUME.disabled = busy(buttons.RESUME) || s.status !== 'PAUSED';
-    buttons.CANCEL.disabled = busy(buttons.CANCEL) || isTerminal(s.status);
-    buttons.PAUSE.title = s.status === 'RUNNING' ? 'Pause: no new step starts until resumed' : 'Only a running run can be paused';
-    buttons.RESUME.title = s.status === 'PAUSED' ? 'Resume the run' : 'Only a paused run can be resumed';
-    buttons.CANCEL.title = isTerminal(s.status) ? 'The run has ended' : 'Cancel the run';
+    for (const [name, b] of Object.entries(buttons)) {
+      const can = runSignal(name, s.status);
+      b.disabled = busy(b) || !can.ok;
+      b.title = can.why;
+    }
   }
 
   // apply draws a new snapshot.
@@ -128,10 +136,12 @@ export function mountRun(root, view, runId) {
     drawActions(s);
     drawBanner(s);
     drawFailure(s);
+    drawQueued(s);
     drawMeta(s);
     drawData(s);
     dag.update(s, stepActions);
     panel.update(s);
+    waterfall.update(s, (stepId) => panel.select(stepId));
     drawStepsSummary(s);
     timeline.sync();
   }
@@ -180,6 +190,19 @@ export function mountRun(root, view, runId) {
           ' but has seen runSeq ', h('b', { class: 'mono', testid: 'gap-seen', text: gap.seenSeq ?? '?' }),
           '. Nothing after the gap is shown until the missing events arrive',
           gap.since ? ` (gap detected ${relativeTime(new Date(gap.since))}, ${dateTime(gap.since)}).` : '.')));
+  }
+
+  // drawQueued says why a QUEUED run waits: its admission limit's reason
+  // (RunSnapshot.queued, cleared when the run starts).
+  function drawQueued(s) {
+    queued.hidden = s.status !== 'QUEUED';
+    if (queued.hidden) return;
+    const q = s.queued || {};
+    replace(queued,
+      h('strong', { text: 'Queued' }),
+      ' — waiting for its environment to admit it: ',
+      h('span', { testid: 'run-queued-reason', text: q.reason || 'no reason given' }),
+      q.since ? h('span', { class: 'muted', title: dateTime(q.since), text: ` (since ${relativeTime(new Date(q.since))})` }) : null);
   }
 
   function drawFailure(s) {

@@ -157,7 +157,7 @@ export function createStepPanel(runId, signal) {
           : h('div', { class: 'muted small', testid: 'detail-input-none', text: 'No input: the step did not run.' }),
         d.output !== undefined
           ? jsonBlock('Output', d.output, 'detail-output', state('output'))
-          : h('div', { class: 'muted small', testid: 'detail-output-none', text: 'No output yet.' })),
+          : h('div', { class: 'muted small', testid: 'detail-output-none', text: noOutput(skip ? 'SKIPPED' : st?.status || d.attempts?.at(-1)?.status) })),
       h('h3', { class: 'panel-sub', text: 'Attempts' }),
       attempts(Array.isArray(d.attempts) ? d.attempts : []),
     ];
@@ -200,6 +200,18 @@ export function createStepPanel(runId, signal) {
   }
 
   return { el, select, update, selected: () => stepId, onSelect: (fn) => { onSelect = fn; } };
+}
+
+// noOutput says why a step in status has no output: only a step that may
+// still run reads "yet".
+function noOutput(status) {
+  switch (status) {
+    case 'SKIPPED': return 'No output: the step was skipped.';
+    case 'FAILED': return 'No output: the step failed.';
+    case 'CANCELLED': return 'No output: the step was cancelled.';
+    case 'SUCCESS': return 'No output: the step returned none.';
+    default: return 'No output yet.';
+  }
 }
 
 // attempts renders the attempt history: one row per logical attempt.
