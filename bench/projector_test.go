@@ -217,20 +217,29 @@ const projectorToken = "weft_bench_projector_token"
 // metrics.
 func startProjector(b *testing.B, db *weftest.DB, nats *weftest.NATS, cfg projector.Config) *projectorMetrics {
 	b.Helper()
-	ctx := context.Background()
 	keys, err := auth.NewKeys(auth.Key{Name: "bench", TenantID: "acme", Role: auth.RoleViewer, Hash: auth.HashKey(projectorToken)})
 	if err != nil {
 		b.Fatal(err)
 	}
 	cfg.Keys = keys
-	pool, err := pgxpool.New(ctx, db.URL) // the default size, as `weft projector` opens it
+	m := &projectorMetrics{reader: sdkmetric.NewManualReader()}
+	cfg.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(m.reader))
+	serveProjector(b, db, nats, cfg)
+	return m
+}
+
+// serveProjector starts a projector of cfg over its own pool of db (the
+// default size, as `weft projector` opens it), logging errors only,
+// serving on a loopback port until b ends, and returns its base URL.
+func serveProjector(b *testing.B, db *weftest.DB, nats *weftest.NATS, cfg projector.Config) string {
+	b.Helper()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, db.URL)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(pool.Close)
-	m := &projectorMetrics{reader: sdkmetric.NewManualReader()}
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	cfg.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(m.reader))
 	proj, err := projector.New(pool, nats.Conn(b), cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -248,7 +257,7 @@ func startProjector(b *testing.B, db *weftest.DB, nats *weftest.NATS, cfg projec
 			b.Error(err)
 		}
 	})
-	return m
+	return "http://" + ln.Addr().String()
 }
 
 // waitSnapshotsAtHead waits until every run's snapshot has reached its

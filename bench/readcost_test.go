@@ -4,17 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weftrun/weft/internal/policy/auth"
 	"github.com/weftrun/weft/pkg/eventlog"
@@ -186,38 +182,14 @@ func appendForEach(b *testing.B, j *journal.Journal, db *weftest.DB, runID strin
 // returns its base URL.
 func serveReadCostProjector(b *testing.B, db *weftest.DB, nats *weftest.NATS, cfg projector.Config) string {
 	b.Helper()
-	ctx := context.Background()
 	keys, err := auth.NewKeys(
 		auth.Key{Name: "attacker", TenantID: "acme", Role: auth.RoleViewer, Hash: auth.HashKey(readCostAttackerToken)},
 		auth.Key{Name: "victim", TenantID: "beta", Role: auth.RoleViewer, Hash: auth.HashKey(readCostVictimToken)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	pool, err := pgxpool.New(ctx, db.URL) // the default size, as `weft projector` opens it
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(pool.Close)
 	cfg.Keys = keys
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	proj, err := projector.New(pool, nats.Conn(b), cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- proj.Serve(runCtx, ln) }()
-	b.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			b.Error(err)
-		}
-	})
-	return "http://" + ln.Addr().String()
+	return serveProjector(b, db, nats, cfg)
 }
 
 // attackStats counts the attacker's answers.
