@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/plan"
 	gateway "github.com/weftrun/weft/services/signal-gateway"
@@ -36,26 +35,13 @@ func TestForEachListFromInputIsBoundedAtTheStart(t *testing.T) {
 	body["plan"] = json.RawMessage(forEachInputPlan)
 	body["input"] = ordersInput(plan.MaxForEachElements + 1)
 
-	a := s.post(t, "/v1/runs", body)
-	require.Equal(t, http.StatusBadRequest, a.status, "%s", a.body)
-	e := a.errorBody(t)
-	require.Equal(t, api.CodeInvalidArgument, e.Code)
-	problems, _ := json.Marshal(e.Details["problems"])
-	require.JSONEq(t, `[{"path": "plan.steps[id=fan].forEach", "code": "FOR_EACH_TOO_LARGE", "stepId": "fan",
-		"message": "input.orders has 10001 elements in the run's input, more than the limit of 10000 of a forEach list"}]`,
-		string(problems))
-
-	params, err := json.Marshal(body)
-	require.NoError(t, err)
-	r := s.rpcOne(t, `{"jsonrpc":"2.0","method":"run.start","params":`+string(params)+`,"id":1}`)
-	require.NotNil(t, r.Error)
-	problems, _ = json.Marshal(r.Error.Data.Details["problems"])
-	require.Contains(t, string(problems), `"code":"FOR_EACH_TOO_LARGE"`)
+	s.requireStartRefused(t, body, "FOR_EACH_TOO_LARGE", `[{"path": "plan.steps[id=fan].forEach", "code": "FOR_EACH_TOO_LARGE", "stepId": "fan",
+		"message": "input.orders has 10001 elements in the run's input, more than the limit of 10000 of a forEach list"}]`)
 
 	sched := scheduleBody("nightly", "plan", json.RawMessage(forEachInputPlan), "input", ordersInput(plan.MaxForEachElements+1))
-	a = s.post(t, "/v1/schedules", sched)
+	a := s.post(t, "/v1/schedules", sched)
 	require.Equal(t, http.StatusBadRequest, a.status, "%s", a.body)
-	problems, _ = json.Marshal(a.errorBody(t).Details["problems"])
+	problems, _ := json.Marshal(a.errorBody(t).Details["problems"])
 	require.Contains(t, string(problems), `"code":"FOR_EACH_TOO_LARGE"`)
 	require.Zero(t, s.scheduleRows(t), "a refused schedule is not stored")
 	require.Equal(t, before, s.counts(t), "a refused start writes nothing")
