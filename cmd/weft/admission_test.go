@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/internal/policy/auth"
@@ -32,6 +33,7 @@ const admissionToken = "weft_admission_test_token"
 // admission file.
 type admissionStack struct {
 	file   string
+	env    map[string]string // the commands' environment
 	c      *client.Client
 	log    *eventlog.Store
 	logs   map[string]*weftest.Buffer // each command's stderr
@@ -57,6 +59,7 @@ func startAdmissionStack(t *testing.T, doc, interval string, commands ...string)
 		"WEFT_DEV_DIR": t.TempDir(), "WEFT_DEV_NATS_PORT": strconv.Itoa(weftest.FreePort(t)), "WEFT_DEV_GATEWAY_ADDR": addr,
 		"WEFT_DEV_UI_ADDR": "127.0.0.1:0", "WEFT_DEV_OPS_ADDR": opsOff, "WEFT_DEV_TOKEN": admissionToken, "WEFT_DEV_DEMO": "false",
 	}
+	s.env = env
 	for _, cmd := range commands {
 		s.logs[cmd] = &weftest.Buffer{}
 		runInBackground(t, []string{cmd}, s.logs[cmd], env)
@@ -183,7 +186,10 @@ environments:
 	que1 := s.mustStart(t, "que")
 	s.waitEvent(t, que1, events.RunStarted)
 	que2 := s.mustStart(t, "que")
-	s.waitEvent(t, que2, events.RunQueued)
+	var held events.RunQueuedData
+	require.NoError(t, s.waitEvent(t, que2, events.RunQueued).Data(&held))
+	require.Equal(t, events.RunQueuedData{EnvironmentID: "que", Running: 1, Limit: 1,
+		Reason: "1 of 1 running in environment que"}, held, "RunQueued says which limit holds the run")
 	require.False(t, s.hasEvent(t, que2, events.RunStarted), "the second run of que waits in the queue")
 
 	del1 := s.mustStart(t, "del")
@@ -208,6 +214,32 @@ environments:
 		require.Contains(t, s.logs[cmd].String(), "environments.rej.policy")
 	}
 	s.requireRejected(t, "rej") // still two runs at most, under REJECT
+}
+
+// requireShownQueued checks, through `weft dev`'s read API, that the CLI
+// shows runID QUEUED with reason, and that the runs list filters on
+// QUEUED.
+func (s *admissionStack) requireShownQueued(t *testing.T, runID, reason string) {
+	t.Helper()
+	env := map[string]string{"WEFT_DEV_DIR": s.env["WEFT_DEV_DIR"], "WEFT_TOKEN": admissionToken}
+	var shown string
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		r := weft(t, env, "run", "get", runID)
+		shown = r.out
+		require.NoError(c, r.err)
+		require.Contains(c, r.out, "QUEUED, 0/1 steps done", "weft run get shows the run QUEUED")
+	}, time.Minute, 10*time.Millisecond)
+	require.Regexp(t, `Queued\s+`+reason+`, for \d+s`, shown)
+
+	list := decode[api.RunList](t, weft(t, env, "runs", "ls", "--status", "QUEUED", "-o", "json"))
+	require.Len(t, list.Runs, 1)
+	require.Equal(t, runID, list.Runs[0].RunID)
+	r := weft(t, env, "runs", "ls", "--status", "QUEUED", "--environment", list.Runs[0].EnvironmentID, "--limit", "1")
+	require.NoError(t, r.err)
+	require.Contains(t, r.out, runID)
+	require.Contains(t, r.out, "QUEUED")
+	none := decode[api.RunList](t, weft(t, env, "runs", "ls", "--status", "QUEUED", "--environment", "rej", "-o", "json"))
+	require.Empty(t, none.Runs, "the environment filter")
 }
 
 // `weft gateway` reloads the admission file on SIGHUP. Not parallel: the
@@ -260,6 +292,7 @@ environments:
 	s.waitEvent(t, s.mustStart(t, "que"), events.RunStarted)
 	que2 := s.mustStart(t, "que")
 	s.waitEvent(t, que2, events.RunQueued)
+	s.requireShownQueued(t, que2, "1 of 1 running in environment que")
 
 	s.write(t, "environments: {rej: {maxConcurrentRuns: 2, policy: REJECT}, que: {maxConcurrentRuns: 2}}")
 	s.waitLog(t, "dev", "admission file reloaded")

@@ -22,6 +22,12 @@ type RunFilter struct {
 	Status []string
 	// PlanID keeps runs of this plan id, matched exactly. Empty: any plan.
 	PlanID string
+	// ProjectID keeps runs of this project id, matched exactly. Empty: any
+	// project.
+	ProjectID string
+	// EnvironmentID keeps runs of this environment id, matched exactly.
+	// Empty: any environment.
+	EnvironmentID string
 	// TriggerID keeps the runs this trigger's events started (run request
 	// id "{triggerId}:{eventId}"). Empty: any run.
 	TriggerID string
@@ -42,6 +48,12 @@ func (f RunFilter) query() url.Values {
 	}
 	if f.TriggerID != "" {
 		q.Set("trigger", f.TriggerID)
+	}
+	if f.ProjectID != "" {
+		q.Set("projectId", f.ProjectID)
+	}
+	if f.EnvironmentID != "" {
+		q.Set("environmentId", f.EnvironmentID)
 	}
 	if f.Limit != 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))

@@ -210,13 +210,15 @@ func TestListRunsSendsFilter(t *testing.T) {
 	b := setupRead(t, jsonAnswer(t, http.StatusOK, want))
 
 	got, err := b.client.ListRuns(context.Background(), client.RunFilter{
-		Status: []string{"FAILED", api.StatusStale}, PlanID: "hello", TriggerID: "orders", Limit: 10, Cursor: "c1"})
+		Status: []string{"FAILED", api.StatusStale}, PlanID: "hello", TriggerID: "orders",
+		ProjectID: "shop", EnvironmentID: "prod", Limit: 10, Cursor: "c1"})
 	require.NoError(t, err)
 	require.Equal(t, want, *got)
 	reqs := b.api.requests()
 	require.Len(t, reqs, 1)
 	require.Equal(t, "/v1/runs", reqs[0].escapedPath)
-	require.Equal(t, url.Values{"status": {"FAILED", "STALE"}, "plan": {"hello"}, "trigger": {"orders"}, "limit": {"10"}, "cursor": {"c1"}}, reqs[0].query)
+	require.Equal(t, url.Values{"status": {"FAILED", "STALE"}, "plan": {"hello"}, "trigger": {"orders"},
+		"projectId": {"shop"}, "environmentId": {"prod"}, "limit": {"10"}, "cursor": {"c1"}}, reqs[0].query)
 }
 
 func TestRunsFollowsCursors(t *testing.T) {

@@ -179,6 +179,31 @@ type RunCancelledData struct {
 	Reason string `json:"reason"`
 }
 
+// RunQueuedData is the payload of RunQueued: the admission limit that
+// holds the run, as the engine found it when it queued the run.
+type RunQueuedData struct {
+	EnvironmentID string `json:"environmentId,omitempty"`
+	// Running is how many of the environment's runs had started and not
+	// ended; Limit is its MaxConcurrentRuns.
+	Running int `json:"running,omitempty"`
+	Limit   int `json:"limit,omitempty"`
+	// Ahead is how many runs of the environment were queued before this
+	// one: queued runs start first come, first served.
+	Ahead int `json:"ahead,omitempty"`
+	// Reason says the same in words, e.g. "2 of 2 running in environment
+	// cust-1" (RunQueuedReason).
+	Reason string `json:"reason,omitempty"`
+}
+
+// RunQueuedReason is the Reason of a RunQueued with these counts.
+func RunQueuedReason(environment string, running, limit, ahead int) string {
+	r := fmt.Sprintf("%d of %d running in environment %s", running, limit, environment)
+	if ahead > 0 {
+		r += fmt.Sprintf(", %d queued ahead", ahead)
+	}
+	return r
+}
+
 // RunPausedData is the payload of RunPaused.
 type RunPausedData struct {
 	Reason string `json:"reason,omitempty"`

@@ -96,6 +96,8 @@ func persistedRecords() []goldentest.Record {
 		payloadRecord("RunCompleted", RunCompletedData{Output: json.RawMessage(`{"rows":3,"report":"s3://bucket/run/report.csv"}`)}),
 		payloadRecord("RunCancelled", RunCancelledData{Reason: "operator"}),
 		payloadRecord("RunPaused", RunPausedData{Reason: "maintenance"}),
+		payloadRecord("RunQueued", RunQueuedData{EnvironmentID: "cust-1", Running: 2, Limit: 2, Ahead: 1,
+			Reason: RunQueuedReason("cust-1", 2, 2, 1)}),
 		payloadRecord("SignalAccepted", SignalAcceptedData{SignalName: "approve", SignalID: "sig-1",
 			Payload: json.RawMessage(`{"ok":true}`), ExpiresAt: goldenT0.Add(24 * time.Hour)}),
 		payloadRecord("SignalRejected", SignalRejectedData{SignalName: "approve", SignalID: "sig-2", Reason: "rate limited"}),

@@ -94,7 +94,10 @@ func Project(runID string, events []Event) (RunSnapshot, error) {
 //     brought a failed step back), clearing completedAt, totalDurationMs
 //     and the root cause. Step events still update their steps, within
 //     the rules below (an attempt RunCancelled ended has its end).
-//   - SignalAccepted, SignalRejected, SignalApplied, RunQueued and types this
+//   - RunQueued: QUEUED, with Queued (the payload's reason, the event's
+//     time), when the run is APPROVED; it changes nothing in any other
+//     status. Leaving QUEUED (RunStarted, RunCancelled) clears Queued.
+//   - SignalAccepted, SignalRejected, SignalApplied and types this
 //     version does not know change nothing but LastEventSeq; their payloads
 //     are not decoded.
 //   - Step events follow the rules on applyStep: steps appear in first-seen
@@ -157,9 +160,11 @@ func (p *projection) apply(e Event) error {
 	switch e.EventType {
 	case RunApproved, RunStarted, RunPaused, RunResumed, RunCompleted, RunFailed, RunCancelled:
 		return p.applyRun(e)
+	case RunQueued:
+		return p.queue(e)
 	case StepScheduled, StepStarted, StepCompleted, StepFailed, StepSkipped, StepRetryScheduled:
 		return p.applyStep(e)
-	default: // signals, RunQueued and unknown types do not change the snapshot
+	default: // signals and unknown types do not change the snapshot
 		return nil
 	}
 }
@@ -197,6 +202,7 @@ func (p *projection) applyRun(e Event) error {
 		}
 		return nil
 	}
+	p.s.Queued = nil
 	switch e.EventType {
 	case RunApproved:
 		p.s.Status = RunStatusApproved
@@ -217,6 +223,19 @@ func (p *projection) applyRun(e Event) error {
 		p.finish(e, RunStatusCancelled)
 		p.cancelSteps(eventTime(e), cancelled.Reason)
 	default: // apply only routes run events here
+	}
+	return nil
+}
+
+// queue applies RunQueued.
+func (p *projection) queue(e Event) error {
+	var d RunQueuedData
+	if err := e.Data(&d); err != nil {
+		return err
+	}
+	if p.s.Status == RunStatusApproved {
+		p.s.Status = RunStatusQueued
+		p.s.Queued = &QueueHold{Reason: d.Reason, Since: eventTime(e)}
 	}
 	return nil
 }

@@ -210,12 +210,59 @@ func TestReduceRunEvents(t *testing.T) {
 	})
 }
 
-// TestReduceNonStatusEvents: signals, RunQueued and unknown types change
-// nothing but lastEventSeq, in every run status.
+// TestReduceQueuedRuns: RunQueued holds an APPROVED run as QUEUED, with
+// its reason, until it starts or is cancelled; in any other status it
+// changes nothing.
+func TestReduceQueuedRuns(t *testing.T) {
+	t.Parallel()
+	held := RunQueuedData{EnvironmentID: "cust-1", Running: 2, Limit: 2, Reason: RunQueuedReason("cust-1", 2, 2, 0)}
+	hQueued := append(clip(hApproved), ev(2, RunQueued, payload(held)))
+	queued := func(_ *testing.T, s *RunSnapshot) {
+		s.Status = RunStatusQueued
+		s.Queued = &QueueHold{Reason: "2 of 2 running in environment cust-1", Since: persisted(2)}
+	}
+	runReduceCases(t, []reduceCase{
+		{name: "RunQueued: APPROVED to QUEUED, with the reason and since when", history: hApproved,
+			events: []Event{ev(2, RunQueued, payload(held))}, wantSeq: 2, want: queued},
+		{name: "RunQueued without a payload: QUEUED, no reason", history: hApproved,
+			events: []Event{ev(2, RunQueued)}, wantSeq: 2,
+			want: func(_ *testing.T, s *RunSnapshot) {
+				s.Status = RunStatusQueued
+				s.Queued = &QueueHold{Since: persisted(2)}
+			}},
+		{name: "RunStarted: QUEUED to RUNNING, the hold cleared", history: hQueued,
+			events: []Event{ev(3, RunStarted)}, wantSeq: 3,
+			want: func(_ *testing.T, s *RunSnapshot) {
+				s.Status, s.Queued = RunStatusRunning, nil
+				s.StartedAt = tp(persisted(3))
+			}},
+		{name: "RunCancelled: QUEUED to CANCELLED, the hold cleared", history: hQueued,
+			events: []Event{ev(3, RunCancelled, payload(RunCancelledData{Reason: "operator"}))}, wantSeq: 3,
+			want: func(_ *testing.T, s *RunSnapshot) {
+				s.Status, s.Queued = RunStatusCancelled, nil
+				s.CompletedAt = tp(persisted(3))
+			}},
+		{name: "RunQueued on a running run changes nothing", history: hRunning,
+			events: []Event{ev(3, RunQueued, payload(held))}, wantSeq: 3},
+		{name: "RunQueued on a completed run changes nothing", history: hCompleted,
+			events: []Event{ev(7, RunQueued, payload(held))}, wantSeq: 7},
+		{name: "RunQueued with a payload that is not JSON is malformed", history: hApproved,
+			events: []Event{ev(2, RunQueued, rawPayload(`not json`))}, wantSeq: 1, wantErr: wantMalformed(2, RunQueued)},
+	})
+}
+
+func TestRunQueuedReason(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "2 of 2 running in environment cust-1", RunQueuedReason("cust-1", 2, 2, 0))
+	require.Equal(t, "1 of 2 running in environment e, 3 queued ahead", RunQueuedReason("e", 1, 2, 3))
+}
+
+// TestReduceNonStatusEvents: signals and unknown types change nothing but
+// lastEventSeq, in every run status.
 func TestReduceNonStatusEvents(t *testing.T) {
 	t.Parallel()
 	var cases []reduceCase
-	for _, typ := range []Type{SignalAccepted, SignalRejected, SignalApplied, RunQueued, "SomethingFromV2"} {
+	for _, typ := range []Type{SignalAccepted, SignalRejected, SignalApplied, "SomethingFromV2"} {
 		for _, h := range [][]Event{nil, hApproved, hStepRunning, hCompleted} {
 			next := int64(len(h)) + 1
 			cases = append(cases, reduceCase{

@@ -10,10 +10,15 @@ import (
 // RunStatus is the status of a run in a RunSnapshot.
 type RunStatus string
 
-// The run statuses of execution-semantics §1.4.
+// The run statuses of execution-semantics §1.4, and QUEUED.
 const (
-	RunStatusPending   RunStatus = "PENDING"
-	RunStatusApproved  RunStatus = "APPROVED"
+	RunStatusPending  RunStatus = "PENDING"
+	RunStatusApproved RunStatus = "APPROVED"
+	// RunStatusQueued is an approved run its environment's admission limit
+	// holds before its start (RunQueued); RunSnapshot.Queued says why. It
+	// is a status of the snapshot only: the contract's state machine, and
+	// the engine, keep such a run APPROVED.
+	RunStatusQueued    RunStatus = "QUEUED"
 	RunStatusRunning   RunStatus = "RUNNING"
 	RunStatusPaused    RunStatus = "PAUSED"
 	RunStatusCompleted RunStatus = "COMPLETED"
@@ -96,6 +101,18 @@ type RunSnapshot struct {
 	Input json.RawMessage `json:"input,omitempty"`
 	// Output is the output of a COMPLETED run whose plan has one.
 	Output json.RawMessage `json:"output,omitempty"`
+	// Queued is set while the run is QUEUED: why its admission limit holds
+	// it, and since when.
+	Queued *QueueHold `json:"queued,omitempty"`
+}
+
+// QueueHold is why a QUEUED run waits, from its RunQueued.
+type QueueHold struct {
+	// Reason says which limit holds the run, e.g. "2 of 2 running in
+	// environment cust-1"; empty for a RunQueued written without one.
+	Reason string `json:"reason,omitempty"`
+	// Since is when the run was queued.
+	Since time.Time `json:"since"`
 }
 
 // StepSnapshot is the state of one step of a run, as of its current
@@ -223,6 +240,7 @@ func (s RunSnapshot) clone() RunSnapshot {
 	c.Error = clonePtr(s.Error)
 	c.Input = slices.Clone(s.Input)
 	c.Output = slices.Clone(s.Output)
+	c.Queued = clonePtr(s.Queued)
 	return c
 }
 

@@ -20,20 +20,18 @@ import (
 	"github.com/weftrun/weft/services/projector/internal/ui"
 )
 
-// Handler returns the read API (docs/read-api.md), the UI's forwarding to
+// Handler returns the read API (docs/read-api.md) and its OpenAPI
+// document (GET /openapi.json, no key needed), the UI's forwarding to
 // the gateway (its signals; the schedules list, pause, resume and delete;
 // the triggers list) and the UI itself. It
 // serves no /metrics: the metrics count every tenant's runs and go to the
 // MeterProvider, which the command serves on its ops listener only.
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/runs", s.authed(s.handleRunsList))
-	mux.HandleFunc("GET /v1/runs/{runId}", s.authed(s.handleRunGet))
-	mux.HandleFunc("GET /v1/runs/{runId}/events", s.authed(s.handleRunEvents))
-	mux.HandleFunc("GET /v1/runs/{runId}/steps/{stepId}", s.authed(s.handleStepGet))
-	mux.HandleFunc("GET /v1/runs/{runId}/steps/{stepId}/children", s.authed(s.handleStepChildren))
-	mux.HandleFunc("GET /v1/alerts", s.authed(s.handleAlerts))
-	mux.HandleFunc("GET /v1/whoami", s.authed(s.handleWhoami))
+	for _, route := range readRoutes {
+		mux.HandleFunc(route.pattern, s.authed(route))
+	}
+	mux.HandleFunc("GET /openapi.json", serveOpenAPI)
 	gateway := s.gatewayProxy()
 	mux.Handle("POST /gateway/v1/runs/{runId}/signals", gateway)
 	mux.Handle("GET /gateway/v1/schedules", gateway)
@@ -51,13 +49,11 @@ func (s *Service) Handler() http.Handler {
 	return mux
 }
 
-// authedFunc is a handler that knows its caller.
-type authedFunc func(w http.ResponseWriter, r *http.Request, p auth.Principal)
-
 // authed authenticates the request's API key, holds it to its request
-// rate (Config.KeyRate) and checks that it may read runs of its tenant
-// before calling h.
-func (s *Service) authed(h authedFunc) http.HandlerFunc {
+// rate (Config.KeyRate), checks that it may read runs of its tenant and
+// that the query holds only the route's parameters (checkQuery) before
+// calling the route's handler.
+func (s *Service) authed(route readRoute) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.cfg.Keys.AuthenticateValues(r.Header.Values("Authorization"))
 		if errors.Is(err, auth.ErrMultipleCredentials) {
@@ -78,7 +74,9 @@ func (s *Service) authed(h authedFunc) http.HandlerFunc {
 			writeError(w, http.StatusForbidden, api.CodePermissionDenied, d.Reason)
 			return
 		}
-		h(w, r, p)
+		if checkQuery(w, r, route) {
+			route.handle(s, w, r, p)
+		}
 	}
 }
 

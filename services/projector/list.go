@@ -25,6 +25,8 @@ type listQuery struct {
 	statuses []string // nil: any
 	stale    bool     // STALE was among the statuses
 	plan     string
+	project  string // "": any project
+	env      string // "": any environment
 	trigger  string // "": any run; else the runs trigger started
 	limit    int
 	after    *cursor
@@ -38,7 +40,10 @@ type cursor struct {
 
 // runsListSQL lists a tenant's runs newest first, its %s standing for
 // the trigger filter: runsAllSQL has none, runsByTriggerSQL has
-// triggerCond, whose $8 is the trigger id. ORDER BY names the table's
+// triggerCond, whose $10 is the trigger id. The project and environment
+// filters ($8, $9) have no index of their own: the list's index
+// (run_snapshots_list, or run_snapshots_source for a trigger) serves
+// them, newest first, as it serves the list without them. ORDER BY names the table's
 // run_id: a bare run_id would be the output column, run_id::text, which
 // no index orders, so every page would sort all the runs that match.
 const runsListSQL = `
@@ -51,16 +56,18 @@ FROM run_snapshots
 WHERE tenant_id = $1
   AND ($2::text[] IS NULL OR status = ANY($2) OR ($3 AND gap_seen_seq IS NOT NULL))
   AND ($4 = '' OR plan_id = $4)
+  AND ($8 = '' OR project_id = $8)
+  AND ($9 = '' OR environment_id = $9)
   AND ($5::timestamptz IS NULL OR (created_at, run_id) < ($5, $6::uuid))
   %s
 ORDER BY created_at DESC, run_snapshots.run_id DESC
 LIMIT $7`
 
-// triggerCond keeps the runs trigger $8 started: those whose run request
-// id is "$8:{eventId}". It is the predicate and the expression of the
+// triggerCond keeps the runs trigger $10 started: those whose run request
+// id is "$10:{eventId}". It is the predicate and the expression of the
 // index run_snapshots_source (migration 0012), spelt as there so that the
 // index serves the list newest first, pages included.
-const triggerCond = `AND strpos(run_request_id, ':') > 0 AND split_part(run_request_id, ':', 1) = $8`
+const triggerCond = `AND strpos(run_request_id, ':') > 0 AND split_part(run_request_id, ':', 1) = $10`
 
 var (
 	runsAllSQL       = fmt.Sprintf(runsListSQL, "")
@@ -91,7 +98,7 @@ func (s *Service) runsList(r *http.Request, q listQuery) (api.RunList, error) {
 	if q.after != nil {
 		afterAt, afterID = q.after.CreatedAt, q.after.RunID
 	}
-	sql, args := runsAllSQL, []any{q.tenant, q.statuses, q.stale, q.plan, afterAt, afterID, q.limit + 1}
+	sql, args := runsAllSQL, []any{q.tenant, q.statuses, q.stale, q.plan, afterAt, afterID, q.limit + 1, q.project, q.env}
 	if q.trigger != "" {
 		sql, args = runsByTriggerSQL, append(args, q.trigger)
 	}
@@ -123,9 +130,15 @@ var errOtherTenant = errors.New("tenant: a key reads only its own tenant's runs"
 // parseList reads and checks the list's query parameters.
 func parseList(r *http.Request, p auth.Principal) (listQuery, error) {
 	v := r.URL.Query()
-	q := listQuery{tenant: p.TenantID, plan: v.Get("plan"), trigger: v.Get("trigger"), limit: DefaultListLimit}
+	q := listQuery{tenant: p.TenantID, plan: v.Get("plan"), trigger: v.Get("trigger"),
+		project: v.Get("projectId"), env: v.Get("environmentId"), limit: DefaultListLimit}
 	if t := v.Get("tenant"); t != "" && t != p.TenantID {
 		return q, errOtherTenant
+	}
+	for _, name := range []string{"projectId", "environmentId"} {
+		if v.Has(name) && v.Get(name) == "" {
+			return q, fmt.Errorf("%s: want an id, not an empty one", name)
+		}
 	}
 	if v.Has("trigger") && (q.trigger == "" || strings.Contains(q.trigger, ":")) {
 		return q, fmt.Errorf("trigger %q: want a trigger id, which is not empty and holds no ':'", q.trigger)
@@ -157,8 +170,18 @@ func parseList(r *http.Request, p auth.Principal) (listQuery, error) {
 	return q, nil
 }
 
-var runStatuses = []events.RunStatus{events.RunStatusPending, events.RunStatusApproved, events.RunStatusRunning,
-	events.RunStatusPaused, events.RunStatusCompleted, events.RunStatusFailed, events.RunStatusCancelled}
+// runStatuses are the values of the status filter, besides STALE.
+var runStatuses = []events.RunStatus{events.RunStatusPending, events.RunStatusApproved, events.RunStatusQueued,
+	events.RunStatusRunning, events.RunStatusPaused, events.RunStatusCompleted, events.RunStatusFailed, events.RunStatusCancelled}
+
+// statusChoices is what the status filter accepts, for its error.
+var statusChoices = func() string {
+	var b strings.Builder
+	for _, st := range runStatuses {
+		b.WriteString(string(st) + ", ")
+	}
+	return b.String() + api.StatusStale
+}()
 
 func (q *listQuery) addStatus(st string) error {
 	switch {
@@ -167,7 +190,7 @@ func (q *listQuery) addStatus(st string) error {
 	case slices.Contains(runStatuses, events.RunStatus(st)):
 		q.statuses = append(q.statuses, st)
 	default:
-		return fmt.Errorf("status %q: want one of PENDING, APPROVED, RUNNING, PAUSED, COMPLETED, FAILED, CANCELLED, STALE", st)
+		return fmt.Errorf("status %q: want one of %s", st, statusChoices)
 	}
 	return nil
 }

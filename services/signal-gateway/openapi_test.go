@@ -67,6 +67,9 @@ func TestOpenAPIDocument(t *testing.T) {
 	t.Run("routes", func(t *testing.T) { checkRoutes(t, s, doc) })
 	t.Run("refs", func(t *testing.T) { checkRefs(t, doc) })
 	t.Run("error codes", func(t *testing.T) { checkErrorCodes(t, doc) })
+	t.Run("examples", func(t *testing.T) { checkExamples(t, served.body) })
+	t.Run("components", func(t *testing.T) { checkComponents(t, doc) })
+	t.Run("operations", func(t *testing.T) { checkOperations(t, doc) })
 }
 
 // checkRoutes requires the document's operations to be the gateway's

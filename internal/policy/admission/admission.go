@@ -25,7 +25,7 @@ const (
 	// Reject refuses the run at approval: nothing is written and the caller
 	// is told to retry later (HTTP 429 with Retry-After).
 	Reject Policy = "REJECT"
-	// Queue approves the run and parks it (RunQueued, status APPROVED); the
+	// Queue approves the run and parks it (RunQueued, status QUEUED); the
 	// run-queue reconciler starts queued runs, oldest first, as places free.
 	Queue Policy = "QUEUE"
 	// Delay approves and starts the run at once, beyond the limit, but
@@ -135,7 +135,7 @@ const lockSQL = `SELECT pg_advisory_xact_lock(hashtext('weft-admission:' || $1))
 // order every caller shares (sorted, each once), for a transaction that
 // will check several environments: taking them all first, in that order,
 // means two such transactions cannot deadlock, whatever order their
-// checks come in. HasRoomTx and CheckRejectTx then find their lock held.
+// checks come in. RoomTx and CheckRejectTx then find their lock held.
 func QueueLocks(b *pgx.Batch, environments []string) {
 	envs := slices.Clone(environments)
 	slices.Sort(envs)
@@ -153,28 +153,41 @@ func lockEnvironmentTx(ctx context.Context, tx pgx.Tx, environment string) error
 	return nil
 }
 
-// HasRoomTx reports, holding the environment's admission lock until tx
-// ends, whether run may start now: the environment's started runs are
-// below its limit, and no run of the environment approved before run is
-// waiting in the queue (queued runs start first come, first served, in
-// (approved_at, run_id) order).
-func HasRoomTx(ctx context.Context, tx pgx.Tx, environment string, lim Limit, runID string) (bool, error) {
+// Room is what RoomTx found of an environment, for one run.
+type Room struct {
+	// Started is how many of the environment's runs have started and not
+	// ended; Limit is its MaxConcurrentRuns, zero for none.
+	Started, Limit int
+	// Ahead is how many of its runs approved before the run are queued:
+	// queued runs start first come, first served.
+	Ahead int
+}
+
+// Free reports whether the run may start now: the environment has no
+// limit, or its started runs are below it and no run is queued ahead.
+func (r Room) Free() bool { return r.Limit == 0 || r.Started < r.Limit && r.Ahead == 0 }
+
+// RoomTx returns, holding the environment's admission lock until tx ends,
+// the room the environment has for run: its started runs, its limit and
+// the runs queued ahead of run, in (approved_at, run_id) order. With no
+// limit it takes no lock and counts nothing.
+func RoomTx(ctx context.Context, tx pgx.Tx, environment string, lim Limit, runID string) (Room, error) {
 	if lim.MaxConcurrentRuns == 0 {
-		return true, nil
+		return Room{}, nil
 	}
 	if err := lockEnvironmentTx(ctx, tx, environment); err != nil {
-		return false, err
+		return Room{}, err
 	}
-	var started, olderQueued int
+	r := Room{Limit: lim.MaxConcurrentRuns}
 	err := tx.QueryRow(ctx, `
 		SELECT count(*) FILTER (WHERE started_at IS NOT NULL),
 		       count(*) FILTER (WHERE queued_at IS NOT NULL AND started_at IS NULL
 		                          AND (approved_at, run_id) < (SELECT approved_at, run_id FROM engine_runs WHERE run_id = $2))
-		FROM engine_runs WHERE environment_id = $1`, environment, runID).Scan(&started, &olderQueued)
+		FROM engine_runs WHERE environment_id = $1`, environment, runID).Scan(&r.Started, &r.Ahead)
 	if err != nil {
-		return false, fmt.Errorf("admission: count runs of %q: %w", environment, err)
+		return Room{}, fmt.Errorf("admission: count runs of %q: %w", environment, err)
 	}
-	return started < lim.MaxConcurrentRuns && olderQueued == 0, nil
+	return r, nil
 }
 
 // CheckRejectTx is the approval-time check: under Reject, with the

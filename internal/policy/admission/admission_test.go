@@ -48,16 +48,16 @@ func inTx[T any](t *testing.T, db *weftest.DB, fn func(tx pgx.Tx) (T, error)) (T
 	return out, err
 }
 
-func TestHasRoomCountsStartedRunsOfTheEnvironment(t *testing.T) {
+func TestRoomCountsStartedRunsOfTheEnvironment(t *testing.T) {
 	t.Parallel()
 	db := weftest.NewDB(t)
 	lim := admission.Limit{MaxConcurrentRuns: 2}
 	room := func(env string) bool {
-		ok, err := inTx(t, db, func(tx pgx.Tx) (bool, error) {
-			return admission.HasRoomTx(t.Context(), tx, env, lim, events.NewRunID())
+		r, err := inTx(t, db, func(tx pgx.Tx) (admission.Room, error) {
+			return admission.RoomTx(t.Context(), tx, env, lim, events.NewRunID())
 		})
 		require.NoError(t, err)
-		return ok
+		return r.Free()
 	}
 	insertRun(t, db, "a", true)
 	insertRun(t, db, "a", false) // approved, not started: holds no place
@@ -65,13 +65,18 @@ func TestHasRoomCountsStartedRunsOfTheEnvironment(t *testing.T) {
 	insertRun(t, db, "b", true)
 	require.True(t, room("a"))
 	require.False(t, room("b"), "at the edge: 2 of 2")
-	insertRun(t, db, "a", true)
-	require.False(t, room("a"))
-	ok, err := inTx(t, db, func(tx pgx.Tx) (bool, error) {
-		return admission.HasRoomTx(t.Context(), tx, "b", admission.Limit{}, events.NewRunID())
+	full, err := inTx(t, db, func(tx pgx.Tx) (admission.Room, error) {
+		return admission.RoomTx(t.Context(), tx, "b", lim, events.NewRunID())
 	})
 	require.NoError(t, err)
-	require.True(t, ok, "no limit: always room")
+	require.Equal(t, admission.Room{Started: 2, Limit: 2}, full, "what a RunQueued's reason says")
+	insertRun(t, db, "a", true)
+	require.False(t, room("a"))
+	r, err := inTx(t, db, func(tx pgx.Tx) (admission.Room, error) {
+		return admission.RoomTx(t.Context(), tx, "b", admission.Limit{}, events.NewRunID())
+	})
+	require.NoError(t, err)
+	require.True(t, r.Free(), "no limit: always room")
 }
 
 func TestCheckRejectRefusesAtTheLimit(t *testing.T) {
@@ -104,7 +109,7 @@ func TestCheckRejectRefusesAtTheLimit(t *testing.T) {
 
 // Queued runs start first come, first served: with room, a run may start
 // only if no run approved before it waits in the queue.
-func TestHasRoomKeepsTheQueueInOrder(t *testing.T) {
+func TestRoomKeepsTheQueueInOrder(t *testing.T) {
 	t.Parallel()
 	db := weftest.NewDB(t)
 	lim := admission.Limit{MaxConcurrentRuns: 1}
@@ -112,11 +117,13 @@ func TestHasRoomKeepsTheQueueInOrder(t *testing.T) {
 	newer := insertRun(t, db, "q", false)
 	_, err := db.Pool.Exec(t.Context(), `UPDATE engine_runs SET queued_at = now()`)
 	require.NoError(t, err)
-	room := func(id string) bool {
-		ok, err := inTx(t, db, func(tx pgx.Tx) (bool, error) { return admission.HasRoomTx(t.Context(), tx, "q", lim, id) })
+	roomOf := func(id string) admission.Room {
+		r, err := inTx(t, db, func(tx pgx.Tx) (admission.Room, error) { return admission.RoomTx(t.Context(), tx, "q", lim, id) })
 		require.NoError(t, err)
-		return ok
+		return r
 	}
+	room := func(id string) bool { return roomOf(id).Free() }
+	require.Equal(t, admission.Room{Limit: 1, Ahead: 1}, roomOf(newer), "an older run is queued")
 	require.False(t, room(newer), "an older run is queued")
 	require.True(t, room(older), "the oldest queued run goes first")
 	fresh := insertRun(t, db, "q", false)

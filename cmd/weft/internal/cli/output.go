@@ -83,6 +83,9 @@ func printRun(w io.Writer, v *api.RunView, details map[string]*events.StepDetail
 	tw.row("Plan\t%s %s\n", v.PlanID, v.PlanVersion)
 	tw.row("Where\ttenant %s, project %s, environment %s\n", v.TenantID, v.ProjectID, v.EnvironmentID)
 	tw.row("Status\t%s\n", runStatusLine(v, now))
+	if v.Queued != nil {
+		tw.row("Queued\t%s\n", queuedText(v.Queued, now))
+	}
 	if v.Error != nil {
 		tw.row("Error\t%s\n", stepErrorText(v.Error))
 	}
@@ -135,6 +138,13 @@ const maxOutputShown = 2000
 // runStatusLine is "COMPLETED, 3/3 steps done, 2s".
 func runStatusLine(v *api.RunView, now time.Time) string {
 	return fmt.Sprintf("%s, %d/%d steps done, %s", v.Status, v.StepsDone(), v.StepsTotal(), runElapsed(v, now))
+}
+
+// queuedText is why a QUEUED run waits and for how long: "2 of 2
+// running in environment cust-1, for 4s".
+func queuedText(q *events.QueueHold, now time.Time) string {
+	reason := cmp.Or(q.Reason, "held by its environment's admission limit")
+	return fmt.Sprintf("%s, for %s", reason, now.Sub(q.Since).Round(time.Second))
 }
 
 // stepRow is one step as printRun shows it.

@@ -20,7 +20,7 @@ func RunsCommands() map[string]Command {
 	}
 }
 
-const lsSynopsis = "weft runs ls [--status S[,S…]] [--plan PLAN_ID] [--limit N] [--cursor C] [-o json]"
+const lsSynopsis = "weft runs ls [--status S[,S…]] [--plan PLAN_ID] [--project ID] [--environment ID] [--limit N] [--cursor C] [-o json]"
 
 // statusList is a flag that may be repeated and holds comma-separated
 // values: --status FAILED,CANCELLED --status STALE.
@@ -42,8 +42,10 @@ func runsList(ctx context.Context, env *Env, args []string) error {
 	cmd := newAPICommand(env, "runs ls", lsSynopsis, "")
 	var filter client.RunFilter
 	var statuses statusList
-	cmd.Var(&statuses, "status", "keep runs of these statuses: PENDING APPROVED RUNNING PAUSED COMPLETED FAILED CANCELLED, or STALE; repeatable or comma-separated")
+	cmd.Var(&statuses, "status", "keep runs of these statuses: PENDING APPROVED QUEUED RUNNING PAUSED COMPLETED FAILED CANCELLED, or STALE; repeatable or comma-separated")
 	cmd.StringVar(&filter.PlanID, "plan", "", "keep runs of this plan id")
+	cmd.StringVar(&filter.ProjectID, "project", "", "keep runs of this project id")
+	cmd.StringVar(&filter.EnvironmentID, "environment", "", "keep runs of this environment id")
 	addPageFlags(cmd.flags, "runs", 20, &filter.Limit, &filter.Cursor)
 	if _, err := cmd.parse(args); err != nil {
 		return err
@@ -67,8 +69,10 @@ func nextPageCommand(f client.RunFilter, cursor string) string {
 	if len(f.Status) > 0 {
 		next = append(next, "--status", strings.Join(f.Status, ","))
 	}
-	if f.PlanID != "" {
-		next = append(next, "--plan", f.PlanID)
+	for _, kv := range [][2]string{{"--plan", f.PlanID}, {"--project", f.ProjectID}, {"--environment", f.EnvironmentID}} {
+		if kv[1] != "" {
+			next = append(next, kv[0], kv[1])
+		}
 	}
 	return pageCommand(cursor, f.Limit, next...)
 }

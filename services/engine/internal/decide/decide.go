@@ -34,7 +34,7 @@ func decide(p *plan.Plan, s State, in Input) (Decision, State) {
 	d := &decider{p: p, s: s.clone(), now: in.now(), order: p.TopoOrder()}
 	switch in := in.(type) {
 	case RunApproved:
-		d.start(in.Full, in.DelayUntil)
+		d.start(in.Full, in.Hold, in.DelayUntil)
 		d.applyPending()
 	case ResultStarted:
 		d.applyPending()
@@ -93,13 +93,13 @@ func (d *decider) record(e events.Spec, attempt int) {
 // start handles RunApproved: an APPROVED run starts with its roots, or,
 // when its environment is full, is queued (once), or, under DELAY, starts
 // with its first dispatch held until delayUntil by a delay timer.
-func (d *decider) start(full bool, delayUntil time.Time) {
+func (d *decider) start(full bool, hold events.RunQueuedData, delayUntil time.Time) {
 	if d.s.Status != events.RunStatusApproved {
 		return
 	}
 	if full {
 		if !d.s.Queued {
-			d.emit("", 0, events.RunQueued, nil, "")
+			d.emit("", 0, events.RunQueued, hold, "")
 		}
 		return
 	}

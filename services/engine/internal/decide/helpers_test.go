@@ -183,10 +183,16 @@ func (b *bundle) append(specs ...events.Spec) {
 // requireAgrees asserts that the state and the reducer's snapshot agree on
 // the run's status and on each step's status and logical attempt. A step
 // the reducer shows CANCELLED (RunCancelled ended its attempt) is one the
-// state keeps in flight, PENDING or RUNNING, in a CANCELLED run.
+// state keeps in flight, PENDING or RUNNING, in a CANCELLED run. A run the
+// reducer shows QUEUED is one the state keeps APPROVED, and Queued.
 func requireAgrees(t *testing.T, s State, snap events.RunSnapshot) {
 	t.Helper()
-	require.Equal(t, snap.Status, s.Status)
+	if snap.Status == events.RunStatusQueued {
+		require.Equal(t, events.RunStatusApproved, s.Status)
+		require.True(t, s.Queued, "the state knows the run is queued")
+	} else {
+		require.Equal(t, snap.Status, s.Status)
+	}
 	for _, st := range snap.Steps {
 		state, _ := s.stepState(st.StepID)
 		if st.Status == events.StepStatusCancelled {

@@ -23,6 +23,9 @@ type RunApproved struct {
 	// the QUEUE policy): the run is queued (RunQueued, once) instead of
 	// started, and stays APPROVED.
 	Full bool
+	// Hold, when Full, is what the RunQueued records: the limit that holds
+	// the run.
+	Hold events.RunQueuedData
 	// DelayUntil, when set, starts the run at once but dispatches nothing
 	// before it (admission, DELAY policy, into a full environment).
 	DelayUntil time.Time
@@ -123,9 +126,10 @@ type TimerFired struct {
 // more than its timeout plus TaskGrace ago and has no outcome.
 type Resync struct {
 	TaskGrace time.Duration
-	// Full and DelayUntil are RunApproved's, for an approved run the resync
-	// would start.
+	// Full, Hold and DelayUntil are RunApproved's, for an approved run the
+	// resync would start.
 	Full       bool
+	Hold       events.RunQueuedData
 	DelayUntil time.Time
 	Now        time.Time
 }

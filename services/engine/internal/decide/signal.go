@@ -153,7 +153,20 @@ func (d *decider) cancel() verdict {
 	d.emit("", 0, events.RunCancelled, events.RunCancelledData{Reason: reason}, "")
 	d.out.Cancels = d.s.InFlight(d.p, reason)
 	d.reconcileCancelled(d.out.Cancels, reason)
-	return verdict{reason: fmt.Sprintf("cancelled the run; %d in-flight steps asked to stop", len(d.out.Cancels))}
+	return verdict{reason: cancelledReason(len(d.out.Cancels))}
+}
+
+// cancelledReason is what a CANCEL's SignalApplied says when it asked
+// inFlight attempts to stop.
+func cancelledReason(inFlight int) string {
+	switch inFlight {
+	case 0:
+		return "cancelled the run; no step was in flight"
+	case 1:
+		return "cancelled the run; 1 in-flight step asked to stop"
+	default:
+		return fmt.Sprintf("cancelled the run; %d in-flight steps asked to stop", inFlight)
+	}
 }
 
 // retryStep re-runs a FAILED step as its next logical attempt, with a fresh

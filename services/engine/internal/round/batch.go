@@ -262,9 +262,9 @@ func (x *Runner) step(ctx context.Context, w *writes, r Round, run *runView) (Ou
 }
 
 // admit applies the environment's backpressure policy to a start: when
-// the environment has no room, QUEUE marks the start Full (the run is
-// queued) and DELAY gives it a DelayUntil (the run starts, its dispatch
-// waits). It checks only rounds that could start an approved run, and then
+// the environment has no room, QUEUE marks the start Full, with the
+// limit that holds it (the run is queued), and DELAY gives it a
+// DelayUntil (the run starts, its dispatch waits). It checks only rounds that could start an approved run, and then
 // holds the environment's admission lock until tx ends, so the check and
 // the start commit together.
 func (x *Runner) admit(ctx context.Context, w *writes, in decide.Input, run *runView) (decide.Input, error) {
@@ -273,12 +273,18 @@ func (x *Runner) admit(ctx context.Context, w *writes, in decide.Input, run *run
 	}
 	switch v := in.(type) {
 	case decide.RunApproved:
-		full, until, err := x.room(ctx, w, run, v.Now)
-		v.Full, v.DelayUntil = full, until
+		hold, until, err := x.room(ctx, w, run, v.Now)
+		v.Full, v.DelayUntil = hold != nil, until
+		if v.Full {
+			v.Hold = *hold
+		}
 		return v, err
 	case decide.Resync:
-		full, until, err := x.room(ctx, w, run, v.Now)
-		v.Full, v.DelayUntil = full, until
+		hold, until, err := x.room(ctx, w, run, v.Now)
+		v.Full, v.DelayUntil = hold != nil, until
+		if v.Full {
+			v.Hold = *hold
+		}
 		return v, err
 	}
 	return in, nil
@@ -313,24 +319,26 @@ func mayStart(in decide.Input, run *runView) bool {
 }
 
 // room checks the run's environment and returns what its policy makes of
-// a start now: queue it (full), delay its dispatch until a time, or
-// neither. With a limit to check, it first sends the writes queued so far,
-// so that it counts the runs the batch's earlier rounds started.
-func (x *Runner) room(ctx context.Context, w *writes, run *runView, now time.Time) (full bool, delayUntil time.Time, err error) {
+// a start now: queue it (hold, the limit that holds it), delay its
+// dispatch until a time, or neither. With a limit to check, it first sends
+// the writes queued so far, so that it counts the runs the batch's earlier
+// rounds started.
+func (x *Runner) room(ctx context.Context, w *writes, run *runView, now time.Time) (hold *events.RunQueuedData, delayUntil time.Time, err error) {
 	lim := x.cfg.Admission.For(run.environment)
 	if lim.MaxConcurrentRuns > 0 {
 		if err := w.Flush(ctx); err != nil {
-			return false, time.Time{}, err
+			return nil, time.Time{}, err
 		}
 	}
-	ok, err := admission.HasRoomTx(ctx, w.tx, run.environment, lim, run.state.RunID)
+	r, err := admission.RoomTx(ctx, w.tx, run.environment, lim, run.state.RunID)
 	switch {
-	case err != nil || ok:
-		return false, time.Time{}, err
+	case err != nil || r.Free():
+		return nil, time.Time{}, err
 	case lim.Policy == admission.Delay:
-		return false, now.Add(lim.DelayBy), nil
+		return nil, now.Add(lim.DelayBy), nil
 	default:
-		return true, time.Time{}, nil
+		return &events.RunQueuedData{EnvironmentID: run.environment, Running: r.Started, Limit: r.Limit, Ahead: r.Ahead,
+			Reason: events.RunQueuedReason(run.environment, r.Started, r.Limit, r.Ahead)}, time.Time{}, nil
 	}
 }
 

@@ -68,11 +68,10 @@ type fakeAPI struct {
 	schedQuery  []url.Values
 	schedError  *apiError
 	duplicate   bool
-	schedCalls  []string                  // "POST /v1/schedules/{id}/pause" …, as the gateway sees them
-	triggers    []api.Trigger             // by triggerId
-	requestIDs  map[string]string         // runId → runRequestId (setRequestIDs)
-	extra       map[string]map[string]any // runId → fields the run's JSON adds (setRunFields)
-	changed     chan struct{}             // closed and replaced by every update
+	schedCalls  []string          // "POST /v1/schedules/{id}/pause" …, as the gateway sees them
+	triggers    []api.Trigger     // by triggerId
+	requestIDs  map[string]string // runId → runRequestId (setRequestIDs)
+	changed     chan struct{}     // closed and replaced by every update
 	closed      chan struct{}
 }
 
@@ -298,35 +297,7 @@ func (f *fakeAPI) run(w http.ResponseWriter, r *http.Request) {
 	if q.Get("steps") != "all" { // top-level steps by default, as the projector answers
 		v.Steps = v.TopSteps()
 	}
-	writeJSON(w, http.StatusOK, f.withFields(v))
-}
-
-// setRunFields makes the run runID's JSON carry fields besides
-// api.RunView's, such as a field the read API is adding.
-func (f *fakeAPI) setRunFields(runID string, fields map[string]any) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.extra == nil {
-		f.extra = map[string]map[string]any{}
-	}
-	f.extra[runID] = fields
-}
-
-// withFields returns v as JSON with the fields setRunFields gave its run.
-func (f *fakeAPI) withFields(v api.RunView) any {
-	f.mu.Lock()
-	extra := f.extra[v.RunID]
-	f.mu.Unlock()
-	if len(extra) == 0 {
-		return v
-	}
-	raw, _ := json.Marshal(v)
-	var m map[string]any
-	_ = json.Unmarshal(raw, &m)
-	for k, x := range extra {
-		m[k] = x
-	}
-	return m
+	writeJSON(w, http.StatusOK, v)
 }
 
 // children answers a page of a forEach step's children from the run's

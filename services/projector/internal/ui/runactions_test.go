@@ -12,10 +12,6 @@ import (
 	"github.com/weftrun/weft/pkg/events"
 )
 
-// statusQueued is the run status of a run its admission limit holds
-// before its start (RunSnapshot.queued says why).
-const statusQueued events.RunStatus = "QUEUED"
-
 // offered is what the run page offers a run: its run-level buttons that
 // are enabled, the steps with a Retry step button, the steps with a Send
 // signal button.
@@ -39,7 +35,7 @@ func TestRunActionsOnlyThoseThatTakeEffect(t *testing.T) {
 	want := map[events.RunStatus]offered{
 		events.RunStatusPending:   {Enabled: []string{}, Retry: []string{}, Signal: []string{}},
 		events.RunStatusApproved:  {Enabled: []string{"cancel"}, Retry: []string{}, Signal: []string{}},
-		statusQueued:              {Enabled: []string{"cancel"}, Retry: []string{}, Signal: []string{}},
+		events.RunStatusQueued:    {Enabled: []string{"cancel"}, Retry: []string{}, Signal: []string{}},
 		events.RunStatusRunning:   {Enabled: []string{"pause", "cancel"}, Retry: []string{"transform"}, Signal: []string{"approve"}},
 		events.RunStatusPaused:    {Enabled: []string{"resume", "cancel"}, Retry: []string{"transform"}, Signal: []string{"approve"}},
 		events.RunStatusFailed:    {Enabled: []string{}, Retry: []string{"transform"}, Signal: []string{}},
@@ -78,12 +74,11 @@ func TestQueuedRun(t *testing.T) {
 	t.Parallel()
 	now := time.Now()
 	queued := simpleRun(runID(401), events.RunStatusApproved, now)
-	queued.Status = statusQueued
+	const reason = "2 of 2 running in environment cust-1 " + xss
+	queued.Status = events.RunStatusQueued
+	queued.Queued = &events.QueueHold{Reason: reason, Since: now.Add(-3 * time.Minute)}
 	done := simpleRun(runID(402), events.RunStatusCompleted, now.Add(-time.Minute))
 	b := setup(t, queued, done)
-	const reason = "2 of 2 running in environment cust-1 " + xss
-	b.api.setRunFields(queued.RunID, map[string]any{"queued": map[string]any{
-		"reason": reason, "since": apiTime(now.Add(-3 * time.Minute))}})
 
 	b.open("/")
 	b.waitFor(`document.querySelectorAll('[data-testid="run-row"]').length === 2`)
@@ -105,7 +100,6 @@ func TestQueuedRun(t *testing.T) {
 
 	// Once it starts, the notice goes.
 	started := simpleRun(queued.RunID, events.RunStatusRunning, now)
-	b.api.setRunFields(queued.RunID, nil)
 	b.api.update(started)
 	b.waitFor(`document.querySelector('[data-testid="run-status"]')?.textContent === 'RUNNING'`)
 	require.False(t, eval[bool](b, visible(`[data-testid="run-queued"]`)))

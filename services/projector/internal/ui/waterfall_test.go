@@ -95,14 +95,14 @@ func TestWaterfallForEachAndQueue(t *testing.T) {
 	v, evs := ordersRun(t, now)
 	// Park the run in the queue between its approval and its start.
 	evs = append(evs[:1:1], append([]events.Event{{SchemaVersion: events.SchemaVersion, RunID: v.RunID, RunSeq: 1,
-		EventID: v.RunID + "-q", EventType: events.RunQueued, EmittedAt: evs[0].EmittedAt.Add(100 * time.Millisecond)}}, evs[1:]...)...)
+		EventID: v.RunID + "-q", EventType: events.RunQueued, EmittedAt: evs[0].EmittedAt.Add(100 * time.Millisecond),
+		EventData: json.RawMessage(`{"reason":"2 of 2 running in environment prod"}`)}}, evs[1:]...)...)
 	for i := range evs {
 		evs[i].RunSeq = int64(i + 1)
 	}
 	v.LastEventSeq = int64(len(evs))
 	b := setup(t, v)
 	b.api.setEvents(v.RunID, evs)
-	b.api.setRunFields(v.RunID, map[string]any{"queued": map[string]any{"reason": "2 of 2 running in environment prod"}})
 	b.open("/runs/" + v.RunID)
 	b.waitFor(`document.querySelector('[data-testid="wf-children"]')?.textContent === '58 of 60 elements'`)
 

@@ -69,7 +69,7 @@ function foldStep(trace, ev, t) {
 export function createWaterfall() {
   const body = h('div', { class: 'wf-body' });
   const el = h('div', { class: 'waterfall', testid: 'waterfall' }, body);
-  const run = { approved: null, queued: null, started: null, ended: null, pauses: [] };
+  const run = { approved: null, queued: null, queuedWhy: '', started: null, ended: null, pauses: [] };
   const steps = new Map(); // top-level step id → trace
   const fans = new Map(); // forEach step id → {seen, first, last, kids: Map(index → trace)}
   const expanded = new Set();
@@ -81,7 +81,7 @@ export function createWaterfall() {
       const t = parseTime(ev.emittedAt) || parseTime(ev.persistedAt);
       if (!t) continue;
       if (!ev.stepId) {
-        foldRun(ev.eventType, t);
+        foldRun(ev, t);
         continue;
       }
       const child = parseChildId(ev.stepId);
@@ -95,9 +95,13 @@ export function createWaterfall() {
     draw();
   }
 
-  function foldRun(type, t) {
+  function foldRun(ev, t) {
+    const type = ev.eventType;
     if (type === 'RunApproved') run.approved ??= t;
-    else if (type === 'RunQueued') run.queued ??= t;
+    else if (type === 'RunQueued' && !run.queued) {
+      run.queued = t;
+      run.queuedWhy = ev.eventData?.reason || '';
+    }
     else if (type === 'RunStarted') run.started ??= t;
     else if (type === 'RunPaused') run.pauses.push({ from: t, to: null });
     else if (type === 'RunResumed') {
@@ -201,7 +205,7 @@ export function createWaterfall() {
     const start = run.approved || run.queued;
     if (start && (run.started || !run.ended)) {
       const queued = !!run.queued;
-      const why = queued ? `queued: ${snap.queued?.reason || 'held by its admission limit'}` : 'approved, not started';
+      const why = queued ? `queued: ${run.queuedWhy || 'held by its admission limit'}` : 'approved, not started';
       bars.push(bar(start, run.started || run.ended, queued ? 'queued' : 'pending', 'wf-bar', why));
     }
     if (run.started) bars.push(bar(run.started, run.ended, 'run', 'wf-bar', `run ${snap.status || ''}`.trim()));
