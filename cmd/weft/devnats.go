@@ -46,10 +46,9 @@ type devBusConn struct {
 //
 // The services' connection is in-process (nats.InProcessServer): the
 // server and its clients share this process, and over loopback TCP every
-// publish, ack and delivery cost a system call and a wake-up on each side.
-// In-process, the whole stack did 35 to 60 % more runs a second, at 30 to
-// 36 % less CPU a run (BENCHMARKS.md, twelfth session). The developer's
-// URL still reaches the server over TCP.
+// publish, ack and delivery would cost a system call and a wake-up on each
+// side (BENCHMARKS.md measures the difference). The developer's URL still
+// reaches the server over TCP.
 func devBus(ctx context.Context, cfg devConfig) (devBusConn, []func(context.Context) error, error) {
 	var stops []func(context.Context) error
 	services, user, err := devNATSUsers(cfg.dir)
@@ -93,8 +92,8 @@ func devBus(ctx context.Context, cfg devConfig) (devBusConn, []func(context.Cont
 // devPartitions is the partitions of a new dev stack's streams: one, for
 // its one engine. Each partition is two durable consumers, and the
 // embedded server writes each busy consumer's state file up to ten times a
-// second: with the production default of 8, the whole stack did about
-// 10 % fewer runs per second (BENCHMARKS.md, 2026-11-27, sixth session).
+// second, so the production default of 8 would cost a one-engine stack
+// throughput for nothing.
 const devPartitions = 1
 
 // devNATSUsers returns the dev stack's two NATS users: the services' with

@@ -35,9 +35,7 @@ type row struct {
 // The order keys in backoff (held, usually none) are read once, through
 // outbox_backoff, before the rows: asked per row, as a correlated
 // NOT EXISTS, the planner could answer each row with a scan of every
-// earlier id, which it did on a plan cached while the outbox looked empty
-// (claims of up to 400 ms with 100,000 runs parked, BENCHMARKS.md, ninth
-// session).
+// earlier id, as it does on a plan cached while the outbox looked empty.
 const claimSQL = `
 WITH held AS MATERIALIZED (
 	SELECT order_key, min(id) AS from_id FROM outbox
@@ -78,12 +76,10 @@ func outboxClaim(ctx context.Context, pool *pgxpool.Pool, partition, limit int) 
 // and no bitmap scans or sorts either, so a claim walks an index in id order
 // and stops at its limit. The outbox is a queue: its heap and indexes keep
 // the size of the largest backlog they held, with a handful of live rows
-// in them, and the planner, pricing the indexes by their size, chose to
-// scan the whole heap, or to fetch a partition's every row and sort them.
-// After 100,000 runs were parked in a burst, a claim took 3.2 ms and a
-// settlement's delete 5.7 ms, against 0.09 and 0.07 before (15 ms of
-// Postgres a run); with only index probes left, a claim on a table so
-// bloated took 0.18 ms (BENCHMARKS.md, eighth session).
+// in them, and the planner, pricing the indexes by their size, would scan
+// the whole heap, or fetch a partition's every row and sort them; with
+// only index probes left, a claim on a bloated table stays an index walk
+// (BenchmarkSystemParked measures it).
 const queuePlansSQL = pipetx.KeyPlansSQL + `,
 	set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)`
 

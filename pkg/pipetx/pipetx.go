@@ -30,8 +30,7 @@ import (
 // has grown (the projector's snapshots). A queue whose rows come and go
 // (the outbox) keeps the heap and indexes of the largest backlog it ever
 // held, with a handful of live rows in them: the planner prices its
-// indexes by their size and scans the whole heap instead (BENCHMARKS.md,
-// eighth session).
+// indexes by their size and scans the whole heap instead.
 const KeyPlansSQL = `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true),
 	set_config('enable_mergejoin', 'off', true)`
 

@@ -45,15 +45,9 @@ import (
 //
 // DefaultConcurrency is low on purpose: a lane runs the messages waiting
 // for it as one transaction, so fewer lanes make bigger batches and fewer
-// round trips per round. On two cores the live end-to-end bench ran about
-// 205 three-step runs/s with 2 or 4 lanes, 190 with 8 and 150 with 16; the
-// whole system through its API (BenchmarkSystem, every service of `weft
-// dev` on the same cores) ran better on 2 than on 4 in each of three
-// interleaved pairs, closed (1.67 to 1.75 % of the insert ceiling against
-// 1.48 to 1.66 %) and open at 200 runs/s offered (p99 0.2 to 2.4 s against
-// 1.0 to 5.2 s) (BENCHMARKS.md, tenth session). Two lanes, not one, so a
-// slow round holds up half of the runs, not all. A Postgres with many
-// cores may want more.
+// round trips per round (BenchmarkSystem measures it; BENCHMARKS.md). Two
+// lanes, not one, so a slow round holds up half of the runs, not all. A
+// Postgres with many cores may want more.
 const (
 	DefaultConcurrency       = 2
 	DefaultMaxBatch          = 32

@@ -22,12 +22,8 @@ import (
 // DefaultConcurrency is one lane: a batch's cost is mostly its own (a
 // transaction of two round trips, the prelude, the lock and check of its
 // runs), so while a batch runs the next one should grow rather than start
-// beside it. On two cores, with every service of `weft dev` loaded, four
-// lanes applied 3.6 events a batch; one lane cut the machine's CPU a run by
-// 11 to 23 % and the projection lag's p99 from 700 to 480 ms, and drains a
-// backlog as fast as four (30,000 to 37,000 events/s either way;
-// BENCHMARKS.md, tenth session). More projectors share the consumer to
-// scale out.
+// beside it; one lane drains a backlog as fast as several, at less CPU a
+// run (BENCHMARKS.md). More projectors share the consumer to scale out.
 const (
 	DefaultAddr           = ":8081"
 	DefaultConcurrency    = 1
