@@ -17,7 +17,7 @@ const readinessBound = time.Minute
 
 // checkConsumers fires when a durable consumer the services keep is still
 // missing readinessBound after the runs ended: a deleted consumer must be
-// created again by its service (issue 16, defect 2).
+// created again by its service.
 func checkConsumers(ctx context.Context, top *topology) (checkResult, error) {
 	res := checkResult{Name: "every durable consumer present", OK: true}
 	nc, err := nats.Connect(top.natsURL("soak"), nats.Name("weft-soak"))
@@ -82,8 +82,8 @@ func probe(ctx context.Context, hc *http.Client, url string) int {
 }
 
 // checkReadyWhileMissing fires when a service's /readyz answered 200 while
-// a consumer it keeps was missing (issue 16, defect 2: /readyz must report
-// a missing consumer).
+// a consumer it keeps was missing: /readyz must report a missing
+// consumer.
 func checkReadyWhileMissing(faults []faultRec) checkResult {
 	res := checkResult{Name: "/readyz reports a missing consumer", OK: true}
 	for _, f := range faults {

@@ -199,8 +199,8 @@ const (
 	FireKeySchedule     = "schedule"
 )
 
-// ScheduledRunInput is the input that builds before issue 18 gave the
-// runs their schedules started: the schedule's input under "input". No
+// ScheduledRunInput is the input that older builds gave the runs their
+// schedules started: the schedule's input under "input". No
 // build writes it now; it is kept so that the inputs recorded in those
 // runs' RunApproved keep being read (docs/persisted-format.md).
 type ScheduledRunInput struct {
@@ -281,8 +281,8 @@ type TriggerInputEvent struct {
 	Payload json.RawMessage `json:"payload"`
 }
 
-// TriggeredRunInput is the input that builds before issue 18 gave the
-// runs their trigger events started; its run request id was, as now,
+// TriggeredRunInput is the input that older builds gave the runs their
+// trigger events started; its run request id was, as now,
 // "{triggerId}:{eventId}". No build writes it now; it is kept so that the
 // inputs recorded in those runs' RunApproved keep being read
 // (docs/persisted-format.md).

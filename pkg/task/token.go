@@ -10,8 +10,8 @@ import (
 	"strings"
 )
 
-// This file holds the task token (docs/worker-protocol.md, "Task tokens";
-// issue #17): the engine signs every task it dispatches for the logical
+// This file holds the task token (docs/worker-protocol.md, "Task tokens"):
+// the engine signs every task it dispatches for the logical
 // attempt it asks for, a worker echoes the token unchanged in every Result
 // and ReconcileRequest of that task, and the engine accepts only a result
 // or lookup whose token it signed for the same run, step and logical

@@ -154,7 +154,7 @@ func (l *cancelLookup) last(ctx context.Context, js jetstream.JetStream, runID s
 // errBadNotice marks a lookup that found a message on the run's cancel
 // subject that is not the run's task.Cancel. The engine publishes only
 // notices that decode and name their run, so such a message was put there
-// by someone else (issue #36: a reply aimed at weft.cancel.<runId>); the
+// by someone else (a reply aimed at weft.cancel.<runId>, say); the
 // attempt is held back rather than started (see cancelled).
 var errBadNotice = errors.New("not a cancel notice of the run")
 

@@ -23,7 +23,7 @@ var DefaultReconcileReplyPrefixes = []string{"_INBOX_worker.", "_INBOX_worker-",
 // Config.ReconcileReplyPrefixes. Any other subject may be a stream's
 // (weft.cancel.<runId>, weft.events.…) or the JetStream API's, and an
 // answer there would be a message published with the engine's rights on
-// the requester's behalf (issue #36).
+// the requester's behalf.
 func (s *Service) reconcileReplyAllowed(reply string) bool {
 	return streams.InboxReply(reply, s.cfg.ReconcileReplyPrefixes)
 }

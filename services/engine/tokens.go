@@ -12,7 +12,7 @@ import (
 )
 
 // This file binds what workers report to the tasks the engine sent them
-// (issue #17; docs/worker-protocol.md, "Task tokens"). Every task carries
+// (docs/worker-protocol.md, "Task tokens"). Every task carries
 // a token, the engine's HMAC of its run, step and logical attempt
 // (task.Signer, Config.TaskKeys). A worker result or a reconciliation
 // lookup is taken only with the token of its own run, step and logical

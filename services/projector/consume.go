@@ -99,12 +99,11 @@ func (s *Service) handleBatch(ctx context.Context, msgs []jetstream.Msg) {
 func (s *Service) applyRuns(ctx context.Context, byRun map[string][]events.Event) (map[string]runChange, error) {
 	runIDs := sortedKeys(byRun)
 	var changes map[string]runChange
-	// A batch's statements reach each run's rows by primary key; on a
-	// fresh database filled at 80 runs/s, the lock of a batch's rows
-	// (rowsLockSQL) ran a plan cached while run_snapshots was small and
-	// scanned every snapshot 936 times in 40 s, 3.5 to 10 ms a batch, and
-	// the check of bus events (busCheckSQL) hashed every snapshot. So a
-	// batch runs with only index probes left (pipetx.KeyPlansSQL).
+	// A batch's statements reach each run's rows by primary key, but a
+	// plan cached while run_snapshots was small would scan every snapshot
+	// for the lock of a batch's rows (rowsLockSQL) and hash them all for
+	// the check of bus events (busCheckSQL). So a batch runs with only
+	// index probes left (pipetx.KeyPlansSQL).
 	err := pipetx.BeginFunc(ctx, s.pool, []string{pipetx.KeyPlansSQL}, func(tx *pipetx.Tx) error {
 		var err error
 		changes, err = s.applyTx(ctx, tx, runIDs, byRun)

@@ -95,8 +95,8 @@ func (o *openScan) next(ctx context.Context, pool *pgxpool.Pool, cfg Config, lim
 }
 
 // minUnseenWindow is the shortest window the unseen-run scan covers, so
-// that a slow round of the loop cannot step over a run: at 300 runs/s a
-// scan looks at 3,000 keys.
+// that a slow round of the loop cannot step over a run; it bounds a scan
+// to the runs approved in that window.
 const minUnseenWindow = 10 * time.Second
 
 // unseenWindow returns the run-id range of the runs approved between

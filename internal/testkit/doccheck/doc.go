@@ -1,7 +1,7 @@
 // Package doccheck finds the JSON examples of Weft's Markdown documents
 // and the marker that says what each one shows, so a test can hold every
-// example to the real encoder (issue 19: docs/api.md once described plan
-// problems with Go field names the wire never carried).
+// example to the real encoder, so no example can show a field name the
+// wire never carries.
 //
 // Every fenced block whose info string starts with "json", and every
 // "http" block whose message has a JSON body (the body is the example),

@@ -11,7 +11,7 @@ import (
 // a resource of tenant. When tenant is not the key's own, the message and
 // details name both (details.tenantId, the request's; details.keyTenantId,
 // the key's; details.keyId), so a caller sees which tenant its key can
-// act in instead of a bare "tenant mismatch" (issue 19, item 9). A key's
+// act in instead of a bare "tenant mismatch". A key's
 // tenant is no secret from the key's holder. Otherwise the message is d's
 // Reason.
 func Denied(p auth.Principal, tenant string, d auth.Decision) *Error {

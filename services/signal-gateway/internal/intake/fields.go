@@ -17,8 +17,7 @@ import (
 // the plan when it parsed, validated (plan.ParseValidated) and fits the
 // start's input (plan.Validated.CheckInput), and the
 // problems of every field at fault, in the order of the request's fields:
-// a request missing three fields is told of the three at once (issue 19,
-// item 9). planId and planVersion are held to the plan's own when it
+// a request missing three fields is told of the three at once. planId and planVersion are held to the plan's own when it
 // parsed, and, unless refFromPlan says they were read from the plan (a
 // schedule's or trigger's start), are required when there is no plan to
 // compare them with.

@@ -90,7 +90,7 @@ func (in *Intake) startAlone(ctx context.Context, start runstart.Request) (RunRe
 // ("{triggerId}:{eventId}"). Schedule and trigger ids never hold it
 // (CheckResourceID), and a plain start's run request id may not
 // (checkPlainRequestID), so no plain start can claim the run request of a
-// fire or an event before it happens (issue 17, item 9).
+// fire or an event before it happens.
 const ReservedRequestIDSeparator = ":"
 
 // checkPlainRequestID refuses, as an InvalidArgument about runRequestId,
