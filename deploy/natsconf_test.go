@@ -120,6 +120,21 @@ func TestNATSConfLeastPrivilege(t *testing.T) { // not parallel: t.Setenv, nats.
 		{"migrate", "$JS.API.STREAM.UPDATE.WEFT_RESULTS", true, false},
 		{"migrate", "$JS.API.STREAM.DELETE.WEFT_EVENTS", false, false},
 		{"migrate", "$JS.API.STREAM.CREATE.WEFT_CANCELS", true, false},
+		// It lists the stream names, reads and updates any stream, to give
+		// the engine's lanes streams and heartbeat bucket their replicas
+		// (streams.Replicate).
+		{"migrate", "$JS.API.STREAM.NAMES", true, false},
+		{"migrate", "$JS.API.STREAM.LIST", false, false},
+		{"migrate", "$JS.API.STREAM.INFO.WEFT_TASKS_default", true, false},
+		{"migrate", "$JS.API.STREAM.INFO.KV_WEFT_HEARTBEATS", true, false},
+		{"migrate", "$JS.API.STREAM.UPDATE.WEFT_TASKS_default", true, false},
+		{"migrate", "$JS.API.STREAM.UPDATE.KV_WEFT_HEARTBEATS", true, false},
+		{"migrate", "$JS.API.STREAM.CREATE.WEFT_TASKS_default", false, false}, // the engine makes it
+		{"migrate", "$JS.API.STREAM.CREATE.KV_WEFT_HEARTBEATS", false, false},
+		{"migrate", "$JS.API.STREAM.PURGE.WEFT_TASKS_default", false, false},
+		{"migrate", "$JS.API.STREAM.DELETE.KV_WEFT_HEARTBEATS", false, false},
+		{"migrate", "$JS.API.CONSUMER.DELETE.WEFT_TASKS_default.tasks-default~acme", false, false},
+		{"migrate", "$JS.API.STREAM.MSG.GET.WEFT_TASKS_default", false, false},
 		{"migrate", "weft.events.r1", false, false},
 		{"migrate", "_INBOX_migrate.x.y", false, true},
 		// The relay publishes events and tasks, nothing else.

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
+	"strconv"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
@@ -39,7 +42,8 @@ func migrateFlags(env *environment) (*flags, *migrateOptions) {
 }
 
 // runMigrate is `weft migrate`: it applies the Postgres schema, then the
-// grants file when one is given, then, with a NATS URL, Weft's streams.
+// grants file when one is given, then, with a NATS URL, Weft's streams,
+// every Weft stream on the server given --stream-replicas copies.
 // It runs before every other weft service of the compose topology, so it
 // is the one that reports a secrets mount of the wrong shape
 // (checkSecretsMount).
@@ -83,7 +87,7 @@ func runMigrate(ctx context.Context, env *environment, args []string) error {
 	if *opt.nats == "" {
 		return nil
 	}
-	if err := ensureStreams(ctx, *opt.nats, cfg); err != nil {
+	if err := ensureStreams(ctx, *opt.nats, cfg, env.stdout); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintln(env.stdout, "streams are up to date")
@@ -110,9 +114,14 @@ func applyGrants(ctx context.Context, pool *pgxpool.Pool, path string) error {
 	return nil
 }
 
-// ensureStreams creates or updates Weft's streams, as cfg defines them, on
-// the NATS server at natsURL.
-func ensureStreams(ctx context.Context, natsURL string, cfg streams.Config) error {
+// ensureStreams gives every Weft stream on the NATS server at natsURL,
+// the lanes streams and the heartbeat bucket the engine made included,
+// cfg.Replicas copies (streams.Replicate), printing one line to out for
+// each stream it changed, then creates or updates Weft's streams as cfg
+// defines them (streams.Ensure). Replicating first is what has every
+// existing stream's change printed; Ensure then creates the missing ones
+// with cfg.Replicas and changes nothing more of the replicas.
+func ensureStreams(ctx context.Context, natsURL string, cfg streams.Config, out io.Writer) error {
 	nc, err := connectNATS(natsURL, "migrate")
 	if err != nil {
 		return err
@@ -122,10 +131,38 @@ func ensureStreams(ctx context.Context, natsURL string, cfg streams.Config) erro
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	if err := streams.Ensure(ctx, js, cfg); err != nil {
-		return fmt.Errorf("jetstream: %w", err)
+	replicas := cfg.WithDefaults().Replicas
+	changes, err := streams.Replicate(ctx, js, replicas)
+	for _, c := range changes {
+		line := c.String()
+		if c.To < c.From {
+			line += " (fewer copies: --stream-replicas asks for " + strconv.Itoa(c.To) + ")"
+		}
+		if _, werr := fmt.Fprintln(out, line); werr != nil {
+			return werr
+		}
+	}
+	if err == nil {
+		err = streams.Ensure(ctx, js, cfg)
+	}
+	if err != nil {
+		return replicasHint(fmt.Errorf("jetstream: %w", err), replicas)
 	}
 	return nil
+}
+
+// replicasHint adds what to do to err when it is the server's refusal of
+// a stream change and replicas asks for more than one copy: the likely
+// cause is a server that is not (yet) a cluster of that many.
+func replicasHint(err error, replicas int) error {
+	var apiErr *jetstream.APIError
+	var replErr *streams.ReplicasError
+	if replicas == 1 || (!errors.As(err, &apiErr) && !errors.As(err, &replErr)) {
+		return err
+	}
+	return fmt.Errorf("%w\nweft migrate --stream-replicas %d needs a JetStream cluster of at least %d servers, all of them running: "+
+		"start the cluster first, or run with --stream-replicas set to the servers there are (docs/deploy.md, \"Moving to the cluster\")",
+		err, replicas, replicas)
 }
 
 // redact hides a password in a connection URL before it is printed.
