@@ -77,20 +77,20 @@ type timedRunner struct {
 	m *roundMetrics
 }
 
-// newTimedRunner returns the round runner of cfg, its rounds timed and
+// newTimedRunner returns the round runner of rc, its rounds timed and
 // their appends counted on cfg.MeterProvider (when set).
-func newTimedRunner(pool *pgxpool.Pool, cfg Config) (timedRunner, error) {
+func newTimedRunner(pool *pgxpool.Pool, cfg Config, rc round.Config) (timedRunner, error) {
 	m, err := newRoundMetrics(cfg.MeterProvider)
 	if err != nil {
 		return timedRunner{}, err
 	}
-	if cfg.Round.Appended, err = journal.NewMetrics(cfg.MeterProvider); err != nil {
+	if rc.Appended, err = journal.NewMetrics(cfg.MeterProvider); err != nil {
 		return timedRunner{}, fmt.Errorf("engine: metrics: %w", err)
 	}
 	if m != nil {
-		cfg.Round.Conflicted = func(ctx context.Context) { m.conflicts.Add(ctx, 1) }
+		rc.Conflicted = func(ctx context.Context) { m.conflicts.Add(ctx, 1) }
 	}
-	return timedRunner{Runner: round.New(pool, cfg.Round), m: m}, nil
+	return timedRunner{Runner: round.New(pool, rc), m: m}, nil
 }
 
 // Run is round.Runner.Run, timed.

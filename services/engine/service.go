@@ -127,8 +127,6 @@ type Config struct {
 	// HeartbeatBucketBytes bounds the heartbeat bucket's storage. Default
 	// DefaultHeartbeatBucketBytes (256 MiB).
 	HeartbeatBucketBytes int64
-	// Round tunes the round runner.
-	Round round.Config
 	// Logger receives the engine's logs. Nil discards them.
 	Logger *slog.Logger
 	// TracerProvider traces the rounds the engine runs for bus messages:
@@ -228,12 +226,23 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	c.Round.Admission = c.Admission
 	c.CheckpointOwnership = cmp.Or(c.CheckpointOwnership, SingleOwner)
-	c.Round.CheckpointSteps, c.Round.CheckpointBytes = c.CheckpointEverySteps, c.CheckpointEveryBytes
-	c.Round.CASRequired = c.CheckpointOwnership == CASRequired
-	c.Round.WarmRuns = c.WarmRuns
 	return c
+}
+
+// roundConfig is the round runner's configuration, from cfg with its
+// defaults applied and its task keys set.
+func roundConfig(js jetstream.JetStream, cfg Config) round.Config {
+	return round.Config{
+		Admission:       cfg.Admission,
+		BeforeCommit:    cfg.TestingKnobs.BeforeCommit,
+		CheckpointSteps: cfg.CheckpointEverySteps,
+		CheckpointBytes: cfg.CheckpointEveryBytes,
+		CASRequired:     cfg.CheckpointOwnership == CASRequired,
+		WarmRuns:        cfg.WarmRuns,
+		TaskSigner:      cfg.TaskKeys,
+		EnsureLanes:     newLaneStreams(js, cfg.Streams).ensure,
+	}
 }
 
 // Service is the engine service.
@@ -278,18 +287,13 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config) (*Service, error) {
 	if err := checkOwnership(pool, cfg); err != nil {
 		return nil, err
 	}
-	if cfg.TestingKnobs.BeforeCommit != nil {
-		cfg.Round.BeforeCommit = cfg.TestingKnobs.BeforeCommit
-	}
 	if cfg.TaskKeys == nil {
 		if cfg.TaskKeys, err = ephemeralTaskKeys(); err != nil {
 			return nil, err
 		}
 		logger.Warn("engine: no task key configured; using a random key of this process, which refuses the results of tasks other engines dispatched")
 	}
-	cfg.Round.TaskSigner = cfg.TaskKeys
-	cfg.Round.EnsureLanes = newLaneStreams(js, cfg.Streams).ensure
-	runner, err := newTimedRunner(pool, cfg)
+	runner, err := newTimedRunner(pool, cfg, roundConfig(js, cfg))
 	if err != nil {
 		return nil, err
 	}

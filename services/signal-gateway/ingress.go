@@ -106,7 +106,7 @@ func (s *Service) natsSignalSend(ctx context.Context, m *nats.Msg) (any, int, er
 	if err != nil {
 		return nil, 0, err
 	}
-	sig, err := signal(runID, b.SignalName, b.SignalID, b.Payload)
+	sig, err := b.signal(runID)
 	if err != nil {
 		return nil, 0, err
 	}

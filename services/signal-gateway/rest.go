@@ -111,7 +111,7 @@ func (s *Service) restSignalSend(r *http.Request, p auth.Principal) (any, error)
 		return nil, &intake.Error{Code: api.CodeInvalidArgument, Details: map[string]any{"field": "runId"},
 			Message: fmt.Sprintf("runId must be a run id (a UUID in canonical, lowercase form), not %q", runID)}
 	}
-	sig, err := signal(runID, b.SignalName, b.SignalID, b.Payload)
+	sig, err := b.signal(runID)
 	if err != nil {
 		return nil, err
 	}

@@ -120,7 +120,7 @@ func (s *Service) rpcSignalSend(ctx context.Context, p auth.Principal, sp signal
 	if err != nil {
 		return nil, err
 	}
-	sig, err := signal(runID, sp.SignalName, sp.SignalID, sp.Payload)
+	sig, err := sp.signal(runID)
 	if err != nil {
 		return nil, err
 	}

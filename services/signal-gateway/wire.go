@@ -25,15 +25,20 @@ type signalBody struct {
 	Payload  json.RawMessage `json:"payload"`
 }
 
+// signal is the signal the body sends to run runID; a signalId that is
+// not a string is an InvalidArgument.
+func (b signalBody) signal(runID string) (intake.Signal, error) {
+	id, err := optionalID("signalId", b.SignalID)
+	return intake.Signal{RunID: runID, Name: b.SignalName, ID: id, Payload: b.Payload}, err
+}
+
 // signalParams is the params of JSON-RPC signal.send: the body plus the
 // run, named runId as every other method names it, or workflowId as the
 // tier0 contract does; not both (run).
 type signalParams struct {
-	RunID      *string         `json:"runId"`
-	WorkflowID *string         `json:"workflowId"`
-	SignalName string          `json:"signalName"`
-	SignalID   json.RawMessage `json:"signalId"`
-	Payload    json.RawMessage `json:"payload"`
+	RunID      *string `json:"runId"`
+	WorkflowID *string `json:"workflowId"`
+	signalBody
 }
 
 // run returns the run sp names and the name it was given under, for the
@@ -101,13 +106,6 @@ func decodeStart(data []byte, maxDepth int, what string) (api.StartRunRequest, e
 		req.RunRequestID = *body.RunRequestID
 	}
 	return req, nil
-}
-
-// signal turns the decoded fields into an intake.Signal, refusing a
-// signalId that is present but not a string.
-func signal(runID, name string, rawID, payload json.RawMessage) (intake.Signal, error) {
-	id, err := optionalID("signalId", rawID)
-	return intake.Signal{RunID: runID, Name: name, ID: id, Payload: payload}, err
 }
 
 // optionalID reads the optional string id kept raw in field: nil when
