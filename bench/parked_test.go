@@ -70,10 +70,9 @@ func BenchmarkSystemParked(b *testing.B) {
 // loads starts right after one. The first change to a page after a
 // checkpoint writes the whole page to the WAL, and checkpoint_timeout is
 // 5 minutes: the first load, measured as soon as the stack starts, runs
-// before any, the load with the runs parked after one. Before this, the
-// parked load wrote 20 KB more WAL a run (BENCHMARKS.md, ninth session;
-// whole pages were not counted then, so how much of it was theirs is not
-// known).
+// before any, the load with the runs parked after one: without this
+// checkpoint, the parked load would pay full-page writes the first load
+// does not.
 func (s *devStack) checkpoint(b *testing.B) {
 	if _, err := s.db.Pool.Exec(context.Background(), "/* bench */ CHECKPOINT"); err != nil {
 		b.Fatal(err)

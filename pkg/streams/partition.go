@@ -29,9 +29,8 @@ import (
 const (
 	// DefaultPartitions is P when a stream is created with no
 	// Config.Partitions: room for up to 8 engines. Each partition is a
-	// durable consumer per stream, which costs the bus on every message:
-	// one engine ran the live bench about 15 % slower with 16 than with 8,
-	// which matched one consumer per stream (BENCHMARKS.md, 2026-11-27).
+	// durable consumer per stream, which costs the bus on every message,
+	// so more partitions than engines will ever share them is waste.
 	DefaultPartitions = 8
 	// MaxPartitions bounds Config.Partitions. Each partition is a durable
 	// consumer per stream that every engine may pull from.
@@ -132,8 +131,8 @@ func Partitions(ctx context.Context, js jetstream.JetStream, stream string) (int
 // (UnpartitionedFilter, and for WEFT_EVENTS PartitionFilter, the form
 // before classes) until they age out (MaxAge). Only then need a consumer
 // take them too: a consumer with more than one filter cost the server more
-// for each message the more subjects (one per run) the stream held
-// (BENCHMARKS.md, 2026-11-27, sixth session). It asks for the stream's
+// for each message the more subjects (one per run) the stream held. It
+// asks for the stream's
 // info (the engine may read no message of the stream), whose answer lists
 // each such subject: a cost paid by an upgraded stream only.
 func Holds(ctx context.Context, js jetstream.JetStream, stream, filter string) (bool, error) {

@@ -70,9 +70,8 @@ func EngineInput(t events.Type) bool { return t == events.RunApproved || t == ev
 // EventSubject returns weft.events.<class>.<runID>, the subject an event
 // of type t of the run is published on: class EventClassInput when the
 // engine reacts to t (EngineInput), else EventClassOutcome, so that the
-// server delivers the engine the two events of a run's dozen it acts on
-// (BENCHMARKS.md, 2026-11-28, eleventh session). It fails with an error wrapping
-// ErrInvalidToken when runID is not a valid subject token (see
+// server delivers the engine only the events of a run it acts on. It
+// fails with an error wrapping ErrInvalidToken when runID is not a valid subject token (see
 // ValidToken).
 func EventSubject(runID string, t events.Type) (string, error) {
 	class := EventClassOutcome
