@@ -132,9 +132,9 @@ func Partitions(ctx context.Context, js jetstream.JetStream, stream string) (int
 // before classes) until they age out (MaxAge). Only then need a consumer
 // take them too: a consumer with more than one filter cost the server more
 // for each message the more subjects (one per run) the stream held. It
-// asks for the stream's
-// info (the engine may read no message of the stream), whose answer lists
-// each such subject: a cost paid by an upgraded stream only.
+// asks for the stream's info (the engine may read no message of the
+// stream), whose answer lists each such subject: a cost paid by an
+// upgraded stream only.
 func Holds(ctx context.Context, js jetstream.JetStream, stream, filter string) (bool, error) {
 	s, err := js.Stream(ctx, stream)
 	if err != nil {
