@@ -2,6 +2,7 @@ package projector_test
 
 import (
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,22 +72,36 @@ func requireStaleAnswer(t *testing.T, r reply) {
 // The gap state a long poll waits to change is the one its If-None-Match
 // names: a poll holding "1" on a run already stale answers at once; one
 // holding "1-stale", both tags (as pkg/client sends), or none, waits for
-// its runSeq or its timeout.
+// its runSeq or its timeout. The polls run one at a time, so the
+// LongPollWaiting calls between a poll's start and its answer are its
+// own: none for one that answers at once, at least one for one held.
 func TestLongPollComparesWithTheTagItHolds(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
-	s.serve(t, projector.Config{MaxWait: 10 * time.Minute})
+	var waits atomic.Int64
+	s.serve(t, projector.Config{MaxWait: 10 * time.Minute,
+		TestingKnobs: projector.TestingKnobs{LongPollWaiting: func() { waits.Add(1) }}})
 	runID := s.approve(t, "poll")
 	s.waitRun(t, runID, atSeq(1), "approved")
 	s.openGap(t, runID)
 	s.waitRun(t, runID, func(v projector.RunView) bool { return v.Stale }, "stale")
 
+	before := waits.Load()
 	requireStaleAnswer(t, <-s.startPoll(t, "/v1/runs/"+runID+"?waitForSeq=5&timeout=10m", "If-None-Match", `"1"`))
+	require.Equal(t, before, waits.Load(), "the poll holding \"1\" answered without waiting")
 	for _, header := range [][]string{{"If-None-Match", `"1-stale"`}, {"If-None-Match", `"1", "1-stale"`}, nil} {
-		start := time.Now()
+		before := waits.Load()
 		r := <-s.startPoll(t, "/v1/runs/"+runID+"?waitForSeq=5&timeout=300ms", header...)
+		require.Greater(t, waits.Load(), before, "the poll waited for a change (%v)", header)
+		// Nothing changed while it waited: its timeout answered the run
+		// as it was, as not modified to a poll holding its tag.
+		if header == nil {
+			requireStaleAnswer(t, r)
+			continue
+		}
 		require.NoError(t, r.err)
-		require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond, "held to its timeout (%v)", header)
+		require.Equal(t, http.StatusNotModified, r.status, "%v: %s", header, r.body)
+		require.Equal(t, `"1-stale"`, r.header.Get("ETag"))
 	}
 }
 
