@@ -37,7 +37,7 @@ func TestRunsListFilters(t *testing.T) {
 	stale := s.approve(t, "gamma") // APPROVED, and STALE
 	s.waitRun(t, stale, atSeq(1), "approved")
 	s.publishAhead(t, stale, 1)
-	s.waitRun(t, stale, func(v projector.RunView) bool { return v.Stale }, "goes STALE")
+	s.waitRun(t, stale, func(v api.RunView) bool { return v.Stale }, "goes STALE")
 
 	for query, want := range map[string][]string{
 		"":                               {stale, running, approved, done},
@@ -115,7 +115,7 @@ func TestRunETag(t *testing.T) {
 	path := "/v1/runs/" + runID
 
 	r := s.fetch(t, readerToken, path)
-	var v projector.RunView
+	var v api.RunView
 	r.decode(t, &v)
 	require.Equal(t, `"6"`, r.header.Get("ETag"))
 	require.Equal(t, "no-cache", r.header.Get("Cache-Control"))
@@ -127,8 +127,8 @@ func TestRunETag(t *testing.T) {
 	require.Equal(t, "v1", v.PlanVersion)
 	require.GreaterOrEqual(t, v.LagMs, int64(0))
 	require.False(t, v.UpdatedAt.Before(v.CreatedAt))
-	require.JSONEq(t, `[{"id":"a","activity":"echo","kind":"activity","dependsOn":[]},
-		{"id":"b","activity":"echo","kind":"activity","dependsOn":["a"]}]`, string(v.Plan.Steps))
+	require.Equal(t, []api.PlanStep{{ID: "a", Activity: "echo", Kind: "activity", DependsOn: []string{}},
+		{ID: "b", Activity: "echo", Kind: "activity", DependsOn: []string{"a"}}}, v.Plan.Steps)
 	require.Len(t, v.Steps, 1)
 	require.Equal(t, events.StepStatusSuccess, v.Steps[0].Status)
 	require.Equal(t, []events.ArtifactRef{{URI: "s3://b/k", Kind: "report"}}, v.Steps[0].Artifacts)
@@ -152,7 +152,7 @@ func TestRunETag(t *testing.T) {
 	staleRun := s.approve(t, "etag-stale")
 	s.waitRun(t, staleRun, atSeq(1), "approved")
 	s.publishAhead(t, staleRun, 1)
-	s.waitRun(t, staleRun, func(v projector.RunView) bool { return v.Stale }, "goes STALE")
+	s.waitRun(t, staleRun, func(v api.RunView) bool { return v.Stale }, "goes STALE")
 	path = "/v1/runs/" + staleRun
 	r = s.fetch(t, readerToken, path)
 	r.decode(t, &v)

@@ -78,7 +78,7 @@ func TestAlertsOfTheTenant(t *testing.T) {
 	runID := s.approve(t, "gap")
 	s.waitRun(t, runID, atSeq(1), "approved")
 	s.publishAhead(t, runID, 1)
-	s.waitRun(t, runID, func(v projector.RunView) bool { return v.Stale }, "goes STALE")
+	s.waitRun(t, runID, func(v api.RunView) bool { return v.Stale }, "goes STALE")
 
 	var mine []projector.Alert
 	require.Eventually(t, func() bool {

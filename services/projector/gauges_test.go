@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/metrics"
 	"github.com/weftrun/weft/pkg/metrics/metricstest"
@@ -25,7 +26,7 @@ func TestGauges(t *testing.T) {
 	other := s.approve(t, "other")
 	s.waitRun(t, runID, atSeq(1), "approved")
 	s.openLogGap(t, runID, 1)
-	s.waitRun(t, runID, func(v projector.RunView) bool { return v.Stale }, "goes STALE")
+	s.waitRun(t, runID, func(v api.RunView) bool { return v.Stale }, "goes STALE")
 	s.appendBus(t, lifecycle(t, other)...)
 	s.waitRun(t, other, atSeq(6), "the other run completes")
 

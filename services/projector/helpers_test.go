@@ -16,6 +16,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/weftrun/weft/internal/policy/auth"
+	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/events"
@@ -258,16 +259,16 @@ func (s *stack) get(t *testing.T, token, path string, out any) int {
 }
 
 // run reads the run's view, or returns ok false when it is not there yet.
-func (s *stack) run(t *testing.T, runID string) (projector.RunView, bool) {
+func (s *stack) run(t *testing.T, runID string) (api.RunView, bool) {
 	t.Helper()
-	var v projector.RunView
+	var v api.RunView
 	return v, s.get(t, readerToken, "/v1/runs/"+runID, &v) == http.StatusOK
 }
 
 // waitRun waits until the run's view satisfies cond and returns it.
-func (s *stack) waitRun(t *testing.T, runID string, cond func(projector.RunView) bool, what string) projector.RunView {
+func (s *stack) waitRun(t *testing.T, runID string, cond func(api.RunView) bool, what string) api.RunView {
 	t.Helper()
-	var v projector.RunView
+	var v api.RunView
 	require.Eventually(t, func() bool {
 		got, ok := s.run(t, runID)
 		v = got
@@ -277,13 +278,13 @@ func (s *stack) waitRun(t *testing.T, runID string, cond func(projector.RunView)
 }
 
 // atSeq is a waitRun condition: watermark seq and no gap.
-func atSeq(seq int64) func(projector.RunView) bool {
-	return func(v projector.RunView) bool { return v.LastEventSeq == seq && !v.Stale }
+func atSeq(seq int64) func(api.RunView) bool {
+	return func(v api.RunView) bool { return v.LastEventSeq == seq && !v.Stale }
 }
 
 // requireMatchesLog asserts the run's stored snapshot is what the reducer
 // builds from the whole log: nothing skipped, nothing applied twice.
-func (s *stack) requireMatchesLog(t *testing.T, v projector.RunView) {
+func (s *stack) requireMatchesLog(t *testing.T, v api.RunView) {
 	t.Helper()
 	evs, err := s.log.EventsFetchAfter(t.Context(), v.RunID, 0, 0)
 	require.NoError(t, err)

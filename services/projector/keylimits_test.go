@@ -36,7 +36,7 @@ func TestLongPollsCappedPerKey(t *testing.T) {
 	r := <-s.startPoll(t, "/v1/runs/"+runID+"?waitForSeq=5&timeout=10m")
 	requireRefused(t, r, `"reader"`, "2 long polls")
 	require.Equal(t, int64(1), s.refused(t, "key_long_polls"))
-	var v projector.RunView
+	var v api.RunView
 	s.fetch(t, readerToken, "/v1/runs/"+runID).decode(t, &v) // not a long poll: not capped
 	requireError(t, s.fetch(t, otherToken, "/v1/runs/"+events.NewRunID()+"?waitForSeq=1&timeout=200ms"),
 		http.StatusNotFound, api.CodeNotFound) // another key's long poll is held to its timeout

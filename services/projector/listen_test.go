@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/weftest"
 	"github.com/weftrun/weft/services/projector"
@@ -104,7 +105,7 @@ func TestLongPollWokenByAnotherProjector(t *testing.T) {
 	s.appendBus(t, lifecycle(t, runID)[:1]...)
 	r := receive(t, answer, "long poll's answer")
 	require.NoError(t, r.err)
-	var v projector.RunView
+	var v api.RunView
 	r.decode(t, &v)
 	require.Equal(t, int64(2), v.LastEventSeq)
 }
@@ -137,7 +138,7 @@ func TestLongPollWokenAfterListenLoss(t *testing.T) {
 	require.NotEqual(t, pid, receive(t, probe.listening, "LISTEN again"))
 	r := receive(t, answer, "long poll's answer")
 	require.NoError(t, r.err)
-	var v projector.RunView
+	var v api.RunView
 	r.decode(t, &v)
 	require.Equal(t, int64(2), v.LastEventSeq)
 	requireLogged(t, s, "LISTEN for other projectors' commits lost")

@@ -28,7 +28,7 @@ func TestLongPollWakesOnTheNextEvent(t *testing.T) {
 	s.appendBus(t, lifecycle(t, runID)[:1]...)
 	r := <-answer
 	require.NoError(t, r.err)
-	var v projector.RunView
+	var v api.RunView
 	r.decode(t, &v)
 	require.Equal(t, int64(2), v.LastEventSeq)
 	require.Equal(t, events.RunStatusRunning, v.Status)
@@ -62,7 +62,7 @@ func (s *stack) openGap(t *testing.T, runID string) {
 func requireStaleAnswer(t *testing.T, r reply) {
 	t.Helper()
 	require.NoError(t, r.err)
-	var v projector.RunView
+	var v api.RunView
 	r.decode(t, &v)
 	require.True(t, v.Stale)
 	require.Equal(t, int64(1), v.LastEventSeq, "nothing past the gap")
@@ -84,7 +84,7 @@ func TestLongPollComparesWithTheTagItHolds(t *testing.T) {
 	runID := s.approve(t, "poll")
 	s.waitRun(t, runID, atSeq(1), "approved")
 	s.openGap(t, runID)
-	s.waitRun(t, runID, func(v projector.RunView) bool { return v.Stale }, "stale")
+	s.waitRun(t, runID, func(v api.RunView) bool { return v.Stale }, "stale")
 
 	before := waits.Load()
 	requireStaleAnswer(t, <-s.startPoll(t, "/v1/runs/"+runID+"?waitForSeq=5&timeout=10m", "If-None-Match", `"1"`))
@@ -116,7 +116,7 @@ func TestLongPollAnswersAtOnce(t *testing.T) {
 	s.waitRun(t, runID, atSeq(1), "approved")
 
 	for _, query := range []string{"?waitForSeq=1&timeout=10m", "?waitForSeq=0&timeout=10m", "?waitForSeq=99&timeout=0s"} {
-		var v projector.RunView
+		var v api.RunView
 		s.poll(t, "/v1/runs/"+runID+query).decode(t, &v)
 		require.Equal(t, int64(1), v.LastEventSeq, query)
 	}
@@ -136,7 +136,7 @@ func TestLongPollWaitsForTheRun(t *testing.T) {
 	s.approveAs(t, runID)
 	r := <-answer
 	require.NoError(t, r.err)
-	var v projector.RunView
+	var v api.RunView
 	r.decode(t, &v)
 	require.Equal(t, runID, v.RunID)
 	require.Equal(t, int64(1), v.LastEventSeq)
@@ -151,7 +151,7 @@ func TestLongPollTimeoutIsCapped(t *testing.T) {
 	runID := s.approve(t, "poll")
 	s.waitRun(t, runID, atSeq(1), "approved")
 
-	var v projector.RunView
+	var v api.RunView
 	s.poll(t, "/v1/runs/"+runID+"?waitForSeq=99&timeout=60s").decode(t, &v)
 	require.Equal(t, int64(1), v.LastEventSeq)
 }

@@ -37,7 +37,7 @@ func checkAnswers(t *testing.T, s *stack, v *docValidator) {
 	stale := s.approve(t, "oa-gap")
 	s.waitRun(t, stale, atSeq(1), "approved")
 	s.publishAhead(t, stale, 1)
-	s.waitRun(t, stale, func(v projector.RunView) bool { return v.Stale }, "goes STALE")
+	s.waitRun(t, stale, func(v api.RunView) bool { return v.Stale }, "goes STALE")
 	require.Eventually(t, func() bool { return len(s.alertsFor(t, readerToken)) > 0 }, waitFor, 10*time.Millisecond)
 	var first api.RunList
 	s.fetch(t, readerToken, "/v1/runs?limit=1").decode(t, &first)

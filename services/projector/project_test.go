@@ -38,13 +38,13 @@ func TestProjectsRunsInOrder(t *testing.T) {
 	s.appendBus(t, lifecycle(t, runID)[:3]...)
 	s.appendBus(t, lifecycle(t, runID)[3:]...)
 
-	v := s.waitRun(t, runID, func(v projector.RunView) bool { return v.Status == events.RunStatusCompleted }, "completes")
+	v := s.waitRun(t, runID, func(v api.RunView) bool { return v.Status == events.RunStatusCompleted }, "completes")
 	require.Equal(t, int64(6), v.LastEventSeq)
 	require.False(t, v.Stale)
 	require.Equal(t, "hello", v.PlanID)
 	require.Equal(t, tenant, v.TenantID)
-	require.JSONEq(t, `[{"id":"a","activity":"echo","kind":"activity","dependsOn":[]},
-		{"id":"b","activity":"echo","kind":"activity","dependsOn":["a"]}]`, string(v.Plan.Steps))
+	require.Equal(t, []api.PlanStep{{ID: "a", Activity: "echo", Kind: "activity", DependsOn: []string{}},
+		{ID: "b", Activity: "echo", Kind: "activity", DependsOn: []string{"a"}}}, v.Plan.Steps)
 	s.requireMatchesLog(t, v)
 }
 
@@ -102,7 +102,7 @@ func TestGapHaltsTheRunUntilItCloses(t *testing.T) {
 
 	s.openLogGap(t, runID, 1)
 
-	v := s.waitRun(t, runID, func(v projector.RunView) bool { return v.Stale }, "goes STALE")
+	v := s.waitRun(t, runID, func(v api.RunView) bool { return v.Stale }, "goes STALE")
 	require.Equal(t, int64(1), v.LastEventSeq, "nothing past the gap")
 	require.Equal(t, &api.RunGap{AfterSeq: 1, SeenSeq: 3, Since: v.Gap.Since}, v.Gap)
 	require.Contains(t, s.alerts(t), projector.Alert{Code: projector.AlertGap, Severity: projector.SeverityP1,

@@ -42,7 +42,7 @@ func TestRunViewDefaultsToTopSteps(t *testing.T) {
 	s.serve(t, projector.Config{})
 	runID := s.forEachRun(t, 3)
 
-	var def, top, all projector.RunView
+	var def, top, all api.RunView
 	s.fetch(t, readerToken, "/v1/runs/"+runID).decode(t, &def)
 	s.fetch(t, readerToken, "/v1/runs/"+runID+"?steps=top").decode(t, &top)
 	s.fetch(t, readerToken, "/v1/runs/"+runID+"?steps=all").decode(t, &all)

@@ -17,28 +17,20 @@ import (
 	"github.com/weftrun/weft/pkg/events"
 )
 
-// RunView is the answer of GET /v1/runs/{runId}: the snapshot as the
-// contract shapes it (execution-semantics §1.4), and what the projector
-// knows about it.
-type RunView struct {
-	events.RunSnapshot
-	Stale bool `json:"stale"`
-	// Gap is set while Stale.
-	Gap *api.RunGap `json:"gap,omitempty"`
-	api.RunIdentity
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
-	// LagMs is the projection lag of the last event applied; read from a
-	// standby (Config.ReadPool), plus the standby's replay lag at the read
-	// (replica.go).
-	LagMs int64    `json:"lagMs"`
-	Plan  PlanView `json:"plan"`
+// runView is the answer of GET /v1/runs/{runId}: api.RunView, whose
+// LagMs, read from a standby (Config.ReadPool), adds the standby's replay
+// lag at the read (replica.go). Its plan graph is sent as stored
+// (run_snapshots.plan_steps), not decoded and encoded again: Plan shadows
+// api.RunView's in the JSON, which is the same document.
+type runView struct {
+	api.RunView
+	Plan rawPlan `json:"plan"`
 	// top is the snapshot's top-level steps (RunSnapshot.TopSteps).
 	top []events.StepSnapshot
 }
 
-// PlanView is the run's plan graph.
-type PlanView struct {
+// rawPlan is api.RunPlan as run_snapshots.plan_steps stores it.
+type rawPlan struct {
 	Steps json.RawMessage `json:"steps"`
 }
 
@@ -61,8 +53,8 @@ var errNoRun = errors.New("no such run")
 // projection lag. Its snapshot comes from the snapshot cache while the row
 // is unchanged (runGetSQL); the view shares it, and its steps, with every
 // other reader: they are read, never written.
-func (s *Service) runView(r *http.Request, runID, tenant string) (RunView, error) {
-	var v RunView
+func (s *Service) runView(r *http.Request, runID, tenant string) (runView, error) {
+	var v runView
 	var snap []byte
 	var gapSince *time.Time
 	var gapSeen int64
@@ -76,15 +68,15 @@ func (s *Service) runView(r *http.Request, runID, tenant string) (RunView, error
 	err := s.read.QueryRow(r.Context(), runGetSQL, runID, held, heldSeq).Scan(&v.TenantID, &v.ProjectID, &v.EnvironmentID,
 		&v.PlanID, &v.PlanVersion, &snap, &v.Plan.Steps, &gapSeen, &gapSince, &v.CreatedAt, &v.UpdatedAt, &v.LagMs, &ver.seq)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && v.TenantID != tenant) {
-		return RunView{}, errNoRun // another tenant's run is no run at all
+		return runView{}, errNoRun // another tenant's run is no run at all
 	}
 	if err != nil {
-		return RunView{}, fmt.Errorf("projector: read run %s: %w", runID, err)
+		return runView{}, fmt.Errorf("projector: read run %s: %w", runID, err)
 	}
 	if snap != nil || cached == nil {
 		ver.updatedAt = v.UpdatedAt
 		if cached, err = decodeSnap(runID, snap, ver); err != nil {
-			return RunView{}, err
+			return runView{}, err
 		}
 		s.snaps.put(runID, cached)
 	}
@@ -109,7 +101,7 @@ func decodeSnap(runID string, snap []byte, ver snapVersion) (*cachedSnap, error)
 }
 
 // etag is the view's entity tag: its watermark, and whether it is stale.
-func (v RunView) etag() string {
+func (v runView) etag() string {
 	if v.Stale {
 		return fmt.Sprintf(`"%d-stale"`, v.LastEventSeq)
 	}
@@ -278,7 +270,7 @@ func parseTimeout(t string) (time.Duration, error) {
 // this process's or another projector's (listen.go), or with a ReadPool
 // once the standby has replayed the commit (fence.go), so the reread it
 // wakes to sees the change; it also rereads the run every WaitRecheck.
-func (s *Service) waitForRun(r *http.Request, runID, tenant string, wait waitSpec) (RunView, error) {
+func (s *Service) waitForRun(r *http.Request, runID, tenant string, wait waitSpec) (runView, error) {
 	deadline := time.Now().Add(wait.timeout)
 	first := true
 	var initialStale bool
@@ -313,7 +305,7 @@ func (s *Service) waitForRun(r *http.Request, runID, tenant string, wait waitSpe
 		t.Stop()
 		stop()
 		if r.Context().Err() != nil {
-			return RunView{}, r.Context().Err()
+			return runView{}, r.Context().Err()
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
+	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/pkg/metrics"
@@ -138,7 +139,7 @@ func TestReadPoolServesTheAPIFromTheStandby(t *testing.T) {
 	r := <-answer
 	require.NoError(t, r.err)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
-	var v projector.RunView
+	var v api.RunView
 	r.decode(t, &v)
 	require.Equal(t, int64(2), v.LastEventSeq, "the long poll answers the change, not its timeout")
 	require.Equal(t, before, waits.Load(), "woken once the standby had the change: no stale reread, no wait again")
@@ -187,5 +188,5 @@ func (s *stack) requireCaughtUp(t *testing.T, h http.Handler, runID string, stor
 		v, ok := sc.Sum(replicaLagMetric, nil)
 		return ok && v == 0
 	})
-	s.waitRun(t, runID, func(v projector.RunView) bool { return v.LagMs == stored }, "lagMs is the stored lag alone")
+	s.waitRun(t, runID, func(v api.RunView) bool { return v.LagMs == stored }, "lagMs is the stored lag alone")
 }

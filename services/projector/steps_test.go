@@ -67,7 +67,7 @@ func TestStepDetail(t *testing.T) {
 	requireError(t, s.fetch(t, readerToken, "/v1/runs/not-a-run/steps/a"), http.StatusBadRequest, api.CodeInvalidArgument)
 
 	// The run without the forEach step's children, and the children by page.
-	var top projector.RunView
+	var top api.RunView
 	s.fetch(t, readerToken, "/v1/runs/"+runID+"?steps=top").decode(t, &top)
 	require.Len(t, top.Steps, 3, "a, b and each")
 	requireError(t, s.fetch(t, readerToken, "/v1/runs/"+runID+"?steps=some"), http.StatusBadRequest, api.CodeInvalidArgument, "steps")

@@ -27,7 +27,7 @@ func (s *stack) waitForged(t *testing.T, n int64) {
 // waitForgedOr waits until the projector has dropped n forged events in
 // all, or harmed (when not nil) reports that the run's view shows the
 // forgery's harm: the assertions that follow then fail on the harm itself.
-func (s *stack) waitForgedOr(t *testing.T, n int64, runID string, harmed func(projector.RunView) bool) {
+func (s *stack) waitForgedOr(t *testing.T, n int64, runID string, harmed func(api.RunView) bool) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		if harmed != nil {
@@ -61,7 +61,7 @@ func TestForgedEventIsNeverApplied(t *testing.T) {
 	s.waitRun(t, runID, atSeq(6), "completes")
 
 	s.publish(t, forgedRunFailed(t, runID, 7))
-	s.waitForgedOr(t, 1, runID, func(v projector.RunView) bool {
+	s.waitForgedOr(t, 1, runID, func(v api.RunView) bool {
 		return v.Status != events.RunStatusCompleted || v.LastEventSeq != 6 || v.Stale
 	})
 	v, _ := s.run(t, runID)
@@ -82,7 +82,7 @@ func TestForgedEventIsNeverApplied(t *testing.T) {
 	s.waitRun(t, other, atSeq(1), "approved")
 	s.appendLogOnly(t, lifecycle(t, other)[0])
 	s.publish(t, forgedRunFailed(t, other, 2))
-	s.waitForgedOr(t, 2, other, func(v projector.RunView) bool { return v.Status == events.RunStatusFailed })
+	s.waitForgedOr(t, 2, other, func(v api.RunView) bool { return v.Status == events.RunStatusFailed })
 	v, _ = s.run(t, other)
 	require.NotEqual(t, events.RunStatusFailed, v.Status, "the forged event at runSeq 2 is not applied")
 	requireLogged(t, s, `"alert":"PROJECTOR_FORGED_EVENT"`, other, "another event id")
@@ -102,7 +102,7 @@ func TestForgedEventAheadOfTheLog(t *testing.T) {
 	s.waitRun(t, runID, atSeq(1), "approved")
 
 	s.publish(t, forgedRunFailed(t, runID, 300))
-	s.waitForgedOr(t, 1, runID, func(v projector.RunView) bool { return v.Stale })
+	s.waitForgedOr(t, 1, runID, func(v api.RunView) bool { return v.Stale })
 	v, _ := s.run(t, runID)
 	require.False(t, v.Stale, "a runSeq the log does not have opens no gap")
 	require.Equal(t, int64(1), v.LastEventSeq)
@@ -134,7 +134,7 @@ func TestResyncClearsAGapTheLogDoesNotHave(t *testing.T) {
 VALUES ($1, $2, 'P1', $3, $4, 'runSeq gap: applied up to 6, saw 300')`, projector.AlertGap+":"+runID, projector.AlertGap, runID, tenant)
 	require.NoError(t, err)
 
-	v := s.waitRun(t, runID, func(v projector.RunView) bool { return !v.Stale }, "the gap closes")
+	v := s.waitRun(t, runID, func(v api.RunView) bool { return !v.Stale }, "the gap closes")
 	require.Equal(t, events.RunStatusCompleted, v.Status)
 	require.Nil(t, v.Gap)
 	require.Eventually(t, func() bool { return !slices.Contains(alertCodes(s.alerts(t)), projector.AlertGap) },
