@@ -10,7 +10,6 @@ import (
 
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
-	"github.com/weftrun/weft/services/projector"
 )
 
 // mirrors asserts that the JSON of the projector's answer decodes into the
@@ -30,31 +29,29 @@ func mirrors[T any](t *testing.T, served any) {
 	require.JSONEq(t, string(wire), string(back))
 }
 
-// TestReadAPITypesMirrorProjector: the projector serves pkg/api's list,
-// event-page and gap types itself; its RunView keeps the plan graph as the
-// raw JSON it stores, so that one is checked against api.RunView field for
-// field. Every answer also survives a decode and re-encode unchanged.
+// TestReadAPITypesMirrorProjector: the projector serves pkg/api's types
+// itself; every answer survives a decode and re-encode unchanged.
 func TestReadAPITypesMirrorProjector(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	ms := int64(1500)
 	stepErr := &events.StepError{Code: "E", Message: "m", Retryable: true, Category: "USER"}
 
-	var view projector.RunView
+	var view api.RunView
 	view.RunSnapshot = events.RunSnapshot{
 		RunID: "r", Status: events.RunStatusFailed, LastEventSeq: 9,
 		Steps: []events.StepSnapshot{{StepID: "a", Status: events.StepStatusFailed, LogicalAttemptID: "2", EngineAttemptID: "1",
 			StartedAt: &at, CompletedAt: &at, Error: stepErr, Attempts: 2,
 			Artifacts: []events.ArtifactRef{{URI: "s3://b/k", Kind: "k", SHA256: "ab", SizeBytes: 3, ExpiresAt: at}}}},
 		Artifacts: []events.ArtifactRef{}, StartedAt: &at, CompletedAt: &at, TotalDurationMs: &ms, FailedSteps: 1,
-		EngineRunRef: json.RawMessage(`{"x":1}`), Error: stepErr,
+		EngineRunRef: json.RawMessage(`{"x":1}`), Error: stepErr, Queued: &events.QueueHold{Reason: "1 of 1 running", Since: at},
 	}
 	view.Stale = true
 	view.Gap = &api.RunGap{AfterSeq: 9, SeenSeq: 11, Since: at}
 	view.TenantID, view.ProjectID, view.EnvironmentID, view.PlanID, view.PlanVersion = "t", "p", "e", "hello", "1"
 	view.CreatedAt, view.UpdatedAt, view.LagMs = at, at, 12
-	view.Plan.Steps = json.RawMessage(`[{"id":"a","kind":"activity","activity":"echo","dependsOn":[]},` +
-		`{"id":"g","kind":"waitSignal","signal":"approve","dependsOn":["a"]}]`)
+	view.Plan.Steps = []api.PlanStep{{ID: "a", Kind: "activity", Activity: "echo", DependsOn: []string{}},
+		{ID: "g", Kind: "waitSignal", Signal: "approve", DependsOn: []string{"a"}}}
 	mirrors[api.RunView](t, view)
 
 	var row api.RunSummary

@@ -107,21 +107,29 @@ func (f *flags) fromEnv(name, envKey string) {
 	}
 }
 
-// parse parses args; -h prints the flags and returns errUsage.
+// parse parses args, which may hold flags only; -h prints the flags and
+// returns errUsage.
 func (f *flags) parse(args []string) error {
+	_, err := f.parseOperands(args, 0)
+	return err
+}
+
+// parseOperands parses args and returns the operands after the flags, at
+// most max of them.
+func (f *flags) parseOperands(args []string, max int) ([]string, error) {
 	if err := errors.Join(f.envErrs...); err != nil {
-		return err
+		return nil, err
 	}
 	if err := f.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return errUsage
+			return nil, errUsage
 		}
-		return err
+		return nil, err
 	}
-	if f.NArg() > 0 {
-		return fmt.Errorf("%s: unexpected arguments %q", f.Name(), f.Args())
+	if f.NArg() > max {
+		return nil, fmt.Errorf("%s: unexpected arguments %q", f.Name(), f.Args()[max:])
 	}
-	return nil
+	return f.Args(), nil
 }
 
 // DefaultMaxConns is the size of a command's Postgres pool unless its URL

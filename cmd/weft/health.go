@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"time"
 )
 
@@ -23,22 +24,30 @@ type healthOptions struct {
 func healthFlags(env *environment) (*flags, *healthOptions) {
 	f := newFlags("health", env)
 	opt := &healthOptions{}
-	f.stringVar(&opt.url, "url", "WEFT_HEALTH_URL", "", "the URL to probe, e.g. http://127.0.0.1:9183/readyz (required)")
+	f.stringVar(&opt.url, "url", "WEFT_HEALTH_URL", "", "the URL to probe, e.g. http://127.0.0.1:9183/readyz; also given as the one argument; without a path, /readyz")
 	f.durationVar(&opt.timeout, "timeout", "WEFT_HEALTH_TIMEOUT", 5*time.Second, "how long to wait for the answer")
 	return f, opt
 }
 
-// runHealth is `weft health`: it GETs --url, prints the answer's body and
+// runHealth is `weft health [URL]`: it GETs the URL (the argument, else
+// --url), its path /readyz when it has none, prints the answer's body and
 // fails unless the status is 2xx. It is the healthcheck command of the
 // container image, which has no shell, curl or wget
 // (deploy/compose.yaml).
 func runHealth(ctx context.Context, env *environment, args []string) error {
 	f, opt := healthFlags(env)
-	if err := f.parse(args); err != nil {
+	operands, err := f.parseOperands(args, 1)
+	if err != nil {
 		return err
 	}
+	if len(operands) == 1 {
+		opt.url = operands[0]
+	}
 	if opt.url == "" {
-		return errors.New("health: set --url or WEFT_HEALTH_URL, e.g. http://127.0.0.1:9183/readyz")
+		return errors.New("health: give the URL to probe, as the argument, --url or WEFT_HEALTH_URL, e.g. http://127.0.0.1:9183/readyz")
+	}
+	if opt.url, err = probeURL(opt.url); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, opt.timeout)
 	defer cancel()
@@ -58,4 +67,17 @@ func runHealth(ctx context.Context, env *environment, args []string) error {
 		return fmt.Errorf("health: %s answered %s", opt.url, resp.Status)
 	}
 	return nil
+}
+
+// probeURL is raw with the path /readyz when it has none: a service's ops
+// address alone asks whether it is ready.
+func probeURL(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return "", fmt.Errorf("health: %q is not a URL such as http://127.0.0.1:9183/readyz", raw)
+	}
+	if u.Path == "" || u.Path == "/" {
+		u.Path = "/readyz"
+	}
+	return u.String(), nil
 }

@@ -262,7 +262,20 @@ func TestHealthCommand(t *testing.T) {
 	require.Contains(t, out.String(), `"failing":["postgres"]`)
 
 	err = runHealth(t.Context(), &environment{stdout: &out, stderr: &errOut, getenv: envOf(nil)}, nil)
-	require.ErrorContains(t, err, "set --url or WEFT_HEALTH_URL")
+	require.ErrorContains(t, err, "give the URL to probe, as the argument, --url or WEFT_HEALTH_URL")
+
+	// The URL as the one argument, as the README writes it; the ops
+	// address alone probes /readyz.
+	out = weftest.Buffer{}
+	require.NoError(t, runHealth(t.Context(), &environment{stdout: &out, stderr: &errOut, getenv: envOf(nil)},
+		[]string{srv.URL + "/healthz"}))
+	require.JSONEq(t, `{"status":"ok"}`, out.String())
+	err = runHealth(t.Context(), &environment{stdout: &out, stderr: &errOut, getenv: envOf(nil)}, []string{srv.URL})
+	require.ErrorContains(t, err, srv.URL+"/readyz answered 503")
+	err = runHealth(t.Context(), &environment{stdout: &out, stderr: &errOut, getenv: envOf(nil)}, []string{srv.URL, "extra"})
+	require.ErrorContains(t, err, `unexpected arguments ["extra"]`)
+	err = runHealth(t.Context(), &environment{stdout: &out, stderr: &errOut, getenv: envOf(nil)}, []string{"127.0.0.1:9183"})
+	require.ErrorContains(t, err, `"127.0.0.1:9183" is not a URL`)
 
 	// Nothing listens on a closed server's address.
 	srv.Close()
