@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/weftrun/weft/internal/bus/batch"
 	"github.com/weftrun/weft/internal/bus/lanes"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/pipetx"
@@ -34,8 +36,11 @@ func (s *Service) consume(ctx context.Context) (*lanes.Lanes, error) {
 		return nil, fmt.Errorf("projector: consumer %s: %w", Consumer, err)
 	}
 	context.AfterFunc(ctx, func() { _ = keeper.Close() })
+	settler := batch.New[events.Event](applyHandler{s}, batch.Config{
+		Name: "projector", AckWait: s.cfg.AckWait, RetryDelay: s.cfg.RetryDelay, Logger: s.logger,
+	})
 	l := lanes.New(keeper, s.cfg.Concurrency, s.cfg.MaxBatch, func(msgs []jetstream.Msg) {
-		s.handleBatch(ctx, msgs)
+		settler.Settle(ctx, msgs)
 	})
 	// The lanes outlive ctx by their drain (Serve stops them once ctx
 	// ends): ending Start's context would be a hard stop.
@@ -45,47 +50,50 @@ func (s *Service) consume(ctx context.Context) (*lanes.Lanes, error) {
 	return l, nil
 }
 
-// handleBatch applies the messages' events in one transaction and acks
-// them after it commits. An undecodable message, and one whose event the
-// log refutes (forged: verify.go), is terminated; if the transaction
-// fails, every message is redelivered after RetryDelay, and re-applying
-// what a crash left half done is a no-op.
-func (s *Service) handleBatch(ctx context.Context, msgs []jetstream.Msg) {
+// applyHandler is the projector's batch.Handler: it applies the
+// messages' events in one transaction, and the messages are acked after
+// it commits. An undecodable message, and one whose event the log refutes
+// (forged: verify.go), is terminated; if the transaction fails, every
+// message is redelivered after RetryDelay, and re-applying what a crash
+// left half done is a no-op.
+type applyHandler struct{ s *Service }
+
+// Decode returns m's event; one without a run is undecodable.
+func (applyHandler) Decode(m jetstream.Msg) (events.Event, bool, error) {
+	var ev events.Event
+	if err := json.Unmarshal(m.Data(), &ev); err != nil {
+		return ev, false, err
+	}
+	if ev.RunID == "" {
+		return ev, false, errNoRunID
+	}
+	return ev, true, nil
+}
+
+// errNoRunID makes an event without a run id undecodable.
+var errNoRunID = errors.New("projector: event without a run id")
+
+// Handle applies evs in one transaction (applyRuns), in a span per
+// message, and terminates the messages of forged events.
+func (h applyHandler) Handle(ctx context.Context, evs []events.Event, msgs []jetstream.Msg) ([]batch.Verdict, error) {
 	byRun := map[string][]events.Event{}
-	var held []jetstream.Msg
-	var heldEvents []events.Event
-	for _, m := range msgs {
-		var ev events.Event
-		if err := json.Unmarshal(m.Data(), &ev); err != nil || ev.RunID == "" {
-			s.logger.ErrorContext(ctx, "projector: undecodable event message terminated", "subject", m.Subject(), "err", err)
-			s.settle(ctx, m.Term())
-			continue
-		}
+	for _, ev := range evs {
 		byRun[ev.RunID] = append(byRun[ev.RunID], ev)
-		held, heldEvents = append(held, m), append(heldEvents, ev)
 	}
-	if len(held) == 0 {
-		return
-	}
-	spans := startApplySpans(ctx, s.cfg.TracerProvider, held)
-	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.AckWait)
-	defer cancel()
-	changes, err := s.applyRuns(bctx, byRun)
+	spans := startApplySpans(ctx, h.s.cfg.TracerProvider, msgs)
+	changes, err := h.s.applyRuns(ctx, byRun)
 	spans.end(err)
 	if err != nil {
-		s.logger.WarnContext(ctx, "projector: batch failed; messages will be redelivered", "messages", len(held), "err", err)
-		for _, m := range held {
-			s.settle(ctx, m.NakWithDelay(s.cfg.RetryDelay))
-		}
-		return
+		return nil, err
 	}
-	for i, m := range held {
-		if ev := heldEvents[i]; changes[ev.RunID].isForged(ev) {
-			s.settle(ctx, m.Term())
-			continue
+	verdicts := make([]batch.Verdict, len(evs))
+	for i, ev := range evs {
+		verdicts[i] = batch.Ack
+		if changes[ev.RunID].isForged(ev) {
+			verdicts[i] = batch.Term
 		}
-		s.settle(ctx, m.Ack())
 	}
+	return verdicts, nil
 }
 
 // applyRuns projects each run's events (nil for a resync with no new
@@ -166,12 +174,4 @@ func changedRuns(runIDs []string, changes map[string]runChange) []string {
 		}
 	}
 	return out
-}
-
-// settle logs a failed ack, nak or term; the message comes back after
-// AckWait and is a duplicate by then.
-func (s *Service) settle(ctx context.Context, err error) {
-	if err != nil {
-		s.logger.WarnContext(ctx, "projector: settling a message failed", "err", err)
-	}
 }
