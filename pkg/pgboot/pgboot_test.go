@@ -184,6 +184,26 @@ func TestStartFromAPrivateFolder(t *testing.T) {
 	t.Cleanup(func() { _ = inst.Stop(context.Background()) })
 	require.Equal(t, first, inst.DataDir(), "the next start finds the same cluster")
 	require.Equal(t, "hello", readKept(ctx, t, inst.URL()))
+	if os.Geteuid() != 0 {
+		return
+	}
+
+	// Deleting the data folder starts over: the cluster it left under
+	// RelocateRoot is replaced, not left behind beside a new one.
+	require.NoError(t, inst.Stop(ctx))
+	require.NoError(t, os.RemoveAll(dir))
+	inst, err = pgboot.Start(ctx, cfg)
+	require.NoError(t, err)
+	require.Equal(t, first, inst.DataDir(), "the same path, its own folder")
+	conn, err := pgx.Connect(ctx, inst.URL())
+	require.NoError(t, err)
+	defer func() { _ = conn.Close(ctx) }()
+	var kept bool
+	require.NoError(t, conn.QueryRow(ctx, "SELECT to_regclass('kept') IS NOT NULL").Scan(&kept))
+	require.False(t, kept, "a fresh cluster")
+	entries, err := os.ReadDir(spare)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "nothing left behind under RelocateRoot")
 }
 
 // TestSettingsAreSetOnEveryStart starts a server with a setting of its

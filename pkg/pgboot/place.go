@@ -1,6 +1,8 @@
 package pgboot
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -109,7 +111,10 @@ func readRelocated(dataDir string, u *user.User) (string, bool, error) {
 }
 
 // relocate creates a folder of u's under root for the cluster of dataDir
-// and records it there.
+// and records it there. The folder's name is dataDir's own
+// (relocatedName): one left by an earlier data folder at the same path,
+// deleted with its record to start over, is removed first, so deleting
+// the data folder starts afresh and leaves nothing behind.
 func relocate(dataDir, root string, u *user.User) (string, error) {
 	// The folders above root/x are root and those above it.
 	blocked, err := unsearchableAbove(filepath.Join(root, "x"), u)
@@ -119,8 +124,11 @@ func relocate(dataDir, root string, u *user.User) (string, error) {
 	if blocked != "" {
 		return "", fmt.Errorf("nor can it reach %s, where the cluster would go instead: %s is not searchable by it", root, blocked)
 	}
-	dir, err := os.MkdirTemp(root, "weft-pg-")
-	if err != nil {
+	dir := filepath.Join(root, relocatedName(dataDir))
+	if err := removeOrphan(dir, u); err != nil {
+		return "", err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
 		return "", fmt.Errorf("a folder for the cluster could not be made under %s: %w", root, err)
 	}
 	if err := chownTo(dir, u); err != nil {
@@ -133,6 +141,34 @@ func relocate(dataDir, root string, u *user.User) (string, error) {
 		return "", fmt.Errorf("record the cluster's folder in %s: %w", record, err)
 	}
 	return dir, nil
+}
+
+// relocatedName is the name of the folder the cluster of dataDir is
+// relocated to: weft-pg- and the first 16 hex digits of the SHA-256 of
+// dataDir's path, so each data folder has its own.
+func relocatedName(dataDir string) string {
+	sum := sha256.Sum256([]byte(dataDir))
+	return "weft-pg-" + hex.EncodeToString(sum[:8])
+}
+
+// removeOrphan removes dir, a cluster's folder no record names any more,
+// when it is a folder of u's; nothing there is fine, and anything else (a
+// link, another user's file) is an error, left alone.
+func removeOrphan(dir string, u *user.User) error {
+	st, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("pgboot: %w", err)
+	}
+	if !st.IsDir() || strconv.FormatUint(uint64(ownerOf(st)), 10) != u.Uid {
+		return fmt.Errorf("pgboot: %s, where the cluster would go, is not a folder of the %q user: remove it to start afresh", dir, u.Username)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("pgboot: remove the cluster a deleted data folder left in %s: %w", dir, err)
+	}
+	return nil
 }
 
 // makeOwned creates dir (mode 0700, not its parents) owned by u.
