@@ -42,9 +42,7 @@ func (s *Service) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		httpserve.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, api.CodeNotFound, "no such route: "+r.Method+" "+r.URL.Path)
-	})
+	mux.HandleFunc("/v1/", s.notServed)
 	mux.Handle("/", ui.Handler(ui.Options{DevTokenFile: s.cfg.DevTokenFile}))
 	return mux
 }

@@ -2,6 +2,7 @@ package projector_test
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -191,10 +192,21 @@ func TestGatewayProxy(t *testing.T) {
 		require.Equal(t, http.StatusAccepted, r.status, "%s %s: %s", c.method, c.path, r.body)
 		require.Equal(t, request{c.method, c.path, authorization[1], ""}, <-seen)
 	}
+	// A write sent to the read API is told where writes go.
+	r = s.do(t, http.MethodPost, "/v1/runs?x=1", `{}`, authorization...)
+	requireError(t, r, http.StatusNotFound, api.CodeNotFound, "no such route: POST /v1/runs",
+		"the read API (weft projector) serves reads only; writes go to the gateway", "POST "+gateway.URL+"/v1/runs?x=1")
+	require.JSONEq(t, `{"gateway":"`+gateway.URL+`/v1/runs?x=1"}`, string(errorDetails(t, r)))
 	stop()
 
 	stop = s.serve(t, projector.Config{})
 	requireError(t, s.do(t, http.MethodPost, path, body, authorization...), http.StatusServiceUnavailable, api.CodeUnavailable)
+	r = s.do(t, http.MethodPost, "/v1/runs", `{}`, authorization...)
+	requireError(t, r, http.StatusNotFound, api.CodeNotFound, "writes go to the gateway (weft gateway, docs/api.md)")
+	require.Empty(t, errorDetails(t, r), "no gateway URL configured: none named")
+	r = s.do(t, http.MethodGet, "/v1/nothing", "", authorization...)
+	requireError(t, r, http.StatusNotFound, api.CodeNotFound, "no such route: GET /v1/nothing")
+	require.NotContains(t, string(r.body), "gateway", "a read of no route is only that")
 	stop()
 
 	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
@@ -278,4 +290,16 @@ func TestWhoami(t *testing.T) {
 		require.Equal(t, tc.want, got)
 	}
 	requireError(t, s.fetch(t, "not-a-key", "/v1/whoami"), http.StatusUnauthorized, api.CodeUnauthenticated)
+}
+
+// errorDetails is the details of r's error body, nil when it has none.
+func errorDetails(t *testing.T, r reply) json.RawMessage {
+	t.Helper()
+	var body struct {
+		Error struct {
+			Details json.RawMessage `json:"details"`
+		} `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &body))
+	return body.Error.Details
 }
