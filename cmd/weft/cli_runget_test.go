@@ -45,7 +45,7 @@ func TestRunGetStepData(t *testing.T) {
 	require.Contains(t, rows["reserve"], "×2 (2 done, 0 running, 0 failed)")
 	require.Contains(t, rows["reserve"], `[{"qty":2,"sku":"tea"},{"qty":1,"sku":"jam"}]`, "the evaluated list")
 	require.Contains(t, rows["charge"], `{"key":"charge o-9 for 2 lines","times":0}`, "the resolved input")
-	require.Contains(t, rows["gift-note"], "SKIPPED: CONDITION_FALSE")
+	require.Contains(t, rows["gift-note"], "SKIPPED: its if condition was false (CONDITION_FALSE)")
 	require.NotContains(t, text.out, "reserve[0]", "a forEach step's children are counted in its row")
 
 	got := decode[runGetJSON](t, s.weft(t, "run", "get", runID, "-o", "json"))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/plan"
 )
 
 // table writes rows of tab-separated cells aligned in columns, keeping the
@@ -203,6 +204,9 @@ func stepDoes(ps api.PlanStep) string {
 
 // stepErrorText is "CODE: message".
 func stepErrorText(e *events.StepError) string {
+	if e.Code == events.CodeSkipped && e.Message == plan.ConditionFalse {
+		return e.Code + ": its if condition was false (" + plan.ConditionFalse + ")"
+	}
 	return e.Code + ": " + e.Message
 }
 
