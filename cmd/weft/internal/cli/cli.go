@@ -347,9 +347,10 @@ func (c *connFlags) resolveToken(devDir string, dev *devfile.Endpoints) (string,
 }
 
 // explain adds a hint to an error that reached no server at all, and to
-// an authentication failure against a URL that weft dev's endpoints file
-// did not name: it says where that URL came from, for a server there may
-// be someone else's.
+// an authentication failure: against a URL that weft dev's endpoints file
+// did not name, it says where that URL came from, for a server there may
+// be someone else's; against the file's URLs, that the stack which wrote
+// it may be gone and another answer there.
 func (c *cliClient) explain(err error) error {
 	var ue *url.Error
 	var answered *client.Error
@@ -362,7 +363,9 @@ func (c *cliClient) explain(err error) error {
 			}
 		}
 		if len(notDev) == 0 {
-			return err
+			return fmt.Errorf("%w\n(the URLs are those %s names: if the stack that wrote it has stopped, another may answer there; "+
+				"start `weft dev` in this folder again, set WEFT_DEV_DIR to the running stack's folder, or pass --token)",
+				err, strings.TrimPrefix(c.apiFrom, fromDevFile))
 		}
 		return fmt.Errorf("%w\n(%s: is that the server you meant? `weft dev` writes its URLs to $WEFT_DEV_DIR/%s, which the CLI reads when no flag or variable names one)",
 			err, strings.Join(notDev, "; "), devfile.Name)

@@ -89,6 +89,13 @@ func TestCLIURLSources(t *testing.T) {
 	err = runsLs(t, map[string]string{"WEFT_DEV_DIR": dir, "WEFT_READ_URL": dev.URL})
 	require.NoError(t, err, "a variable wins over the endpoints file")
 
+	// A stale endpoints file: another stack answers at its URLs.
+	stale := t.TempDir()
+	require.NoError(t, devfile.Write(stale, devfile.Endpoints{Gateway: other.URL, ReadAPI: other.URL, TokenFile: tokenFile}))
+	err = runsLs(t, map[string]string{"WEFT_DEV_DIR": stale})
+	require.ErrorContains(t, err, "HTTP 401")
+	require.ErrorContains(t, err, "(the URLs are those "+filepath.Join(stale, "endpoints.json")+" names: if the stack that wrote it has stopped, another may answer there")
+
 	// Without the file, the defaults, which say so.
 	env := testEnv(map[string]string{"WEFT_DEV_DIR": t.TempDir(), "WEFT_TOKEN": "weft_x"})
 	cmd := newAPICommand(env, "runs ls", lsSynopsis, "")
