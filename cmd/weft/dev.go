@@ -250,7 +250,7 @@ func devTokenFile(cfg devConfig) string {
 func devBanner(env *environment, cfg devConfig, u devURLs) error {
 	ops := "off"
 	if u.ops != "" {
-		ops = u.ops + " (/healthz /readyz /metrics)"
+		ops = u.ops + " (/healthz, /readyz, /metrics)"
 	}
 	tokenFrom := "in " + filepath.Join(cfg.dir, "token")
 	if cfg.devToken != "" {

@@ -39,7 +39,7 @@ func TestDevWritesItsEndpointsAndTheCLIFindsThem(t *testing.T) {
 	require.Equal(t, "nats://127.0.0.1:"+natsUser[strings.LastIndex(natsUser, ":")+1:], e.NATS)
 	require.Equal(t, devNATSUser, e.NATSUser)
 	require.Equal(t, filepath.Join(dev.dir, devNATSPasswordFile), e.NATSPasswordFile)
-	require.Equal(t, strings.TrimSuffix(bannerURL(t, banner, "Ops:"), " (/healthz /readyz /metrics)"), e.Ops)
+	require.Equal(t, strings.TrimSuffix(bannerURL(t, banner, "Ops:"), " (/healthz, /readyz, /metrics)"), e.Ops)
 	require.Empty(t, e.TokenFile, "the token came from WEFT_DEV_TOKEN")
 	require.NotContains(t, string(raw), "weft_dev_test_token")
 	password, err := os.ReadFile(e.NATSPasswordFile)

@@ -68,7 +68,7 @@ func isTerminal(w io.Writer) bool {
 func (p *progress) show(v *api.RunView) {
 	state := progressState(v)
 	p.shown = max(p.shown, roughly(runElapsed(v, p.now())))
-	elapsed := p.shown
+	elapsed := elapsedText(p.shown)
 	if p.live {
 		line := shorten(fmt.Sprintf("%s  %s", elapsed, state), p.width-1)
 		_, _ = fmt.Fprintf(p.w, "\r%s\x1b[K", line)
@@ -88,6 +88,15 @@ func (p *progress) finish() {
 		_, _ = fmt.Fprintln(p.w)
 		p.drawn = false
 	}
+}
+
+// elapsedText is an elapsed time as a progress line shows it, in seconds:
+// "0.4s" under ten seconds, then Duration's own form ("12s", "1m5s").
+func elapsedText(d time.Duration) string {
+	if d < 10*time.Second {
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+	return d.String()
 }
 
 // roughly rounds an elapsed time for a progress line: to a tenth of a

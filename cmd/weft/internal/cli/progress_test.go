@@ -129,6 +129,16 @@ func TestProgressLiveRedraws(t *testing.T) {
 	p.show(v)
 	p.show(v)
 	p.finish()
-	line := "\r1s  [--------------------] 0/3 RUNNING…\x1b[K"
+	line := "\r1.0s  [--------------------] 0/3 RUNNI…\x1b[K"
 	require.Equal(t, line+line+"\n", out.String(), "redrawn in place, cut to the terminal's width")
+}
+
+// A progress line's elapsed time reads in seconds, a tenth at a time
+// under ten seconds, as docs/cli.md shows it.
+func TestElapsedText(t *testing.T) {
+	t.Parallel()
+	for d, want := range map[time.Duration]string{0: "0.0s", 100 * time.Millisecond: "0.1s", 2 * time.Second: "2.0s",
+		9900 * time.Millisecond: "9.9s", 12 * time.Second: "12s", 65 * time.Second: "1m5s"} {
+		require.Equal(t, want, elapsedText(d), "%v", d)
+	}
 }
