@@ -136,3 +136,15 @@ func TestJSONArgSources(t *testing.T) {
 	_, err = jsonArgFrom("--payload", "-", strings.NewReader(`"`+strings.Repeat("x", maxJSONArgBytes)+`"`))
 	require.ErrorContains(t, err, "more than")
 }
+
+// A mistyped flag is named as typed, with the flag a typo away, and a
+// flag nothing is close to says where the flags are listed.
+func TestUnknownFlagSuggests(t *testing.T) {
+	t.Parallel()
+	err := runsLs(t, nil, "--stauts", "FAILED")
+	require.EqualError(t, err, "unknown flag --stauts: did you mean --status?")
+	err = runsLs(t, nil, "-limt", "3")
+	require.EqualError(t, err, "unknown flag --limt: did you mean --limit?")
+	err = runsLs(t, nil, "--frobnicate")
+	require.EqualError(t, err, "unknown flag --frobnicate (-h lists the flags)")
+}

@@ -61,7 +61,7 @@ func (f *flags) parseArgs(args []string) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, ErrUsage
 			}
-			return nil, err
+			return nil, f.unknownFlag(err)
 		}
 		rest := f.Args()
 		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
@@ -96,4 +96,47 @@ func wantArgs(synopsis string, got []string, names ...string) error {
 		want = strings.Join(names, " and ")
 	}
 	return fmt.Errorf("want %s, got %d argument(s) %q\nusage: %s", want, len(got), got, synopsis)
+}
+
+// unknownFlag turns the flag package's error for a flag the command does
+// not have into one that names it as typed and, when one of the
+// command's flags is a typo away, suggests it. Other errors are returned
+// as they are.
+func (f *flags) unknownFlag(err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: ")
+	if !ok {
+		return err
+	}
+	name = strings.TrimLeft(name, "-")
+	best, bestDist := "", 3 // at most two edits away
+	f.VisitAll(func(fl *flag.Flag) {
+		if d := editDistance(name, fl.Name); d < bestDist {
+			best, bestDist = fl.Name, d
+		}
+	})
+	if best == "" {
+		return fmt.Errorf("unknown flag --%s (-h lists the flags)", name)
+	}
+	return fmt.Errorf("unknown flag --%s: did you mean --%s?", name, best)
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

@@ -116,7 +116,7 @@ func TestParseArgsAnyOrder(t *testing.T) {
 	}
 	f := newFlags("t", testEnv(nil))
 	_, err := f.parseArgs([]string{"id", "--nope"})
-	require.ErrorContains(t, err, "not defined: -nope")
+	require.ErrorContains(t, err, "unknown flag --nope")
 }
 
 // On a terminal, progress redraws one line in place at every view, so the
