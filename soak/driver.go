@@ -12,6 +12,7 @@ import (
 
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/client"
+	"github.com/weftrun/weft/pkg/periodic"
 	"github.com/weftrun/weft/pkg/plan"
 )
 
@@ -211,17 +212,7 @@ func (d *driver) pick(rng *rand.Rand) *client.Client { return d.clients[rng.IntN
 // pause waits between lo and hi milliseconds, drawn from rng, or until ctx
 // ends.
 func pause(ctx context.Context, rng *rand.Rand, lo, hi int) {
-	sleepCtx(ctx, time.Duration(lo+rng.IntN(hi-lo+1))*time.Millisecond)
-}
-
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
+	_ = periodic.Sleep(ctx, time.Duration(lo+rng.IntN(hi-lo+1))*time.Millisecond)
 }
 
 // finalize sends what a run left waiting by the driver's failures needs to

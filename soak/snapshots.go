@@ -12,6 +12,7 @@ import (
 	"github.com/weftrun/weft/pkg/client"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/periodic"
 )
 
 // snapshotBound bounds the wait for the read model to match the log once
@@ -51,7 +52,7 @@ func checkSnapshots(ctx context.Context, top *topology, c *client.Client) (check
 		if len(pending) == 0 || time.Now().After(deadline) || ctx.Err() != nil {
 			break
 		}
-		sleepCtx(ctx, 2*time.Second)
+		_ = periodic.Sleep(ctx, 2*time.Second)
 	}
 	for _, run := range pending {
 		res.add("%s: %s", run, why[run])

@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weftrun/weft/internal/policy/auth"
+	"github.com/weftrun/weft/pkg/periodic"
 )
 
 // token is the API key of the soak's gateways and projector.
@@ -301,7 +302,7 @@ func (t *topology) restart(ctx context.Context, p *proc) error {
 		if !errors.Is(err, errExited) {
 			return err
 		}
-		sleepCtx(ctx, time.Second)
+		_ = periodic.Sleep(ctx, time.Second)
 	}
 	return err
 }

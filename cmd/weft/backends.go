@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/weftrun/weft/internal/boot/health"
+	"github.com/weftrun/weft/pkg/periodic"
 	"github.com/weftrun/weft/pkg/streams"
 )
 
@@ -188,10 +189,8 @@ func awaitStreams(ctx context.Context, js jetstream.JetStream, logger *slog.Logg
 				"stream", missing, "err", err)
 			logged = true
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for stream %s: %w", missing, ctx.Err())
-		case <-time.After(streamsRetry):
+		if err := periodic.Sleep(ctx, streamsRetry); err != nil {
+			return fmt.Errorf("waiting for stream %s: %w", missing, err)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/periodic"
 )
 
 // MaxResponseBytes bounds how much of a response body the client reads.
@@ -50,7 +51,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		userAgent:   DefaultUserAgent,
 		hc:          defaultHTTPClient(),
 		retry:       RetryPolicy{}.withDefaults(),
-		sleep:       sleepCtx,
+		sleep:       periodic.Sleep,
 		now:         time.Now,
 		jitter:      fullJitter,
 	}

@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"time"
+
+	"github.com/weftrun/weft/pkg/periodic"
 )
 
 // Test seams, exported to the client_test package only.
@@ -32,4 +34,4 @@ func WithoutJitter() Option {
 }
 
 // SleepCtx is the default wait, for tests that need a real one.
-var SleepCtx = sleepCtx
+var SleepCtx = periodic.Sleep

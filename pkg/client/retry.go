@@ -89,19 +89,6 @@ func fullJitter(ceiling time.Duration) time.Duration {
 	return rand.N(ceiling + 1)
 }
 
-// sleepCtx waits d or until ctx is done, whichever comes first; it returns
-// ctx.Err() in the second case.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // wait is the pause before retry n after the failure err: the jittered
 // backoff, or the answer's Retry-After when that is longer.
 func (c *Client) wait(n int, err error) time.Duration {

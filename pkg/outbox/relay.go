@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/weftrun/weft/pkg/periodic"
 	"github.com/weftrun/weft/pkg/startstop"
 )
 
@@ -238,12 +239,8 @@ func (r *Relay) stopWorkers(workers map[int]*worker, lost bool) {
 // succeeds or the relay stops (then it returns nil).
 func (r *Relay) reconnect(soft context.Context) *session {
 	for {
-		t := time.NewTimer(r.cfg.LockRetryInterval)
-		select {
-		case <-soft.Done():
-			t.Stop()
+		if periodic.Sleep(soft, r.cfg.LockRetryInterval) != nil {
 			return nil
-		case <-t.C:
 		}
 		sess, err := r.connect(soft)
 		if err == nil {

@@ -14,6 +14,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/weftrun/weft/pkg/periodic"
 )
 
 // DefaultKeepInterval is how often a Keeper asks the server whether its
@@ -252,7 +254,7 @@ func (k *Keeper) recreate(ctx context.Context) (jetstream.Consumer, bool) {
 	// Let the server finish the deletion first, and keep the processes
 	// that share the consumer from creating it at the same instant: a
 	// create that races the deletion can lose its store folder (Ensure).
-	if !sleep(ctx, recreateSettle+rand.N(recreateSettle)) {
+	if periodic.Sleep(ctx, recreateSettle+rand.N(recreateSettle)) != nil {
 		return nil, false
 	}
 	backoff := minRecreateBackoff
@@ -268,7 +270,7 @@ func (k *Keeper) recreate(ctx context.Context) (jetstream.Consumer, bool) {
 			return nil, false
 		}
 		k.logger.WarnContext(ctx, "streams: creating the missing consumer failed; retrying", "err", err, "backoff", backoff.String())
-		if !sleep(ctx, backoff) {
+		if periodic.Sleep(ctx, backoff) != nil {
 			return nil, false
 		}
 		backoff = min(2*backoff, maxRecreateBackoff)
@@ -277,18 +279,6 @@ func (k *Keeper) recreate(ctx context.Context) (jetstream.Consumer, bool) {
 
 // Close unregisters the keeper's metrics.
 func (k *Keeper) Close() error { return k.metrics.close() }
-
-// sleep waits for d, or less when ctx ends; it reports whether ctx lasted.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
 
 // keeperMetrics are one keeper's instruments; the zero value records
 // nothing.

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/periodic"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/task"
 	"github.com/weftrun/weft/pkg/tracing"
@@ -137,27 +138,17 @@ func (w *Worker) terminate(ctx context.Context, msg jetstream.Msg, cause error) 
 }
 
 // heartbeat tells JetStream every interval that msg is in progress, until
-// the returned stop is called (stop waits for the heartbeat to end).
+// the returned stop is called or ctx ends (stop waits for the heartbeat to
+// end).
 func (w *Worker) heartbeat(ctx context.Context, msg jetstream.Msg, every time.Duration, log *slog.Logger) (stop func()) {
-	quit, ended := make(chan struct{}), make(chan struct{})
+	ctx, quit := context.WithCancel(ctx)
+	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				if err := msg.InProgress(); err != nil {
-					log.WarnContext(ctx, "worker: heartbeat failed", "err", err)
-				}
-			}
-		}
+		loop := periodic.Loop{Interval: every, Logger: log, Failed: "worker: heartbeat failed"}
+		loop.Run(ctx, func(context.Context) error { return msg.InProgress() })
 	}()
-	return func() { close(quit); <-ended }
+	return func() { quit(); <-ended }
 }
 
 // reportStartedAfter reports the StepStarted of an unkeyed attempt once it

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/weftrun/weft/pkg/periodic"
 	"github.com/weftrun/weft/pkg/streams"
 )
 
@@ -116,13 +117,13 @@ func (w *Worker) pullFailed(soft context.Context, ls *lanes, l *lane, keeper *st
 		w.logger.InfoContext(soft, "worker: a tenant lane's consumer is gone; creating it again", "lane", l.token, "err", err)
 		ls.drop(l)
 		ls.hint(ls.queue+"."+l.token, false)
-		return wait(soft, backoff)
+		return periodic.Sleep(soft, backoff) == nil
 	}
 	if l.token == "" {
 		keeper.Suspect(err)
 	}
 	w.logger.WarnContext(soft, "worker: pull request failed; retrying", "lane", l.token, "err", err, "backoff", backoff.String())
-	return wait(soft, backoff)
+	return periodic.Sleep(soft, backoff) == nil
 }
 
 // keep runs keeper.Keep in keeping until soft ends. Each consumer the
@@ -168,17 +169,5 @@ func (s semaphore) acquire1(ctx context.Context) bool {
 func (s semaphore) release(n int) {
 	for range n {
 		<-s
-	}
-}
-
-// wait sleeps for d, or less when ctx ends; it reports whether ctx lasted.
-func wait(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }

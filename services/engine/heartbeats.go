@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/weftrun/weft/pkg/periodic"
 	"github.com/weftrun/weft/pkg/task"
 )
 
@@ -55,10 +56,8 @@ func (s *Service) ensureHeartbeats(ctx context.Context) error {
 		if !logged { // a cluster electing a leader, or a server restarting
 			s.logger.WarnContext(ctx, "engine: heartbeat bucket unanswered; trying again", "bucket", task.HeartbeatsBucket, "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("engine: heartbeat bucket %s: %w", task.HeartbeatsBucket, ctx.Err())
-		case <-time.After(s.cfg.RetryDelay):
+		if err := periodic.Sleep(ctx, s.cfg.RetryDelay); err != nil {
+			return fmt.Errorf("engine: heartbeat bucket %s: %w", task.HeartbeatsBucket, err)
 		}
 	}
 }

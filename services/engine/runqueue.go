@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/periodic"
 	"github.com/weftrun/weft/services/engine/internal/decide"
 	"github.com/weftrun/weft/services/engine/internal/round"
 )
@@ -33,7 +34,7 @@ func (s *Service) runQueueLoop(ctx context.Context) {
 				full[q.environment] = true
 			}
 		}
-		sleep(ctx, s.cfg.QueueInterval)
+		_ = periodic.Sleep(ctx, s.cfg.QueueInterval)
 	}
 }
 

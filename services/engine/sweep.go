@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/weftrun/weft/pkg/periodic"
 	"github.com/weftrun/weft/services/engine/internal/decide"
 	"github.com/weftrun/weft/services/engine/internal/round"
 )
@@ -26,7 +27,7 @@ func (s *Service) sweepLoop(ctx context.Context) {
 		for _, runID := range runs {
 			s.resync(ctx, runID)
 		}
-		sleep(ctx, s.cfg.SweepInterval)
+		_ = periodic.Sleep(ctx, s.cfg.SweepInterval)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/weftrun/weft/pkg/periodic"
 	"github.com/weftrun/weft/services/engine/internal/decide"
 	"github.com/weftrun/weft/services/engine/internal/round"
 )
@@ -38,7 +39,7 @@ func (s *Service) timerLoop(ctx context.Context) {
 		if next > 0 {
 			wait = min(wait, next)
 		}
-		sleep(ctx, wait)
+		_ = periodic.Sleep(ctx, wait)
 	}
 }
 
@@ -93,14 +94,5 @@ func (s *Service) fire(ctx context.Context, t dueTimer) {
 	}
 	if _, err := s.runner.Run(ctx, round.Round{RunID: t.runID, Input: in, Claim: claim}); err != nil {
 		s.logger.WarnContext(ctx, "engine: timer round failed; will retry", "run_id", t.runID, "step_id", t.stepID, "err", err)
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
 	}
 }

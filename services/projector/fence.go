@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/weftrun/weft/pkg/periodic"
 )
 
 // The replay fence. Long polls are woken by commits: this process's
@@ -147,12 +149,8 @@ func (s *Service) awaitReplay(ctx context.Context) bool {
 		case !standby || replayed >= target:
 			return true
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if periodic.Sleep(ctx, wait) != nil {
 			return false
-		case <-t.C:
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/weftrun/weft/pkg/periodic"
 	"github.com/weftrun/weft/pkg/pipetx"
 )
 
@@ -160,12 +161,8 @@ func (s *Service) listenLoop(ctx context.Context) {
 		s.metrics.listenLost.Add(ctx, 1)
 		s.logger.WarnContext(ctx, "projector: LISTEN for other projectors' commits lost; reconnecting",
 			"err", err, "retry_in", s.cfg.RetryDelay)
-		t := time.NewTimer(s.cfg.RetryDelay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if periodic.Sleep(ctx, s.cfg.RetryDelay) != nil {
 			return
-		case <-t.C:
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/periodic"
 )
 
 // Rebuilding: every run the log has gets a snapshot. A run whose
@@ -183,19 +184,13 @@ func (s *Service) rebuild(ctx context.Context, after, before string) (RebuildSta
 func (s *Service) rebuildLoop(ctx context.Context) {
 	stats, err := s.rebuild(ctx, minRunID, s.rebuildEnd(time.Now()))
 	s.logRebuild(ctx, "start", stats, err)
-	t := time.NewTicker(s.cfg.ResyncEvery)
-	defer t.Stop()
 	p := &rebuildPass{after: minRunID}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	periodic.Loop{Interval: s.cfg.ResyncEvery}.Run(ctx, func(ctx context.Context) error {
 		p.before = s.rebuildEnd(time.Now())
 		stats, err := s.rebuildScan(ctx, p)
 		s.logRebuild(ctx, "scan", stats, err)
-	}
+		return nil
+	})
 }
 
 // rebuildScan looks at the pass's next page of runs, and goes straight on

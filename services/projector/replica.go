@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/weftrun/weft/pkg/periodic"
 )
 
 // Reads from a standby (Config.ReadPool). A hot standby shows the
@@ -150,19 +152,9 @@ func (l *replayLag) measure(ctx context.Context) error {
 // replicaLagLoop measures the replay lag every ReplicaLagEvery until ctx
 // ends. A failed reading is logged and keeps the last measure.
 func (s *Service) replicaLagLoop(ctx context.Context) {
-	t := time.NewTicker(s.cfg.ReplicaLagEvery)
-	defer t.Stop()
-	for {
-		err := s.replica.measure(ctx)
-		if err != nil && ctx.Err() == nil {
-			s.logger.WarnContext(ctx, "projector: read replica lag not measured", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	loop := periodic.Loop{Interval: s.cfg.ReplicaLagEvery, Immediate: true, Logger: s.logger,
+		Failed: "projector: read replica lag not measured"}
+	loop.Run(ctx, s.replica.measure)
 }
 
 // replicaLag is the lag the read API's answers add to the primary's

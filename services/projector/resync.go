@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/periodic"
 )
 
 // resyncLoop, every ResyncEvery, clears the AlertForged rows older than
@@ -23,22 +24,14 @@ import (
 // looked at ResyncScan at a time (openScan), the unseen ones in a window
 // of run ids (unseenWindow), the gaps through their own index.
 func (s *Service) resyncLoop(ctx context.Context) {
-	t := time.NewTicker(s.cfg.ResyncEvery)
-	defer t.Stop()
 	var scan openScan
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	loop := periodic.Loop{Interval: s.cfg.ResyncEvery, Logger: s.logger, Failed: "projector: alerts not expired"}
+	loop.Run(ctx, func(ctx context.Context) error {
 		if err := s.resyncOnce(ctx, &scan); err != nil && ctx.Err() == nil {
 			s.logger.WarnContext(ctx, "projector: resync failed", "err", err)
 		}
-		if err := s.expireForgedAlerts(ctx); err != nil && ctx.Err() == nil {
-			s.logger.WarnContext(ctx, "projector: alerts not expired", "err", err)
-		}
-	}
+		return s.expireForgedAlerts(ctx)
+	})
 }
 
 // resyncCandidatesSQL finds the runs to read back. The second part looks

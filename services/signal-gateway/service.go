@@ -32,6 +32,7 @@ import (
 	"github.com/weftrun/weft/internal/policy/keylimit"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/journal"
+	"github.com/weftrun/weft/pkg/periodic"
 	"github.com/weftrun/weft/pkg/tracing"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
 	"github.com/weftrun/weft/services/signal-gateway/internal/jsonrpc"
@@ -272,20 +273,12 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 
 // retain removes expired records every RetentionInterval until ctx ends.
 func (s *Service) retain(ctx context.Context) {
-	t := time.NewTicker(s.cfg.RetentionInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	loop := periodic.Loop{Interval: s.cfg.RetentionInterval, Logger: s.logger, Failed: "retention job failed"}
+	loop.Run(ctx, func(ctx context.Context) error {
 		n, err := s.intake.ExpiredDelete(ctx, 1000)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			s.logger.WarnContext(ctx, "retention job failed", "err", err)
-		case n > 0:
+		if err == nil && n > 0 {
 			s.logger.InfoContext(ctx, "expired records removed", "count", n)
 		}
-	}
+		return err
+	})
 }

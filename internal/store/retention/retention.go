@@ -33,6 +33,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/periodic"
 )
 
 // Defaults of Config.
@@ -92,18 +93,12 @@ func New(pool *pgxpool.Pool, cfg Config) *Keeper {
 // failed pass is logged and retried at the next interval; Run returns only
 // ctx's error.
 func (k *Keeper) Run(ctx context.Context, every time.Duration) error {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		if _, err := k.Pass(ctx); err != nil && ctx.Err() == nil {
-			k.cfg.Logger.WarnContext(ctx, "retention: pass failed", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
+	loop := periodic.Loop{Interval: every, Immediate: true, Logger: k.cfg.Logger, Failed: "retention: pass failed"}
+	loop.Run(ctx, func(ctx context.Context) error {
+		_, err := k.Pass(ctx)
+		return err
+	})
+	return ctx.Err()
 }
 
 // Pass creates the missing partitions, then deletes ended runs past the

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/weftrun/weft/pkg/periodic"
 )
 
 // Manager keeps one engine's share of the partitions: it heartbeats the
@@ -93,28 +95,20 @@ func (m *Manager) heartbeats(ctx context.Context, members chan []string) {
 		members <- ms
 	}
 	var lastBeat time.Time
-	t := time.NewTicker(m.Refresh)
-	defer t.Stop()
-	for {
+	loop := periodic.Loop{Interval: m.Refresh, Immediate: true, Logger: m.Logger, Failed: "engine: membership heartbeat failed"}
+	loop.Run(ctx, func(ctx context.Context) error {
 		ms, err := m.Members.Heartbeat(ctx)
 		switch {
 		case err == nil:
 			lastBeat = time.Now()
 			offer(ms)
-		case ctx.Err() != nil:
-			return
-		case time.Since(lastBeat) >= m.Lease:
+		case ctx.Err() == nil && time.Since(lastBeat) >= m.Lease:
 			m.Logger.WarnContext(ctx, "engine: membership heartbeat failing; releasing every partition", "err", err)
 			offer(nil)
-		default:
-			m.Logger.WarnContext(ctx, "engine: membership heartbeat failed", "err", err)
+			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+		return err
+	})
 }
 
 // applyLoop applies the share of each member list offered until ctx ends.
@@ -146,10 +140,8 @@ func (m *Manager) count(ctx context.Context) (int, bool) {
 			return n, true
 		}
 		m.Logger.WarnContext(ctx, "engine: partition count unknown; retrying", "err", err)
-		select {
-		case <-ctx.Done():
+		if periodic.Sleep(ctx, m.Refresh) != nil {
 			return 0, false
-		case <-time.After(m.Refresh):
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/pkg/weftest"
@@ -211,4 +212,21 @@ func TestSlowAcquisitionsDoNotStopTheHeartbeat(t *testing.T) {
 	}
 	close(release)
 	waitHeld(t, func() bool { return len(slow.get()) == n/2 })
+}
+
+// A manager whose heartbeats fail for a lease releases every partition
+// it holds.
+func TestFailingHeartbeatsReleaseEveryPartition(t *testing.T) {
+	t.Parallel()
+	db := weftest.NewDB(t)
+	const n, lease = 4, time.Second
+	pool, err := pgxpool.New(t.Context(), db.URL)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	f := newFake(t, db, "engine-a", n, lease)
+	f.m.Members = partition.NewMembers(pool, "engine-a", lease)
+	f.run(t)
+	waitHeld(t, func() bool { return len(f.get()) == n })
+	pool.Close() // every heartbeat fails from now on
+	waitHeld(t, func() bool { return len(f.get()) == 0 })
 }

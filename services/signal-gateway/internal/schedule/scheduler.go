@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/periodic"
 )
 
 // Run fires due schedules every PollInterval until ctx ends. A failed
@@ -16,18 +17,11 @@ import (
 // run it against one database: the claim keeps them off each other's
 // schedules.
 func (s *Service) Run(ctx context.Context) {
-	t := time.NewTicker(s.cfg.PollInterval)
-	defer t.Stop()
-	for {
-		if _, err := s.Tick(ctx); err != nil && ctx.Err() == nil {
-			s.logger.WarnContext(ctx, "scheduler poll failed", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	loop := periodic.Loop{Interval: s.cfg.PollInterval, Immediate: true, Logger: s.logger, Failed: "scheduler poll failed"}
+	loop.Run(ctx, func(ctx context.Context) error {
+		_, err := s.Tick(ctx)
+		return err
+	})
 }
 
 // Tick claims the schedules due now, a batch at a time, and fires each

@@ -1,6 +1,7 @@
 package schedule_test
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -341,4 +342,19 @@ func TestOverloadedFireBacksOff(t *testing.T) {
 	require.Len(t, b.runs(t, "busy"), 1, "backing off until the Retry-After")
 	b.tickAt(t, at(10, 0).Add(21*time.Second))
 	require.Equal(t, []string{rid("busy", at(9, 0)), rid("busy", at(10, 0))}, b.requestIDs(t, "busy"))
+}
+
+// TestRunPollsAtOnce: Run polls as it starts, then every PollInterval,
+// and returns when its context ends.
+func TestRunPollsAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, schedule.Config{PollInterval: time.Hour, MisfireGrace: time.Hour})
+	b.create(t, request("hourly", "0 * * * *"))
+	b.clk.Set(at(9, 0))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); b.svc.Run(ctx) }()
+	require.Eventually(t, func() bool { return len(b.runs(t, "hourly")) == 1 }, 10*time.Second, 10*time.Millisecond)
+	cancel()
+	<-done
 }
