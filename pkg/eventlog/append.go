@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftrun/weft/pkg/events"
 )
@@ -20,6 +21,10 @@ const appendSQL = `SELECT o_run_seq, o_persisted, o_persisted_at FROM weft_event
 type RunAppend struct {
 	ExpectedHead *int64
 	Events       []events.Event
+	// Trace is the span context the events' bus copies carry when a
+	// journal writes them (pkg/journal); the zero value means the span
+	// context of the ctx of the append. The log itself stores no trace.
+	Trace trace.SpanContext
 }
 
 // GenericPlansSQL makes the rest of a transaction run its prepared

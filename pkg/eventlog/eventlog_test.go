@@ -18,7 +18,9 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	eventlogtest.RunConformance(t, func(t *testing.T) eventlogtest.Log {
 		db := weftest.NewDB(t)
-		return eventlogtest.Log{Store: eventlog.New(db.Pool), Pool: db.Pool}
+		return eventlogtest.Log{Store: eventlog.New(db.Pool), Pool: db.Pool, Limited: func(n int) eventlog.Log {
+			return eventlog.New(db.Pool, eventlog.WithMaxEventDataBytes(n))
+		}}
 	})
 }
 

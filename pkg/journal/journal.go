@@ -20,15 +20,16 @@ import (
 )
 
 // Journal appends events and enqueues their bus messages, in units of
-// work (Begin, Write). Safe for concurrent use.
+// work (Write): in a transaction of its own (Run) or in the caller's
+// (Begin). Safe for concurrent use.
 type Journal struct {
-	log     *eventlog.Store
+	log     eventlog.Appender
 	metrics *Metrics
 }
 
-// New returns a Journal over the event log. Without WithMetrics it counts
-// nothing.
-func New(log *eventlog.Store, opts ...Option) *Journal {
+// New returns a Journal over the event log (an *eventlog.Store, or any
+// other eventlog.Appender). Without WithMetrics it counts nothing.
+func New(log eventlog.Appender, opts ...Option) *Journal {
 	j := &Journal{log: log}
 	for _, opt := range opts {
 		opt(j)

@@ -3,7 +3,6 @@ package journal
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -14,12 +13,6 @@ import (
 	"github.com/weftrun/weft/pkg/outbox"
 	"github.com/weftrun/weft/pkg/pipetx"
 )
-
-// DB is what a Write runs on: a transaction (a *pipetx.Tx, a pgx.Tx, a
-// savepoint) or a *pgxpool.Pool. Both have Begin; a Write never calls it.
-type DB interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
-}
 
 // ErrDone is the error of a Write used after its Commit or Rollback.
 var ErrDone = errors.New("journal: write already committed or rolled back")
@@ -34,12 +27,8 @@ var ErrDone = errors.New("journal: write already committed or rolled back")
 // persistedAt), go in one statement with the transaction's COMMIT
 // (Commit). Not safe for concurrent use.
 type Write struct {
-	j *Journal
-	// own is set when the Write runs in a transaction of its own, begun
-	// on own at its first round trip; conn is then a pool's connection.
-	own  DB
-	conn *pgxpool.Conn
-	tx   pgx.Tx
+	j  *Journal
+	tx pgx.Tx
 	// pipe is set when COMMIT rides with the last batch (pipetx).
 	pipe *pipetx.Tx
 	b    *pgx.Batch
@@ -64,17 +53,28 @@ type Appended struct {
 // idempotency key already in its run).
 func (a *Appended) Results() []eventlog.AppendResult { return a.res }
 
-// Part is the events of one run to append with AppendNew, after the head
-// the caller expects.
-type Part struct {
-	ExpectedHead *int64
-	Events       []events.Event
-	// Trace is the span context the events' bus copies carry; the zero
-	// value means the span context of the ctx AppendNew was called with.
-	Trace trace.SpanContext
+// Run runs fn in a unit of work of its own on pool, and commits it: w
+// runs in a pipelined transaction (pipetx) on generic plans
+// (eventlog.GenericPlansSQL), whose BEGIN goes out with its first round
+// trip, w's or one fn sends on w.Tx(), and whose COMMIT goes with w's
+// last (Commit), so that neither costs a round trip of its own. If fn
+// returns nil without committing w, Run commits it. If fn returns an
+// error, or panics, or rolls w back, nothing of it is committed. A
+// failure of the round trip that carried the COMMIT is a
+// *pipetx.CommitError: after a lost connection the transaction may have
+// committed; after any other error it did not. Run is the pool form of
+// Begin, as river pairs Insert with InsertTx.
+func (j *Journal) Run(ctx context.Context, pool *pgxpool.Pool, fn func(w *Write) error) error {
+	return pipetx.BeginFunc(ctx, pool, []string{eventlog.GenericPlansSQL}, func(tx *pipetx.Tx) error {
+		w := j.Begin(tx)
+		if err := fn(w); err != nil || w.done {
+			return err
+		}
+		return w.Commit(ctx)
+	})
 }
 
-// Begin starts a unit of work on db:
+// Begin starts a unit of work in the caller's transaction tx:
 //
 //   - on a *pipetx.Tx, the Write sends its batches in the transaction, and
 //     Commit sends its last one with the transaction's COMMIT
@@ -82,26 +82,18 @@ type Part struct {
 //     of its own in between (the reads a decision needs);
 //   - on any other pgx.Tx (a savepoint, a caller's transaction), Commit
 //     sends the last batch in it, and the transaction is the caller's to
-//     commit;
-//   - on a *pgxpool.Pool, the Write runs in a pipelined transaction of its
-//     own, on generic plans (eventlog.GenericPlansSQL), begun with its
-//     first round trip: Commit commits it, and Rollback, which the caller
-//     defers, rolls back whatever was not committed;
-//   - on any other DB, it runs in a transaction of its own that db.Begin
-//     begins at its first round trip (a round trip of its own), committed
-//     and rolled back as on a pool.
-func (j *Journal) Begin(db DB) *Write {
-	w := &Write{j: j, b: &pgx.Batch{}}
-	switch db := db.(type) {
-	case *pipetx.Tx:
-		w.tx, w.pipe = db, db
-	case pgx.Tx:
-		w.tx = db
-	default:
-		w.own = db
-	}
+//     commit.
+//
+// A unit of work in a transaction of its own is Run's.
+func (j *Journal) Begin(tx pgx.Tx) *Write {
+	w := &Write{j: j, tx: tx, b: &pgx.Batch{}}
+	w.pipe, _ = tx.(*pipetx.Tx)
 	return w
 }
+
+// Tx returns the transaction the Write runs in, for the caller's own
+// statements between its round trips (reads a decision needs).
+func (w *Write) Tx() pgx.Tx { return w.tx }
 
 // Batch returns the batch the Write's next round trip sends, for the
 // caller's own statements: they go out with the appends queued since the
@@ -129,7 +121,7 @@ func (w *Write) Append(ctx context.Context, expectedHead *int64, evs ...events.E
 	if w.done {
 		return nil, ErrDone
 	}
-	as, err := w.queue(ctx, []Part{{ExpectedHead: expectedHead, Events: evs}}, w.j.log.EventsAppendManyBatch)
+	as, err := w.queue(ctx, []eventlog.RunAppend{{ExpectedHead: expectedHead, Events: evs}}, w.j.log.EventsAppendManyBatch)
 	if err != nil {
 		return nil, err
 	}
@@ -141,12 +133,13 @@ func (w *Write) Append(ctx context.Context, expectedHead *int64, evs ...events.E
 // whose events the caller knows to be new and numbered: every part has an
 // ExpectedHead, and its events carry in RunSeq the runSeqs that follow it;
 // a later part of the same run expects the head the earlier ones leave.
-// It is the engine's append. Every event is persisted, or, if the log is
+// A part's Trace is the span context its events' bus copies carry; the
+// zero value means that of ctx. It is the engine's append. Every event is persisted, or, if the log is
 // not what the caller predicted, none is and the round trip that sends
 // them fails (eventlog.ErrConflict, eventlog.ErrDuplicateEventID). Events
 // and numbering are checked before anything is queued. It returns one
 // Appended per part.
-func (w *Write) AppendNew(ctx context.Context, parts ...Part) ([]*Appended, error) {
+func (w *Write) AppendNew(ctx context.Context, parts ...eventlog.RunAppend) ([]*Appended, error) {
 	if w.done {
 		return nil, ErrDone
 	}
@@ -161,12 +154,8 @@ type appendBatch func(*pgx.Batch, []eventlog.RunAppend) ([][]eventlog.AppendResu
 // id the log accepts, a canonical UUID, is a valid subject token too), and
 // records one Appended per part, traced with the part's Trace or the span
 // context of ctx.
-func (w *Write) queue(ctx context.Context, parts []Part, queueFn appendBatch) ([]*Appended, error) {
-	runs := make([]eventlog.RunAppend, len(parts))
-	for p, part := range parts {
-		runs[p] = eventlog.RunAppend{ExpectedHead: part.ExpectedHead, Events: part.Events}
-	}
-	res, err := queueFn(w.b, runs)
+func (w *Write) queue(ctx context.Context, parts []eventlog.RunAppend, queueFn appendBatch) ([]*Appended, error) {
+	res, err := queueFn(w.b, parts)
 	if err != nil {
 		return nil, err
 	}
@@ -208,8 +197,7 @@ func (w *Write) Flush(ctx context.Context) error {
 // what Batch holds, in a round trip of their own (Flush); then the outbox rows, the caller's messages
 // (Enqueue) and the bus copy of every event the appends persisted, go in
 // one statement, with whatever the caller queued on Batch, and with the
-// transaction's COMMIT when the Write runs on a *pipetx.Tx or a pool
-// (Begin). The journal's metrics count the appended events then. With
+// transaction's COMMIT when the Write runs on a *pipetx.Tx (Begin, Run). The journal's metrics count the appended events then. With
 // appends already sent, that is one round trip.
 func (w *Write) Commit(ctx context.Context) error {
 	if w.done {
@@ -219,8 +207,7 @@ func (w *Write) Commit(ctx context.Context) error {
 	if err != nil {
 		_ = w.Rollback(context.WithoutCancel(ctx))
 	}
-	w.done = true
-	w.release()
+	w.done, w.b = true, nil
 	return err
 }
 
@@ -243,81 +230,32 @@ func (w *Write) commit(ctx context.Context) error {
 	return w.send(ctx, w.b, true)
 }
 
-// Rollback ends a Write that did not commit: a transaction of its own
-// (Begin on a pool) is rolled back and its connection released; a
-// caller's transaction is left to the caller. It is safe to call after
-// Commit, and more than once.
+// Rollback ends a Write that did not commit: nothing more is queued or
+// sent, and on a *pipetx.Tx, whose COMMIT would have been the Write's, the
+// transaction is rolled back; any other transaction is the caller's. A
+// failed Commit rolls back so. It is safe to call after Commit, and more
+// than once.
 func (w *Write) Rollback(ctx context.Context) error {
-	w.done, w.b = true, nil
-	var err error
-	if w.own != nil && w.tx != nil {
-		err = w.tx.Rollback(ctx)
-		if errors.Is(err, pgx.ErrTxClosed) {
-			err = nil
-		}
-	}
-	w.release()
-	return err
-}
-
-// release forgets the Write's own transaction, once it ended, and returns
-// its connection to the pool.
-func (w *Write) release() {
-	if w.own != nil {
-		w.tx = nil
-	}
-	if w.conn != nil {
-		w.conn.Release()
-		w.conn = nil
-	}
-}
-
-// send sends b in the Write's transaction, with COMMIT when commit is set
-// and the Write commits, beginning a transaction of its own first when it
-// runs on a pool.
-func (w *Write) send(ctx context.Context, b *pgx.Batch, commit bool) error {
-	if w.tx == nil {
-		if len(b.QueuedQueries) == 0 {
-			return nil // nothing sent, nothing queued: nothing to begin or commit
-		}
-		if err := w.begin(ctx); err != nil {
-			return err
-		}
-	}
-	switch {
-	case commit && w.pipe != nil:
-		return w.pipe.CommitBatch(ctx, b)
-	case len(b.QueuedQueries) > 0:
-		if err := w.tx.SendBatch(ctx, b).Close(); err != nil {
-			return err
-		}
-	}
-	if commit && w.own != nil {
-		return w.tx.Commit(ctx)
-	}
-	return nil
-}
-
-// begin begins the Write's own transaction: pipelined on a connection of
-// a pool, with db.Begin on any other DB.
-func (w *Write) begin(ctx context.Context) error {
-	pool, ok := w.own.(*pgxpool.Pool)
-	if !ok {
-		tx, err := w.own.Begin(ctx)
-		if err != nil {
-			return fmt.Errorf("journal: begin: %w", err)
-		}
-		w.tx = tx
+	if w.done {
 		return nil
 	}
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("journal: acquire: %w", err)
+	w.done, w.b = true, nil
+	if w.pipe != nil {
+		return w.pipe.Rollback(ctx)
 	}
-	w.conn = conn
-	w.pipe = pipetx.New(conn.Conn(), eventlog.GenericPlansSQL)
-	w.tx = w.pipe
 	return nil
+}
+
+// send sends b in the Write's transaction, with the transaction's COMMIT
+// when commit is set and the Write runs on a *pipetx.Tx.
+func (w *Write) send(ctx context.Context, b *pgx.Batch, commit bool) error {
+	if commit && w.pipe != nil {
+		return w.pipe.CommitBatch(ctx, b)
+	}
+	if len(b.QueuedQueries) == 0 {
+		return nil
+	}
+	return w.tx.SendBatch(ctx, b).Close()
 }
 
 // messages returns what Commit enqueues: the caller's messages, then the

@@ -3,9 +3,11 @@ package journal_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/trace"
 
@@ -94,10 +96,10 @@ func TestWriteSharesTheCallersRoundTrips(t *testing.T) {
 	require.Empty(t, rows[0].Headers[tracing.HeaderTraceparent])
 }
 
-// On a pool the Write is a transaction of its own: two round trips, BEGIN
-// with the appends and COMMIT with the outbox rows; a Write rolled back
-// leaves nothing.
-func TestWriteOnAPoolIsTwoRoundTrips(t *testing.T) {
+// Run is a transaction of its own: two round trips, BEGIN with the
+// appends and COMMIT with the outbox rows, the Commit Run makes when fn
+// leaves it; a Write rolled back, or whose fn fails, leaves nothing.
+func TestRunIsTwoRoundTrips(t *testing.T) {
 	t.Parallel()
 	db := weftest.NewDB(t)
 	pool, calls := db.CountedPool(t)
@@ -111,22 +113,80 @@ func TestWriteOnAPoolIsTwoRoundTrips(t *testing.T) {
 	require.Len(t, res, 2)
 	require.Equal(t, 2, calls.N()-before)
 
-	w := j.Begin(pool)
-	_, err = w.Append(ctx, nil, newEvent(t, runID, "b", events.StepScheduled))
+	before = calls.N()
+	err = j.Run(ctx, pool, func(w *journal.Write) error {
+		_, err := w.Append(ctx, nil, newEvent(t, runID, "b", events.StepScheduled))
+		if err != nil {
+			return err
+		}
+		return w.Flush(ctx) // Run commits
+	})
 	require.NoError(t, err)
-	require.NoError(t, w.Flush(ctx))
-	require.NoError(t, w.Rollback(ctx))
-	require.NoError(t, w.Rollback(ctx), "again: a no-op")
-	require.ErrorIs(t, w.Commit(ctx), journal.ErrDone)
+	require.Equal(t, 2, calls.N()-before)
+	require.Len(t, outboxRows(t, db.Pool), 3, "committed by Run, with the appended event's row")
+
+	err = j.Run(ctx, pool, func(w *journal.Write) error {
+		_, err := w.Append(ctx, nil, newEvent(t, runID, "c", events.StepScheduled))
+		require.NoError(t, err)
+		require.NoError(t, w.Flush(ctx))
+		require.NoError(t, w.Rollback(ctx))
+		require.NoError(t, w.Rollback(ctx), "again: a no-op")
+		require.ErrorIs(t, w.Commit(ctx), journal.ErrDone)
+		return nil
+	})
+	require.NoError(t, err)
+	boom := errors.New("boom")
+	err = j.Run(ctx, pool, func(w *journal.Write) error {
+		_, err := w.Append(ctx, nil, newEvent(t, runID, "d", events.StepScheduled))
+		require.NoError(t, err)
+		require.NoError(t, w.Flush(ctx))
+		return boom
+	})
+	require.ErrorIs(t, err, boom)
 	head, err := eventlog.New(db.Pool).RunHead(ctx, runID)
 	require.NoError(t, err)
-	require.Equal(t, int64(2), head)
-	require.Len(t, outboxRows(t, db.Pool), 2)
+	require.Equal(t, int64(3), head)
+	require.Len(t, outboxRows(t, db.Pool), 3)
 }
 
-// On a connection, a DB that is neither a pool nor a transaction, the
-// Write begins a transaction of its own with the connection's Begin.
-func TestWriteOnAConnBeginsItsOwnTx(t *testing.T) {
+// A failure of the round trip that carries Run's COMMIT is a
+// *pipetx.CommitError; one of an earlier round trip is not, and neither
+// commits anything.
+func TestRunTellsACommitFailure(t *testing.T) {
+	t.Parallel()
+	db := weftest.NewDB(t)
+	j := journal.New(eventlog.New(db.Pool))
+	ctx := t.Context()
+	runID := events.NewRunID()
+	for name, flush := range map[string]bool{"in the commit": false, "before it": true} {
+		err := j.Run(ctx, db.Pool, func(w *journal.Write) error {
+			_, err := w.Append(ctx, nil, newEvent(t, runID, name, events.StepScheduled))
+			require.NoError(t, err)
+			require.NoError(t, w.Flush(ctx))
+			w.Batch().Queue(`SELECT 1/0`)
+			if flush {
+				if err := w.Flush(ctx); err != nil {
+					return err
+				}
+			}
+			return w.Commit(ctx)
+		})
+		var pgErr *pgconn.PgError
+		require.ErrorAs(t, err, &pgErr, name)
+		require.Equal(t, "22012", pgErr.Code, name)
+		_, sent := errors.AsType[*pipetx.CommitError](err)
+		require.Equal(t, !flush, sent, name)
+	}
+	head, err := eventlog.New(db.Pool).RunHead(ctx, runID)
+	require.NoError(t, err)
+	require.Zero(t, head)
+	require.Empty(t, outboxRows(t, db.Pool))
+}
+
+// On a connection, neither a pool nor a transaction, Append begins a
+// transaction of its own with the connection's Begin; a failed one
+// leaves the connection out of any transaction, with nothing written.
+func TestAppendOnAConnBeginsItsOwnTx(t *testing.T) {
 	t.Parallel()
 	db := weftest.NewDB(t)
 	j := journal.New(eventlog.New(db.Pool))
@@ -139,11 +199,9 @@ func TestWriteOnAConnBeginsItsOwnTx(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res[0].Persisted)
 
-	w := j.Begin(conn.Conn())
-	_, err = w.Append(ctx, nil, newEvent(t, runID, "a", events.StepScheduled))
-	require.NoError(t, err)
-	require.NoError(t, w.Flush(ctx))
-	require.NoError(t, w.Rollback(ctx))
+	stale := int64(0)
+	_, err = eventlogtest.Append(ctx, j, conn.Conn(), &stale, newEvent(t, runID, "a", events.StepScheduled))
+	require.ErrorIs(t, err, eventlog.ErrConflict)
 	require.Equal(t, byte('I'), conn.Conn().PgConn().TxStatus(), "rolled back")
 	require.Len(t, outboxRows(t, db.Pool), 1)
 }
@@ -181,7 +239,7 @@ func TestWriteRefusesInvalidEventsBeforeQueuing(t *testing.T) {
 }
 
 // AppendNew's events reach the outbox as Append's do, after the caller's
-// own messages (Enqueue), with the trace of their Part.
+// own messages (Enqueue), with the trace of their part.
 func TestAppendNewAndEnqueue(t *testing.T) {
 	t.Parallel()
 	db, j, runID := startedRun(t)
@@ -192,12 +250,16 @@ func TestAppendNewAndEnqueue(t *testing.T) {
 	own := outbox.Message{Subject: "weft.tasks.default", Payload: []byte(`{}`), DedupeID: "task-a"}
 	sc := trace.SpanContextFromContext(traced(ctx, 1))
 
-	w := j.Begin(db.Pool)
-	defer func() { _ = w.Rollback(ctx) }()
-	as, err := w.AppendNew(traced(ctx, 2), journal.Part{ExpectedHead: &head, Events: []events.Event{ev}, Trace: sc})
+	var as []*journal.Appended
+	err := j.Run(ctx, db.Pool, func(w *journal.Write) error {
+		var err error
+		if as, err = w.AppendNew(traced(ctx, 2), eventlog.RunAppend{ExpectedHead: &head, Events: []events.Event{ev}, Trace: sc}); err != nil {
+			return err
+		}
+		w.Enqueue(own)
+		return w.Commit(ctx)
+	})
 	require.NoError(t, err)
-	w.Enqueue(own)
-	require.NoError(t, w.Commit(ctx))
 	require.Equal(t, int64(2), as[0].Results()[0].RunSeq)
 
 	rows := outboxRows(t, db.Pool)

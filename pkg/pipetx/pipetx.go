@@ -44,14 +44,24 @@ type Tx struct {
 	prelude []string
 	begun   bool
 	ended   bool
-	// commitSent is set once a COMMIT went out (CommitSent).
-	commitSent bool
 }
 
 var _ pgx.Tx = (*Tx)(nil)
 
 // ErrNested is Begin's error: a pipelined transaction has no savepoints.
 var ErrNested = errors.New("pipetx: nested transactions are not supported")
+
+// CommitError is the failure of the round trip that carried, or was to
+// carry, a transaction's COMMIT (CommitBatch, Commit). After a lost
+// connection a transaction that failed with a CommitError may have
+// committed, unless pgconn.SafeToRetry says that nothing went out; one
+// that failed with any other error did not. Its message is Err's.
+type CommitError struct{ Err error }
+
+func (e *CommitError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *CommitError) Unwrap() error { return e.Err }
 
 // New returns a transaction on conn, which must not be in a transaction.
 // prelude are statements without arguments (SET LOCAL ...) that run right
@@ -101,9 +111,9 @@ func (t *Tx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 
 // CommitBatch sends b and COMMIT in one round trip and reads every result,
 // running b's callbacks. The transaction commits if every statement of b
-// succeeded; otherwise it is rolled back and the first error is returned.
-// A COMMIT that Postgres answers with ROLLBACK (the transaction had
-// failed before) is pgx.ErrTxCommitRollback.
+// succeeded; otherwise it is rolled back and the first error is returned,
+// as a *CommitError. A COMMIT that Postgres answers with ROLLBACK (the
+// transaction had failed before) is pgx.ErrTxCommitRollback.
 func (t *Tx) CommitBatch(ctx context.Context, b *pgx.Batch) error {
 	if t.ended {
 		return pgx.ErrTxClosed
@@ -118,21 +128,14 @@ func (t *Tx) CommitBatch(ctx context.Context, b *pgx.Batch) error {
 		}
 		return nil
 	})
-	t.commitSent = true
 	err := t.SendBatch(ctx, b).Close()
 	if err != nil {
 		_ = t.Rollback(context.WithoutCancel(ctx))
-		return err
+		return &CommitError{Err: err}
 	}
 	t.ended = true
 	return nil
 }
-
-// CommitSent reports whether the transaction's COMMIT was sent, or was
-// about to be when its batch failed (pgconn.SafeToRetry then says that
-// nothing went out). After a lost connection, a transaction whose COMMIT
-// was never sent did not commit; one whose COMMIT was sent may have.
-func (t *Tx) CommitSent() bool { return t.commitSent }
 
 // Commit commits what was sent; a transaction that sent nothing has
 // nothing to commit.

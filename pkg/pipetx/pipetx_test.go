@@ -92,7 +92,8 @@ func TestBatchResultsAreTheSenders(t *testing.T) {
 }
 
 // A failing statement in the committing batch commits nothing, returns
-// its error, and leaves the connection out of any transaction.
+// its error as a *CommitError, and leaves the connection out of any
+// transaction.
 func TestFailedCommitBatchWritesNothing(t *testing.T) {
 	pool, _ := setup(t)
 	var conn *pgx.Conn
@@ -114,8 +115,29 @@ func TestFailedCommitBatchWritesNothing(t *testing.T) {
 	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
 		t.Fatalf("err = %v, want a unique violation", err)
 	}
+	if _, ok := errors.AsType[*pipetx.CommitError](err); !ok {
+		t.Errorf("err = %v (%T), want a *pipetx.CommitError", err, err)
+	}
 	if n := count(t, pool); n != 0 {
 		t.Errorf("rows = %d, want 0", n)
+	}
+}
+
+// A batch that fails before the COMMIT is sent fails with its own error,
+// not a *CommitError: the transaction certainly did not commit.
+func TestFailureBeforeCommitIsNoCommitError(t *testing.T) {
+	pool, _ := setup(t)
+	err := pipetx.BeginFunc(t.Context(), pool, nil, func(tx *pipetx.Tx) error {
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO t VALUES (1), (1)`) // duplicate key
+		return tx.SendBatch(t.Context(), b).Close()
+	})
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+		t.Fatalf("err = %v, want a unique violation", err)
+	}
+	if _, ok := errors.AsType[*pipetx.CommitError](err); ok {
+		t.Errorf("err = %v is a *pipetx.CommitError, want none before COMMIT went out", err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/services/engine/internal/round"
 )
@@ -84,13 +85,16 @@ func newTimedRunner(pool *pgxpool.Pool, cfg Config, rc round.Config) (timedRunne
 	if err != nil {
 		return timedRunner{}, err
 	}
-	if rc.Appended, err = journal.NewMetrics(cfg.MeterProvider); err != nil {
+	appended, err := journal.NewMetrics(cfg.MeterProvider)
+	if err != nil {
 		return timedRunner{}, fmt.Errorf("engine: metrics: %w", err)
 	}
 	if m != nil {
 		rc.Conflicted = func(ctx context.Context) { m.conflicts.Add(ctx, 1) }
 	}
-	return timedRunner{Runner: round.New(pool, rc), m: m}, nil
+	log := eventlog.New(pool)
+	j := journal.New(log, journal.WithMetrics(appended))
+	return timedRunner{Runner: round.New(pool, log, j, rc), m: m}, nil
 }
 
 // Run is round.Runner.Run, timed.

@@ -25,23 +25,29 @@ import (
 	"github.com/weftrun/weft/pkg/journal"
 )
 
-// Log is one test's event log: a Store and the pool of the database it
-// writes, which the suite uses for raw SQL (to prove the database itself
-// refuses what the contract forbids).
+// Log is one test's event log: the implementation under test, which the
+// suite reaches only through the eventlog.Log interface (and a journal
+// over it, the write path), and the pool of the database it writes, which
+// the suite uses for raw SQL (to prove the database itself refuses what
+// the contract forbids) and for the transactions it writes in.
 type Log struct {
-	Store *eventlog.Store
+	Store eventlog.Log
 	Pool  *pgxpool.Pool
+	// Limited returns the implementation over the same database with
+	// each event's eventData bounded to n bytes, inclusive
+	// (eventlog.WithMaxEventDataBytes for a Store).
+	Limited func(n int) eventlog.Log
 }
 
 // append appends evs, all of one run, through the write path (Append: a
 // journal.Write) on db, with a compare-and-swap on head when it is not
 // nil.
-func (l Log) append(ctx context.Context, db journal.DB, head *int64, evs ...events.Event) ([]eventlog.AppendResult, error) {
+func (l Log) append(ctx context.Context, db DB, head *int64, evs ...events.Event) ([]eventlog.AppendResult, error) {
 	return Append(ctx, journal.New(l.Store), db, head, evs...)
 }
 
 // appendOne is append of one event.
-func (l Log) appendOne(ctx context.Context, db journal.DB, head *int64, ev events.Event) (eventlog.AppendResult, error) {
+func (l Log) appendOne(ctx context.Context, db DB, head *int64, ev events.Event) (eventlog.AppendResult, error) {
 	res, err := l.append(ctx, db, head, ev)
 	if err != nil {
 		return eventlog.AppendResult{}, err
@@ -50,16 +56,17 @@ func (l Log) appendOne(ctx context.Context, db journal.DB, head *int64, ev event
 }
 
 // appendMany is append of many parts in one Write (AppendMany).
-func (l Log) appendMany(ctx context.Context, db journal.DB, parts []eventlog.RunAppend) ([][]eventlog.AppendResult, error) {
+func (l Log) appendMany(ctx context.Context, db DB, parts []eventlog.RunAppend) ([][]eventlog.AppendResult, error) {
 	return AppendMany(ctx, journal.New(l.Store), db, parts)
 }
 
 // expect returns a pointer to an expected head.
 func expect(head int64) *int64 { return &head }
 
-// RunConformance runs the whole suite as parallel subtests of t. newLog must
-// return a Store over a fresh, migrated database of its own for each
-// subtest (weftest.NewDB does), since subtests inspect whole tables.
+// RunConformance runs the whole suite as parallel subtests of t, against
+// the eventlog.Log that newLog returns. newLog must return a Log over a
+// fresh, migrated database of its own for each subtest (weftest.NewDB
+// does), since subtests inspect whole tables.
 func RunConformance(t *testing.T, newLog func(t *testing.T) Log) {
 	cases := []struct {
 		name string

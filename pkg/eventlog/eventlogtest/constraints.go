@@ -190,7 +190,8 @@ func testRunDeleteRemovesWholeRun(t *testing.T, l Log) {
 func testEventDataLimit(t *testing.T, l Log) {
 	ctx := t.Context()
 	const limit = 64
-	limited := Log{Store: eventlog.New(l.Pool, eventlog.WithMaxEventDataBytes(limit)), Pool: l.Pool}
+	require.NotNil(t, l.Limited, "Log.Limited is required")
+	limited := Log{Store: l.Limited(limit), Pool: l.Pool}
 	runID := events.NewRunID()
 	withData := func(name string, n int) events.Event {
 		ev := event(t, runID, name)

@@ -19,7 +19,7 @@ type BatchSender interface {
 // trip on q (on a pool, a transaction of its own): no outbox row, so the
 // bus never carries them. It is for tests of what happens to an event the
 // bus lost; Append is the write path.
-func AppendLog(ctx context.Context, log *eventlog.Store, q BatchSender, expectedHead *int64, evs ...events.Event) ([]eventlog.AppendResult, error) {
+func AppendLog(ctx context.Context, log eventlog.Appender, q BatchSender, expectedHead *int64, evs ...events.Event) ([]eventlog.AppendResult, error) {
 	b := &pgx.Batch{}
 	res, err := log.EventsAppendManyBatch(b, []eventlog.RunAppend{{ExpectedHead: expectedHead, Events: evs}})
 	if err != nil {

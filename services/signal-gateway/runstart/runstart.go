@@ -18,10 +18,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftrun/weft/internal/policy/admission"
-	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/journal"
-	"github.com/weftrun/weft/pkg/pipetx"
 	"github.com/weftrun/weft/pkg/plan"
 )
 
@@ -59,15 +57,15 @@ type Approver struct {
 
 // queue gives the run its id and queues on w the append of its
 // RunApproved and its row in engine_runs, for a caller that sends them in
-// one round trip with other statements of tx. Nothing is queued for a
-// request without a plan or, under the REJECT policy, for an environment
-// at its limit (an *admission.RejectedError); only that check reads, in
-// tx, at once.
-func (a Approver) queue(ctx context.Context, tx pgx.Tx, w *journal.Write, req Request) (string, error) {
+// one round trip with other statements of its transaction. Nothing is
+// queued for a request without a plan or, under the REJECT policy, for an
+// environment at its limit (an *admission.RejectedError); only that check
+// reads, in w's transaction, at once.
+func (a Approver) queue(ctx context.Context, w *journal.Write, req Request) (string, error) {
 	if req.Plan.IsZero() {
 		return "", fmt.Errorf("runstart: no plan")
 	}
-	if err := admission.CheckRejectTx(ctx, tx, req.EnvironmentID, a.Admission.For(req.EnvironmentID)); err != nil {
+	if err := admission.CheckRejectTx(ctx, w.Tx(), req.EnvironmentID, a.Admission.For(req.EnvironmentID)); err != nil {
 		return "", err
 	}
 	runID := cmp.Or(req.RunID, events.NewRunID())
@@ -96,7 +94,7 @@ func (a Approver) queue(ctx context.Context, tx pgx.Tx, w *journal.Write, req Re
 }
 
 // ApproveTx approves the run in tx, in two round trips, through one
-// journal.Write (journal.Journal.Begin): the append of its RunApproved
+// journal.Write (journal.Journal.Begin, ApproveIn): the append of its RunApproved
 // with its row in engine_runs, then its outbox row. On a *pipetx.Tx the
 // outbox row goes with the transaction's COMMIT, which ends it, and the
 // first round trip carries BEGIN if tx has sent nothing yet; on any other
@@ -133,14 +131,21 @@ func (a Approver) ChecksAdmission(environment string) bool {
 // them; a group of more than one that holds a start ChecksAdmission names
 // is refused with ErrCheckAlone before anything is queued.
 func (a Approver) ApproveAllTx(ctx context.Context, tx pgx.Tx, reqs []Request) ([]string, error) {
+	return a.ApproveIn(ctx, a.Journal.Begin(tx), reqs...)
+}
+
+// ApproveIn approves the runs of reqs as ApproveAllTx does, on the
+// caller's unit of work w, which it commits (journal.Write.Commit): with
+// the COMMIT of w's transaction when w runs in one of its own
+// (journal.Journal.Run) or on a *pipetx.Tx.
+func (a Approver) ApproveIn(ctx context.Context, w *journal.Write, reqs ...Request) ([]string, error) {
 	if len(reqs) > 1 && slices.ContainsFunc(reqs, func(r Request) bool { return a.ChecksAdmission(r.EnvironmentID) }) {
 		return nil, ErrCheckAlone
 	}
-	w := a.Journal.Begin(tx)
 	ids := make([]string, len(reqs))
 	for i, req := range reqs {
 		var err error
-		if ids[i], err = a.queue(ctx, tx, w, req); err != nil {
+		if ids[i], err = a.queue(ctx, w, req); err != nil {
 			return nil, err
 		}
 	}
@@ -163,12 +168,14 @@ func runsOf(ids []string) string {
 
 // Approve approves the run in a transaction of its own on pool, in two
 // round trips: BEGIN goes out with the append, COMMIT with the outbox row
-// (ApproveTx on a pipetx.Tx).
+// (ApproveIn in journal.Journal.Run).
 func (a Approver) Approve(ctx context.Context, pool *pgxpool.Pool, req Request) (string, error) {
 	var runID string
-	err := pipetx.BeginFunc(ctx, pool, []string{eventlog.GenericPlansSQL}, func(tx *pipetx.Tx) error {
-		var err error
-		runID, err = a.ApproveTx(ctx, tx, req)
+	err := a.Journal.Run(ctx, pool, func(w *journal.Write) error {
+		ids, err := a.ApproveIn(ctx, w, req)
+		if err == nil {
+			runID = ids[0]
+		}
 		return err
 	})
 	return runID, err

@@ -44,7 +44,7 @@ func TestBatchTakesAdmissionLocksInOrder(t *testing.T) {
 	admission.QueueLocks(lock, []string{"env-a"})
 	require.NoError(t, holder.SendBatch(ctx, lock).Close())
 
-	x := round.New(db.Pool, round.Config{Admission: admission.Limits{Default: admission.Limit{MaxConcurrentRuns: 10}}})
+	x := newRunner(db.Pool, round.Config{Admission: admission.Limits{Default: admission.Limit{MaxConcurrentRuns: 10}}})
 	now := time.Now().UTC()
 	type batchResult struct {
 		results []round.Result

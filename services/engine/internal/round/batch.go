@@ -13,7 +13,6 @@ import (
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/journal"
-	"github.com/weftrun/weft/pkg/pipetx"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/services/engine/internal/decide"
 )
@@ -25,10 +24,6 @@ type Result struct {
 	// whole batch is RunBatch's error instead.
 	Err error
 }
-
-// genericPlans puts a round's transaction on generic plans from its first
-// statement, the load of its runs (eventlog.GenericPlansSQL says why).
-const genericPlans = eventlog.GenericPlansSQL
 
 // RunBatch executes rounds, in order, in one transaction of three round
 // trips: BEGIN with the load of all their runs; all their writes but one
@@ -45,10 +40,9 @@ const genericPlans = eventlog.GenericPlansSQL
 func (x *Runner) RunBatch(ctx context.Context, rounds []Round) ([]Result, error) {
 	var results []Result
 	var runs map[string]*runView
-	err := x.inTx(ctx, func(tx *pipetx.Tx) error {
-		var w *journal.Write
+	err := x.journal.Run(ctx, x.pool, func(w *journal.Write) error {
 		var err error
-		if results, runs, w, err = x.batch(ctx, tx, rounds); err != nil {
+		if results, runs, err = x.batch(ctx, w, rounds); err != nil {
 			return err
 		}
 		return x.commit(ctx, w, results)
@@ -97,24 +91,16 @@ type runView struct {
 	cp          *checkpointView
 }
 
-// writes is a batch's unit of work on its transaction: the writes that
-// depend on nothing the database returns are queued on its Batch and sent
-// in one round trip once every round is decided, or earlier when a round
-// must read what the rounds before it wrote (Flush).
-type writes struct {
-	*journal.Write
-	tx *pipetx.Tx
-}
-
-// batch loads the rounds' runs, decides every round and sends their
-// writes. It returns the results, the runs as the batch leaves them, and
-// the unit of work to commit, which holds the outbox rows of the tasks
-// and of the appended events.
-func (x *Runner) batch(ctx context.Context, tx *pipetx.Tx, rounds []Round) ([]Result, map[string]*runView, *journal.Write, error) {
+// batch loads the rounds' runs in w's transaction, decides every round
+// and sends their writes on w. It returns the results and the runs as the
+// batch leaves them; w, still to commit, holds the outbox rows of the
+// tasks and of the appended events.
+func (x *Runner) batch(ctx context.Context, w *journal.Write, rounds []Round) ([]Result, map[string]*runView, error) {
+	tx := w.Tx()
 	ids := make([]string, 0, len(rounds))
 	for _, r := range rounds {
 		if r.Claim != nil {
-			return nil, nil, nil, fmt.Errorf("round: RunBatch cannot run a round with a Claim (run %s)", r.RunID)
+			return nil, nil, fmt.Errorf("round: RunBatch cannot run a round with a Claim (run %s)", r.RunID)
 		}
 		if !slices.Contains(ids, r.RunID) {
 			ids = append(ids, r.RunID)
@@ -122,30 +108,29 @@ func (x *Runner) batch(ctx context.Context, tx *pipetx.Tx, rounds []Round) ([]Re
 	}
 	runs, err := x.loadRuns(ctx, tx, ids)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	if x.cfg.AfterLoad != nil {
 		x.cfg.AfterLoad()
 	}
-	w := &writes{Write: x.journal.Begin(tx), tx: tx}
 	admission.QueueLocks(w.Batch(), x.admissions(rounds, runs))
 	results, err := x.decideAll(ctx, w, rounds, runs)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	if err := x.checkpointTx(ctx, tx, rounds, results, runs); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	return results, runs, w.Write, nil
+	return results, runs, nil
 }
 
 // decideAll decides every round on its loaded run and sends the writes
 // of all of them; the appends of every round go in one statement
 // (journal.Write.AppendNew). What goes to the bus, the tasks and the
 // appended events, is left on w for its Commit.
-func (x *Runner) decideAll(ctx context.Context, w *writes, rounds []Round, runs map[string]*runView) ([]Result, error) {
+func (x *Runner) decideAll(ctx context.Context, w *journal.Write, rounds []Round, runs map[string]*runView) ([]Result, error) {
 	results := make([]Result, len(rounds))
-	var parts []journal.Part
+	var parts []eventlog.RunAppend
 	var partRounds []int
 	var tasks []decide.Task
 	var taskTraces []trace.SpanContext
@@ -162,7 +147,8 @@ func (x *Runner) decideAll(ctx context.Context, w *writes, rounds []Round, runs 
 			return nil, err
 		}
 		if len(part.Events) > 0 {
-			parts = append(parts, journal.Part{ExpectedHead: part.ExpectedHead, Events: part.Events, Trace: r.Trace})
+			part.Trace = r.Trace
+			parts = append(parts, part)
 			partRounds = append(partRounds, i)
 		}
 		d := results[i].Decision
@@ -179,7 +165,7 @@ func (x *Runner) decideAll(ctx context.Context, w *writes, rounds []Round, runs 
 	if _, err := w.AppendNew(ctx, parts...); err != nil {
 		return nil, err
 	}
-	if err := x.enqueueTasks(ctx, w.Write, tasks, taskTraces, cancels); err != nil {
+	if err := x.enqueueTasks(ctx, w, tasks, taskTraces, cancels); err != nil {
 		return nil, err
 	}
 	if err := w.Flush(ctx); err != nil {
@@ -236,7 +222,7 @@ func (x *Runner) ensureLanes(ctx context.Context, tasks []decide.Task) error {
 // refuses any other), and folds them into run's state, so a later round
 // of the run in the same batch decides from them. Tasks and timers are the
 // caller's.
-func (x *Runner) step(ctx context.Context, w *writes, r Round, run *runView) (Outcome, eventlog.RunAppend, error) {
+func (x *Runner) step(ctx context.Context, w *journal.Write, r Round, run *runView) (Outcome, eventlog.RunAppend, error) {
 	in, err := x.admit(ctx, w, r.Input, run)
 	if err != nil {
 		return Outcome{}, eventlog.RunAppend{}, err
@@ -267,7 +253,7 @@ func (x *Runner) step(ctx context.Context, w *writes, r Round, run *runView) (Ou
 // DelayUntil (the run starts, its dispatch waits). It checks only rounds that could start an approved run, and then
 // holds the environment's admission lock until tx ends, so the check and
 // the start commit together.
-func (x *Runner) admit(ctx context.Context, w *writes, in decide.Input, run *runView) (decide.Input, error) {
+func (x *Runner) admit(ctx context.Context, w *journal.Write, in decide.Input, run *runView) (decide.Input, error) {
 	if !mayStart(in, run) {
 		return in, nil
 	}
@@ -323,14 +309,14 @@ func mayStart(in decide.Input, run *runView) bool {
 // dispatch until a time, or neither. With a limit to check, it first sends
 // the writes queued so far, so that it counts the runs the batch's earlier
 // rounds started.
-func (x *Runner) room(ctx context.Context, w *writes, run *runView, now time.Time) (hold *events.RunQueuedData, delayUntil time.Time, err error) {
+func (x *Runner) room(ctx context.Context, w *journal.Write, run *runView, now time.Time) (hold *events.RunQueuedData, delayUntil time.Time, err error) {
 	lim := x.cfg.Admission.For(run.environment)
 	if lim.MaxConcurrentRuns > 0 {
 		if err := w.Flush(ctx); err != nil {
 			return nil, time.Time{}, err
 		}
 	}
-	r, err := admission.RoomTx(ctx, w.tx, run.environment, lim, run.state.RunID)
+	r, err := admission.RoomTx(ctx, w.Tx(), run.environment, lim, run.state.RunID)
 	switch {
 	case err != nil || r.Free():
 		return nil, time.Time{}, err

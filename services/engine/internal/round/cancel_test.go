@@ -21,7 +21,7 @@ import (
 func TestCancelNoticeCommitsWithRunCancelled(t *testing.T) {
 	t.Parallel()
 	b := newBench(t, 2)
-	x := round.New(b.db.Pool, round.Config{})
+	x := newRunner(b.db.Pool, round.Config{})
 	b.start(x)
 	b.run(x, started(b.stepID(0)))
 	out := b.run(x, decide.SignalAccepted{SignalID: "sig-1", Name: "CANCEL", Now: time.Now().UTC()})
@@ -64,7 +64,7 @@ func TestCancelNoticeCommitsWithRunCancelled(t *testing.T) {
 func TestCancelWithNothingInFlightSendsNoNotice(t *testing.T) {
 	t.Parallel()
 	b := newBench(t, 1)
-	x := round.New(b.db.Pool, round.Config{})
+	x := newRunner(b.db.Pool, round.Config{})
 	out := b.run(x, decide.SignalAccepted{SignalID: "sig-1", Name: "CANCEL", Now: time.Now().UTC()})
 	require.Equal(t, events.RunCancelled, out.Decision.Events[0].Type, "the run is cancelled")
 	require.Empty(t, out.Decision.Cancels)

@@ -168,7 +168,7 @@ func (b *bench) taskCounts() map[string]int {
 func TestCheckpointRotatesBySteps(t *testing.T) {
 	t.Parallel()
 	b := newBench(t, 23)
-	x := round.New(b.db.Pool, round.Config{CheckpointSteps: 5, CheckpointBytes: -1, WarmRuns: -1})
+	x := newRunner(b.db.Pool, round.Config{CheckpointSteps: 5, CheckpointBytes: -1, WarmRuns: -1})
 	b.start(x)
 	var lastCovered int64
 	for i := range b.steps {
@@ -196,7 +196,7 @@ func TestCheckpointRotatesBySteps(t *testing.T) {
 func TestCheckpointRotatesByBytes(t *testing.T) {
 	t.Parallel()
 	b := newBench(t, 12)
-	x := round.New(b.db.Pool, round.Config{CheckpointSteps: -1, CheckpointBytes: 3000, WarmRuns: -1})
+	x := newRunner(b.db.Pool, round.Config{CheckpointSteps: -1, CheckpointBytes: 3000, WarmRuns: -1})
 	b.start(x)
 	for i := range b.steps {
 		b.complete(x, i)
@@ -220,7 +220,7 @@ func TestCheckpointRotatesByBytes(t *testing.T) {
 func TestNoCheckpointRowMeansFullReplay(t *testing.T) {
 	t.Parallel()
 	b := newBench(t, 10)
-	old := round.New(b.db.Pool, round.Config{CheckpointSteps: -1, CheckpointBytes: -1})
+	old := newRunner(b.db.Pool, round.Config{CheckpointSteps: -1, CheckpointBytes: -1})
 	b.start(old)
 	for i := range 6 {
 		require.Zero(t, b.complete(old, i).Checkpoint.Written)
@@ -228,7 +228,7 @@ func TestNoCheckpointRowMeansFullReplay(t *testing.T) {
 	_, ok := b.checkpoint()
 	require.False(t, ok, "the old writer wrote no checkpoint")
 
-	x := round.New(b.db.Pool, round.Config{CheckpointSteps: 3, CheckpointBytes: -1, WarmRuns: -1})
+	x := newRunner(b.db.Pool, round.Config{CheckpointSteps: 3, CheckpointBytes: -1, WarmRuns: -1})
 	out := b.run(x, started(b.stepID(6)))
 	require.Equal(t, []string{"StepStarted"}, specTypes(out.Decision.Events), "the full replay decides as usual")
 	require.Equal(t, round.CheckpointUse{Version: 0, Restored: 0, Written: 1}, out.Checkpoint,
@@ -268,7 +268,7 @@ func TestUnreadableCheckpointIsIgnored(t *testing.T) {
 
 func testUnreadableCheckpoint(t *testing.T, cas bool, state string, format int, kept bool) {
 	b := newBench(t, 12)
-	x := round.New(b.db.Pool, round.Config{CheckpointSteps: 2, CheckpointBytes: -1, CASRequired: cas})
+	x := newRunner(b.db.Pool, round.Config{CheckpointSteps: 2, CheckpointBytes: -1, CASRequired: cas})
 	b.start(x)
 	for i := range 3 {
 		b.complete(x, i)
@@ -278,7 +278,7 @@ func testUnreadableCheckpoint(t *testing.T, cas bool, state string, format int, 
 	require.NoError(t, err)
 	before, _ := b.checkpoint()
 	// A Runner that has the run warm would not read the record (warm.go).
-	x = round.New(b.db.Pool, round.Config{CheckpointSteps: 2, CheckpointBytes: -1, CASRequired: cas})
+	x = newRunner(b.db.Pool, round.Config{CheckpointSteps: 2, CheckpointBytes: -1, CASRequired: cas})
 
 	out := b.run(x, started(b.stepID(3)))
 	require.Zero(t, out.Checkpoint.Restored, "the unreadable checkpoint is not restored")

@@ -64,7 +64,7 @@ func TestOwnersRaceNeverBothCommit(t *testing.T) {
 			g := &gate{}
 			var owners [2]*round.Runner
 			for i := range owners {
-				owners[i] = round.New(b.db.Pool, round.Config{CASRequired: cas, CheckpointSteps: 3, AfterLoad: g.hook(i)})
+				owners[i] = newRunner(b.db.Pool, round.Config{CASRequired: cas, CheckpointSteps: 3, AfterLoad: g.hook(i)})
 			}
 			race(t, b, g, owners, decide.RunApproved{Now: time.Now().UTC()})
 			for i := range b.steps {
@@ -133,7 +133,7 @@ func TestCASRequiredComparesCheckpointVersion(t *testing.T) {
 		t.Run(fmt.Sprintf("cas=%t", cas), func(t *testing.T) {
 			t.Parallel()
 			b := newBench(t, 4)
-			setupRunner := round.New(b.db.Pool, round.Config{CheckpointSteps: 2})
+			setupRunner := newRunner(b.db.Pool, round.Config{CheckpointSteps: 2})
 			b.start(setupRunner)
 			b.complete(setupRunner, 0)
 			b.complete(setupRunner, 1)
@@ -141,7 +141,7 @@ func TestCASRequiredComparesCheckpointVersion(t *testing.T) {
 			require.True(t, ok)
 			require.Equal(t, int64(1), row.Version)
 
-			x := round.New(b.db.Pool, round.Config{CASRequired: cas,
+			x := newRunner(b.db.Pool, round.Config{CASRequired: cas,
 				AfterLoad: once(func() { bumpCheckpoint(t.Context(), t, b) })})
 			out := b.run(x, started(b.stepID(2)))
 			require.Equal(t, []string{"StepStarted"}, specTypes(out.Decision.Events))
@@ -169,7 +169,7 @@ func TestCASRequiredGuardsRoundsWithoutEvents(t *testing.T) {
 			t.Parallel()
 			b := newBench(t, 3)
 			t0 := time.Now().UTC()
-			other := round.New(b.db.Pool, round.Config{})
+			other := newRunner(b.db.Pool, round.Config{})
 			b.run(other, decide.RunApproved{Now: t0})
 			finish := func() {
 				for _, in := range []decide.Input{started(b.stepID(0)), completed(b.stepID(0))} {
@@ -179,7 +179,7 @@ func TestCASRequiredGuardsRoundsWithoutEvents(t *testing.T) {
 					}
 				}
 			}
-			x := round.New(b.db.Pool, round.Config{CASRequired: cas, AfterLoad: once(finish)})
+			x := newRunner(b.db.Pool, round.Config{CASRequired: cas, AfterLoad: once(finish)})
 			// s000 was scheduled at t0 and never started: at t0+6m, past
 			// its 5m timeout, it looks lost.
 			out := b.run(x, decide.Resync{TaskGrace: time.Minute, Now: t0.Add(6 * time.Minute)})

@@ -25,7 +25,6 @@ import (
 	"github.com/weftrun/weft/internal/policy/admission"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/journal"
-	"github.com/weftrun/weft/pkg/pipetx"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/pkg/task"
 	"github.com/weftrun/weft/services/engine/internal/decide"
@@ -49,8 +48,6 @@ type Config struct {
 	// BeforeCommit, if set, runs after a round wrote its decision and
 	// before its transaction commits. Crash tests kill the process there.
 	BeforeCommit func()
-	// Appended counts the events the rounds append; nil counts nothing.
-	Appended *journal.Metrics
 	// Conflicted, if set, is called for every compare-and-swap conflict a
 	// round or a batch absorbs: another engine (or a timer, a sweep)
 	// wrote to the run since it was loaded.
@@ -111,14 +108,15 @@ type Runner struct {
 	warm memo[warmRun]
 }
 
-// New returns a Runner over pool, whose database has the Weft schema.
-func New(pool *pgxpool.Pool, cfg Config) *Runner {
-	log := eventlog.New(pool)
+// New returns a Runner over pool, whose database has the Weft schema,
+// reading the runs from log and writing through j, whose metrics count
+// the events the rounds append.
+func New(pool *pgxpool.Pool, log *eventlog.Store, j *journal.Journal, cfg Config) *Runner {
 	cfg.MaxConflicts = cmp.Or(cfg.MaxConflicts, DefaultMaxConflicts)
 	cfg.CheckpointSteps = cmp.Or(cfg.CheckpointSteps, DefaultCheckpointSteps)
 	cfg.CheckpointBytes = cmp.Or(cfg.CheckpointBytes, DefaultCheckpointBytes)
 	cfg.WarmRuns = cmp.Or(cfg.WarmRuns, DefaultWarmRuns)
-	x := &Runner{pool: pool, log: log, journal: journal.New(log, journal.WithMetrics(cfg.Appended)), cfg: cfg}
+	x := &Runner{pool: pool, log: log, journal: j, cfg: cfg}
 	x.warm.size = max(cfg.WarmRuns, 1)
 	return x
 }
@@ -160,9 +158,9 @@ func (x *Runner) Run(ctx context.Context, r Round) (Outcome, error) {
 	var out Outcome
 	for {
 		var runs map[string]*runView
-		err := x.inTx(ctx, func(tx *pipetx.Tx) error {
+		err := x.journal.Run(ctx, x.pool, func(w *journal.Write) error {
 			var err error
-			out, runs, err = x.attempt(ctx, tx, r, out.Conflicts)
+			out, runs, err = x.attempt(ctx, w, r, out.Conflicts)
 			return err
 		})
 		if err == nil {
@@ -187,24 +185,19 @@ func (x *Runner) conflicted(ctx context.Context) {
 	}
 }
 
-// inTx runs fn in a pipelined transaction (pipetx) on generic plans
-// (genericPlans): its BEGIN goes out with the load of the runs and its
-// COMMIT with the last writes.
-func (x *Runner) inTx(ctx context.Context, fn func(*pipetx.Tx) error) error {
-	return pipetx.BeginFunc(ctx, x.pool, []string{genericPlans}, fn)
-}
-
-// attempt is one try of r in tx. It returns the round's outcome and the
-// run as the round leaves it (none when a Claim declined the round).
-func (x *Runner) attempt(ctx context.Context, tx *pipetx.Tx, r Round, conflicts int) (Outcome, map[string]*runView, error) {
+// attempt is one try of r in w, a unit of work of its own (journal.Run:
+// its BEGIN goes out with the Claim or the load of the run, its COMMIT
+// with the last writes). It returns the round's outcome and the run as
+// the round leaves it (none when a Claim declined the round).
+func (x *Runner) attempt(ctx context.Context, w *journal.Write, r Round, conflicts int) (Outcome, map[string]*runView, error) {
 	out := Outcome{Conflicts: conflicts}
 	if r.Claim != nil {
-		if ok, err := r.Claim(ctx, tx); err != nil || !ok {
+		if ok, err := r.Claim(ctx, w.Tx()); err != nil || !ok {
 			return out, nil, err
 		}
 	}
 	r.Claim = nil
-	results, runs, w, err := x.batch(ctx, tx, []Round{r})
+	results, runs, err := x.batch(ctx, w, []Round{r})
 	if err != nil {
 		return out, nil, err
 	}

@@ -33,7 +33,7 @@ func TestRoundIsThreeRoundTrips(t *testing.T) {
 		runs[i], err = approver.Approve(ctx, pool, runstart.Request{EnvironmentID: "env", Plan: p})
 		require.NoError(t, err)
 	}
-	x := round.New(pool, round.Config{})
+	x := newRunner(pool, round.Config{})
 	now := time.Now().UTC()
 	_, err = x.Run(ctx, round.Round{RunID: runs[0], Input: decide.RunApproved{Now: now}}) // prepares the statements
 	require.NoError(t, err)

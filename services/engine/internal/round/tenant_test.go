@@ -35,7 +35,7 @@ func TestTasksCarryTheRunsTenant(t *testing.T) {
 	runID, err := approver.Approve(ctx, db.Pool, runstart.Request{TenantID: "acme", EnvironmentID: "prod", Plan: v})
 	require.NoError(t, err)
 
-	x := round.New(db.Pool, round.Config{})
+	x := newRunner(db.Pool, round.Config{})
 	for _, in := range []decide.Input{
 		decide.RunApproved{Now: time.Now().UTC()},
 		started("a"),
@@ -75,7 +75,7 @@ func TestRoundsEnsureTheQueuesLanes(t *testing.T) {
 	require.NoError(t, err)
 	var ensured []string
 	fail := false
-	x := round.New(db.Pool, round.Config{EnsureLanes: func(_ context.Context, queue string) error {
+	x := newRunner(db.Pool, round.Config{EnsureLanes: func(_ context.Context, queue string) error {
 		if fail {
 			return errors.New("no stream for you")
 		}

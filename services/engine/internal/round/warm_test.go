@@ -15,12 +15,12 @@ import (
 func TestWarmRunSeesWhatOthersAppended(t *testing.T) {
 	t.Parallel()
 	b := newBench(t, 4)
-	x := round.New(b.db.Pool, round.Config{})
+	x := newRunner(b.db.Pool, round.Config{})
 	require.False(t, b.start(x).Checkpoint.Warm, "the first round loads the run")
 	out := b.complete(x, 0)
 	require.True(t, out.Checkpoint.Warm, "later rounds use the state the last one committed")
 
-	other := round.New(b.db.Pool, round.Config{})
+	other := newRunner(b.db.Pool, round.Config{})
 	require.Equal(t, []string{"StepStarted"}, specTypes(b.run(other, started(b.stepID(1))).Decision.Events))
 
 	out = b.run(x, completed(b.stepID(1)))
@@ -48,7 +48,7 @@ func TestWarmRunSeesWhatOthersAppended(t *testing.T) {
 func TestWarmRunOfADeletedRunIsDropped(t *testing.T) {
 	t.Parallel()
 	b := newBench(t, 3)
-	x := round.New(b.db.Pool, round.Config{})
+	x := newRunner(b.db.Pool, round.Config{})
 	b.start(x)
 	b.complete(x, 0)
 	require.NoError(t, b.log.RunDelete(t.Context(), b.runID))

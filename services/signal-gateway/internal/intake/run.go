@@ -15,6 +15,7 @@ import (
 	"github.com/weftrun/weft/internal/policy/auth"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/pkg/pipetx"
 	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
@@ -109,21 +110,21 @@ func checkPlainRequestID(id string) error {
 	return nil
 }
 
-// runStartOnce is one try of RunStart, in a transaction of its own. It
-// reports whether the transaction's COMMIT was sent.
+// runStartOnce is one try of RunStart, in a unit of work of its own
+// (journal.Journal.Run). It reports whether the transaction's COMMIT was
+// sent: its error is then a *pipetx.CommitError.
 func (in *Intake) runStartOnce(ctx context.Context, start runstart.Request) (RunResult, bool, error) {
 	var res RunResult
-	var ptx *pipetx.Tx
-	err := pipetx.BeginFunc(ctx, in.pool, []string{genericPlans}, func(tx *pipetx.Tx) error {
-		ptx = tx
+	err := in.journal.Run(ctx, in.pool, func(w *journal.Write) error {
 		var err error
-		res, err = in.startTx(ctx, tx, start, RepeatMustMatch, func(r runstart.Request) error {
-			_, err := in.approver.ApproveTx(ctx, tx, r)
+		res, err = in.startTx(ctx, w.Tx(), start, RepeatMustMatch, func(r runstart.Request) error {
+			_, err := in.approver.ApproveIn(ctx, w, r)
 			return err
 		})
 		return err
 	})
-	return res, ptx != nil && ptx.CommitSent(), err
+	_, commitSent := errors.AsType[*pipetx.CommitError](err)
+	return res, commitSent, err
 }
 
 // admitStart gives req a fresh RunRequestID when it has none, checks it

@@ -7,35 +7,23 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/pkg/pipetx"
 )
 
-// genericPlans makes the rest of a transaction run its prepared
-// statements, and those of the functions it calls, on generic plans
-// (eventlog.GenericPlansSQL says why).
-const genericPlans = eventlog.GenericPlansSQL
-
-// commitError is a fault of the batch that commits: whether the
-// transaction committed is not known.
-type commitError struct{ error }
-
-func (e *commitError) Unwrap() error { return e.error }
-
-// decideTx decides the signals of calls, each of a run of its own, in tx,
-// and writes what they ask for, through one journal.Write. One batch
-// locks their runs' heads and reads their states (readTx); the events and
-// acceptance records are written in a second (appendTx), and the outbox
-// rows in a third (journal.Write.Commit), which commits tx when it is a
-// *pipetx.Tx; a savepoint is the caller's to release. It reports whether
-// it wrote: with nothing to write, tx is left uncommitted. An error is a
-// fault of the whole transaction, and the answers set in calls are void.
-func (in *Intake) decideTx(ctx context.Context, tx pgx.Tx, calls []*call) (bool, error) {
-	w := in.journal.Begin(tx)
+// decideTx decides the signals of calls, each of a run of its own, on w,
+// and writes what they ask for. One batch locks their runs' heads and
+// reads their states (readTx); the events and acceptance records are
+// written in a second (appendTx), and the outbox rows in a third
+// (journal.Write.Commit), which commits w's transaction when it is its
+// own (journal.Journal.Run); a savepoint is the caller's to release. It
+// reports whether it wrote: with nothing to write, w is left uncommitted.
+// An error is a fault of the whole transaction, and the answers set in
+// calls are void; a fault of the round trip that carried the COMMIT is a
+// *pipetx.CommitError.
+func (in *Intake) decideTx(ctx context.Context, w *journal.Write, calls []*call) (bool, error) {
 	if err := in.readTx(ctx, w, calls); err != nil {
 		return false, err
 	}
@@ -48,7 +36,7 @@ func (in *Intake) decideTx(ctx context.Context, tx pgx.Tx, calls []*call) (bool,
 		return false, err
 	}
 	if err := w.Commit(ctx); err != nil {
-		return false, &commitError{fmt.Errorf("intake: enqueue signals' events and commit: %w", err)}
+		return false, fmt.Errorf("intake: enqueue signals' events and commit: %w", err)
 	}
 	return true, nil
 }
@@ -147,10 +135,10 @@ func markUnrecorded(rejected []rejection) {
 	}
 }
 
-// ownTx decides calls in a transaction of their own.
+// ownTx decides calls in a unit of work of their own.
 func (in *Intake) ownTx(ctx context.Context, calls []*call) error {
-	return pipetx.BeginFunc(ctx, in.pool, []string{genericPlans}, func(tx *pipetx.Tx) error {
-		_, err := in.decideTx(ctx, tx, calls)
+	return in.journal.Run(ctx, in.pool, func(w *journal.Write) error {
+		_, err := in.decideTx(ctx, w, calls)
 		return err
 	})
 }
@@ -174,7 +162,7 @@ func (in *Intake) decideGroup(group []*call) {
 	ctx, stop := groupContext(group)
 	err := in.ownTx(ctx, group)
 	stop()
-	if _, unknown := errors.AsType[*commitError](err); err == nil || unknown {
+	if _, unknown := errors.AsType[*pipetx.CommitError](err); err == nil || unknown {
 		for _, c := range group {
 			if c.ev != nil {
 				c.fail(err)
@@ -192,7 +180,7 @@ func (in *Intake) decideGroup(group []*call) {
 // connection was lost before the commit went out: nothing was committed.
 func (in *Intake) decideAlone(c *call) {
 	err := in.ownTx(c.ctx, []*call{c})
-	_, commitSent := errors.AsType[*commitError](err)
+	_, commitSent := errors.AsType[*pipetx.CommitError](err)
 	if retryable(c.ctx, err, commitSent) {
 		in.cfg.Logger.WarnContext(c.ctx, "intake: the database connection was lost before the signal committed; trying once more",
 			"run_id", c.sig.RunID, "signal_name", c.sig.Name, "signal_id", c.id, "err", err)

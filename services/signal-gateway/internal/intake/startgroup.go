@@ -3,6 +3,7 @@ package intake
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -10,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/pkg/pipetx"
 	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
@@ -54,16 +56,14 @@ func (in *Intake) startGroup(group []*startCall) {
 		return
 	}
 	ctx, stop := groupContext(group)
-	var ptx *pipetx.Tx
-	err := pipetx.BeginFunc(ctx, in.pool, []string{genericPlans}, func(tx *pipetx.Tx) error {
-		ptx = tx
-		return in.startGroupTx(ctx, tx, group)
+	err := in.journal.Run(ctx, in.pool, func(w *journal.Write) error {
+		return in.startGroupTx(ctx, w, group)
 	})
 	stop()
 	if err == nil {
 		return
 	}
-	if ptx != nil && ptx.CommitSent() {
+	if _, commitSent := errors.AsType[*pipetx.CommitError](err); commitSent {
 		for _, c := range group {
 			if c.res.Created {
 				c.res, c.err = RunResult{}, err
@@ -81,9 +81,11 @@ func (in *Intake) startGroup(group []*startCall) {
 // the same requests wait for each other instead of deadlocking. A call
 // whose request an earlier start holds is answered with that start's run
 // (duplicateStart, round trips of its own); the runs of the others are
-// approved together in two more (runstart.Approver.ApproveAllTx), the
-// last with tx's COMMIT. The answers it sets stand only if tx commits.
-func (in *Intake) startGroupTx(ctx context.Context, tx *pipetx.Tx, calls []*startCall) error {
+// approved together in two more (runstart.Approver.ApproveIn), the last
+// with the COMMIT of w's transaction, which is w's own. The answers it
+// sets stand only if it commits.
+func (in *Intake) startGroupTx(ctx context.Context, w *journal.Write, calls []*startCall) error {
+	tx := w.Tx()
 	calls = slices.SortedFunc(slices.Values(calls), func(a, b *startCall) int { return bytes.Compare(a.key, b.key) })
 	b := &pgx.Batch{}
 	now := in.now()
@@ -110,6 +112,6 @@ func (in *Intake) startGroupTx(ctx context.Context, tx *pipetx.Tx, calls []*star
 	if len(fresh) == 0 {
 		return nil
 	}
-	_, err := in.approver.ApproveAllTx(ctx, tx, fresh)
+	_, err := in.approver.ApproveIn(ctx, w, fresh...)
 	return err
 }

@@ -72,11 +72,11 @@ func (in *Intake) SignalSendTx(ctx context.Context, tx pgx.Tx, p auth.Principal,
 		return SignalResult{}, fmt.Errorf("intake: savepoint: %w", err)
 	}
 	c := newCall(ctx, p, sig, stepID, in.now())
-	wrote, err := in.decideTx(ctx, sp, []*call{c})
+	wrote, err := in.decideTx(ctx, in.journal.Begin(sp), []*call{c})
 	released := false
 	if err == nil && wrote {
 		if err = sp.Commit(ctx); err != nil {
-			err = &commitError{fmt.Errorf("intake: enqueue signals' events and commit: release savepoint: %w", err)}
+			err = fmt.Errorf("intake: enqueue signals' events and commit: release savepoint: %w", err)
 		}
 		released = err == nil
 	}
