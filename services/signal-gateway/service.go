@@ -214,7 +214,8 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config) (*Service, error) {
 	logger := cfg.Logger.With("service", "signal-gateway")
 	icfg := cfg.Intake
 	icfg.Logger = cmp.Or(icfg.Logger, logger)
-	in, err := intake.New(pool, eventlog.New(pool), cfg.Authorizer, icfg, journal.WithMetrics(appended))
+	log := eventlog.New(pool)
+	in, err := intake.New(pool, log, journal.New(log, journal.WithMetrics(appended)), cfg.Authorizer, icfg)
 	if err != nil {
 		return nil, err
 	}

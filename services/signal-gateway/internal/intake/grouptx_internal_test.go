@@ -12,6 +12,7 @@ import (
 	"github.com/weftrun/weft/internal/policy/auth"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/pkg/weftest"
 )
 
@@ -21,7 +22,7 @@ var groupOperator = auth.Principal{KeyID: "op", TenantID: "acme", Role: auth.Rol
 func groupSetup(t *testing.T, n int) (*Intake, *weftest.DB, []string) {
 	t.Helper()
 	db := weftest.NewDB(t)
-	in, err := New(db.Pool, eventlog.New(db.Pool), auth.RoleAuthorizer{}, Config{})
+	in, err := New(db.Pool, eventlog.New(db.Pool), journal.New(eventlog.New(db.Pool)), auth.RoleAuthorizer{}, Config{})
 	require.NoError(t, err)
 	runs := make([]string, n)
 	for i := range runs {

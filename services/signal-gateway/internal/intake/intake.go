@@ -110,10 +110,11 @@ type Intake struct {
 	denials denialCounter
 }
 
-// New returns an Intake writing to the event log log (through its journal,
-// configured by opts, with outbox rows) and to pool, deciding with authz. It rejects a Config whose retention is shorter than RateWindow,
-// since the rate limit counts retained records.
-func New(pool *pgxpool.Pool, log *eventlog.Store, authz auth.Authorizer, cfg Config, opts ...journal.Option) (*Intake, error) {
+// New returns an Intake reading the event log log, writing to it through
+// j (with outbox rows), and to pool, deciding with authz. It rejects a
+// Config whose retention is shorter than RateWindow, since the rate limit
+// counts retained records.
+func New(pool *pgxpool.Pool, log *eventlog.Store, j *journal.Journal, authz auth.Authorizer, cfg Config) (*Intake, error) {
 	cfg = cfg.withDefaults()
 	if cfg.SignalRetention < RateWindow {
 		return nil, fmt.Errorf("intake: signal retention %v is shorter than the rate window %v", cfg.SignalRetention, RateWindow)
@@ -121,7 +122,6 @@ func New(pool *pgxpool.Pool, log *eventlog.Store, authz auth.Authorizer, cfg Con
 	if cfg.MaxSignalPayloadBytes < 0 || cfg.MaxSignalsPerRunMinute < 0 || cfg.MaxRunInputBytes < 0 || cfg.SignalRejectedWindow < 0 {
 		return nil, errors.New("intake: limits must not be negative")
 	}
-	j := journal.New(log, opts...)
 	in := &Intake{
 		pool: pool, log: log, journal: j, authz: authz, cfg: cfg,
 		approver: runstart.Approver{Journal: j, Admission: cfg.Admission},

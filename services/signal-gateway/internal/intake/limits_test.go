@@ -11,6 +11,7 @@ import (
 
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intaketest"
 )
@@ -136,6 +137,6 @@ func TestSignalDeniedIsRecordedAsRejected(t *testing.T) {
 func TestNewRefusesRetentionShorterThanTheRateWindow(t *testing.T) {
 	t.Parallel()
 	b := setup(t, intake.Config{})
-	_, err := intake.New(b.db.Pool, b.log, nil, intake.Config{SignalRetention: 30 * time.Second})
+	_, err := intake.New(b.db.Pool, b.log, journal.New(b.log), nil, intake.Config{SignalRetention: 30 * time.Second})
 	require.ErrorContains(t, err, "rate window")
 }

@@ -60,7 +60,8 @@ func TestSignalDurableReplayAfterCrash(t *testing.T) {
 	first, err := b.signal(t, runID, "go", ptr("sig-crash"))
 	require.NoError(t, err)
 
-	fresh, err := intake.New(b.db.Pool, eventlog.New(b.db.Pool), auth.RoleAuthorizer{}, b.cfg) // a new process
+	log := eventlog.New(b.db.Pool)
+	fresh, err := intake.New(b.db.Pool, log, journal.New(log), auth.RoleAuthorizer{}, b.cfg) // a new process
 	require.NoError(t, err)
 	again, err := fresh.SignalSend(context.Background(), operator, intake.Signal{RunID: runID, Name: "go", ID: ptr("sig-crash")})
 	require.NoError(t, err)
@@ -279,7 +280,7 @@ func (b *bundle) withRetention(t *testing.T, d time.Duration) *intake.Intake {
 	t.Helper()
 	cfg := b.cfg
 	cfg.SignalRetention = d
-	in, err := intake.New(b.db.Pool, b.log, auth.RoleAuthorizer{}, cfg)
+	in, err := intake.New(b.db.Pool, b.log, journal.New(b.log), auth.RoleAuthorizer{}, cfg)
 	require.NoError(t, err)
 	return in
 }

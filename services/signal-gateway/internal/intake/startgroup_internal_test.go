@@ -15,6 +15,7 @@ import (
 	"github.com/weftrun/weft/internal/policy/auth"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/pkg/weftest"
 	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
@@ -24,7 +25,7 @@ import (
 func startSetup(t *testing.T) (*Intake, *weftest.DB) {
 	t.Helper()
 	db := weftest.NewDB(t)
-	in, err := New(db.Pool, eventlog.New(db.Pool), auth.RoleAuthorizer{}, Config{Admission: admission.Limits{
+	in, err := New(db.Pool, eventlog.New(db.Pool), journal.New(eventlog.New(db.Pool)), auth.RoleAuthorizer{}, Config{Admission: admission.Limits{
 		PerEnvironment: map[string]admission.Limit{"tight": {MaxConcurrentRuns: 1, Policy: admission.Reject}},
 	}})
 	require.NoError(t, err)

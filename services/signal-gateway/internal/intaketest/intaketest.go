@@ -15,6 +15,7 @@ import (
 
 	"github.com/weftrun/weft/internal/policy/auth"
 	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/pkg/weftest"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
 )
@@ -63,7 +64,8 @@ func (c *Clock) Add(d time.Duration) {
 // the test if cfg is refused.
 func New(t testing.TB, db *weftest.DB, cfg intake.Config) *intake.Intake {
 	t.Helper()
-	in, err := intake.New(db.Pool, eventlog.New(db.Pool), auth.RoleAuthorizer{}, cfg)
+	log := eventlog.New(db.Pool)
+	in, err := intake.New(db.Pool, log, journal.New(log), auth.RoleAuthorizer{}, cfg)
 	require.NoError(t, err)
 	return in
 }
