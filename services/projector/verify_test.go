@@ -1,14 +1,18 @@
 package projector_test
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/services/projector"
 )
 
@@ -60,10 +64,12 @@ func TestForgedEventIsNeverApplied(t *testing.T) {
 	s.appendBus(t, lifecycle(t, runID)...)
 	s.waitRun(t, runID, atSeq(6), "completes")
 
-	s.publish(t, forgedRunFailed(t, runID, 7))
+	terminated := s.terminations(t)
+	seq := s.publishSeq(t, forgedRunFailed(t, runID, 7))
 	s.waitForgedOr(t, 1, runID, func(v api.RunView) bool {
 		return v.Status != events.RunStatusCompleted || v.LastEventSeq != 6 || v.Stale
 	})
+	requireTerminated(t, terminated, seq)
 	v, _ := s.run(t, runID)
 	require.Equal(t, events.RunStatusCompleted, v.Status, "the forged RunFailed is not applied")
 	require.Equal(t, int64(6), v.LastEventSeq)
@@ -176,4 +182,44 @@ func TestForgedAlertExpires(t *testing.T) {
 	require.Equal(t, api.RunIdentity{TenantID: tenant, ProjectID: "proj", EnvironmentID: "dev", PlanID: "expires", PlanVersion: "v1"},
 		v.RunIdentity)
 	require.Equal(t, int64(1), v.LastEventSeq)
+}
+
+// terminations subscribes to the MSG_TERMINATED advisories of the
+// projector's consumer: each says a message was settled for good, never
+// to be redelivered.
+func (s *stack) terminations(t *testing.T) *nats.Subscription {
+	t.Helper()
+	sub, err := s.nats.Conn(t).SubscribeSync("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED." + streams.EventsStream + "." + projector.Consumer)
+	require.NoError(t, err)
+	return sub
+}
+
+// publishSeq publishes ev on its run's subject, as publish does, and
+// returns its stream sequence.
+func (s *stack) publishSeq(t *testing.T, ev events.Event) uint64 {
+	t.Helper()
+	subject, err := streams.EventSubject(ev.RunID, ev.EventType)
+	require.NoError(t, err)
+	data, err := json.Marshal(ev)
+	require.NoError(t, err)
+	ack, err := s.js.Publish(t.Context(), subject, data, jetstream.WithMsgID(events.NewRunID()))
+	require.NoError(t, err)
+	return ack.Sequence
+}
+
+// requireTerminated requires a termination advisory on sub of the
+// message at stream sequence seq.
+func requireTerminated(t *testing.T, sub *nats.Subscription, seq uint64) {
+	t.Helper()
+	for {
+		msg, err := sub.NextMsg(waitFor)
+		require.NoError(t, err, "the message at stream sequence %d is terminated", seq)
+		var adv struct {
+			StreamSeq uint64 `json:"stream_seq"`
+		}
+		require.NoError(t, json.Unmarshal(msg.Data, &adv))
+		if adv.StreamSeq == seq {
+			return
+		}
+	}
 }
