@@ -75,6 +75,20 @@ func testScheduleCommands(t *testing.T, s *cliStack) {
 	require.Regexp(t, `Next fire\s+\d{4}-\d\d-\d\d 09:00 CES?T \(0[78]:00 UTC\)\n`, r.out)
 	require.Regexp(t, `Last fire\s+-\n`, r.out, "it never fired")
 
+	// A changed definition is an update, not a second create.
+	r = s.weft(t, "schedule", "create", "-f", example("hello.yaml"), "--cron", "30 7 * * *", "--id", "mornings")
+	require.ErrorContains(t, r.err, "AlreadyExists")
+	r = s.weft(t, "schedule", "update", "mornings", "-f", example("hello.yaml"), "--cron", "30 7 * * *", "--timezone", "Europe/Paris")
+	require.NoError(t, r.err, r.errOut)
+	require.Regexp(t, `Schedule mornings: "30 7 \* \* \*" in Europe/Paris starts plan hello 1; next fire \d{4}-\d\d-\d\d 07:30 CES?T`, r.out)
+	got = decode[api.Schedule](t, s.weft(t, "schedule", "get", "mornings", "-o", "json"))
+	require.Equal(t, "30 7 * * *", got.Cron)
+	require.Equal(t, api.OverlapSkip, got.OverlapPolicy, "the definition is replaced whole")
+	r = s.weft(t, "schedule", "update", "mornings", "--cron", "0 9 * * *")
+	require.ErrorContains(t, r.err, "pass -f PLAN_FILE")
+	r = s.weft(t, "schedule", "update", "no-such", "-f", example("hello.yaml"), "--cron", "0 9 * * *")
+	require.ErrorContains(t, r.err, "NotFound")
+
 	r = s.weft(t, "schedule", "rm", "mornings")
 	require.NoError(t, r.err, r.errOut)
 	r = s.weft(t, "schedule", "get", "mornings")

@@ -15,6 +15,7 @@ import (
 func ScheduleCommands() map[string]Command {
 	return map[string]Command{
 		"create": {"create a schedule: a plan file started at the fire times of a cron expression", scheduleCreate},
+		"update": {"replace a schedule's definition (plan, cron, input, policies), keeping its id and history", scheduleUpdate},
 		"ls":     {"list schedules", listCommand("schedule", (*cliClient).ListSchedules, printScheduleList)},
 		"get":    {"show a schedule: its next fire, last fire and its run, and what it skipped", scheduleCommand("get", (*cliClient).GetSchedule, printSchedule)},
 		"pause":  {"stop a schedule from firing", scheduleCommand("pause", (*cliClient).PauseSchedule, printScheduleState)},
@@ -42,45 +43,94 @@ skip drops it, buffer-one keeps one until that run ends, allow starts it
 anyway, cancel-previous sends that run CANCEL first. docs/schedules.md.
 `
 
+// scheduleForm is the flags that define a schedule, shared by create and
+// update.
+type scheduleForm struct {
+	req         api.ScheduleRequest
+	file, input string
+	where       whereFlags
+}
+
+// addScheduleForm adds the definition's flags to cmd.
+func addScheduleForm(cmd *apiCommand) *scheduleForm {
+	f := &scheduleForm{}
+	addPlanFileFlag(cmd.flags, &f.file)
+	cmd.StringVar(&f.req.Cron, "cron", "", "the cron expression, five fields (required)")
+	cmd.StringVar(&f.req.Timezone, "timezone", "", "the IANA timezone of the expression (default UTC)")
+	cmd.StringVar(&f.input, "input", "", "the base of every run's input, a JSON object, @FILE, or - for stdin")
+	cmd.StringVar(&f.req.MisfirePolicy, "misfire", "", "misfire policy: skip, catchup or compress (default skip)")
+	cmd.IntVar(&f.req.MaxCatchup, "max-catchup", 0, "with --misfire catchup: the most missed fire times replayed (default 10)")
+	cmd.StringVar(&f.req.OverlapPolicy, "overlap", "", "overlap policy: skip, buffer-one, allow or cancel-previous (default skip)")
+	f.where = addWhereFlags(cmd.flags, "")
+	return f
+}
+
+// request reads the plan file and the input into the request.
+func (f *scheduleForm) request(synopsis string) (api.ScheduleRequest, error) {
+	req := f.req
+	if f.file == "" || req.Cron == "" {
+		return req, fmt.Errorf("pass -f PLAN_FILE and --cron EXPR\nusage: %s", synopsis)
+	}
+	var err error
+	if _, req.Plan, err = readPlanFile(f.file); err != nil {
+		return req, err
+	}
+	if req.Input, err = jsonArg("--input", f.input); err != nil {
+		return req, err
+	}
+	req.TenantID, req.ProjectID, req.EnvironmentID = f.where.ids()
+	return req, nil
+}
+
 // scheduleCreate is `weft schedule create`.
 func scheduleCreate(ctx context.Context, env *Env, args []string) error {
 	cmd := newAPICommand(env, "schedule create", scheduleCreateSynopsis, scheduleHelp)
-	var req api.ScheduleRequest
-	var file, input string
+	form := addScheduleForm(cmd)
 	paused := cmd.Bool("paused", false, "create it paused")
-	addPlanFileFlag(cmd.flags, &file)
-	cmd.StringVar(&req.Cron, "cron", "", "the cron expression, five fields (required)")
-	cmd.StringVar(&req.Timezone, "timezone", "", "the IANA timezone of the expression (default UTC)")
-	cmd.StringVar(&req.ScheduleID, "id", "", "the schedule's id: repeating the command creates it once (default: a fresh id)")
-	cmd.StringVar(&input, "input", "", "the base of every run's input, a JSON object, @FILE, or - for stdin")
-	cmd.StringVar(&req.MisfirePolicy, "misfire", "", "misfire policy: skip, catchup or compress (default skip)")
-	cmd.IntVar(&req.MaxCatchup, "max-catchup", 0, "with --misfire catchup: the most missed fire times replayed (default 10)")
-	cmd.StringVar(&req.OverlapPolicy, "overlap", "", "overlap policy: skip, buffer-one, allow or cancel-previous (default skip)")
-	where := addWhereFlags(cmd.flags, "")
-	_, err := cmd.parse(args)
+	cmd.StringVar(&form.req.ScheduleID, "id", "", "the schedule's id: repeating the command creates it once (default: a fresh id)")
+	if _, err := cmd.parse(args); err != nil {
+		return err
+	}
+	req, err := form.request(scheduleCreateSynopsis)
 	if err != nil {
 		return err
 	}
-	if file == "" || req.Cron == "" {
-		return fmt.Errorf("pass -f PLAN_FILE and --cron EXPR\nusage: %s", scheduleCreateSynopsis)
-	}
-	if _, req.Plan, err = readPlanFile(file); err != nil {
-		return err
-	}
-	if req.Input, err = jsonArg("--input", input); err != nil {
-		return err
-	}
-	req.TenantID, req.ProjectID, req.EnvironmentID = where.ids()
 	if *paused {
 		req.Paused = paused
 	}
-	return callAPI(cmd, "create a schedule of "+file, func(c *cliClient) (*api.Schedule, error) {
+	return callAPI(cmd, "create a schedule of "+form.file, func(c *cliClient) (*api.Schedule, error) {
 		return c.CreateSchedule(ctx, req)
-	}, func(w io.Writer, s *api.Schedule) error {
-		_, err := fmt.Fprintf(w, "Schedule %s: %q in %s starts plan %s %s; next fire %s.\n",
-			s.ScheduleID, s.Cron, s.Timezone, s.PlanID, s.PlanVersion, fireTime(s.NextFireAt, s.Timezone))
+	}, printScheduleDefined)
+}
+
+const scheduleUpdateSynopsis = "weft schedule update SCHEDULE_ID -f PLAN_FILE --cron EXPR [--timezone TZ] [--input JSON] " +
+	"[--misfire skip|catchup|compress] [--max-catchup N] [--overlap skip|buffer-one|allow|cancel-previous] [-o json]"
+
+// scheduleUpdate is `weft schedule update`: it replaces a schedule's
+// definition (PUT /v1/schedules/{scheduleId}) with the one the flags give,
+// whole, as create takes it; the schedule keeps its id, state and history.
+func scheduleUpdate(ctx context.Context, env *Env, args []string) error {
+	cmd := newAPICommand(env, "schedule update", scheduleUpdateSynopsis, scheduleHelp)
+	form := addScheduleForm(cmd)
+	pos, err := cmd.parse(args, "SCHEDULE_ID")
+	if err != nil {
 		return err
-	})
+	}
+	req, err := form.request(scheduleUpdateSynopsis)
+	if err != nil {
+		return err
+	}
+	return callAPI(cmd, "update schedule "+pos[0], func(c *cliClient) (*api.Schedule, error) {
+		return c.UpdateSchedule(ctx, pos[0], req)
+	}, printScheduleDefined)
+}
+
+// printScheduleDefined says what a created or updated schedule starts,
+// and when next.
+func printScheduleDefined(w io.Writer, s *api.Schedule) error {
+	_, err := fmt.Fprintf(w, "Schedule %s: %q in %s starts plan %s %s; next fire %s.\n",
+		s.ScheduleID, s.Cron, s.Timezone, s.PlanID, s.PlanVersion, fireTime(s.NextFireAt, s.Timezone))
+	return err
 }
 
 // printScheduleList writes one line per schedule, and the command that lists
