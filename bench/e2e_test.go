@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftrun/weft/internal/runstart"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/pkg/outbox"
@@ -14,7 +15,6 @@ import (
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/weftest"
 	"github.com/weftrun/weft/pkg/worker"
-	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 
 // e2eRuns is how many runs each end-to-end figure submits at once.

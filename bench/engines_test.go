@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftrun/weft/pkg/metrics"
-	"github.com/weftrun/weft/pkg/metrics/metricstest"
+	"github.com/weftrun/weft/internal/boot/metrics"
+	"github.com/weftrun/weft/internal/boot/metrics/metricstest"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/pkg/weftest"
 	"github.com/weftrun/weft/services/engine"

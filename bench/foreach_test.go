@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftrun/weft/internal/runstart"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/pkg/weftest"
-	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 
 // forEachElements is how many elements BenchmarkForEach's step loops over.

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/weftrun/weft/internal/policy/auth"
+	"github.com/weftrun/weft/internal/runstart"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/events"
@@ -22,7 +23,6 @@ import (
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/pkg/weftest"
 	"github.com/weftrun/weft/services/projector"
-	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 
 // Issue #5's figures: how fast the projector drains a backlog, and its

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/weftrun/weft/internal/policy/auth"
+	"github.com/weftrun/weft/internal/runstart"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/events"
@@ -20,7 +21,6 @@ import (
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/pkg/weftest"
 	"github.com/weftrun/weft/services/projector"
-	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 
 // Issue #36 finding 3's figures: what one tenant's expensive reads cost

@@ -6,13 +6,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/weftrun/weft/internal/runstart"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/pkg/weftest"
 	"github.com/weftrun/weft/services/projector"
-	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 
 // rebuildRuns is how many completed three-step runs (projectorRunEvents

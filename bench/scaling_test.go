@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftrun/weft/pkg/pgboot"
+	"github.com/weftrun/weft/internal/boot/pgboot"
 )
 
 // scalingCoresEnv sets the CPU quotas, in cores, BenchmarkSystemScaling

@@ -18,7 +18,7 @@ import (
 	"github.com/google/pprof/profile"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/weftrun/weft/pkg/pgboot"
+	"github.com/weftrun/weft/internal/boot/pgboot"
 	"github.com/weftrun/weft/pkg/weftest"
 )
 

@@ -7,7 +7,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/weftrun/weft/pkg/metrics"
+	"github.com/weftrun/weft/internal/boot/metrics"
 	"github.com/weftrun/weft/pkg/plan"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/pkg/metrics/metricstest"
+	"github.com/weftrun/weft/internal/boot/metrics/metricstest"
 )
 
 // runtimeMetrics checks that each service's /metrics serves the Go

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/internal/policy/auth"
+	"github.com/weftrun/weft/internal/runstart"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/client"
 	"github.com/weftrun/weft/pkg/eventlog"
@@ -23,7 +24,6 @@ import (
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/weftest"
 	"github.com/weftrun/weft/services/projector"
-	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 
 // testToken is the reader's API key of the projector the client reads.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/weftrun/weft/pkg/pgboot"
+	"github.com/weftrun/weft/internal/boot/pgboot"
 )
 
 // pgFailoverKind is the fault of a soak with SOAK_PG_FAILOVER: SIGKILL of

@@ -135,7 +135,7 @@ func (f *flags) parseOperands(args []string, max int) ([]string, error) {
 // DefaultMaxConns is the size of a command's Postgres pool unless its URL
 // sets pool_max_conns. pgx's own default, the number of CPUs and at least
 // 4, is too few on a small machine: the engine alone keeps a transaction
-// in flight per lane (Concurrency lanes on each of its two consumers),
+// in flight per shard (Concurrency shards on each of its two consumers),
 // beside its timer, sweep and run-queue loops, and `weft dev` runs every
 // service on one pool.
 const DefaultMaxConns = 16

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/weftrun/weft/cmd/weft/internal/devfile"
+	"github.com/weftrun/weft/internal/boot/pgboot"
 	"github.com/weftrun/weft/internal/policy/keylimit"
 	"github.com/weftrun/weft/internal/store/retention"
-	"github.com/weftrun/weft/pkg/pgboot"
 	"github.com/weftrun/weft/pkg/schema"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/services/engine"

@@ -9,12 +9,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/weftrun/weft/internal/runstart"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/pkg/streams"
-	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 
 // demoPlan is the dev stack's demo: a fan-out of echo steps joined by a

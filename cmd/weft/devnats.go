@@ -11,8 +11,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/weftrun/weft/internal/boot/natsboot"
 	"github.com/weftrun/weft/internal/policy/auth"
-	"github.com/weftrun/weft/pkg/natsboot"
 	"github.com/weftrun/weft/pkg/streams"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/pkg/natsboot"
+	"github.com/weftrun/weft/internal/boot/natsboot"
 	"github.com/weftrun/weft/pkg/weftest"
 )
 

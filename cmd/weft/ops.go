@@ -14,8 +14,8 @@ import (
 
 	"github.com/weftrun/weft/internal/boot/health"
 	"github.com/weftrun/weft/internal/boot/httpserve"
+	"github.com/weftrun/weft/internal/boot/metrics"
 	"github.com/weftrun/weft/internal/boot/traceboot"
-	"github.com/weftrun/weft/pkg/metrics"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/worker"
 	"github.com/weftrun/weft/services/engine"

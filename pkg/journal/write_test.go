@@ -11,12 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/weftrun/weft/internal/store/pipetx"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/pkg/outbox"
-	"github.com/weftrun/weft/pkg/pipetx"
 	"github.com/weftrun/weft/pkg/tracing"
 	"github.com/weftrun/weft/pkg/weftest"
 )

@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/weftrun/weft/pkg/scrapecache"
+	"github.com/weftrun/weft/internal/boot/scrapecache"
 )
 
 // meterName is the instrumentation scope of the relay's metrics.

@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/pkg/metrics"
-	"github.com/weftrun/weft/pkg/metrics/metricstest"
+	"github.com/weftrun/weft/internal/boot/metrics"
+	"github.com/weftrun/weft/internal/boot/metrics/metricstest"
 )
 
 // TestRelayMetrics: while rows wait, weft.outbox.depth counts them and

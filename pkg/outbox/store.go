@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/weftrun/weft/pkg/pipetx"
+	"github.com/weftrun/weft/internal/store/pipetx"
 )
 
 // row is one claimed outbox row.

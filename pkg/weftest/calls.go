@@ -12,7 +12,7 @@ import (
 // Calls counts the round trips a pool's connections make: each query sent
 // on its own and each batch is one. Tests pin how many round trips a
 // transaction costs with it, the figure that bounds a busy transaction on
-// a small machine (pkg/pipetx).
+// a small machine (internal/store/pipetx).
 type Calls struct{ n atomic.Int64 }
 
 // N returns the round trips counted so far.

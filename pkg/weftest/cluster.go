@@ -16,7 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/weftrun/weft/pkg/natsboot"
+	"github.com/weftrun/weft/internal/boot/natsboot"
 )
 
 // NATSCluster is a JetStream cluster of nats-servers on loopback that

@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/weftrun/weft/pkg/natsboot"
+	"github.com/weftrun/weft/internal/boot/natsboot"
 )
 
 // NATS is an embedded nats-server with JetStream that belongs to one test:

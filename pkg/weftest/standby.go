@@ -7,12 +7,12 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/weftrun/weft/pkg/pgboot"
+	"github.com/weftrun/weft/internal/boot/pgboot"
 	"github.com/weftrun/weft/pkg/schema"
 )
 
 // NewStandbyDB starts a private Postgres primary with Weft's schema and a
-// streaming hot standby of it (pkg/pgboot), for tests of what reads a
+// streaming hot standby of it (internal/boot/pgboot), for tests of what reads a
 // standby. Both are stopped, and their pools closed, when t ends. Each
 // DB's Name is "postgres". It takes a few seconds: two servers start and
 // the standby copies the primary.

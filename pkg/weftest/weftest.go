@@ -8,7 +8,7 @@
 // Postgres comes from WEFT_TEST_DATABASE_URL, else the local server at
 // 127.0.0.1:5432. When WEFT_TEST_DATABASE_URL is unset and no local server
 // answers, the harness starts a private instance from the installed
-// PostgreSQL binaries (see pkg/pgboot) and stops it when the package's
+// PostgreSQL binaries (see internal/boot/pgboot) and stops it when the package's
 // tests end. When neither is possible, the test fails and says what to
 // install: it never skips.
 //
@@ -29,7 +29,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
-	"github.com/weftrun/weft/pkg/pgboot"
+	"github.com/weftrun/weft/internal/boot/pgboot"
 )
 
 // DefaultDatabaseURL is used when WEFT_TEST_DATABASE_URL is unset.

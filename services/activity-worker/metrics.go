@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/weftrun/weft/pkg/scrapecache"
+	"github.com/weftrun/weft/internal/boot/scrapecache"
 	"github.com/weftrun/weft/pkg/streams"
 )
 

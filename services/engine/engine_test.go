@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/internal/runstart"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/eventlog/eventlogtest"
 	"github.com/weftrun/weft/pkg/events"
@@ -25,7 +26,6 @@ import (
 	"github.com/weftrun/weft/pkg/task"
 	"github.com/weftrun/weft/pkg/weftest"
 	"github.com/weftrun/weft/services/engine"
-	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 
 // TestMain runs the tests, or, in a crash test's child process, its engine.

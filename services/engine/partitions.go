@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/weftrun/weft/internal/bus/lanes"
+	"github.com/weftrun/weft/internal/bus/shards"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/services/engine/internal/partition"
 )
@@ -55,13 +55,13 @@ type feedSpec struct {
 	stream, prefix string
 	// filter is the subjects of partition p the engine consumes.
 	filter func(p int) string
-	lanes  *lanes.Lanes
+	shards *shards.Shards
 }
 
 // partitionResults is the engine's filter of WEFT_RESULTS: all of them.
 func partitionResults(p int) string { return streams.PartitionFilter(streams.ResultsSubjectPrefix, p) }
 
-// partitionConsumers are the engine's lanes, one set per stream, and the
+// partitionConsumers are the engine's shards, one set per stream, and the
 // partitions it consumes into them.
 type partitionConsumers struct {
 	s       *Service
@@ -71,7 +71,7 @@ type partitionConsumers struct {
 	keepers sync.Map // consumer name → *streams.Keeper, of the partitions held
 }
 
-// startConsumers starts the lanes and the partition manager, which adds
+// startConsumers starts the shards and the partition manager, which adds
 // and removes the partitions' consumers until ctx ends.
 func (s *Service) startConsumers(ctx context.Context) (*partitionConsumers, error) {
 	pc := &partitionConsumers{s: s, done: make(chan struct{})}
@@ -84,17 +84,17 @@ func (s *Service) startConsumers(ctx context.Context) (*partitionConsumers, erro
 		{feedSpec{stream: streams.EventsStream, prefix: streams.EventsSubjectPrefix, filter: streams.EventInputsFilter}, eventRound},
 		{feedSpec{stream: streams.ResultsStream, prefix: streams.ResultsSubjectPrefix, filter: partitionResults}, s.resultRound},
 	} {
-		l := lanes.NewShared(s.cfg.Concurrency, s.cfg.MaxBatch, func(msgs []jetstream.Msg) {
+		l := shards.NewShared(s.cfg.Concurrency, s.cfg.MaxBatch, func(msgs []jetstream.Msg) {
 			s.handleBatch(ctx, msgs, f.toRound)
 		})
-		// The lanes outlive ctx by their drain (the engine's run loop
+		// The shards outlive ctx by their drain (the engine's run loop
 		// stops them once ctx ends): ending Start's context would be a
 		// hard stop.
 		if err := l.Start(context.WithoutCancel(ctx)); err != nil {
 			pc.stopLanes(ctx)
-			return nil, fmt.Errorf("engine: %s lanes: %w", f.stream, err)
+			return nil, fmt.Errorf("engine: %s shards: %w", f.stream, err)
 		}
-		f.lanes = l
+		f.shards = l
 		pc.feeds = append(pc.feeds, f.feedSpec)
 	}
 	pc.manager = &partition.Manager{
@@ -131,7 +131,7 @@ func (pc *partitionConsumers) awaitFirstShare(ctx context.Context, d time.Durati
 }
 
 // stop waits for the manager to release every partition (it does once
-// the engine's ctx ended), then stops the lanes, dropping what they hold
+// the engine's ctx ended), then stops the shards, dropping what they hold
 // once hard ends.
 func (pc *partitionConsumers) stop(hard context.Context) {
 	<-pc.done
@@ -140,7 +140,7 @@ func (pc *partitionConsumers) stop(hard context.Context) {
 
 func (pc *partitionConsumers) stopLanes(ctx context.Context) {
 	for _, f := range pc.feeds {
-		_ = f.lanes.Stop(ctx) // drains until ctx ends; cut short, the messages come back
+		_ = f.shards.Stop(ctx) // drains until ctx ends; cut short, the messages come back
 	}
 }
 
@@ -179,7 +179,7 @@ func (pc *partitionConsumers) add(ctx context.Context, f feedSpec, p int) error 
 	if err != nil {
 		return fmt.Errorf("engine: consumer %s: %w", cc.Durable, err)
 	}
-	err = f.lanes.Add(ctx, keeper, jetstream.PullPriorityGroup(PriorityGroup))
+	err = f.shards.Add(ctx, keeper, jetstream.PullPriorityGroup(PriorityGroup))
 	if err != nil {
 		_ = keeper.Close()
 		return fmt.Errorf("engine: consumer %s: %w", cc.Durable, err)
@@ -215,7 +215,7 @@ func (pc *partitionConsumers) olderForms(ctx context.Context, f feedSpec, p int)
 	return held, nil
 }
 
-// release stops consuming partition p of every stream, once the lanes
+// release stops consuming partition p of every stream, once the shards
 // handled what it delivered, and unpins its consumers, so the engine that
 // takes p need not wait out the pin.
 func (pc *partitionConsumers) release(ctx context.Context, p int) {
@@ -229,7 +229,7 @@ func (pc *partitionConsumers) remove(ctx context.Context, f feedSpec, p int) {
 	name := PartitionConsumer(f.stream, p)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.AckWait)
 	defer cancel()
-	if err := f.lanes.Remove(ctx, name); err != nil {
+	if err := f.shards.Remove(ctx, name); err != nil {
 		s.logger.WarnContext(ctx, "engine: releasing a partition cut short", "consumer", name, "err", err)
 	}
 	if k, ok := pc.keepers.LoadAndDelete(name); ok {

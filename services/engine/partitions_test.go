@@ -15,9 +15,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/internal/boot/metrics"
+	"github.com/weftrun/weft/internal/boot/metrics/metricstest"
 	"github.com/weftrun/weft/pkg/events"
-	"github.com/weftrun/weft/pkg/metrics"
-	"github.com/weftrun/weft/pkg/metrics/metricstest"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/services/engine"

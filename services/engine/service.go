@@ -43,10 +43,10 @@ import (
 
 // Defaults applied to a zero Config field.
 //
-// DefaultConcurrency is low on purpose: a lane runs the messages waiting
-// for it as one transaction, so fewer lanes make bigger batches and fewer
+// DefaultConcurrency is low on purpose: a shard runs the messages waiting
+// for it as one transaction, so fewer shards make bigger batches and fewer
 // round trips per round (BenchmarkSystem measures it; BENCHMARKS.md). Two
-// lanes, not one, so a slow round holds up half of the runs, not all. A
+// shards, not one, so a slow round holds up half of the runs, not all. A
 // Postgres with many cores may want more.
 const (
 	DefaultConcurrency       = 2
@@ -67,10 +67,10 @@ const (
 
 // Config tunes the engine. The zero value of each field means its default.
 type Config struct {
-	// Concurrency is how many lanes each consumer has: rounds of
-	// different lanes run at once.
+	// Concurrency is how many shards each consumer has (internal/bus/shards):
+	// rounds of different shards run at once.
 	Concurrency int
-	// MaxBatch is how many waiting messages of one lane run as one batch
+	// MaxBatch is how many waiting messages of one shard run as one batch
 	// of rounds, in one transaction.
 	MaxBatch int
 	// AckWait is how long JetStream waits for a round's ack before it

@@ -16,11 +16,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/internal/runstart"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/services/projector"
-	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 
 // The runs list is newest first and each filter keeps exactly its runs.

@@ -19,10 +19,10 @@ import (
 
 // Defaults applied to a zero Config field.
 //
-// DefaultConcurrency is one lane: a batch's cost is mostly its own (a
+// DefaultConcurrency is one shard: a batch's cost is mostly its own (a
 // transaction of two round trips, the prelude, the lock and check of its
 // runs), so while a batch runs the next one should grow rather than start
-// beside it; one lane drains a backlog as fast as several, at less CPU a
+// beside it; one shard drains a backlog as fast as several, at less CPU a
 // run (BENCHMARKS.md). More projectors share the consumer to scale out.
 const (
 	DefaultAddr           = ":8081"
@@ -79,8 +79,8 @@ type Config struct {
 	// stack's API key (.weft/dev/token), which the UI's sign-in form names.
 	// Empty, for any other stack, the form names no file.
 	DevTokenFile string
-	// Concurrency is the number of lanes applying events in parallel; a
-	// run's events always go to the same lane.
+	// Concurrency is the number of shards applying events in parallel
+	// (internal/bus/shards); a run's events always go to the same shard.
 	Concurrency int
 	// MaxBatch bounds the messages one transaction applies.
 	MaxBatch int

@@ -13,17 +13,17 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/weftrun/weft/internal/bus/batch"
-	"github.com/weftrun/weft/internal/bus/lanes"
+	"github.com/weftrun/weft/internal/bus/shards"
+	"github.com/weftrun/weft/internal/store/pipetx"
 	"github.com/weftrun/weft/pkg/events"
-	"github.com/weftrun/weft/pkg/pipetx"
 	"github.com/weftrun/weft/pkg/streams"
 )
 
 // consume creates (or updates) the shared durable consumer on WEFT_EVENTS
-// and feeds it to Concurrency lanes, one run per lane. The lanes keep the
+// and feeds it to Concurrency shards, one run per shard. The shards keep the
 // consumer (streams.Keeper): deleted, it is created again. The keeper's
 // metrics are unregistered when ctx ends.
-func (s *Service) consume(ctx context.Context) (*lanes.Lanes, error) {
+func (s *Service) consume(ctx context.Context) (*shards.Shards, error) {
 	keeper, err := streams.NewKeeper(s.js, streams.EventsStream, jetstream.ConsumerConfig{
 		Durable:       Consumer,
 		FilterSubject: streams.EventsSubjectPrefix + ".>",
@@ -39,10 +39,10 @@ func (s *Service) consume(ctx context.Context) (*lanes.Lanes, error) {
 	settler := batch.New[events.Event](applyHandler{s}, batch.Config{
 		Name: "projector", AckWait: s.cfg.AckWait, RetryDelay: s.cfg.RetryDelay, Logger: s.logger,
 	})
-	l := lanes.New(keeper, s.cfg.Concurrency, s.cfg.MaxBatch, func(msgs []jetstream.Msg) {
+	l := shards.New(keeper, s.cfg.Concurrency, s.cfg.MaxBatch, func(msgs []jetstream.Msg) {
 		settler.Settle(ctx, msgs)
 	})
-	// The lanes outlive ctx by their drain (Serve stops them once ctx
+	// The shards outlive ctx by their drain (Serve stops them once ctx
 	// ends): ending Start's context would be a hard stop.
 	if err := l.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("projector: %w", err)
@@ -98,7 +98,7 @@ func (h applyHandler) Handle(ctx context.Context, evs []events.Event, msgs []jet
 
 // applyRuns projects each run's events (nil for a resync with no new
 // event) and stores the changed snapshots, their watermarks and their gap
-// alerts in one transaction of two round trips (pkg/pipetx): BEGIN
+// alerts in one transaction of two round trips (internal/store/pipetx): BEGIN
 // with the creation and locking of the runs' rows, then the writes with
 // COMMIT. A resync that reads the log adds its reads. After the commit it
 // tells the other projectors which runs changed (notifyChanged), reports

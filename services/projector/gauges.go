@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/weftrun/weft/pkg/scrapecache"
+	"github.com/weftrun/weft/internal/boot/scrapecache"
 )
 
 // gaugeTimeout bounds the queries behind the projector's gauges.

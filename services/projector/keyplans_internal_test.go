@@ -5,8 +5,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/internal/store/pipetx"
 	"github.com/weftrun/weft/pkg/events"
-	"github.com/weftrun/weft/pkg/pipetx"
 	"github.com/weftrun/weft/pkg/weftest"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/weftrun/weft/internal/store/pipetx"
 	"github.com/weftrun/weft/pkg/periodic"
-	"github.com/weftrun/weft/pkg/pipetx"
 )
 
 // Cross-process wakeups. The runs that committed batches changed are sent

@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
+	"github.com/weftrun/weft/internal/boot/metrics"
+	"github.com/weftrun/weft/internal/boot/metrics/metricstest"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/journal"
-	"github.com/weftrun/weft/pkg/metrics"
-	"github.com/weftrun/weft/pkg/metrics/metricstest"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/weftest"
 	"github.com/weftrun/weft/services/projector"

@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/internal/boot/httpserve"
+	"github.com/weftrun/weft/internal/boot/metrics"
+	"github.com/weftrun/weft/internal/boot/metrics/metricstest"
 	"github.com/weftrun/weft/internal/policy/keylimit"
 	"github.com/weftrun/weft/pkg/api"
-	"github.com/weftrun/weft/pkg/metrics"
-	"github.com/weftrun/weft/pkg/metrics/metricstest"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/weftest"
 	gateway "github.com/weftrun/weft/services/signal-gateway"

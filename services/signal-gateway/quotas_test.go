@@ -11,9 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/internal/boot/metrics"
+	"github.com/weftrun/weft/internal/boot/metrics/metricstest"
 	"github.com/weftrun/weft/pkg/api"
-	"github.com/weftrun/weft/pkg/metrics"
-	"github.com/weftrun/weft/pkg/metrics/metricstest"
 	"github.com/weftrun/weft/pkg/weftest"
 	gateway "github.com/weftrun/weft/services/signal-gateway"
 	"github.com/weftrun/weft/services/signal-gateway/internal/jsonrpc"

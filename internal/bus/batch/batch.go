@@ -6,7 +6,7 @@
 // lost comes back after the consumer's AckWait, so a Handler must treat a
 // message it has seen before as a duplicate.
 //
-// The batches come from internal/bus/lanes: a Settler's Settle is the
+// The batches come from internal/bus/shards: a Settler's Settle is the
 // lanes' handler.
 package batch
 

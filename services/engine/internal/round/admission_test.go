@@ -9,13 +9,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/internal/policy/admission"
+	"github.com/weftrun/weft/internal/runstart"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/pkg/weftest"
 	"github.com/weftrun/weft/services/engine/internal/decide"
 	"github.com/weftrun/weft/services/engine/internal/round"
-	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 
 // A batch that starts runs of several limited environments takes their

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/internal/runstart"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/journal"
@@ -17,7 +18,6 @@ import (
 	"github.com/weftrun/weft/pkg/weftest"
 	"github.com/weftrun/weft/services/engine/internal/decide"
 	"github.com/weftrun/weft/services/engine/internal/round"
-	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 
 // bench is one run of a linear plan in a fresh database, driven round by

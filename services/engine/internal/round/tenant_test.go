@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/internal/runstart"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/pkg/plan"
@@ -16,7 +17,6 @@ import (
 	"github.com/weftrun/weft/pkg/weftest"
 	"github.com/weftrun/weft/services/engine/internal/decide"
 	"github.com/weftrun/weft/services/engine/internal/round"
-	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 
 // Every task carries its run's tenant, from the run's approval: the task

@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/weftrun/weft/internal/runstart"
 	"github.com/weftrun/weft/pkg/api"
-	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 
 // Repeat says how a start answers a repeat of its run-request tuple whose

@@ -21,10 +21,10 @@ import (
 
 	"github.com/weftrun/weft/internal/policy/admission"
 	"github.com/weftrun/weft/internal/policy/auth"
+	"github.com/weftrun/weft/internal/runstart"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/pkg/plan"
-	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 
 // Defaults applied to a zero Config field.

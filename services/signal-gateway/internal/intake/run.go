@@ -13,11 +13,11 @@ import (
 
 	"github.com/weftrun/weft/internal/policy/admission"
 	"github.com/weftrun/weft/internal/policy/auth"
+	"github.com/weftrun/weft/internal/runstart"
+	"github.com/weftrun/weft/internal/store/pipetx"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/journal"
-	"github.com/weftrun/weft/pkg/pipetx"
-	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 
 // RunResult is the answer to a start: Created is false for a repeat of an

@@ -9,8 +9,8 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/weftrun/weft/internal/store/pipetx"
 	"github.com/weftrun/weft/pkg/journal"
-	"github.com/weftrun/weft/pkg/pipetx"
 )
 
 // decideTx decides the signals of calls, each of a run of its own, on w,

@@ -10,10 +10,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/weftrun/weft/internal/runstart"
+	"github.com/weftrun/weft/internal/store/pipetx"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/journal"
-	"github.com/weftrun/weft/pkg/pipetx"
-	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 
 // startCall is one start on its way through a group (grouper): the start

@@ -13,11 +13,11 @@ import (
 
 	"github.com/weftrun/weft/internal/policy/admission"
 	"github.com/weftrun/weft/internal/policy/auth"
+	"github.com/weftrun/weft/internal/runstart"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/pkg/weftest"
-	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 
 // startSetup returns an Intake over a fresh database in which environment

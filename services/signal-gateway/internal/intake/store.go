@@ -76,7 +76,7 @@ type signalState struct {
 // with the RunResumed of a RETRY_STEP that reopens it) has not ended, and
 // the log is not read; otherwise its last event among the ends and
 // RunResumed says, so a run without that row whose log has no end (one
-// approved outside services/signal-gateway/runstart) has not ended either. Read under
+// approved outside internal/runstart) has not ended either. Read under
 // the run's head lock, which the round that ends a run holds to append
 // the end, it cannot change before the transaction commits.
 const endedSQL = `

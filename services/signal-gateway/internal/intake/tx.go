@@ -10,8 +10,8 @@ import (
 
 	"github.com/weftrun/weft/internal/policy/admission"
 	"github.com/weftrun/weft/internal/policy/auth"
+	"github.com/weftrun/weft/internal/runstart"
 	"github.com/weftrun/weft/pkg/api"
-	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 
 // CheckStart refuses req with an *Error when RunStart would refuse it

@@ -9,10 +9,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/internal/boot/metrics"
+	"github.com/weftrun/weft/internal/boot/metrics/metricstest"
 	"github.com/weftrun/weft/internal/policy/admission"
 	"github.com/weftrun/weft/pkg/api"
-	"github.com/weftrun/weft/pkg/metrics"
-	"github.com/weftrun/weft/pkg/metrics/metricstest"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
 	"github.com/weftrun/weft/services/signal-gateway/internal/schedule"
 )

@@ -8,12 +8,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/internal/policy/admission"
+	"github.com/weftrun/weft/internal/runstart"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/pkg/weftest"
-	"github.com/weftrun/weft/services/signal-gateway/runstart"
 )
 
 func TestMain(m *testing.M) { weftest.Main(m) }

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/pkg/pgboot"
+	"github.com/weftrun/weft/internal/boot/pgboot"
 )
 
 // promoteWait bounds the wait for a write to succeed after the primary

@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/pkg/pgboot"
+	"github.com/weftrun/weft/internal/boot/pgboot"
 )
 
 // TestPrivateInstanceKeepsDataAcrossRestart starts a private server in a

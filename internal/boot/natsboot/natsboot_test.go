@@ -7,7 +7,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/pkg/natsboot"
+	"github.com/weftrun/weft/internal/boot/natsboot"
 	"github.com/weftrun/weft/pkg/weftest"
 )
 

@@ -1,17 +1,17 @@
-// Package lanes feeds JetStream consumers' messages to a fixed number of
-// goroutines, by run: a message goes to the lane its subject's last token
+// Package shards feeds JetStream consumers' messages to a fixed number of
+// goroutines, by run: a message goes to the shard its subject's last token
 // (a run id, in weft.events.<p>.<runId> and weft.results.<p>.<runId>)
 // hashes to, so one process handles a run's messages one batch at a time,
 // in the order JetStream delivers them, while different runs proceed in
-// parallel. Each lane hands its handler the messages already waiting, up
+// parallel. Each shard hands its handler the messages already waiting, up
 // to a batch limit, so one transaction can settle many.
 //
-// Lanes consume one consumer (New) or a changing set of them (NewShared,
+// Shards consume one consumer (New) or a changing set of them (NewShared,
 // Add, Remove: an engine's partitions, docs/scaling.md). Each consumer is
 // kept through a streams.Keeper: deleted, alone or with its stream, it is
 // created again and consumed again (docs/observability.md, "Missing
 // consumers").
-package lanes
+package shards
 
 import (
 	"context"
@@ -27,24 +27,24 @@ import (
 	"github.com/weftrun/weft/pkg/streams"
 )
 
-// ErrNotRunning is returned by Add and Remove on lanes not started, or
+// ErrNotRunning is returned by Add and Remove on shards not started, or
 // stopping.
-var ErrNotRunning = errors.New("lanes: not running")
+var ErrNotRunning = errors.New("shards: not running")
 
-// Lanes are consumers feeding n lanes. Their lifecycle is pkg/startstop's:
+// Shards are consumers feeding n shards. Their lifecycle is pkg/startstop's:
 // Start, then Stop with a drain bounded by Stop's context. Their methods
 // are safe for concurrent use.
-type Lanes struct {
+type Shards struct {
 	initial  *streams.Keeper // New's consumer, fed from Start; nil for NewShared
 	n        int
 	maxBatch int
 	batch    func([]jetstream.Msg)
-	lanes    []chan delivery
-	wg       sync.WaitGroup // the lanes' goroutines
+	shards   []chan delivery
+	wg       sync.WaitGroup // the shards' goroutines
 	life     startstop.Base
 
 	// consuming counts the feeds whose Consume may still put messages in
-	// the lanes; the lanes close once it is zero.
+	// the shards; the shards close once it is zero.
 	consuming sync.WaitGroup
 
 	mu    sync.Mutex
@@ -52,47 +52,47 @@ type Lanes struct {
 	feeds map[string]*feed // by consumer name
 }
 
-// delivery is a message in a lane and the feed it came from.
+// delivery is a message in a shard and the feed it came from.
 type delivery struct {
 	m jetstream.Msg
 	f *feed
 }
 
-// New returns lanes that, once started, consume keeper's consumer into n
-// lanes, each calling handle with batches of 1 to maxBatch messages of the
-// lanes' runs. handle settles the messages; the lanes never interrupt it,
+// New returns shards that, once started, consume keeper's consumer into n
+// shards, each calling handle with batches of 1 to maxBatch messages of the
+// shards' runs. handle settles the messages; the shards never interrupt it,
 // so it must bound its own work.
-func New(keeper *streams.Keeper, n, maxBatch int, handle func([]jetstream.Msg)) *Lanes {
+func New(keeper *streams.Keeper, n, maxBatch int, handle func([]jetstream.Msg)) *Shards {
 	l := NewShared(n, maxBatch, handle)
 	l.initial = keeper
 	return l
 }
 
-// NewShared returns lanes with no consumer: once started, Add and Remove
+// NewShared returns shards with no consumer: once started, Add and Remove
 // change the consumers they consume. Otherwise as New.
-func NewShared(n, maxBatch int, handle func([]jetstream.Msg)) *Lanes {
-	return &Lanes{n: n, maxBatch: maxBatch, batch: handle, feeds: map[string]*feed{}}
+func NewShared(n, maxBatch int, handle func([]jetstream.Msg)) *Shards {
+	return &Shards{n: n, maxBatch: maxBatch, batch: handle, feeds: map[string]*feed{}}
 }
 
-// Start starts the lanes and, for lanes made by New, the keeper's
+// Start starts the shards and, for shards made by New, the keeper's
 // consumer, kept until Stop or ctx's end (see Add).
 //
 // A creation that fails in a way that may be transient does not fail
-// Start (streams.Keeper.Start): the lanes start with the consumer missing
+// Start (streams.Keeper.Start): the shards start with the consumer missing
 // and consume it once the keeper has created it. Start fails when the
 // server rejects the consumer's config for good. The end of ctx is a hard
-// stop (see Stop); a caller that wants a drain starts the lanes with a
+// stop (see Stop); a caller that wants a drain starts the shards with a
 // context that outlives its own and calls Stop.
-func (l *Lanes) Start(ctx context.Context) error {
+func (l *Shards) Start(ctx context.Context) error {
 	return l.life.Start(ctx, l.start)
 }
 
-func (l *Lanes) start(hard, soft context.Context) (func(), error) {
-	l.lanes = make([]chan delivery, l.n)
-	for i := range l.lanes {
-		lane := make(chan delivery, l.maxBatch)
-		l.lanes[i] = lane
-		l.wg.Go(func() { l.serve(hard, lane) })
+func (l *Shards) start(hard, soft context.Context) (func(), error) {
+	l.shards = make([]chan delivery, l.n)
+	for i := range l.shards {
+		shard := make(chan delivery, l.maxBatch)
+		l.shards[i] = shard
+		l.wg.Go(func() { l.serve(hard, shard) })
 	}
 	l.mu.Lock()
 	l.soft = soft
@@ -112,17 +112,17 @@ func (l *Lanes) start(hard, soft context.Context) (func(), error) {
 }
 
 // Add creates (or updates) keeper's consumer and consumes it into the
-// running lanes with opts (a priority group, say), until Remove, Stop or
+// running shards with opts (a priority group, say), until Remove, Stop or
 // the end of Start's context. ctx bounds the creation only.
 //
-// The lanes keep the consumer: the errors Consume reports go to
+// The shards keep the consumer: the errors Consume reports go to
 // keeper.Suspect, and whenever the keeper finds the consumer missing and
-// creates it again (streams.Keeper.Keep), the lanes consume the new one. A
+// creates it again (streams.Keeper.Keep), the shards consume the new one. A
 // Consume that ended on its own (nats.go stops it when the consumer is
 // deleted) is replaced the same way. A creation that may succeed later
 // leaves the consumer to the keeper (streams.Keeper.Start); one the server
 // rejects for good fails Add. A consumer already added is left as it is.
-func (l *Lanes) Add(ctx context.Context, keeper *streams.Keeper, opts ...jetstream.PullConsumeOpt) error {
+func (l *Shards) Add(ctx context.Context, keeper *streams.Keeper, opts ...jetstream.PullConsumeOpt) error {
 	l.mu.Lock()
 	soft, dup := l.soft, l.feeds[keeper.Name()] != nil
 	l.mu.Unlock()
@@ -134,7 +134,7 @@ func (l *Lanes) Add(ctx context.Context, keeper *streams.Keeper, opts ...jetstre
 	}
 	cons, err := keeper.Start(ctx)
 	if err != nil {
-		return fmt.Errorf("lanes: %w", err)
+		return fmt.Errorf("shards: %w", err)
 	}
 	f := newFeed(l, keeper, opts)
 	if cons != nil {
@@ -159,12 +159,12 @@ func (l *Lanes) Add(ctx context.Context, keeper *streams.Keeper, opts ...jetstre
 }
 
 // Remove stops consuming the consumer named name: it stops keeping it,
-// drains its Consume (the messages already received go to the lanes) and
-// waits until the lanes have handled every message it delivered, or ctx
+// drains its Consume (the messages already received go to the shards) and
+// waits until the shards have handled every message it delivered, or ctx
 // ends (an error wrapping startstop.ErrDrainCutShort; the messages left
-// are handled later, or redelivered). Removing a consumer the lanes do not
+// are handled later, or redelivered). Removing a consumer the shards do not
 // consume is a no-op.
-func (l *Lanes) Remove(ctx context.Context, name string) error {
+func (l *Shards) Remove(ctx context.Context, name string) error {
 	l.mu.Lock()
 	f := l.feeds[name]
 	delete(l.feeds, name)
@@ -175,8 +175,8 @@ func (l *Lanes) Remove(ctx context.Context, name string) error {
 	return f.stop(ctx)
 }
 
-// Consumers returns the names of the consumers the lanes consume.
-func (l *Lanes) Consumers() []string {
+// Consumers returns the names of the consumers the shards consume.
+func (l *Shards) Consumers() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	names := make([]string, 0, len(l.feeds))
@@ -187,8 +187,8 @@ func (l *Lanes) Consumers() []string {
 }
 
 // stopFeeds removes every feed, waiting for each one's Consume to close
-// (not for its messages: the lanes, draining, handle them).
-func (l *Lanes) stopFeeds() {
+// (not for its messages: the shards, draining, handle them).
+func (l *Shards) stopFeeds() {
 	l.mu.Lock()
 	feeds := l.feeds
 	l.feeds, l.soft = map[string]*feed{}, nil
@@ -198,12 +198,12 @@ func (l *Lanes) stopFeeds() {
 	}
 }
 
-// serve hands the messages of lane to the handler, a batch at a time,
-// until the lane is closed. After a hard stop it takes the messages left
+// serve hands the messages of shard to the handler, a batch at a time,
+// until the shard is closed. After a hard stop it takes the messages left
 // without handling them: JetStream redelivers them.
-func (l *Lanes) serve(hard context.Context, lane chan delivery) {
-	for d := range lane {
-		batch := drain(d, lane, l.maxBatch)
+func (l *Shards) serve(hard context.Context, shard chan delivery) {
+	for d := range shard {
+		batch := drain(d, shard, l.maxBatch)
 		if hard.Err() == nil {
 			msgs := make([]jetstream.Msg, len(batch))
 			for i, d := range batch {
@@ -218,48 +218,48 @@ func (l *Lanes) serve(hard context.Context, lane chan delivery) {
 }
 
 // Stop stops keeping the consumers and delivery, hands the messages the
-// lanes already hold to the handler, and waits for the batches in flight.
-// When ctx ends first, the lanes stop taking the messages they hold (not
+// shards already hold to the handler, and waits for the batches in flight.
+// When ctx ends first, the shards stop taking the messages they hold (not
 // acked, JetStream redelivers them), wait for the batches in flight, and
 // Stop returns an error wrapping startstop.ErrDrainCutShort. Stop is
-// idempotent, and a no-op on lanes never started.
-func (l *Lanes) Stop(ctx context.Context) error {
+// idempotent, and a no-op on shards never started.
+func (l *Shards) Stop(ctx context.Context) error {
 	if err := l.life.Stop(ctx); err != nil {
-		return fmt.Errorf("lanes: stop: %w", err)
+		return fmt.Errorf("shards: stop: %w", err)
 	}
 	return nil
 }
 
 // Started returns a channel closed once Start has succeeded.
-func (l *Lanes) Started() <-chan struct{} { return l.life.Started() }
+func (l *Shards) Started() <-chan struct{} { return l.life.Started() }
 
-// Stopped returns a channel closed once started lanes have stopped, by
+// Stopped returns a channel closed once started shards have stopped, by
 // Stop or by the end of Start's ctx.
-func (l *Lanes) Stopped() <-chan struct{} { return l.life.Stopped() }
+func (l *Shards) Stopped() <-chan struct{} { return l.life.Stopped() }
 
-// lane returns the channel of the lane that handles m's run.
-func (l *Lanes) lane(m jetstream.Msg) chan delivery {
+// shard returns the channel of the shard that handles m's run.
+func (l *Shards) shard(m jetstream.Msg) chan delivery {
 	subject := m.Subject()
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(subject[strings.LastIndexByte(subject, '.')+1:]))
-	return l.lanes[h.Sum32()%uint32(len(l.lanes))]
+	return l.shards[h.Sum32()%uint32(len(l.shards))]
 }
 
-func (l *Lanes) closeLanes() {
+func (l *Shards) closeLanes() {
 	l.consuming.Wait()
-	for _, lane := range l.lanes {
-		close(lane)
+	for _, shard := range l.shards {
+		close(shard)
 	}
 	l.wg.Wait()
 }
 
 // drain returns first and up to limit-1 more deliveries already waiting in
-// lane, without waiting for any.
-func drain(first delivery, lane <-chan delivery, limit int) []delivery {
+// shard, without waiting for any.
+func drain(first delivery, shard <-chan delivery, limit int) []delivery {
 	batch := []delivery{first}
 	for len(batch) < limit {
 		select {
-		case d, ok := <-lane:
+		case d, ok := <-shard:
 			if !ok {
 				return batch
 			}

@@ -1,4 +1,4 @@
-package lanes_test
+package shards_test
 
 import (
 	"context"
@@ -8,15 +8,15 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/weftrun/weft/internal/bus/lanes"
+	"github.com/weftrun/weft/internal/bus/shards"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/startstop"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/weftest"
 )
 
-// Shared lanes consume the consumers added to them. Remove waits until
-// the lanes have handled what the removed consumer delivered (or its
+// Shared shards consume the consumers added to them. Remove waits until
+// the shards have handled what the removed consumer delivered (or its
 // context ends); the consumer's later messages wait on the server for the
 // next one to consume it.
 func TestSharedLanesAddAndRemoveConsumers(t *testing.T) {
@@ -24,7 +24,7 @@ func TestSharedLanesAddAndRemoveConsumers(t *testing.T) {
 	js := weftest.NewNATS(t).JetStream(t)
 	require.NoError(t, streams.Ensure(t.Context(), js, streams.Config{MaxBytes: 16 << 20, Partitions: 2}))
 	got, release := make(chan string, 16), make(chan struct{})
-	l := lanes.NewShared(2, 4, func(msgs []jetstream.Msg) {
+	l := shards.NewShared(2, 4, func(msgs []jetstream.Msg) {
 		for _, m := range msgs {
 			got <- string(m.Data())
 			<-release
@@ -33,7 +33,7 @@ func TestSharedLanesAddAndRemoveConsumers(t *testing.T) {
 			}
 		}
 	})
-	require.ErrorIs(t, l.Add(t.Context(), partitionKeeper(t, js, 0)), lanes.ErrNotRunning, "not started")
+	require.ErrorIs(t, l.Add(t.Context(), partitionKeeper(t, js, 0)), shards.ErrNotRunning, "not started")
 	require.NoError(t, l.Start(t.Context()))
 	t.Cleanup(func() {
 		close(release)

@@ -1,4 +1,4 @@
-package lanes
+package shards
 
 import (
 	"context"
@@ -11,15 +11,15 @@ import (
 	"github.com/weftrun/weft/pkg/streams"
 )
 
-// feed is one consumer of the lanes: its keeper, its current Consume and
-// the count of the messages it delivered that the lanes have not handled.
+// feed is one consumer of the shards: its keeper, its current Consume and
+// the count of the messages it delivered that the shards have not handled.
 type feed struct {
-	l      *Lanes
+	l      *Shards
 	keeper *streams.Keeper
 	opts   []jetstream.PullConsumeOpt
 	handle jetstream.MessageHandler
 
-	handled  sync.WaitGroup // one per message in a lane
+	handled  sync.WaitGroup // one per message in a shard
 	cancel   context.CancelFunc
 	keepDone chan struct{}
 	stopOnce sync.Once
@@ -28,17 +28,17 @@ type feed struct {
 	cc jetstream.ConsumeContext // nil while no Consume runs
 }
 
-func newFeed(l *Lanes, keeper *streams.Keeper, opts []jetstream.PullConsumeOpt) *feed {
+func newFeed(l *Shards, keeper *streams.Keeper, opts []jetstream.PullConsumeOpt) *feed {
 	f := &feed{l: l, keeper: keeper, opts: opts, keepDone: make(chan struct{})}
 	f.handle = func(m jetstream.Msg) {
 		f.handled.Add(1)
-		l.lane(m) <- delivery{m: m, f: f}
+		l.shard(m) <- delivery{m: m, f: f}
 	}
 	l.consuming.Add(1)
 	return f
 }
 
-// keep runs the keeper's loop, with ctx's values, until the lanes' soft
+// keep runs the keeper's loop, with ctx's values, until the shards' soft
 // context ends or the feed stops: the loop outlives the call that added
 // the feed.
 func (f *feed) keep(ctx, soft context.Context) {
@@ -63,7 +63,7 @@ func (f *feed) consume(cons jetstream.Consumer) error {
 	})}, f.opts...)
 	cc, err := cons.Consume(f.handle, opts...)
 	if err != nil {
-		return fmt.Errorf("lanes: consume %s: %w", f.keeper.Name(), err)
+		return fmt.Errorf("shards: consume %s: %w", f.keeper.Name(), err)
 	}
 	f.cc = cc
 	return nil
@@ -108,7 +108,7 @@ func (f *feed) stopConsuming() {
 	})
 }
 
-// stop stops consuming and waits until the lanes have handled every
+// stop stops consuming and waits until the shards have handled every
 // message the feed delivered, or ctx ends.
 func (f *feed) stop(ctx context.Context) error {
 	f.stopConsuming()
@@ -121,6 +121,6 @@ func (f *feed) stop(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("lanes: remove %s: %w", f.keeper.Name(), startstop.ErrDrainCutShort)
+		return fmt.Errorf("shards: remove %s: %w", f.keeper.Name(), startstop.ErrDrainCutShort)
 	}
 }

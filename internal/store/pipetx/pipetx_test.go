@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/weftrun/weft/pkg/pipetx"
+	"github.com/weftrun/weft/internal/store/pipetx"
 	"github.com/weftrun/weft/pkg/weftest"
 )
 
