@@ -156,8 +156,19 @@ async function slot() { // one task at a time, from the next subject in round-ro
   }
 }
 
-for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => { stopping = true; waiters.splice(0).forEach((w) => w()); });
+const stop = () => { stopping = true; waiters.splice(0).forEach((w) => w()); };
+for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, stop);
+// A connection closed for good (its credentials refused, its reconnects
+// spent) never comes back: stop and exit 1 instead of pulling in vain.
+let lost = null;
+nc.closed().then((err) => {
+  if (stopping) return;
+  lost = err || new Error("connection closed");
+  log("worker: the NATS connection is closed for good; stopping", { level: "ERROR", error: String(lost) });
+  stop();
+});
 log("worker started", { activities: Object.keys(activities), slots });
 await Promise.all(Array.from({ length: slots }, slot)); // running attempts finish first
-await nc.drain();
+if (!nc.isClosed()) await nc.drain();
 log("worker stopped");
+if (lost) process.exit(1);

@@ -91,7 +91,11 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer) erro
 		return err
 	}
 	log.Info("serving", "queue", Queue, "nats", conn.from, "activities", "fetch-json, count-by")
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-w.Stopped(): // by itself: its NATS connection closed for good
+		return w.Err()
+	}
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
 	defer cancel()
 	return w.Stop(stopCtx)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
@@ -120,4 +121,36 @@ func TestWorkerWaitingForItsConsumerStops(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, w.Start(t.Context()))
 	require.NoError(t, w.Stop(t.Context()))
+}
+
+// A worker whose NATS connection closes for good stops by itself, says
+// so in its log and in Err, instead of pulling in vain for ever; a worker
+// stopped by Stop has no Err.
+func TestWorkerStopsWhenItsConnectionClosesForGood(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	nc := b.nats.Conn(t)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	w, err := worker.New(js, worker.Config{Logger: b.logger})
+	require.NoError(t, err)
+	require.NoError(t, w.Register("echo", echo))
+	require.NoError(t, w.Start(t.Context()))
+	require.NoError(t, w.Err(), "running")
+
+	nc.Close()
+	select {
+	case <-w.Stopped():
+	case <-time.After(time.Minute):
+		t.Fatalf("the worker did not stop; logs:\n%s", b.logs.String())
+	}
+	require.ErrorIs(t, w.Err(), worker.ErrConnectionClosed)
+	require.Contains(t, b.logs.String(), "the NATS connection is closed for good; the worker stops taking tasks")
+	require.NoError(t, w.Stop(t.Context()), "Stop after it stopped is a no-op")
+
+	other, err := worker.New(b.js, worker.Config{Logger: b.logger})
+	require.NoError(t, err)
+	require.NoError(t, other.Start(t.Context()))
+	require.NoError(t, other.Stop(t.Context()))
+	require.NoError(t, other.Err(), "a stop asked for is no failure")
 }

@@ -115,7 +115,11 @@
 // ends; then it cancels them and gives their tasks back (Nak) without
 // reporting a result, so another worker runs them as the next delivery. A
 // worker that dies instead leaves its tasks to be redelivered after
-// AckWait. Cancelling Start's context is the same hard stop.
+// AckWait. Cancelling Start's context is the same hard stop. A worker whose
+// NATS connection closes for good (its owner closed it, or its reconnects
+// were spent or refused) stops by itself: Stopped is closed and Err is
+// ErrConnectionClosed, so a process that waits on Stopped as well as on
+// its own end can exit instead of pulling in vain.
 //
 // # Secrets
 //

@@ -109,4 +109,9 @@ var (
 	// ErrSecretNotFound is returned by a SecretsProvider when the key it
 	// was asked for does not exist.
 	ErrSecretNotFound = errors.New("worker: secret not found")
+	// ErrConnectionClosed is the Err of a worker that stopped by itself
+	// because its NATS connection closed for good (closed by its owner,
+	// or its reconnects spent or refused, as when its credentials changed):
+	// no pull could ever succeed again.
+	ErrConnectionClosed = errors.New("worker: the NATS connection is closed for good")
 )

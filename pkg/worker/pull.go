@@ -18,9 +18,10 @@ const (
 	maxPullBackoff = 5 * time.Second
 )
 
-// pull takes tasks while soft lasts and runs each on its own goroutine in
-// tasks, fairly across the queue's lanes (lanes.go): for each free slot it
-// pulls one task from the next lane, in round-robin order, that has one,
+// pull takes tasks while soft lasts (and its connection: pullFailed) and
+// runs each on its own goroutine in tasks, fairly across the queue's lanes
+// (lanes.go): for each free slot it pulls one task from the next lane, in
+// round-robin order, that has one,
 // so one tenant's backlog delays another tenant's task by at most one
 // task per slot. It pulls only when it holds a free slot, so at most
 // Config.Concurrency tasks are delivered to this worker and not yet
@@ -34,8 +35,10 @@ const (
 // cons (its creation at start failed) is the first one the keeper creates.
 // A tenant lane whose consumer is gone is created again.
 func (w *Worker) pull(ctx, soft context.Context, keeper *streams.Keeper, cons jetstream.Consumer, tasks *sync.WaitGroup, beat time.Duration) {
+	soft, done := context.WithCancel(soft) // pulling ends, by soft or by itself: so does keeping
 	var keeping sync.WaitGroup
 	defer keeping.Wait()
+	defer done()
 	created := w.keep(soft, keeper, &keeping)
 	if cons == nil {
 		select {
@@ -103,13 +106,19 @@ func (w *Worker) next(soft context.Context, ls *lanes, keeper *streams.Keeper) (
 	return nil, false
 }
 
-// pullFailed handles a failed pull from l: it makes the epoch distrusted;
+// pullFailed handles a failed pull from l. On a connection closed for good
+// it stops the worker (Err). Otherwise it makes the epoch distrusted;
 // a tenant lane whose consumer is gone is dropped and hinted, so that it
 // is created again; another failure of a tenant lane is retried; one of
 // the queue's own consumer asks the keeper to check it. Then it waits
 // backoff. It reports whether soft lasted.
 func (w *Worker) pullFailed(soft context.Context, ls *lanes, l *lane, keeper *streams.Keeper, err error, backoff time.Duration) bool {
 	if soft.Err() != nil {
+		return false
+	}
+	if nc := w.js.Conn(); nc != nil && nc.IsClosed() {
+		w.lost.Store(true)
+		w.logger.ErrorContext(soft, "worker: the NATS connection is closed for good; the worker stops taking tasks", "err", err)
 		return false
 	}
 	w.epoch.distrust(time.Now())

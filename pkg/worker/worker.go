@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -41,6 +42,9 @@ type Worker struct {
 	// life's soft stop ends taking tasks and lets running ones finish; its
 	// hard stop cancels running activities and abandons their tasks.
 	life startstop.Base
+	// lost is set when the worker stopped by itself: its connection closed
+	// for good (Err).
+	lost atomic.Bool
 }
 
 // New returns a worker that takes tasks from js, which must sit on a live
@@ -186,6 +190,18 @@ func (w *Worker) start(hard, soft context.Context) (func(), error) {
 func (w *Worker) Stop(ctx context.Context) error {
 	if err := w.life.Stop(ctx); err != nil {
 		return fmt.Errorf("worker: stop: %w", err)
+	}
+	return nil
+}
+
+// Err reports why a worker stopped by itself, once Stopped is closed:
+// ErrConnectionClosed when its NATS connection closed for good. It is nil
+// while the worker runs and after a stop that Stop or Start's ctx asked
+// for. A process that serves with a worker waits on Stopped as well as on
+// its own end, and exits with Err.
+func (w *Worker) Err() error {
+	if w.lost.Load() {
+		return ErrConnectionClosed
 	}
 	return nil
 }

@@ -108,7 +108,8 @@ func New(nc *nats.Conn, cfg Config) (*Service, error) {
 // Run starts the worker and serves tasks until ctx ends. Then it stops
 // taking tasks, lets the running ones finish for up to DrainTimeout, and
 // returns nil, or an error when the worker could not start or the drain
-// was cut short. Run serves once: a second call fails with
+// was cut short. A worker whose NATS connection closed for good stops by
+// itself, and Run returns its worker.ErrConnectionClosed. Run serves once: a second call fails with
 // startstop.ErrAlreadyStarted.
 func (s *Service) Run(ctx context.Context) error {
 	gauges, err := registerQueueGauges(s.mp, s.js, s.queue)
@@ -124,7 +125,11 @@ func (s *Service) Run(ctx context.Context) error {
 		return fmt.Errorf("activity-worker: %w", err)
 	}
 	s.logger.InfoContext(ctx, "activity worker serving")
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-s.worker.Stopped(): // by itself: its connection closed for good
+		return fmt.Errorf("activity-worker: %w", s.worker.Err())
+	}
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.drain)
 	defer cancel()
 	if err := s.worker.Stop(stopCtx); err != nil {
