@@ -2,10 +2,8 @@ package projector_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"maps"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +13,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/internal/testkit/openapitest"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/services/projector"
 )
@@ -25,7 +24,8 @@ var metaRoutes = []string{"GET /openapi.json", "GET /healthz"}
 
 // TestOpenAPIDocument checks the served OpenAPI document against the read
 // API: its routes and each route's query parameters (from
-// projector.ReadRoutes, what the server accepts), its references, and the
+// projector.ReadRoutes, what the server accepts), the document-level
+// checks every document gets (openapitest.Check), and the
 // status, headers and body of live answers of every route against what
 // the document says of that route and status.
 func TestOpenAPIDocument(t *testing.T) {
@@ -36,21 +36,12 @@ func TestOpenAPIDocument(t *testing.T) {
 	served := s.fetch(t, "", "/openapi.json")
 	require.Equal(t, http.StatusOK, served.status)
 	require.Equal(t, "application/json", served.header.Get("Content-Type"))
-	onDisk, err := os.ReadFile("openapi.json")
-	require.NoError(t, err)
-	require.Equal(t, string(onDisk), string(served.body), "the projector serves openapi.json as it is")
-	var compact, indented bytes.Buffer
-	require.NoError(t, json.Compact(&compact, onDisk))
-	require.NoError(t, json.Indent(&indented, compact.Bytes(), "", "  "))
-	require.Equal(t, indented.String()+"\n", string(onDisk), "openapi.json is pretty-printed with a 2-space indent")
-
-	var doc map[string]any
-	require.NoError(t, json.Unmarshal(served.body, &doc))
-	require.Equal(t, "3.1.0", doc["openapi"])
+	d := openapitest.Check(t, served.body, "openapi.json")
+	doc := d.Tree
+	onDisk := served.body
 
 	t.Run("routes", func(t *testing.T) { checkRoutes(t, s, doc) })
 	t.Run("parameters", func(t *testing.T) { checkParameters(t, doc) })
-	t.Run("refs", func(t *testing.T) { checkRefs(t, doc) })
 	v := newDocValidator(t, onDisk, doc)
 	t.Run("answers", func(t *testing.T) { checkAnswers(t, s, v) })
 	t.Run("rate limited", func(t *testing.T) { checkRateLimited(t, v) })
@@ -144,36 +135,6 @@ func resolve(t *testing.T, doc map[string]any, v any) map[string]any {
 		at = object(t, at, token)
 	}
 	return at.(map[string]any)
-}
-
-// checkRefs requires every $ref of the document to point at a component
-// that exists.
-func checkRefs(t *testing.T, doc map[string]any) {
-	var refs []string
-	var walk func(v any)
-	walk = func(v any) {
-		switch v := v.(type) {
-		case map[string]any:
-			if ref, ok := v["$ref"]; ok {
-				s, isString := ref.(string)
-				require.True(t, isString, "$ref %v is not a string", ref)
-				refs = append(refs, s)
-			}
-			for _, e := range v {
-				walk(e)
-			}
-		case []any:
-			for _, e := range v {
-				walk(e)
-			}
-		}
-	}
-	walk(doc)
-	require.NotEmpty(t, refs)
-	for _, ref := range refs {
-		require.True(t, strings.HasPrefix(ref, "#/components/"), "$ref %q does not point into #/components/", ref)
-		resolve(t, doc, map[string]any{"$ref": ref})
-	}
 }
 
 // object returns the member key of m, which must be a JSON object.
