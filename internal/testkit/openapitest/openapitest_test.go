@@ -59,7 +59,7 @@ func TestChecksFail(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		check  func(*openapitest.Doc) error
-		break_ func(doc map[string]any)
+		spoil func(doc map[string]any)
 		want   string
 	}{
 		{"version", (*openapitest.Doc).CheckVersion, func(doc map[string]any) { doc["openapi"] = "3.0.3" }, "not 3.1.0"},
@@ -121,7 +121,7 @@ func TestChecksFail(t *testing.T) {
 			require.NoError(t, json.Unmarshal(raw, &doc))
 			d := parse(t, doc)
 			require.NoError(t, tc.check(d), "the fixture passes")
-			tc.break_(doc)
+			tc.spoil(doc)
 			require.ErrorContains(t, tc.check(parse(t, doc)), tc.want)
 		})
 	}
