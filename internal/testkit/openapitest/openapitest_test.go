@@ -57,10 +57,10 @@ func TestChecksFail(t *testing.T) {
 	}
 	schema := func(doc map[string]any) map[string]any { return at(doc, "components", "schemas", "Thing") }
 	for _, tc := range []struct {
-		name   string
-		check  func(*openapitest.Doc) error
+		name  string
+		check func(*openapitest.Doc) error
 		spoil func(doc map[string]any)
-		want   string
+		want  string
 	}{
 		{"version", (*openapitest.Doc).CheckVersion, func(doc map[string]any) { doc["openapi"] = "3.0.3" }, "not 3.1.0"},
 		{"ref dangles", (*openapitest.Doc).CheckRefs, func(doc map[string]any) {
