@@ -84,8 +84,8 @@ func (e *ReplicasError) Unwrap() error { return e.Err }
 // returns with the changes a ReplicasError for each stream the server did
 // not give replicas copies (errors.Join), or the error of the listing.
 func Replicate(ctx context.Context, js jetstream.JetStream, replicas int) ([]ReplicaChange, error) {
-	if replicas < 1 || replicas > 5 {
-		return nil, fmt.Errorf("%w: Replicas %d is not between 1 and 5", ErrInvalidConfig, replicas)
+	if err := validReplicas(replicas); err != nil {
+		return nil, err
 	}
 	configs, err := weftStreams(ctx, js)
 	if err != nil {

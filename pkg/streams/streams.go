@@ -121,10 +121,18 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: Duplicates %v is negative", ErrInvalidConfig, c.Duplicates)
 	case c.Duplicates > c.MaxAge:
 		return fmt.Errorf("%w: Duplicates %v exceeds MaxAge %v", ErrInvalidConfig, c.Duplicates, c.MaxAge)
-	case c.Replicas < 1 || c.Replicas > 5:
-		return fmt.Errorf("%w: Replicas %d is not between 1 and 5", ErrInvalidConfig, c.Replicas)
+	case validReplicas(c.Replicas) != nil:
+		return validReplicas(c.Replicas)
 	case c.Partitions < 0 || c.Partitions > MaxPartitions:
 		return fmt.Errorf("%w: Partitions %d is not between 1 and %d", ErrInvalidConfig, c.Partitions, MaxPartitions)
+	}
+	return nil
+}
+
+// validReplicas refuses a replica count JetStream does not take: 1 to 5.
+func validReplicas(n int) error {
+	if n < 1 || n > 5 {
+		return fmt.Errorf("%w: Replicas %d is not between 1 and 5", ErrInvalidConfig, n)
 	}
 	return nil
 }

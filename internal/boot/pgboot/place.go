@@ -103,7 +103,7 @@ func readRelocated(dataDir string, u *user.User) (string, bool, error) {
 	if err != nil {
 		return "", true, fmt.Errorf("pgboot: the cluster's folder recorded in %s: %w", filepath.Join(dataDir, relocatedFile), err)
 	}
-	if !st.IsDir() || strconv.FormatUint(uint64(ownerOf(st)), 10) != u.Uid {
+	if !ownedDir(st, u) {
 		return "", true, fmt.Errorf("pgboot: %s, recorded in %s, is not a folder of the %q user: remove the record to start afresh",
 			dir, filepath.Join(dataDir, relocatedFile), u.Username)
 	}
@@ -162,13 +162,19 @@ func removeOrphan(dir string, u *user.User) error {
 	if err != nil {
 		return fmt.Errorf("pgboot: %w", err)
 	}
-	if !st.IsDir() || strconv.FormatUint(uint64(ownerOf(st)), 10) != u.Uid {
+	if !ownedDir(st, u) {
 		return fmt.Errorf("pgboot: %s, where the cluster would go, is not a folder of the %q user: remove it to start afresh", dir, u.Username)
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("pgboot: remove the cluster a deleted data folder left in %s: %w", dir, err)
 	}
 	return nil
+}
+
+// ownedDir reports whether st, from Lstat, is a folder (not a link to
+// one) that u owns.
+func ownedDir(st fs.FileInfo, u *user.User) bool {
+	return st.IsDir() && strconv.FormatUint(uint64(ownerOf(st)), 10) == u.Uid
 }
 
 // makeOwned creates dir (mode 0700, not its parents) owned by u.
