@@ -8,10 +8,12 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/weftrun/weft/pkg/periodic"
 	"github.com/weftrun/weft/pkg/schema"
 	"github.com/weftrun/weft/pkg/streams"
 )
@@ -21,6 +23,7 @@ type migrateOptions struct {
 	db, nats, grants *string
 	replicas         int
 	partitions       *int
+	placementWait    time.Duration
 }
 
 // migrateFlags defines the flags of `weft migrate`; docs/configuration.md
@@ -35,6 +38,8 @@ func migrateFlags(env *environment) (*flags, *migrateOptions) {
 			"SQL file run after the migrations in one transaction, e.g. the per-service grants of deploy/postgres/grants.sql"),
 	}
 	replicasFlag(f, &opt.replicas)
+	f.durationVar(&opt.placementWait, "placement-wait", "WEFT_PLACEMENT_WAIT", time.Minute,
+		"how long to go on trying a stream the JetStream cluster cannot place yet because a server is offline, as while a cluster forms; 0 fails at once")
 	opt.partitions = f.int("partitions", "WEFT_PARTITIONS",
 		fmt.Sprintf("partitions of the runs, which engines divide among them, 1 to %d, fixed when the streams are created (0: the streams' own, or %d for new ones; docs/scaling.md)",
 			streams.MaxPartitions, streams.DefaultPartitions))
@@ -87,7 +92,7 @@ func runMigrate(ctx context.Context, env *environment, args []string) error {
 	if *opt.nats == "" {
 		return nil
 	}
-	if err := ensureStreams(ctx, *opt.nats, cfg, env.stdout); err != nil {
+	if err := ensureStreamsPlaced(ctx, *opt.nats, cfg, opt.placementWait, env); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintln(env.stdout, "streams are up to date")
@@ -112,6 +117,37 @@ func applyGrants(ctx context.Context, pool *pgxpool.Pool, path string) error {
 		return fmt.Errorf("grants: %s: %w", path, err)
 	}
 	return nil
+}
+
+// clusterNoPeers is the server's error code for a stream it cannot place
+// on enough servers because some are offline (JSClusterNoPeersErrF): a
+// cluster still forming, whose meta leader has not yet heard from every
+// peer, or one with a server down.
+const clusterNoPeers jetstream.ErrorCode = 10005
+
+// placementRetry is how long ensureStreamsPlaced waits between tries.
+const placementRetry = 500 * time.Millisecond
+
+// ensureStreamsPlaced is ensureStreams, tried again while the server
+// answers clusterNoPeers, until wait has passed; each wait is reported on
+// stderr. Every try is whole: ensureStreams changes only what is not yet
+// as asked, so a try after a partial one prints only what it changes.
+func ensureStreamsPlaced(ctx context.Context, natsURL string, cfg streams.Config, wait time.Duration, env *environment) error {
+	deadline := time.Now().Add(wait)
+	for {
+		err := ensureStreams(ctx, natsURL, cfg, env.stdout)
+		var apiErr *jetstream.APIError
+		if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != clusterNoPeers || !time.Now().Before(deadline) {
+			return err
+		}
+		if _, werr := fmt.Fprintf(env.stderr, "waiting for the JetStream cluster to place the streams (--placement-wait %v): %s\n",
+			wait, apiErr.Description); werr != nil {
+			return werr
+		}
+		if err := periodic.Sleep(ctx, placementRetry); err != nil {
+			return err
+		}
+	}
 }
 
 // ensureStreams gives every Weft stream on the NATS server at natsURL,

@@ -50,6 +50,17 @@ const clusterReady = 30 * time.Second
 // node reports JetStream current (WaitReady).
 func NewNATSCluster(t testing.TB, size int) *NATSCluster {
 	t.Helper()
+	return NewNATSClusterStarting(t, size, size)
+}
+
+// NewNATSClusterStarting makes a cluster of size nodes but starts only the
+// first started of them, a majority, and waits until they are current: a
+// cluster still forming, whose other nodes Start brings in later.
+func NewNATSClusterStarting(t testing.TB, size, started int) *NATSCluster {
+	t.Helper()
+	if started <= size/2 || started > size {
+		t.Fatalf("weftest: a cluster of %d starts a majority of its nodes, not %d", size, started)
+	}
 	c := &NATSCluster{t: t}
 	// A clustered JetStream server refuses to start without its routes,
 	// so every node's ports are chosen before the first starts.
@@ -68,7 +79,9 @@ func NewNATSCluster(t testing.TB, size int) *NATSCluster {
 	for i, n := range c.nodes {
 		n.cfg.Cluster.Routes = without(routes, i)
 		t.Cleanup(func() { c.Kill(i) })
-		c.Start(i)
+		if i < started {
+			c.Start(i)
+		}
 	}
 	c.WaitReady()
 	return c
