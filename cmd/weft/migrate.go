@@ -128,14 +128,24 @@ const clusterNoPeers jetstream.ErrorCode = 10005
 // placementRetry is how long ensureStreamsPlaced waits between tries.
 const placementRetry = 500 * time.Millisecond
 
-// ensureStreamsPlaced is ensureStreams, tried again while the server
+// ensureStreamsPlaced connects to natsURL as the migrate user and runs
+// ensureStreams there, again on the same connection while the server
 // answers clusterNoPeers, until wait has passed; each wait is reported on
 // stderr. Every try is whole: ensureStreams changes only what is not yet
 // as asked, so a try after a partial one prints only what it changes.
 func ensureStreamsPlaced(ctx context.Context, natsURL string, cfg streams.Config, wait time.Duration, env *environment) error {
+	nc, err := connectNATS(natsURL, "migrate")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
 	deadline := time.Now().Add(wait)
 	for {
-		err := ensureStreams(ctx, natsURL, cfg, env.stdout)
+		err = ensureStreams(ctx, js, cfg, env.stdout)
 		var apiErr *jetstream.APIError
 		if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != clusterNoPeers || !time.Now().Before(deadline) {
 			return err
@@ -150,23 +160,14 @@ func ensureStreamsPlaced(ctx context.Context, natsURL string, cfg streams.Config
 	}
 }
 
-// ensureStreams gives every Weft stream on the NATS server at natsURL,
+// ensureStreams gives every Weft stream on js's server,
 // the lanes streams and the heartbeat bucket the engine made included,
 // cfg.Replicas copies (streams.Replicate), printing one line to out for
 // each stream it changed, then creates or updates Weft's streams as cfg
 // defines them (streams.Ensure). Replicating first is what has every
 // existing stream's change printed; Ensure then creates the missing ones
 // with cfg.Replicas and changes nothing more of the replicas.
-func ensureStreams(ctx context.Context, natsURL string, cfg streams.Config, out io.Writer) error {
-	nc, err := connectNATS(natsURL, "migrate")
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return fmt.Errorf("jetstream: %w", err)
-	}
+func ensureStreams(ctx context.Context, js jetstream.JetStream, cfg streams.Config, out io.Writer) error {
 	replicas := cfg.WithDefaults().Replicas
 	changes, err := streams.Replicate(ctx, js, replicas)
 	for _, c := range changes {

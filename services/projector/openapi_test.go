@@ -1,7 +1,6 @@
 package projector_test
 
 import (
-	"bytes"
 	"maps"
 	"net/http"
 	"slices"
@@ -10,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/internal/testkit/openapitest"
@@ -37,12 +35,10 @@ func TestOpenAPIDocument(t *testing.T) {
 	require.Equal(t, http.StatusOK, served.status)
 	require.Equal(t, "application/json", served.header.Get("Content-Type"))
 	d := openapitest.Check(t, served.body, "openapi.json")
-	doc := d.Tree
-	onDisk := served.body
 
-	t.Run("routes", func(t *testing.T) { checkRoutes(t, s, doc) })
-	t.Run("parameters", func(t *testing.T) { checkParameters(t, doc) })
-	v := newDocValidator(t, onDisk, doc)
+	t.Run("routes", func(t *testing.T) { checkRoutes(t, s, d) })
+	t.Run("parameters", func(t *testing.T) { checkParameters(t, d) })
+	v := &docValidator{doc: d}
 	t.Run("answers", func(t *testing.T) { checkAnswers(t, s, v) })
 	t.Run("rate limited", func(t *testing.T) { checkRateLimited(t, v) })
 }
@@ -50,20 +46,11 @@ func TestOpenAPIDocument(t *testing.T) {
 // checkRoutes requires the document's operations to be the read API's
 // routes and the meta routes, and no other method of a documented path to
 // be served.
-func checkRoutes(t *testing.T, s *stack, doc map[string]any) {
-	paths := object(t, doc, "paths")
-	var documented []string
-	for path, item := range paths {
-		for _, m := range []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"} {
-			if _, ok := item.(map[string]any)[m]; ok {
-				documented = append(documented, strings.ToUpper(m)+" "+path)
-			}
-		}
-	}
+func checkRoutes(t *testing.T, s *stack, d *openapitest.Doc) {
 	want := append(slices.Collect(maps.Keys(projector.ReadRoutes())), metaRoutes...)
-	require.ElementsMatch(t, want, documented)
+	require.ElementsMatch(t, want, slices.Collect(maps.Keys(d.Operations())))
 
-	for tmpl := range paths {
+	for tmpl := range openapitest.Object(t, d.Tree, "paths") {
 		if !strings.HasPrefix(tmpl, "/v1/") {
 			continue
 		}
@@ -80,18 +67,18 @@ func checkRoutes(t *testing.T, s *stack, doc map[string]any) {
 // documented as an array and no other; every path template's variables
 // to be documented path parameters; and the status filter's values to be
 // those the server accepts.
-func checkParameters(t *testing.T, doc map[string]any) {
+func checkParameters(t *testing.T, d *openapitest.Doc) {
 	for route, accepted := range projector.ReadRoutes() {
 		_, tmpl, _ := strings.Cut(route, " ")
-		op := object(t, object(t, object(t, doc, "paths"), tmpl), "get")
+		op := openapitest.Object(t, openapitest.Object(t, openapitest.Object(t, d.Tree, "paths"), tmpl), "get")
 		query := map[string]bool{} // name: documented as an array
 		var pathVars []string
 		params, _ := op["parameters"].([]any)
 		for _, raw := range params {
-			p := resolve(t, doc, raw)
+			p := d.Resolve(t, raw)
 			switch p["in"] {
 			case "query":
-				query[p["name"].(string)] = object(t, p, "schema")["type"] == "array"
+				query[p["name"].(string)] = openapitest.Object(t, p, "schema")["type"] == "array"
 			case "path":
 				require.Equal(t, true, p["required"], "%s: path parameter %v", route, p["name"])
 				pathVars = append(pathVars, "{"+p["name"].(string)+"}")
@@ -110,7 +97,7 @@ func checkParameters(t *testing.T, doc map[string]any) {
 		}
 		require.ElementsMatch(t, inPath, pathVars, "%s: path parameters", route)
 	}
-	filter := object(t, object(t, object(t, doc, "components"), "schemas"), "StatusFilter")
+	filter := openapitest.Object(t, openapitest.Object(t, openapitest.Object(t, d.Tree, "components"), "schemas"), "StatusFilter")
 	var values []string
 	for _, v := range filter["enum"].([]any) {
 		values = append(values, v.(string))
@@ -118,54 +105,8 @@ func checkParameters(t *testing.T, doc map[string]any) {
 	require.ElementsMatch(t, projector.StatusFilters(), values, "the status filter's values")
 }
 
-// resolve returns v, a JSON object, or the component its $ref names.
-func resolve(t *testing.T, doc map[string]any, v any) map[string]any {
-	t.Helper()
-	m, ok := v.(map[string]any)
-	require.True(t, ok, "%v is not an object", v)
-	ref, ok := m["$ref"].(string)
-	if !ok {
-		return m
-	}
-	pointer, ok := strings.CutPrefix(ref, "#/")
-	require.True(t, ok, "$ref %q is not local", ref)
-	var at any = doc
-	for _, token := range strings.Split(pointer, "/") {
-		token = strings.ReplaceAll(strings.ReplaceAll(token, "~1", "/"), "~0", "~")
-		at = object(t, at, token)
-	}
-	return at.(map[string]any)
-}
-
-// object returns the member key of m, which must be a JSON object.
-func object(t *testing.T, m any, key string) map[string]any {
-	t.Helper()
-	parent, ok := m.(map[string]any)
-	require.True(t, ok, "not an object where %q is looked up", key)
-	v, ok := parent[key].(map[string]any)
-	require.True(t, ok, "%q is missing or not an object", key)
-	return v
-}
-
 // docValidator checks answers against the document's responses.
-type docValidator struct {
-	doc      map[string]any
-	compiler *jsonschema.Compiler
-}
-
-// docURL names the document for the schema compiler; nothing is fetched.
-const docURL = "https://weft.invalid/read-api/openapi.json"
-
-func newDocValidator(t *testing.T, raw []byte, doc map[string]any) *docValidator {
-	t.Helper()
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	require.NoError(t, err)
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertFormat()
-	require.NoError(t, c.AddResource(docURL, inst))
-	return &docValidator{doc: doc, compiler: c}
-}
+type docValidator struct{ doc *openapitest.Doc }
 
 // check requires r, an answer of route, to be one of the route's
 // documented statuses, to carry the headers documented for it, and to
@@ -175,13 +116,15 @@ func (v *docValidator) check(t *testing.T, route string, r reply) {
 	t.Helper()
 	method, tmpl, _ := strings.Cut(route, " ")
 	status := strconv.Itoa(r.status)
-	responses := object(t, object(t, object(t, object(t, v.doc, "paths"), tmpl), strings.ToLower(method)), "responses")
+	op := v.doc.Operations()[route]
+	require.NotNil(t, op, "%s is not in the document", route)
+	responses := openapitest.Object(t, op, "responses")
 	raw, documented := responses[status]
 	require.True(t, documented, "%s answered %d, which the document does not list: %s", route, r.status, r.body)
-	pointer := "#/paths/" + pointerToken(tmpl) + "/" + strings.ToLower(method) + "/responses/" + status
+	pointer := "#" + openapitest.PointerTo("paths", tmpl, strings.ToLower(method), "responses", status)
 	resp := raw.(map[string]any)
 	if ref, ok := resp["$ref"].(string); ok {
-		pointer, resp = ref, resolve(t, v.doc, resp)
+		pointer, resp = ref, v.doc.Resolve(t, resp)
 	}
 	headers, _ := resp["headers"].(map[string]any)
 	for name := range headers {
@@ -192,14 +135,6 @@ func (v *docValidator) check(t *testing.T, route string, r reply) {
 		return
 	}
 	require.Equal(t, "application/json", r.header.Get("Content-Type"), "%s answered %d", route, r.status)
-	schema, err := v.compiler.Compile(docURL + pointer + "/content/application~1json/schema")
-	require.NoError(t, err)
-	body, err := jsonschema.UnmarshalJSON(bytes.NewReader(r.body))
-	require.NoError(t, err, "%s answered %d: %s", route, r.status, r.body)
-	require.NoError(t, schema.Validate(body), "%s answered %d: %s", route, r.status, r.body)
-}
-
-// pointerToken escapes s as a JSON pointer token (RFC 6901).
-func pointerToken(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+	v.doc.Validate(t, pointer+openapitest.PointerTo("content", "application/json", "schema"), r.body,
+		"%s answered %d: %s", route, r.status, r.body)
 }
