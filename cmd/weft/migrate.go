@@ -39,7 +39,7 @@ func migrateFlags(env *environment) (*flags, *migrateOptions) {
 	}
 	replicasFlag(f, &opt.replicas)
 	f.durationVar(&opt.placementWait, "placement-wait", "WEFT_PLACEMENT_WAIT", time.Minute,
-		"how long to go on trying a stream the JetStream cluster cannot place yet because a server is offline, as while a cluster forms; 0 fails at once")
+		"how long to go on trying a stream the JetStream cluster cannot place or serve yet, as while a cluster forms or regains its quorum; 0 fails at once")
 	opt.partitions = f.int("partitions", "WEFT_PARTITIONS",
 		fmt.Sprintf("partitions of the runs, which engines divide among them, 1 to %d, fixed when the streams are created (0: the streams' own, or %d for new ones; docs/scaling.md)",
 			streams.MaxPartitions, streams.DefaultPartitions))
@@ -119,18 +119,14 @@ func applyGrants(ctx context.Context, pool *pgxpool.Pool, path string) error {
 	return nil
 }
 
-// clusterNoPeers is the server's error code for a stream it cannot place
-// on enough servers because some are offline (JSClusterNoPeersErrF): a
-// cluster still forming, whose meta leader has not yet heard from every
-// peer, or one with a server down.
-const clusterNoPeers jetstream.ErrorCode = 10005
-
 // placementRetry is how long ensureStreamsPlaced waits between tries.
 const placementRetry = 500 * time.Millisecond
 
 // ensureStreamsPlaced connects to natsURL as the migrate user and runs
-// ensureStreams there, again on the same connection while the server
-// answers clusterNoPeers, until wait has passed; each wait is reported on
+// ensureStreams there, again on the same connection while the cluster
+// cannot serve it yet (streams.NotReady: a cluster still forming, whose
+// meta leader has not heard from every peer, or still electing leaders),
+// until wait has passed; each wait is reported on
 // stderr. Every try is whole: ensureStreams changes only what is not yet
 // as asked, so a try after a partial one prints only what it changes.
 func ensureStreamsPlaced(ctx context.Context, natsURL string, cfg streams.Config, wait time.Duration, env *environment) error {
@@ -146,12 +142,11 @@ func ensureStreamsPlaced(ctx context.Context, natsURL string, cfg streams.Config
 	deadline := time.Now().Add(wait)
 	for {
 		err = ensureStreams(ctx, js, cfg, env.stdout)
-		var apiErr *jetstream.APIError
-		if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != clusterNoPeers || !time.Now().Before(deadline) {
+		if err == nil || !streams.NotReady(err) || ctx.Err() != nil || !time.Now().Before(deadline) {
 			return err
 		}
-		if _, werr := fmt.Fprintf(env.stderr, "waiting for the JetStream cluster to place the streams (--placement-wait %v): %s\n",
-			wait, apiErr.Description); werr != nil {
+		if _, werr := fmt.Fprintf(env.stderr, "waiting for the JetStream cluster to place the streams (--placement-wait %v): %v\n",
+			wait, err); werr != nil {
 			return werr
 		}
 		if err := periodic.Sleep(ctx, placementRetry); err != nil {

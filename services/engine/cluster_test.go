@@ -28,6 +28,11 @@ func TestEngineStartsThroughAClusterWithoutQuorum(t *testing.T) {
 	s := newStackOn(t, cluster, clusterStreams)
 	logs := &weftest.Buffer{}
 	s.logger = slog.New(slog.NewTextHandler(logs, nil))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("engine log:\n%s", logs)
+		}
+	})
 	rawWorker(t, s.js, "default", echo)
 
 	cluster.Kill(1)

@@ -8,10 +8,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/weftrun/weft/pkg/periodic"
+	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/task"
 )
 
@@ -27,11 +27,10 @@ const (
 // revision per step, each value at most the details limit plus the
 // record's overhead, entries dropped after HeartbeatMaxAge, the whole
 // bounded by HeartbeatBucketBytes, with as many replicas as the streams
-// (Config.Streams.Replicas). A request the bus does not answer in time
-// (a cluster without a leader for a moment), or refuses for want of
-// servers to place the replicas on (a cluster whose servers are still
-// joining), is made again every RetryDelay until ctx ends; any other
-// refusal fails at once. Heartbeats are kept out of the event
+// (Config.Streams.Replicas). A request the bus cannot serve yet
+// (streams.NotReady: a cluster without a leader or a quorum for a moment,
+// or whose servers are still joining) is made again every RetryDelay
+// until ctx ends; any other refusal fails at once. Heartbeats are kept out of the event
 // log (task.Heartbeat says why).
 func (s *Service) ensureHeartbeats(ctx context.Context) error {
 	cfg := jetstream.KeyValueConfig{
@@ -50,7 +49,7 @@ func (s *Service) ensureHeartbeats(ctx context.Context) error {
 			s.heartbeats = kv
 			return nil
 		}
-		if !busNotReady(err) || ctx.Err() != nil {
+		if !streams.NotReady(err) || ctx.Err() != nil {
 			return fmt.Errorf("engine: heartbeat bucket %s: %w", task.HeartbeatsBucket, err)
 		}
 		if !logged { // a cluster electing a leader, or a server restarting
@@ -60,23 +59,6 @@ func (s *Service) ensureHeartbeats(ctx context.Context) error {
 			return fmt.Errorf("engine: heartbeat bucket %s: %w", task.HeartbeatsBucket, err)
 		}
 	}
-}
-
-// errCodeClusterNoPeers is JetStream's refusal of a stream or bucket
-// whose replicas it has no servers to place on ("no suitable peers for
-// placement"): in a cluster still forming, a server is not yet a peer.
-const errCodeClusterNoPeers jetstream.ErrorCode = 10005
-
-// busNotReady reports whether err is a JetStream request that got no
-// answer in time (no server, no leader yet) or was refused for want of
-// peers (a server still joining the cluster): worth asking again, unlike
-// any other refusal.
-func busNotReady(err error) bool {
-	if apiErr, ok := errors.AsType[*jetstream.APIError](err); ok && apiErr.ErrorCode == errCodeClusterNoPeers {
-		return true
-	}
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
-		errors.Is(err, nats.ErrNoResponders)
 }
 
 // lastHeartbeat returns when logical attempt attempt of step stepID of

@@ -1,14 +1,14 @@
 package engine
 
 import (
-	"context"
 	"log/slog"
 	"testing"
 
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/weftrun/weft/internal/testkit/metrictest"
 )
 
 // A lookup whose reply subject is not a worker inbox is dropped before it
@@ -34,18 +34,5 @@ func TestReconcileDropsNonInboxReply(t *testing.T) {
 
 func refusedCount(t *testing.T, r *sdkmetric.ManualReader) int64 {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	require.NoError(t, r.Collect(context.Background(), &rm))
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name == "weft.engine.lookups.reply_refused" {
-				var n int64
-				for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
-					n += p.Value
-				}
-				return n
-			}
-		}
-	}
-	return 0
+	return metrictest.Sum(t, r, "weft.engine.lookups.reply_refused")
 }
