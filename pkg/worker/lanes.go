@@ -171,6 +171,7 @@ func (ls *lanes) lane(ctx context.Context, token string) *lane {
 	delete(ls.wait, token)
 	l := &lane{token: token, cons: cons}
 	ls.list = append(ls.list, l)
+	ls.w.metrics.lanesChanged(ctx, 1)
 	return l
 }
 
@@ -222,11 +223,35 @@ func (ls *lanes) poll(ctx context.Context) {
 
 // drop removes the lane of a tenant whose consumer is gone; a later hint
 // or poll creates it again.
-func (ls *lanes) drop(l *lane) {
+func (ls *lanes) drop(ctx context.Context, l *lane) {
 	for i, x := range ls.list {
 		if x == l {
 			ls.list = append(ls.list[:i], ls.list[i+1:]...)
+			ls.w.metrics.lanesChanged(ctx, -1)
 			return
+		}
+	}
+}
+
+// close counts the worker's tenant lanes as no longer held, when it stops
+// pulling; their consumers stay on the server until inactive.
+func (ls *lanes) close(ctx context.Context) {
+	ls.w.metrics.lanesChanged(ctx, 1-len(ls.list))
+}
+
+// acquire waits for a free slot of slots and takes it, reporting false,
+// taking none, once ctx ends. Meanwhile it absorbs the news of tasks, so
+// that the lane of a tenant first seen while every slot is busy is
+// created then, and ready when a slot frees.
+func (ls *lanes) acquire(ctx context.Context, slots semaphore) bool {
+	for {
+		select {
+		case slots <- struct{}{}:
+			return true
+		case <-ls.wake:
+			ls.absorb(ctx)
+		case <-ctx.Done():
+			return false
 		}
 	}
 }

@@ -8,8 +8,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
+	"github.com/weftrun/weft/internal/testkit/metrictest"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/task"
 	"github.com/weftrun/weft/pkg/worker"
@@ -189,16 +192,20 @@ func TestLaneConfigEdges(t *testing.T) {
 	require.Equal(t, streams.DefaultLaneInactiveThreshold, c.LaneInactiveThreshold)
 }
 
-// Two workers of one slot each share the lanes: B's task still takes the
-// first slot that frees on either, and the lane never has more tasks
-// delivered than the workers have slots.
+// Two workers of one slot each share the lanes: B's task, once each busy
+// worker has seen it published, takes the first slot that frees on
+// either, and the lane never has more tasks delivered than the workers
+// have slots.
 func TestTenantFairnessAcrossWorkers(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	g := newGate()
 	started := make(starts, 16)
+	var readers []*sdkmetric.ManualReader
 	for range 2 {
-		b.startWorker(t, nil, worker.Config{Concurrency: 1}, func(w *worker.Worker) {
+		mp, reader := metrictest.Provider()
+		readers = append(readers, reader)
+		b.startWorker(t, nil, worker.Config{Concurrency: 1, MeterProvider: mp}, func(w *worker.Worker) {
 			require.NoError(t, w.Register("sleep", func(ctx context.Context, in worker.Input) (worker.Output, error) {
 				started <- in.TenantID
 				return g.run(ctx, in)
@@ -212,6 +219,11 @@ func TestTenantFairnessAcrossWorkers(t *testing.T) {
 	require.Equal(t, "a", started.next(t))
 	require.Equal(t, 2, b.laneAckPending(t, "a"))
 	publishTenantTask(t, b.js, tenantTask("b", "sleep"))
+	for _, r := range readers { // each busy worker has seen b's task and holds b's lane
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.Equal(c, int64(2), metrictest.Sum(t, r, "weft.worker.lanes"))
+		}, waitFor, 5*time.Millisecond)
+	}
 	g.release <- struct{}{}
 	require.Equal(t, "b", started.next(t))
 	close(g.release)

@@ -57,9 +57,10 @@ func (w *Worker) pull(ctx, soft context.Context, keeper *streams.Keeper, cons je
 		w.logger.WarnContext(ctx, "worker: not watching the queue; new tasks wait for the next poll", "err", err)
 	}
 	defer unsubscribe(subs)
+	defer ls.close(ctx)
 	ls.poll(soft)
 	slots := make(semaphore, w.cfg.Concurrency)
-	for slots.acquire1(soft) {
+	for ls.acquire(soft, slots) {
 		msg, ok := w.next(soft, ls, keeper)
 		if !ok {
 			return
@@ -124,7 +125,7 @@ func (w *Worker) pullFailed(soft context.Context, ls *lanes, l *lane, keeper *st
 	w.epoch.distrust(time.Now())
 	if l.token != "" && gone(err) {
 		w.logger.InfoContext(soft, "worker: a tenant lane's consumer is gone; creating it again", "lane", l.token, "err", err)
-		ls.drop(l)
+		ls.drop(soft, l)
 		ls.hint(ls.queue+"."+l.token, false)
 		return periodic.Sleep(soft, backoff) == nil
 	}
@@ -162,17 +163,6 @@ func (w *Worker) giveBack(ctx context.Context, msg jetstream.Msg) {
 
 // semaphore counts the busy task slots: one token per slot in use.
 type semaphore chan struct{}
-
-// acquire1 waits for a free slot and takes it; it reports false, taking
-// none, once ctx ends.
-func (s semaphore) acquire1(ctx context.Context) bool {
-	select {
-	case s <- struct{}{}:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
 
 // release frees n slots.
 func (s semaphore) release(n int) {
