@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/weftrun/weft/internal/policy/keylimit"
+	"github.com/weftrun/weft/internal/testkit/metrictest"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/services/projector"
@@ -98,17 +98,5 @@ func (s *stack) waitOpenPolls(t *testing.T, n int64) {
 // refused reads weft.projector.requests.refused for reason.
 func (s *stack) refused(t *testing.T, reason string) int64 {
 	t.Helper()
-	var n int64
-	for _, m := range s.collect(t) {
-		sum, ok := m.Data.(metricdata.Sum[int64])
-		if m.Name != "weft.projector.requests.refused" || !ok {
-			continue
-		}
-		for _, dp := range sum.DataPoints {
-			if v, _ := dp.Attributes.Value("reason"); v.AsString() == reason {
-				n += dp.Value
-			}
-		}
-	}
-	return n
+	return metrictest.Sum(t, s.metrics, "weft.projector.requests.refused", "reason", reason)
 }

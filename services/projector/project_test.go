@@ -1,7 +1,6 @@
 package projector_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/weftrun/weft/internal/testkit/metrictest"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/services/projector"
@@ -240,38 +240,19 @@ func requireLogged(t *testing.T, s *stack, parts ...string) {
 // collect reads the projector's metrics.
 func (s *stack) collect(t *testing.T) []metricdata.Metrics {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	require.NoError(t, s.metrics.Collect(context.Background(), &rm))
-	var out []metricdata.Metrics
-	for _, sm := range rm.ScopeMetrics {
-		out = append(out, sm.Metrics...)
-	}
-	return out
+	return metrictest.Collect(t, s.metrics)
 }
 
 // counter sums the counter's data points.
 func (s *stack) counter(t *testing.T, name string) int64 {
 	t.Helper()
-	return s.counterWith(t, name, "")
+	return metrictest.Sum(t, s.metrics, name)
 }
 
-// counterWith sums the counter's data points whose code attribute is code
-// (any, when code is empty).
+// counterWith sums the counter's data points whose code attribute is code.
 func (s *stack) counterWith(t *testing.T, name, code string) int64 {
 	t.Helper()
-	var n int64
-	for _, m := range s.collect(t) {
-		sum, ok := m.Data.(metricdata.Sum[int64])
-		if m.Name != name || !ok {
-			continue
-		}
-		for _, dp := range sum.DataPoints {
-			if v, _ := dp.Attributes.Value("code"); code == "" || v.AsString() == code {
-				n += dp.Value
-			}
-		}
-	}
-	return n
+	return metrictest.Sum(t, s.metrics, name, "code", code)
 }
 
 func (s *stack) histogramCount(t *testing.T, name string) uint64 {

@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/weftrun/weft/internal/policy/admission"
+	"github.com/weftrun/weft/internal/testkit/metrictest"
 	"github.com/weftrun/weft/pkg/weftest"
 )
 
@@ -178,18 +178,5 @@ func writeAtomically(t *testing.T, path, doc string) {
 // reloadCount is weft.admission.reloads{outcome} as reader sees it.
 func reloadCount(t *testing.T, reader *sdkmetric.ManualReader, outcome string) int64 {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	require.NoError(t, reader.Collect(t.Context(), &rm))
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "weft.admission.reloads" {
-				for _, dp := range sum.DataPoints {
-					if v, _ := dp.Attributes.Value("outcome"); v.AsString() == outcome {
-						return dp.Value
-					}
-				}
-			}
-		}
-	}
-	return 0
+	return metrictest.Sum(t, reader, "weft.admission.reloads", "outcome", outcome)
 }
