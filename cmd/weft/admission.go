@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/weftrun/weft/internal/policy/admission"
+	"github.com/weftrun/weft/pkg/startstop"
 )
 
 // admissionOptions are the admission file's flags, in `weft gateway`,
@@ -99,12 +100,21 @@ func (o *admissionOptions) watch(ctx context.Context, mp metric.MeterProvider) e
 	return o.watcher.Run(ctx, mp, hup)
 }
 
+// watchLoop is the watch of the admission file (watch) as a part of a
+// stack, counting reloads on mp.
+func (o *admissionOptions) watchLoop(mp metric.MeterProvider) *startstop.Loop {
+	return &startstop.Loop{Run: func(ctx context.Context) error { return o.watch(ctx, mp) }}
+}
+
 // withAdmissionWatch runs service until it returns, with the admission
 // file watched beside it.
 func withAdmissionWatch(ctx context.Context, o *admissionOptions, mp metric.MeterProvider, service func(context.Context) error) error {
-	stop := background(ctx, func(ctx context.Context) error { return o.watch(ctx, mp) })
+	watcher := o.watchLoop(mp)
+	if err := watcher.Start(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
 	err := service(ctx)
-	if stopErr := stop(context.WithoutCancel(ctx)); err == nil {
+	if stopErr := watcher.Stop(context.WithoutCancel(ctx)); err == nil {
 		err = stopErr
 	}
 	return err

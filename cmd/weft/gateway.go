@@ -183,10 +183,15 @@ func startDevGateway(ctx context.Context, logger *slog.Logger, pool *pgxpool.Poo
 		return devGateway{}, fmt.Errorf("gateway address %s is taken: stop what uses it or pass --gateway-addr / WEFT_DEV_GATEWAY_ADDR: %w", cfg.gatewayAddr, err)
 	}
 	// The stack's one watcher of the admission file, whose limits the
-	// engine shares (runDev opened it).
-	stop := background(ctx, func(ctx context.Context) error {
-		return withAdmissionWatch(ctx, cfg.admission, o.meters, func(ctx context.Context) error { return gw.Serve(ctx, ln) })
-	})
+	// engine shares (runDev opened it), runs as long as the gateway.
+	watcher := cfg.admission.watchLoop(o.meters)
+	if err := watcher.Start(context.WithoutCancel(ctx)); err != nil {
+		return devGateway{}, err
+	}
+	if err := gw.Start(context.WithoutCancel(ctx), ln); err != nil {
+		return devGateway{}, errors.Join(err, watcher.Stop(ctx))
+	}
+	stop := func(ctx context.Context) error { return errors.Join(gw.Stop(ctx), watcher.Stop(ctx)) }
 	return devGateway{url: "http://" + ln.Addr().String(), token: token, keys: keys, stop: stop}, nil
 }
 

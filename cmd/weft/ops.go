@@ -16,6 +16,7 @@ import (
 	"github.com/weftrun/weft/internal/boot/httpserve"
 	"github.com/weftrun/weft/internal/boot/metrics"
 	"github.com/weftrun/weft/internal/boot/traceboot"
+	"github.com/weftrun/weft/pkg/startstop"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/worker"
 	"github.com/weftrun/weft/services/engine"
@@ -115,7 +116,7 @@ func (o *ops) handler(probes *health.Probes) http.Handler {
 }
 
 // serve listens on the ops address and serves it with checks in the
-// background until the returned stop is called; stop drains it within its
+// background (a startstop.Loop) until the returned stop is called; stop drains it within its
 // context. It returns the listener's base URL, "" when the listener is off.
 func (o *ops) serve(ctx context.Context, logger *slog.Logger, checks []health.Check) (string, func(context.Context) error, error) {
 	if o.addr == opsOff {
@@ -130,10 +131,13 @@ func (o *ops) serve(ctx context.Context, logger *slog.Logger, checks []health.Ch
 		return "", nil, err
 	}
 	h := o.handler(probes)
-	stop := background(ctx, func(ctx context.Context) error {
+	listener := &startstop.Loop{Run: func(ctx context.Context) error {
 		return httpserve.Serve(ctx, ln, h, httpserve.Limits{}, "ops", logger)
-	})
-	return "http://" + ln.Addr().String(), stop, nil
+	}}
+	if err := listener.Start(context.WithoutCancel(ctx)); err != nil {
+		return "", nil, err
+	}
+	return "http://" + ln.Addr().String(), listener.Stop, nil
 }
 
 // withOps serves the ops listener with checks while run runs, then stops

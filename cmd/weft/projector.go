@@ -140,8 +140,10 @@ func startDevProjector(ctx context.Context, logger *slog.Logger, pool *pgxpool.P
 	if err != nil {
 		return "", nil, fmt.Errorf("UI address %s is taken: stop what uses it or pass --ui-addr / WEFT_DEV_UI_ADDR: %w", cfg.uiAddr, err)
 	}
-	stop := background(ctx, func(ctx context.Context) error { return p.Serve(ctx, ln) })
-	return "http://" + ln.Addr().String(), stop, nil
+	if err := p.Start(context.WithoutCancel(ctx), ln); err != nil {
+		return "", nil, err
+	}
+	return "http://" + ln.Addr().String(), p.Stop, nil
 }
 
 // projectorRebuildFlags defines the flags of `weft projector rebuild`.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/weftrun/weft/internal/store/retention"
 	"github.com/weftrun/weft/pkg/outbox"
+	"github.com/weftrun/weft/pkg/startstop"
 	activityworker "github.com/weftrun/weft/services/activity-worker"
 	"github.com/weftrun/weft/services/engine"
 )
@@ -40,13 +41,24 @@ func startServices(ctx context.Context, env *environment, pool *pgxpool.Pool, nc
 	if err != nil {
 		return stops, err
 	}
-	stops = append(stops, backgroundAs(ctx, "engine", eng.Run))
 	w, err := activityworker.New(nc, activityworker.Config{Logger: env.logger, MeterProvider: o.meters, TracerProvider: o.tracer})
 	if err != nil {
 		return stops, err
 	}
-	stops = append(stops, backgroundAs(ctx, "worker", w.Run))
-	stops = append(stops, backgroundAs(ctx, "maintain", maintainEvery(pool, env, cfg.runRetention, time.Hour)))
+	for _, part := range []struct {
+		name string
+		s    startstop.Service
+	}{
+		{"engine", eng},
+		{"worker", &startstop.Loop{Run: w.Run}},
+		{"maintain", &startstop.Loop{Run: maintainEvery(pool, env, cfg.runRetention, time.Hour)}},
+	} {
+		stop, err := startAs(ctx, part.name, part.s)
+		if err != nil {
+			return stops, err
+		}
+		stops = append(stops, stop)
+	}
 	if !cfg.demo {
 		return stops, nil
 	}
@@ -55,29 +67,6 @@ func startServices(ctx context.Context, env *environment, pool *pgxpool.Pool, nc
 		return stops, fmt.Errorf("jetstream: %w", err)
 	}
 	return stops, demoRun(ctx, env, pool, js)
-}
-
-// background runs a service's Run(ctx) on a goroutine and returns the
-// function that stops it: it cancels the service's context and waits for
-// Run to return, or for the stop's own context to end. A Run that returns
-// context.Canceled once stopped (a service still starting when Ctrl-C
-// came) has stopped cleanly: the stop returns nil.
-func background(ctx context.Context, run func(context.Context) error) func(context.Context) error {
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan error, 1)
-	go func() { done <- run(runCtx) }()
-	return func(stopCtx context.Context) error {
-		cancel()
-		select {
-		case err := <-done:
-			if errors.Is(err, context.Canceled) {
-				return nil
-			}
-			return err
-		case <-stopCtx.Done():
-			return fmt.Errorf("service did not stop in time: %w", stopCtx.Err())
-		}
-	}
 }
 
 // asService calls start with the Go profiler label service=name on this
@@ -89,14 +78,15 @@ func asService(ctx context.Context, name string, start func(context.Context) err
 	return err
 }
 
-// backgroundAs is background with run's goroutines labelled name
-// (asService).
-func backgroundAs(ctx context.Context, name string, run func(context.Context) error) (stop func(context.Context) error) {
-	_ = asService(ctx, name, func(ctx context.Context) error {
-		stop = background(ctx, run)
-		return nil
-	})
-	return stop
+// startAs starts s with the Go profiler label service=name (asService)
+// and returns its Stop. s starts on a context without ctx's cancellation:
+// the dev stack stops each part by its Stop, in order (stopAll), so that
+// Ctrl-C is a drain, not a hard stop.
+func startAs(ctx context.Context, name string, s startstop.Service) (func(context.Context) error, error) {
+	if err := asService(ctx, name, func(ctx context.Context) error { return s.Start(context.WithoutCancel(ctx)) }); err != nil {
+		return nil, err
+	}
+	return s.Stop, nil
 }
 
 // maintainEvery is `weft maintain --every every` as a service of the dev

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -18,6 +17,7 @@ import (
 	"github.com/weftrun/weft/internal/boot/httpserve"
 	"github.com/weftrun/weft/internal/policy/keylimit"
 	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/startstop"
 )
 
 // Service is the snapshot projector with its read API and UI.
@@ -38,9 +38,9 @@ type Service struct {
 	metrics  metrics
 	mp       metric.MeterProvider // its consumer keeper's; nil records nothing
 	lagAlarm lagAlarm
-	// seenFrom is when Serve began consuming: an event persisted before it
+	// seenFrom is when Start began consuming: an event persisted before it
 	// could not have been applied sooner, so its lag counts from seenFrom
-	// (observedLag). Written by Serve before the consumer starts.
+	// (observedLag). Written by Start before the consumer starts.
 	seenFrom time.Time
 	changes  notifier
 	// origin names this process in its notifications (listen.go); wakes
@@ -52,6 +52,9 @@ type Service struct {
 	rate      *keylimit.Limiter
 	// snaps caches decoded snapshots for the read API; nil: off.
 	snaps *snapCache
+
+	life   startstop.Base
+	served error // the HTTP server's, once the run loop returned
 }
 
 // New returns the projector over pool (snapshots, alerts and the event log)
@@ -98,42 +101,79 @@ func (s *Service) Run(ctx context.Context) error {
 	return s.Serve(ctx, ln)
 }
 
-// Serve consumes events, runs the resync and rebuild loops, listens for
+// Start consumes events, runs the resync and rebuild loops, listens for
 // other projectors' commits (listen.go), with a ReadPool measures its
 // replay lag and fences the long polls' wakeups (replica.go, fence.go),
-// and serves the read API and the UI on ln until ctx ends. Then it stops
-// consuming (unacked messages are redelivered to another projector or the
-// next start) and drains the HTTP requests in flight.
-func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
+// and serves the read API and the UI on ln, until Stop (or the end of
+// ctx) ends them. It returns once the consumer runs, with its error; the
+// projector serves once (startstop's contract).
+func (s *Service) Start(ctx context.Context, ln net.Listener) error {
+	return s.life.Start(ctx, func(_, soft context.Context) (func(), error) {
+		unregister, err := s.registerAllGauges()
+		if err != nil {
+			return nil, err
+		}
+		s.seenFrom = time.Now()
+		l, err := s.consume(soft)
+		if err != nil {
+			unregister()
+			return nil, err
+		}
+		return func() {
+			defer unregister()
+			defer func() { _ = l.Stop(context.WithoutCancel(soft)) }() // never cut short: its context does not end
+			loops := []func(context.Context){s.resyncLoop, s.rebuildLoop, s.listenLoop, s.sendLoop}
+			if s.replica != nil {
+				loops = append(loops, s.replicaLagLoop, s.fenceLoop)
+			}
+			s.served = httpserve.ServeWith(soft, ln, s.Handler(), s.cfg.HTTP, "projector", s.logger, loops...)
+		}, nil
+	})
+}
+
+// registerAllGauges registers the projector's gauges, with a ReadPool its
+// replica's too, and returns what unregisters them.
+func (s *Service) registerAllGauges() (func(), error) {
 	reg, err := s.registerGauges()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer func() { _ = reg.Unregister() }()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	if s.replica != nil {
-		rreg, err := s.registerReplicaGauge()
-		if err != nil {
-			return err
-		}
-		defer func() { _ = rreg.Unregister() }()
-		lctx, stop := context.WithCancel(ctx)
-		defer stop() // before wg.Wait: these two stop with Serve, whatever its error
-		wg.Go(func() { s.replicaLagLoop(lctx) })
-		wg.Go(func() { s.fenceLoop(lctx) })
+	if s.replica == nil {
+		return func() { _ = reg.Unregister() }, nil
 	}
-	s.seenFrom = time.Now()
-	l, err := s.consume(ctx)
+	rreg, err := s.registerReplicaGauge()
 	if err != nil {
+		_ = reg.Unregister()
+		return nil, err
+	}
+	return func() { _ = reg.Unregister(); _ = rreg.Unregister() }, nil
+}
+
+// Stop stops consuming (unacked messages are redelivered to another
+// projector or the next start), drains the HTTP requests in flight for
+// at most HTTP.ShutdownTimeout and waits for the loops; when ctx ends
+// first it returns an error wrapping startstop.ErrDrainCutShort once they
+// have. It returns the HTTP server's error, nil after a clean shutdown.
+// Stop is idempotent and a no-op on a projector never started.
+func (s *Service) Stop(ctx context.Context) error {
+	if err := s.life.Stop(ctx); err != nil {
+		return fmt.Errorf("projector: stop: %w", err)
+	}
+	return s.served
+}
+
+// Stopped returns a channel closed once a started projector has stopped.
+func (s *Service) Stopped() <-chan struct{} { return s.life.Stopped() }
+
+// Serve is Start on ln, then, once ctx ends or the HTTP server fails,
+// Stop: the projector in the foreground. It returns nil after a clean
+// shutdown.
+func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
+	if err := s.Start(ctx, ln); err != nil {
 		return err
 	}
-	defer func() { _ = l.Stop(context.WithoutCancel(ctx)) }() // never cut short: its context does not end
-	wg.Go(func() { s.resyncLoop(ctx) })
-	wg.Go(func() { s.rebuildLoop(ctx) })
-	wg.Go(func() { s.listenLoop(ctx) })
-	wg.Go(func() { s.sendLoop(ctx) })
-	return httpserve.Serve(ctx, ln, s.Handler(), s.cfg.HTTP, "projector", s.logger)
+	<-s.Stopped()
+	return s.Stop(ctx)
 }
 
 // afterCommit reports what a committed batch did: alerts, lag, metrics,

@@ -19,7 +19,6 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -33,6 +32,7 @@ import (
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/pkg/periodic"
+	"github.com/weftrun/weft/pkg/startstop"
 	"github.com/weftrun/weft/pkg/tracing"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
 	"github.com/weftrun/weft/services/signal-gateway/internal/jsonrpc"
@@ -190,6 +190,9 @@ type Service struct {
 	logger    *slog.Logger
 	metrics   *signalMetrics // nil without a MeterProvider
 	tracer    trace.Tracer   // cfg.TracerProvider's, or a no-op one
+
+	life   startstop.Base
+	served error // the HTTP server's, once the run loop returned
 }
 
 // New returns the gateway over pool and, for the NATS ingress, nc (nil
@@ -246,30 +249,56 @@ func (s *Service) Run(ctx context.Context) error {
 	return s.Serve(ctx, ln)
 }
 
-// Serve serves HTTP on ln, the NATS ingress when the gateway has a NATS
+// Start serves HTTP on ln, the NATS ingress when the gateway has a NATS
 // connection, the retention job and, unless DisableScheduler, the
-// scheduler, until ctx ends; then it stops taking requests and drains
-// those in flight for at most HTTP.ShutdownTimeout, and waits for the
-// retention job and the scheduler to stop. It returns nil after a clean
+// scheduler, until Stop (or the end of ctx) ends them. It returns once the
+// ingress is subscribed, with its error; the gateway serves once
+// (startstop's contract: a second Start is startstop.ErrAlreadyStarted).
+func (s *Service) Start(ctx context.Context, ln net.Listener) error {
+	return s.life.Start(ctx, func(_, soft context.Context) (func(), error) {
+		unsubscribe := func() {}
+		if s.nc != nil {
+			var err error
+			if unsubscribe, err = s.subscribe(soft); err != nil {
+				return nil, err
+			}
+		}
+		return func() {
+			defer unsubscribe()
+			loops := []func(context.Context){s.retain}
+			if !s.cfg.DisableScheduler {
+				loops = append(loops, s.schedules.Run)
+			}
+			s.served = httpserve.ServeWith(soft, ln, s.Handler(), s.cfg.HTTP, "gateway", s.logger, loops...)
+		}, nil
+	})
+}
+
+// Stop stops taking requests, drains those in flight for at most
+// HTTP.ShutdownTimeout, drains the NATS ingress and waits for the
+// retention job and the scheduler to stop; when ctx ends first it returns
+// an error wrapping startstop.ErrDrainCutShort once they have. It returns
+// the HTTP server's error, nil after a clean shutdown. Stop is idempotent
+// and a no-op on a gateway never started.
+func (s *Service) Stop(ctx context.Context) error {
+	if err := s.life.Stop(ctx); err != nil {
+		return fmt.Errorf("gateway: stop: %w", err)
+	}
+	return s.served
+}
+
+// Stopped returns a channel closed once a started gateway has stopped.
+func (s *Service) Stopped() <-chan struct{} { return s.life.Stopped() }
+
+// Serve is Start on ln, then, once ctx ends or the HTTP server fails,
+// Stop: the gateway in the foreground. It returns nil after a clean
 // shutdown.
 func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
-	if s.nc != nil {
-		stop, err := s.subscribe(ctx)
-		if err != nil {
-			return err
-		}
-		defer stop()
+	if err := s.Start(ctx, ln); err != nil {
+		return err
 	}
-	loops := []func(context.Context){s.retain}
-	if !s.cfg.DisableScheduler {
-		loops = append(loops, s.schedules.Run)
-	}
-	var wg sync.WaitGroup
-	for _, loop := range loops {
-		wg.Go(func() { loop(ctx) })
-	}
-	defer wg.Wait()
-	return httpserve.Serve(ctx, ln, s.Handler(), s.cfg.HTTP, "gateway", s.logger)
+	<-s.Stopped() // ctx's end ends the server, which drains as Stop does
+	return s.Stop(ctx)
 }
 
 // retain removes expired records every RetentionInterval until ctx ends.

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -123,6 +124,21 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, l Limits, name 
 		return fmt.Errorf("%s: shutdown: %w", name, err)
 	}
 	return nil
+}
+
+// ServeWith is Serve with loops running beside the server, each on a
+// context that ends when Serve returns (ctx ended or the server failed):
+// it returns once they all have.
+func ServeWith(ctx context.Context, ln net.Listener, h http.Handler, l Limits, name string, logger *slog.Logger,
+	loops ...func(context.Context)) error {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel() // before wg.Wait: the loops end with the server, whatever its error
+	for _, loop := range loops {
+		wg.Go(func() { loop(ctx) })
+	}
+	return Serve(ctx, ln, h, l, name, logger)
 }
 
 // newServer is the http.Server of h under l, whose request contexts
