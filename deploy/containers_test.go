@@ -122,7 +122,7 @@ func readSecret(t *testing.T, file string) string {
 func TestContainersStartOnTheSecretsVolume(t *testing.T) {
 	t.Parallel()
 	requireRoot(t)
-	bin := buildWeft(t)
+	bin := buildBinaries(t).weft
 	volume := newSecretsVolume(t)
 	initArgs := []string{"secrets", "init", "--dir", volume, "--owner", "65532:65532"}
 	out := secretsService.run(t, bin, initArgs)
@@ -175,7 +175,7 @@ func TestContainersStartOnTheSecretsVolume(t *testing.T) {
 func TestSecretsInitRepairsTheVolumeAsTheContainer(t *testing.T) {
 	t.Parallel()
 	requireRoot(t)
-	bin := buildWeft(t)
+	bin := buildBinaries(t).weft
 	volume := newSecretsVolume(t)
 	initArgs := []string{"secrets", "init", "--dir", volume, "--owner", "65532:65532"}
 	secretsService.run(t, bin, initArgs)
@@ -212,7 +212,7 @@ func TestEntrypointsReportTheWholeSecretsVolume(t *testing.T) {
 	t.Parallel()
 	requireRoot(t)
 	volume := newSecretsVolume(t)
-	secretsService.run(t, buildWeft(t), []string{"secrets", "init", "--dir", volume, "--owner", "65532:65532"})
+	secretsService.run(t, buildBinaries(t).weft, []string{"secrets", "init", "--dir", volume, "--owner", "65532:65532"})
 	record := filepath.Join(t.TempDir(), "record")
 	for _, c := range []struct {
 		svc          container
@@ -227,19 +227,4 @@ func TestEntrypointsReportTheWholeSecretsVolume(t *testing.T) {
 		require.Contains(t, string(out), "Docker Engine 26 or newer is needed for volume subpath", c.entry)
 		require.NoFileExists(t, record, "%s does not run the server", c.entry)
 	}
-}
-
-// buildWeft builds the weft binary into a folder others may run it from.
-func buildWeft(t *testing.T) string {
-	t.Helper()
-	goTool, err := exec.LookPath("go")
-	require.NoError(t, err, "the container tests build weft with the go tool")
-	dir := t.TempDir()
-	require.NoError(t, os.Chmod(dir, 0o755))
-	out := filepath.Join(dir, "weft")
-	cmd := exec.CommandContext(t.Context(), goTool, "build", "-o", out, "./cmd/weft")
-	cmd.Dir = ".." // the module root
-	output, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build: %s", output)
-	return out
 }

@@ -34,28 +34,6 @@ func TestMain(m *testing.M) { weftest.Main(m) }
 // before the test binary's timeout.
 const step = 2 * time.Minute
 
-// binaries are the executables the topology runs, built for the test.
-type binaries struct{ weft, natsServer string }
-
-// buildBinaries builds the weft binary and nats-server (v2, from the module
-// cache: it is in go.mod) into a temporary folder.
-func buildBinaries(t *testing.T) binaries {
-	t.Helper()
-	goTool, err := exec.LookPath("go")
-	require.NoError(t, err, "the topology test builds the binaries with the go tool")
-	dir := t.TempDir()
-	b := binaries{weft: filepath.Join(dir, "weft"), natsServer: filepath.Join(dir, "nats-server")}
-	for pkg, out := range map[string]string{"./cmd/weft": b.weft, "github.com/nats-io/nats-server/v2": b.natsServer} {
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
-		cmd := exec.CommandContext(ctx, goTool, "build", "-o", out, pkg)
-		cmd.Dir = ".." // the module root
-		output, err := cmd.CombinedOutput()
-		cancel()
-		require.NoError(t, err, "go build %s: %s", pkg, output)
-	}
-	return b
-}
-
 // process is one OS process of the topology.
 type process struct {
 	name string

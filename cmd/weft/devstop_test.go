@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -16,23 +15,18 @@ import (
 	"github.com/weftrun/weft/pkg/weftest"
 )
 
-// A Ctrl-C of `weft dev`, the binary `make run` runs, drains the stack
-// and exits 0; the demo run is started on the first start of a data
+// A Ctrl-C of `weft dev`, the binary `make run` runs (its main, run by
+// the test binary), drains the stack and exits 0; the demo run is started on the first start of a data
 // folder only.
 func TestDevCtrlCExitsZeroAndTheDemoRunsOnce(t *testing.T) {
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "weft")
-	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "%s", out)
 	db := weftest.NewDB(t)
 	dir := t.TempDir()
 
 	for start, wantDemo := range []bool{true, false} {
-		cmd := exec.CommandContext(t.Context(), bin, "dev")
-		cmd.Env = append(os.Environ(), "WEFT_DEV_DIR="+dir, "WEFT_DATABASE_URL="+db.URL,
+		cmd := weftBinary(t.Context(), []string{"WEFT_DEV_DIR=" + dir, "WEFT_DATABASE_URL=" + db.URL,
 			"WEFT_DEV_GATEWAY_ADDR=127.0.0.1:0", "WEFT_DEV_UI_ADDR=127.0.0.1:0", "WEFT_DEV_OPS_ADDR=off",
-			"WEFT_DEV_NATS_PORT="+strconv.Itoa(weftest.FreePort(t)), "WEFT_DEV_DEMO=true")
+			"WEFT_DEV_NATS_PORT=" + strconv.Itoa(weftest.FreePort(t)), "WEFT_DEV_DEMO=true"}, "dev")
 		var stdout, stderr weftest.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		require.NoError(t, cmd.Start())

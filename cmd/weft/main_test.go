@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"os/exec"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -20,7 +22,31 @@ import (
 	"github.com/weftrun/weft/pkg/weftest"
 )
 
-func TestMain(m *testing.M) { weftest.Main(m) }
+// asWeftEnv, set in a process a test starts from the test binary
+// (weftBinary), makes that process the weft binary: it runs main with its
+// arguments instead of the tests, so that a test of what the built binary
+// does (its signals, its exit codes) needs no second build of it.
+const asWeftEnv = "WEFT_TEST_AS_WEFT"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asWeftEnv) != "" {
+		main()
+		os.Exit(0)
+	}
+	weftest.Main(m)
+}
+
+// weftBinary returns a command that runs this test binary as the weft
+// binary (asWeftEnv) with args, in the environment env adds to this one.
+func weftBinary(ctx context.Context, env []string, args ...string) *exec.Cmd {
+	exe, err := os.Executable()
+	if err != nil {
+		panic(err) // the running test binary has a path on every platform Weft tests on
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Env = append(append(os.Environ(), asWeftEnv+"=1"), env...)
+	return cmd
+}
 
 func envOf(vars map[string]string) func(string) string {
 	return func(k string) string { return vars[k] }

@@ -21,6 +21,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -40,6 +41,22 @@ var admin struct {
 	url      string
 	err      error
 	instance *pgboot.Instance
+}
+
+// atExit holds what AtExit registered.
+var atExit struct {
+	mu    sync.Mutex
+	funcs []func()
+}
+
+// AtExit registers f for Main to call once the package's tests have run,
+// in the reverse order of registration: the cleanup of a fixture the
+// package's tests share (a binary built once), which no one test's
+// Cleanup may remove while others still use it.
+func AtExit(f func()) {
+	atExit.mu.Lock()
+	defer atExit.mu.Unlock()
+	atExit.funcs = append(atExit.funcs, f)
 }
 
 // MainWithChild is Main for a package whose crash tests run the test
@@ -64,6 +81,12 @@ func MainWithChild(m *testing.M, env string, child func() error) {
 func Main(m *testing.M) {
 	runNATSNodeIfAsked()
 	code := m.Run()
+	atExit.mu.Lock()
+	funcs := atExit.funcs
+	atExit.mu.Unlock()
+	for _, f := range slices.Backward(funcs) {
+		f()
+	}
 	if admin.instance != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		if err := admin.instance.Stop(ctx); err != nil {
