@@ -15,6 +15,7 @@ import (
 	"github.com/weftrun/weft/internal/boot/httpserve"
 	"github.com/weftrun/weft/internal/policy/auth"
 	"github.com/weftrun/weft/internal/policy/keylimit"
+	"github.com/weftrun/weft/services/projector/internal/readapi"
 )
 
 // Defaults applied to a zero Config field.
@@ -38,12 +39,29 @@ const (
 	DefaultForgedAlertFor = time.Hour
 	DefaultFetchPage      = 500
 	DefaultWaitRecheck    = 30 * time.Second
-	DefaultListLimit      = 50
-	MaxListLimit          = 200
-	DefaultEventsLimit    = 100
-	MaxEventsLimit        = 1000
 	defaultResyncRunsMax  = 100
 )
+
+// The read API's page bounds (docs/read-api.md), which internal/readapi
+// holds.
+const (
+	DefaultListLimit   = readapi.DefaultListLimit
+	MaxListLimit       = readapi.MaxListLimit
+	DefaultEventsLimit = readapi.DefaultEventsLimit
+	MaxEventsLimit     = readapi.MaxEventsLimit
+	// MaxStepEvents caps the events GET /v1/runs/{runId}/steps/{stepId}
+	// reads of one step.
+	MaxStepEvents = readapi.MaxStepEvents
+	// DefaultChildrenLimit is the page size of GET
+	// /v1/runs/{runId}/steps/{stepId}/children without a limit.
+	DefaultChildrenLimit = readapi.DefaultChildrenLimit
+)
+
+// Alert is one active alert of GET /v1/alerts (internal/readapi).
+type Alert = readapi.Alert
+
+// Whoami is the answer of GET /v1/whoami (internal/readapi).
+type Whoami = readapi.Whoami
 
 // The read API's cost bounds (docs/read-api.md, "Limits per key").
 const (

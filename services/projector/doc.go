@@ -2,7 +2,11 @@
 // event from JetStream (WEFT_EVENTS), reduces each run's events in strict
 // runSeq order with pkg/events' reducer, and stores the RunSnapshot with its
 // watermark in Postgres (run_snapshots) in one transaction. It serves the
-// read API and the web UI (docs/read-api.md).
+// read API and the web UI (docs/read-api.md), which internal/readapi
+// holds: this package holds the projection (consume, project, store,
+// resync, rebuild, verify, alerts, gauges, metrics) and what wakes the read
+// API's long polls (notify.go, listen.go, fence.go), and builds the read
+// API from its Config, its read pool and itself as the readapi.Projection.
 //
 // The bus is a transport, never the truth (DESIGN.md). An event that
 // arrives past a runSeq gap is never applied: the run is marked STALE, a P1

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/weftrun/weft/internal/boot/scrapecache"
+	"github.com/weftrun/weft/services/projector/internal/readapi"
 )
 
 // gaugeTimeout bounds the queries behind the projector's gauges.
@@ -24,7 +25,7 @@ const gaugeTimeout = 2 * time.Second
 // Every projector reads the same table, so they all report the same
 // figures: aggregate them with max, not sum. weft.runs counts the whole
 // table with a GROUP BY; the status is a closed set, so the series are few,
-// and a status no run has (runStatuses) is reported as 0 rather than
+// and a status no run has (readapi.RunStatuses) is reported as 0 rather than
 // dropped.
 type gauges struct {
 	gaps metric.Int64ObservableGauge
@@ -63,7 +64,7 @@ func (s *Service) registerGauges() (metric.Registration, error) {
 			return err
 		}
 		o.ObserveInt64(g.gaps, r.gaps)
-		for _, st := range runStatuses {
+		for _, st := range readapi.RunStatuses {
 			o.ObserveInt64(g.runs, r.runs[string(st)], metric.WithAttributes(attribute.String("status", string(st))))
 		}
 		return nil
@@ -79,7 +80,7 @@ func (s *Service) registerGauges() (metric.Registration, error) {
 func (s *Service) readGauges(ctx context.Context) (gaugeReading, error) {
 	ctx, cancel := context.WithTimeout(ctx, gaugeTimeout)
 	defer cancel()
-	r := gaugeReading{runs: make(map[string]int64, len(runStatuses))}
+	r := gaugeReading{runs: make(map[string]int64, len(readapi.RunStatuses))}
 	if err := s.pool.QueryRow(ctx, openGapsSQL).Scan(&r.gaps); err != nil {
 		return r, fmt.Errorf("projector: open gaps gauge: %w", err)
 	}

@@ -16,11 +16,11 @@ const meterName = "github.com/weftrun/weft/services/projector"
 //	weft.projector.rebuilt         counter        runs without a snapshot rebuilt from the log
 //	weft.projector.alerts          counter        alerts raised, by code
 //	weft.projector.events.forged   counter        bus events the log refutes, dropped, by reason
-//	weft.projector.requests.refused counter       read API requests refused with 429, by reason
-//	weft.projector.longpolls.open  up-down counter long polls held open
 //	weft.projector.listen.lost     counter        LISTEN connections lost (every long poll rechecks)
 //
-// and the gauges of gauges.go (open gaps, runs by status).
+// the gauges of gauges.go (open gaps, runs by status), and the read API's
+// instruments, on the same meter (internal/readapi: requests refused, long
+// polls open).
 type metrics struct {
 	meter   metric.Meter
 	lag     metric.Float64Histogram
@@ -29,19 +29,9 @@ type metrics struct {
 	rebuilt metric.Int64Counter
 	alerts  metric.Int64Counter
 	forged  metric.Int64Counter
-	refused metric.Int64Counter
-	polls   metric.Int64UpDownCounter
 	// listenLost counts failures of the LISTEN connection (listen.go).
 	listenLost metric.Int64Counter
 }
-
-// The reasons of weft.projector.requests.refused.
-const (
-	// refusedRate: the key is over its request rate (Config.KeyRate).
-	refusedRate = "key_rate"
-	// refusedLongPolls: the key holds MaxLongPollsPerKey long polls.
-	refusedLongPolls = "key_long_polls"
-)
 
 // lagBuckets are the lag histogram's bounds in seconds, dense around the
 // 1 s SLA and the 5 s and 10 s thresholds.
@@ -77,21 +67,6 @@ func newMetrics(mp metric.MeterProvider) (metrics, error) {
 	}
 	if ms.forged, err = m.Int64Counter("weft.projector.events.forged",
 		metric.WithDescription("Bus events the log refutes (forged), dropped and never applied, by reason.")); err != nil {
-		return ms, err
-	}
-	return newLimitMetrics(m, ms)
-}
-
-// newLimitMetrics adds the instruments of the per-key limits and of the
-// long polls' wakeups.
-func newLimitMetrics(m metric.Meter, ms metrics) (metrics, error) {
-	var err error
-	if ms.refused, err = m.Int64Counter("weft.projector.requests.refused",
-		metric.WithDescription("Read API requests refused with 429 before any query, by reason: key_rate or key_long_polls.")); err != nil {
-		return ms, err
-	}
-	if ms.polls, err = m.Int64UpDownCounter("weft.projector.longpolls.open",
-		metric.WithDescription("Long polls (waitForSeq) held open.")); err != nil {
 		return ms, err
 	}
 	ms.listenLost, err = m.Int64Counter("weft.projector.listen.lost",

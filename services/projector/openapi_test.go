@@ -34,7 +34,7 @@ func TestOpenAPIDocument(t *testing.T) {
 	served := s.fetch(t, "", "/openapi.json")
 	require.Equal(t, http.StatusOK, served.status)
 	require.Equal(t, "application/json", served.header.Get("Content-Type"))
-	d := openapitest.Check(t, served.body, "openapi.json")
+	d := openapitest.Check(t, served.body, "internal/readapi/openapi.json")
 
 	t.Run("routes", func(t *testing.T) { checkRoutes(t, s, d) })
 	t.Run("parameters", func(t *testing.T) { checkParameters(t, d) })

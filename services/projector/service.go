@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,9 +16,9 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/weftrun/weft/internal/boot/httpserve"
-	"github.com/weftrun/weft/internal/policy/keylimit"
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/startstop"
+	"github.com/weftrun/weft/services/projector/internal/readapi"
 )
 
 // Service is the snapshot projector with its read API and UI.
@@ -25,9 +26,8 @@ type Service struct {
 	cfg  Config
 	pool *pgxpool.Pool // the primary: every write, and the reads of the projection itself
 	log  *eventlog.Store
-	// read and readLog serve the read API: Config.ReadPool, else pool.
-	read    *pgxpool.Pool
-	readLog *eventlog.Store
+	// read is the read API's pool: Config.ReadPool, else pool.
+	read *pgxpool.Pool
 	// replica measures ReadPool's replay lag, and fence holds the long
 	// polls' wakeups until it has replayed their change; both nil without a
 	// ReadPool (replica.go, fence.go).
@@ -47,11 +47,8 @@ type Service struct {
 	// holds the runs to notify.
 	origin string
 	wakes  *wakeQueue
-	// longPolls caps each key's long polls in flight; rate its requests.
-	longPolls *keylimit.Concurrency
-	rate      *keylimit.Limiter
-	// snaps caches decoded snapshots for the read API; nil: off.
-	snaps *snapCache
+	// api serves the read API and the UI (Handler).
+	api *readapi.API
 
 	life   startstop.Base
 	served error // the HTTP server's, once the run loop returned
@@ -77,20 +74,45 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("projector: metrics: %w", err)
 	}
-	rate, err := keylimit.New(keylimit.Config{Limit: cfg.KeyRate})
-	if err != nil {
-		return nil, fmt.Errorf("projector: KeyRate: %w", err)
-	}
 	s := &Service{cfg: cfg, pool: pool, log: eventlog.New(pool), js: js, metrics: m, mp: cfg.MeterProvider,
-		logger: cfg.Logger.With("service", "projector"), origin: uuid.NewString(), wakes: newWakeQueue(),
-		longPolls: keylimit.NewConcurrency(cfg.MaxLongPollsPerKey), rate: rate, snaps: newSnapCache(cfg.SnapshotCacheSteps)}
-	s.read, s.readLog = pool, s.log
+		logger: cfg.Logger.With("service", "projector"), origin: uuid.NewString(), wakes: newWakeQueue()}
+	s.read = pool
+	readLog := s.log
 	if cfg.ReadPool != nil {
-		s.read, s.readLog = cfg.ReadPool, eventlog.New(cfg.ReadPool)
+		s.read, readLog = cfg.ReadPool, eventlog.New(cfg.ReadPool)
 		s.replica, s.fence = &replayLag{primary: pool, read: cfg.ReadPool}, newReplayFence()
+	}
+	if s.api, err = readapi.New(s.read, readLog, projection{s}, s.readAPIConfig()); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
+
+// readAPIConfig is the read API's part of the projector's Config.
+func (s *Service) readAPIConfig() readapi.Config {
+	c := s.cfg
+	return readapi.Config{Keys: c.Keys, Authorizer: c.Authorizer, GatewayURL: c.GatewayURL, DevTokenFile: c.DevTokenFile,
+		MaxWait: c.MaxWait, WaitRecheck: c.WaitRecheck, MaxLongPollsPerKey: c.MaxLongPollsPerKey, KeyRate: c.KeyRate,
+		StepsPerToken: c.StepsPerToken, MaxChildrenPage: c.MaxChildrenPage, SnapshotCacheSteps: c.SnapshotCacheSteps,
+		Logger: s.logger, Meter: s.metrics.meter, LongPollWaiting: c.TestingKnobs.LongPollWaiting}
+}
+
+// Handler returns the read API (docs/read-api.md) and its OpenAPI
+// document (GET /openapi.json, no key needed), the UI's forwarding to
+// the gateway (its signals; the schedules list, pause, resume and delete;
+// the triggers list) and the UI itself. It
+// serves no /metrics: the metrics count every tenant's runs and go to the
+// MeterProvider, which the command serves on its ops listener only.
+func (s *Service) Handler() http.Handler { return s.api.Handler() }
+
+// projection is the projection as the read API sees it
+// (readapi.Projection): the long polls' wakeups, through the replay fence
+// with a ReadPool, and the ReadPool's replay lag.
+type projection struct{ s *Service }
+
+func (p projection) Wait(runID string) (<-chan struct{}, func()) { return p.s.changes.wait(runID) }
+
+func (p projection) ReadLag() time.Duration { return p.s.replicaLag() }
 
 // Run listens on Config.Addr and runs until ctx ends (see Serve).
 func (s *Service) Run(ctx context.Context) error {

@@ -1,4 +1,4 @@
-package projector
+package readapi
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 )
 
 // handleRunEvents answers GET /v1/runs/{runId}/events from the event log.
-func (s *Service) handleRunEvents(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (a *API) handleRunEvents(w http.ResponseWriter, r *http.Request, p auth.Principal) {
 	runID, ok := runIDOf(w, r)
 	if !ok {
 		return
@@ -24,12 +24,12 @@ func (s *Service) handleRunEvents(w http.ResponseWriter, r *http.Request, p auth
 		writeError(w, http.StatusBadRequest, api.CodeInvalidArgument, err.Error())
 		return
 	}
-	if !s.runVisible(w, r, runID, p) {
+	if !a.runVisible(w, r, runID, p) {
 		return
 	}
-	evs, err := s.readLog.EventsFetchAfter(r.Context(), runID, after, limit+1)
+	evs, err := a.readLog.EventsFetchAfter(r.Context(), runID, after, limit+1)
 	if err != nil {
-		s.writeFault(w, r, err)
+		a.writeFault(w, r, err)
 		return
 	}
 	page := api.EventPage{Events: evs, NextAfterSeq: after}
@@ -69,17 +69,17 @@ type Alert struct {
 
 // handleAlerts answers GET /v1/alerts: the alerts of the key's tenant's
 // runs and those of no run, newest first.
-func (s *Service) handleAlerts(w http.ResponseWriter, r *http.Request, p auth.Principal) {
-	rows, err := s.read.Query(r.Context(), `
+func (a *API) handleAlerts(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	rows, err := a.read.Query(r.Context(), `
 SELECT code, severity, coalesce(run_id::text, ''), message, raised_at FROM projector_alerts
 WHERE tenant_id = $1 OR run_id IS NULL ORDER BY raised_at DESC, alert_key LIMIT 1000`, p.TenantID)
 	if err != nil {
-		s.writeFault(w, r, err)
+		a.writeFault(w, r, err)
 		return
 	}
 	alerts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Alert])
 	if err != nil {
-		s.writeFault(w, r, err)
+		a.writeFault(w, r, err)
 		return
 	}
 	httpserve.WriteJSON(w, http.StatusOK, map[string][]Alert{"alerts": alerts})

@@ -1,4 +1,4 @@
-package projector
+package readapi
 
 import (
 	"encoding/json"
@@ -18,8 +18,8 @@ import (
 )
 
 // runView is the answer of GET /v1/runs/{runId}: api.RunView, whose
-// LagMs, read from a standby (Config.ReadPool), adds the standby's replay
-// lag at the read (replica.go). Its plan graph is sent as stored
+// LagMs, read from a standby, adds the standby's replay lag at the read
+// (Projection.ReadLag). Its plan graph is sent as stored
 // (run_snapshots.plan_steps), not decoded and encoded again: Plan shadows
 // api.RunView's in the JSON, which is the same document.
 type runView struct {
@@ -53,7 +53,7 @@ var errNoRun = errors.New("no such run")
 // projection lag. Its snapshot comes from the snapshot cache while the row
 // is unchanged (runGetSQL); the view shares it, and its steps, with every
 // other reader: they are read, never written.
-func (s *Service) runView(r *http.Request, runID, tenant string) (runView, error) {
+func (a *API) runView(r *http.Request, runID, tenant string) (runView, error) {
 	var v runView
 	var snap []byte
 	var gapSince *time.Time
@@ -61,11 +61,11 @@ func (s *Service) runView(r *http.Request, runID, tenant string) (runView, error
 	var ver snapVersion
 	var held *time.Time
 	var heldSeq *int64
-	cached := s.snaps.get(runID)
+	cached := a.snaps.get(runID)
 	if cached != nil {
 		held, heldSeq = &cached.version.updatedAt, &cached.version.seq
 	}
-	err := s.read.QueryRow(r.Context(), runGetSQL, runID, held, heldSeq).Scan(&v.TenantID, &v.ProjectID, &v.EnvironmentID,
+	err := a.read.QueryRow(r.Context(), runGetSQL, runID, held, heldSeq).Scan(&v.TenantID, &v.ProjectID, &v.EnvironmentID,
 		&v.PlanID, &v.PlanVersion, &snap, &v.Plan.Steps, &gapSeen, &gapSince, &v.CreatedAt, &v.UpdatedAt, &v.LagMs, &ver.seq)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && v.TenantID != tenant) {
 		return runView{}, errNoRun // another tenant's run is no run at all
@@ -78,14 +78,17 @@ func (s *Service) runView(r *http.Request, runID, tenant string) (runView, error
 		if cached, err = decodeSnap(runID, snap, ver); err != nil {
 			return runView{}, err
 		}
-		s.snaps.put(runID, cached)
+		a.snaps.put(runID, cached)
 	}
 	v.RunSnapshot, v.top = cached.snap, cached.top
 	v.RunID = runID
-	v.LagMs += s.replicaLag().Milliseconds()
+	v.LagMs += a.feed.ReadLag().Milliseconds()
 	if gapSeen > 0 {
 		v.Stale = true
-		v.Gap = &api.RunGap{AfterSeq: v.LastEventSeq, SeenSeq: gapSeen, Since: deref(gapSince)}
+		v.Gap = &api.RunGap{AfterSeq: v.LastEventSeq, SeenSeq: gapSeen}
+		if gapSince != nil {
+			v.Gap.Since = *gapSince
+		}
 	}
 	return v, nil
 }
@@ -112,12 +115,12 @@ func (v runView) etag() string {
 // (waitForSeq, timeout), with the top-level steps (the default) or every
 // step (steps=all). An answer of more than Config.StepsPerToken steps
 // costs its key more of its rate (chargeSteps).
-func (s *Service) handleRunGet(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (a *API) handleRunGet(w http.ResponseWriter, r *http.Request, p auth.Principal) {
 	runID, ok := runIDOf(w, r)
 	if !ok {
 		return
 	}
-	wait, err := s.parseWait(r)
+	wait, err := a.parseWait(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, api.CodeInvalidArgument, err.Error())
 		return
@@ -128,18 +131,18 @@ func (s *Service) handleRunGet(w http.ResponseWriter, r *http.Request, p auth.Pr
 		return
 	}
 	if wait.timeout > 0 { // a long poll: one of the key's MaxLongPollsPerKey places
-		release, ok := s.longPolls.Acquire(p.KeyID)
+		release, ok := a.longPolls.Acquire(p.KeyID)
 		if !ok {
-			s.refuse(w, r, p, refusedLongPolls, longPollRetryAfter, fmt.Sprintf(
-				"API key %q holds its limit of %d long polls open at once", p.KeyID, s.longPolls.Max()))
+			a.refuse(w, r, p, refusedLongPolls, longPollRetryAfter, fmt.Sprintf(
+				"API key %q holds its limit of %d long polls open at once", p.KeyID, a.longPolls.Max()))
 			return
 		}
-		s.metrics.polls.Add(r.Context(), 1)
-		defer s.metrics.polls.Add(r.Context(), -1) // after release: the gauge never shows a place still held as free
+		a.metrics.polls.Add(r.Context(), 1)
+		defer a.metrics.polls.Add(r.Context(), -1) // after release: the gauge never shows a place still held as free
 		defer release()
 	}
-	v, err := s.waitForRun(r, runID, p.TenantID, wait)
-	if !s.runFound(w, r, runID, err) {
+	v, err := a.waitForRun(r, runID, p.TenantID, wait)
+	if !a.runFound(w, r, runID, err) {
 		return
 	}
 	tag := v.etag()
@@ -152,7 +155,7 @@ func (s *Service) handleRunGet(w http.ResponseWriter, r *http.Request, p auth.Pr
 	if !all {
 		v.Steps = v.top
 	}
-	if !s.chargeSteps(w, r, p, len(v.Steps)) {
+	if !a.chargeSteps(w, r, p, len(v.Steps)) {
 		return
 	}
 	httpserve.WriteJSON(w, http.StatusOK, v)
@@ -205,7 +208,7 @@ type waitSpec struct {
 
 // parseWait reads waitForSeq and timeout. timeout is a Go duration ("30s")
 // or a number of seconds, capped at MaxWait, 30 s by default.
-func (s *Service) parseWait(r *http.Request) (waitSpec, error) {
+func (a *API) parseWait(r *http.Request) (waitSpec, error) {
 	q := r.URL.Query()
 	raw, has := q.Get("waitForSeq"), q.Has("waitForSeq")
 	if !has {
@@ -218,13 +221,13 @@ func (s *Service) parseWait(r *http.Request) (waitSpec, error) {
 	if err != nil || seq < 0 {
 		return waitSpec{}, fmt.Errorf("waitForSeq %q: want a runSeq, a whole number >= 0", raw)
 	}
-	timeout := min(30*time.Second, s.cfg.MaxWait)
+	timeout := min(30*time.Second, a.cfg.MaxWait)
 	if t := q.Get("timeout"); t != "" {
 		if timeout, err = parseTimeout(t); err != nil {
 			return waitSpec{}, err
 		}
 	}
-	return waitSpec{seq: seq, timeout: min(timeout, s.cfg.MaxWait), sawStale: taggedStale(r.Header.Values("If-None-Match"))}, nil
+	return waitSpec{seq: seq, timeout: min(timeout, a.cfg.MaxWait), sawStale: taggedStale(r.Header.Values("If-None-Match"))}, nil
 }
 
 // taggedStale reads the gap state the entity tags of an If-None-Match
@@ -265,18 +268,18 @@ func parseTimeout(t string) (time.Duration, error) {
 // waitForRun returns the run's view once its watermark reaches
 // wait.seq, its gap state is not the one the caller last saw (from its
 // If-None-Match, else the one the first read finds), or wait.timeout
-// passes, whichever is first. Until the run exists it waits for that too, and answers errNoRun
-// at the timeout. Every commit that changes the run wakes it at once,
-// this process's or another projector's (listen.go), or with a ReadPool
-// once the standby has replayed the commit (fence.go), so the reread it
-// wakes to sees the change; it also rereads the run every WaitRecheck.
-func (s *Service) waitForRun(r *http.Request, runID, tenant string, wait waitSpec) (runView, error) {
+// passes, whichever is first. Until the run exists it waits for that too,
+// and answers errNoRun at the timeout. Every commit that changes the run
+// wakes it once the read pool shows the commit (Projection.Wait), so the
+// reread it wakes to sees the change; it also rereads the run every
+// WaitRecheck.
+func (a *API) waitForRun(r *http.Request, runID, tenant string, wait waitSpec) (runView, error) {
 	deadline := time.Now().Add(wait.timeout)
 	first := true
 	var initialStale bool
 	for {
-		changed, stop := s.changes.wait(runID)
-		v, err := s.runView(r, runID, tenant)
+		changed, stop := a.feed.Wait(runID)
+		v, err := a.runView(r, runID, tenant)
 		if err != nil && !errors.Is(err, errNoRun) {
 			stop()
 			return v, err
@@ -293,10 +296,10 @@ func (s *Service) waitForRun(r *http.Request, runID, tenant string, wait waitSpe
 			stop()
 			return v, err
 		}
-		if k := s.cfg.TestingKnobs.LongPollWaiting; k != nil {
+		if k := a.cfg.LongPollWaiting; k != nil {
 			k()
 		}
-		t := time.NewTimer(min(left, s.cfg.WaitRecheck))
+		t := time.NewTimer(min(left, a.cfg.WaitRecheck))
 		select {
 		case <-changed:
 		case <-t.C:
@@ -313,13 +316,13 @@ func (s *Service) waitForRun(r *http.Request, runID, tenant string, wait waitSpe
 // runFound reports whether a read of run runID succeeded; when it did not
 // (err), it answers 404 for a run the key cannot see (errNoRun), or the
 // fault.
-func (s *Service) runFound(w http.ResponseWriter, r *http.Request, runID string, err error) bool {
+func (a *API) runFound(w http.ResponseWriter, r *http.Request, runID string, err error) bool {
 	switch {
 	case errors.Is(err, errNoRun):
 		writeError(w, http.StatusNotFound, api.CodeNotFound, "no run "+runID)
 		return false
 	case err != nil:
-		s.writeFault(w, r, err)
+		a.writeFault(w, r, err)
 		return false
 	}
 	return true

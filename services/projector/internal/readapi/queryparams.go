@@ -1,4 +1,4 @@
-package projector
+package readapi
 
 import (
 	"fmt"
@@ -11,22 +11,22 @@ import (
 	"github.com/weftrun/weft/pkg/api"
 )
 
-// queryParam is a query parameter a read API route accepts. A repeatable
-// one may be given any number of times; any other at most once.
-type queryParam struct {
-	name       string
-	repeatable bool
+// QueryParam is a query parameter a read API route accepts. A
+// Repeatable one may be given any number of times; any other at most once.
+type QueryParam struct {
+	Name       string
+	Repeatable bool
 }
 
 // The query parameters of each read API route (readRoutes). A request
 // with any other is refused (checkQuery); openapi.json documents exactly
 // these.
 var (
-	listParams = []queryParam{{"status", true}, {"tenant", false}, {"plan", false}, {"trigger", false},
+	listParams = []QueryParam{{"status", true}, {"tenant", false}, {"plan", false}, {"trigger", false},
 		{"projectId", false}, {"environmentId", false}, {"limit", false}, {"cursor", false}}
-	runParams      = []queryParam{{"steps", false}, {"waitForSeq", false}, {"timeout", false}}
-	eventsParams   = []queryParam{{"afterSeq", false}, {"limit", false}}
-	childrenParams = []queryParam{{"afterIndex", false}, {"limit", false}}
+	runParams      = []QueryParam{{"steps", false}, {"waitForSeq", false}, {"timeout", false}}
+	eventsParams   = []QueryParam{{"afterSeq", false}, {"limit", false}}
+	childrenParams = []QueryParam{{"afterIndex", false}, {"limit", false}}
 )
 
 // readRoute is a read API route: its pattern, the query parameters it
@@ -34,20 +34,31 @@ var (
 // and the query checked.
 type readRoute struct {
 	pattern string
-	params  []queryParam
-	handle  func(s *Service, w http.ResponseWriter, r *http.Request, p auth.Principal)
+	params  []QueryParam
+	handle  func(a *API, w http.ResponseWriter, r *http.Request, p auth.Principal)
 }
 
 // readRoutes are the read API's routes under /v1/ (docs/read-api.md,
 // openapi.json), as Handler registers them.
 var readRoutes = []readRoute{
-	{"GET /v1/runs", listParams, (*Service).handleRunsList},
-	{"GET /v1/runs/{runId}", runParams, (*Service).handleRunGet},
-	{"GET /v1/runs/{runId}/events", eventsParams, (*Service).handleRunEvents},
-	{"GET /v1/runs/{runId}/steps/{stepId}", nil, (*Service).handleStepGet},
-	{"GET /v1/runs/{runId}/steps/{stepId}/children", childrenParams, (*Service).handleStepChildren},
-	{"GET /v1/alerts", nil, (*Service).handleAlerts},
-	{"GET /v1/whoami", nil, (*Service).handleWhoami},
+	{"GET /v1/runs", listParams, (*API).handleRunsList},
+	{"GET /v1/runs/{runId}", runParams, (*API).handleRunGet},
+	{"GET /v1/runs/{runId}/events", eventsParams, (*API).handleRunEvents},
+	{"GET /v1/runs/{runId}/steps/{stepId}", nil, (*API).handleStepGet},
+	{"GET /v1/runs/{runId}/steps/{stepId}/children", childrenParams, (*API).handleStepChildren},
+	{"GET /v1/alerts", nil, (*API).handleAlerts},
+	{"GET /v1/whoami", nil, (*API).handleWhoami},
+}
+
+// Routes returns the read API's routes under /v1/, as Handler registers
+// them, each with the query parameters it accepts: what openapi.json
+// documents.
+func Routes() map[string][]QueryParam {
+	out := map[string][]QueryParam{}
+	for _, r := range readRoutes {
+		out[r.pattern] = append([]QueryParam{}, r.params...)
+	}
+	return out
 }
 
 // checkQuery answers 400 InvalidArgument, and returns false, for a query
@@ -71,7 +82,7 @@ func checkQuery(w http.ResponseWriter, r *http.Request, route readRoute) bool {
 			}
 			writeParamError(w, msg, map[string]any{"field": name, "accepted": accepted})
 			return false
-		case len(values) > 1 && !p.repeatable:
+		case len(values) > 1 && !p.Repeatable:
 			writeParamError(w, fmt.Sprintf("query parameter %q is given %d times: %s takes one value of it",
 				name, len(values), route.pattern), map[string]any{"field": name})
 			return false
@@ -81,20 +92,20 @@ func checkQuery(w http.ResponseWriter, r *http.Request, route readRoute) bool {
 }
 
 // paramNamed returns the parameter of params named name, if there is one.
-func paramNamed(params []queryParam, name string) (queryParam, bool) {
+func paramNamed(params []QueryParam, name string) (QueryParam, bool) {
 	for _, p := range params {
-		if p.name == name {
+		if p.Name == name {
 			return p, true
 		}
 	}
-	return queryParam{}, false
+	return QueryParam{}, false
 }
 
 // paramNames are the names of params, in order; never nil.
-func paramNames(params []queryParam) []string {
+func paramNames(params []QueryParam) []string {
 	names := make([]string, 0, len(params))
 	for _, p := range params {
-		names = append(names, p.name)
+		names = append(names, p.Name)
 	}
 	return names
 }

@@ -1,4 +1,4 @@
-package projector
+package readapi
 
 import (
 	"errors"
@@ -25,20 +25,20 @@ const MaxStepEvents = 10_000
 // read from the event log (eventlog.Store.EventsFetchStep: the step's
 // events and the run's RunApproved and RunCancelled). A step with no event
 // yet has no attempts.
-func (s *Service) handleStepGet(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (a *API) handleStepGet(w http.ResponseWriter, r *http.Request, p auth.Principal) {
 	runID, ok := runIDOf(w, r)
-	if !ok || !s.runVisible(w, r, runID, p) {
+	if !ok || !a.runVisible(w, r, runID, p) {
 		return
 	}
 	stepID := r.PathValue("stepId")
-	evs, err := s.readLog.EventsFetchStep(r.Context(), runID, stepID, MaxStepEvents)
+	evs, err := a.readLog.EventsFetchStep(r.Context(), runID, stepID, MaxStepEvents)
 	if err != nil {
-		s.writeFault(w, r, fmt.Errorf("projector: read events of step %s: %w", stepID, err))
+		a.writeFault(w, r, fmt.Errorf("projector: read events of step %s: %w", stepID, err))
 		return
 	}
 	details, err := events.StepDetails(evs)
 	if err != nil {
-		s.writeFault(w, r, err)
+		a.writeFault(w, r, err)
 		return
 	}
 	d := details[stepID]
@@ -58,22 +58,22 @@ const DefaultChildrenLimit = 100
 // Config.MaxChildrenPage, default DefaultChildrenLimit). A page of more
 // than Config.StepsPerToken children costs its key more of its rate
 // (chargeSteps).
-func (s *Service) handleStepChildren(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (a *API) handleStepChildren(w http.ResponseWriter, r *http.Request, p auth.Principal) {
 	runID, ok := runIDOf(w, r)
 	if !ok {
 		return
 	}
-	after, limit, ferr := s.parseChildPage(r)
+	after, limit, ferr := a.parseChildPage(r)
 	if ferr != nil {
 		writeFieldError(w, ferr)
 		return
 	}
-	v, err := s.runView(r, runID, p.TenantID)
-	if !s.runFound(w, r, runID, err) {
+	v, err := a.runView(r, runID, p.TenantID)
+	if !a.runFound(w, r, runID, err) {
 		return
 	}
 	page := childPage(v.RunSnapshot, r.PathValue("stepId"), after, limit)
-	if !s.chargeSteps(w, r, p, len(page.Children)) {
+	if !a.chargeSteps(w, r, p, len(page.Children)) {
 		return
 	}
 	httpserve.WriteJSON(w, http.StatusOK, page)
@@ -102,18 +102,18 @@ func writeFieldError(w http.ResponseWriter, e *fieldError) {
 }
 
 // parseChildPage reads afterIndex and limit.
-func (s *Service) parseChildPage(r *http.Request) (after, limit int, _ *fieldError) {
+func (a *API) parseChildPage(r *http.Request) (after, limit int, _ *fieldError) {
 	q := r.URL.Query()
-	after, limit = -1, min(DefaultChildrenLimit, s.cfg.MaxChildrenPage)
+	after, limit = -1, min(DefaultChildrenLimit, a.cfg.MaxChildrenPage)
 	var err error
-	if a := q.Get("afterIndex"); a != "" {
-		if after, err = strconv.Atoi(a); err != nil || after < -1 {
-			return 0, 0, &fieldError{"afterIndex", fmt.Sprintf("afterIndex %q: want an element index, or -1", a)}
+	if ai := q.Get("afterIndex"); ai != "" {
+		if after, err = strconv.Atoi(ai); err != nil || after < -1 {
+			return 0, 0, &fieldError{"afterIndex", fmt.Sprintf("afterIndex %q: want an element index, or -1", ai)}
 		}
 	}
 	if l := q.Get("limit"); l != "" {
-		if limit, err = strconv.Atoi(l); err != nil || limit < 1 || limit > s.cfg.MaxChildrenPage {
-			return 0, 0, &fieldError{"limit", fmt.Sprintf("limit %q: want 1 to %d", l, s.cfg.MaxChildrenPage)}
+		if limit, err = strconv.Atoi(l); err != nil || limit < 1 || limit > a.cfg.MaxChildrenPage {
+			return 0, 0, &fieldError{"limit", fmt.Sprintf("limit %q: want 1 to %d", l, a.cfg.MaxChildrenPage)}
 		}
 	}
 	return after, limit, nil
@@ -122,15 +122,15 @@ func (s *Service) parseChildPage(r *http.Request) (after, limit int, _ *fieldErr
 // runVisible reports whether run runID exists in the caller's tenant, and
 // answers 404 (another tenant's run is no run at all) or 500 when it does
 // not say yes.
-func (s *Service) runVisible(w http.ResponseWriter, r *http.Request, runID string, p auth.Principal) bool {
+func (a *API) runVisible(w http.ResponseWriter, r *http.Request, runID string, p auth.Principal) bool {
 	var tenant string
-	err := s.read.QueryRow(r.Context(), `SELECT tenant_id FROM run_snapshots WHERE run_id = $1`, runID).Scan(&tenant)
+	err := a.read.QueryRow(r.Context(), `SELECT tenant_id FROM run_snapshots WHERE run_id = $1`, runID).Scan(&tenant)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && tenant != p.TenantID) {
 		writeError(w, http.StatusNotFound, api.CodeNotFound, "no run "+runID)
 		return false
 	}
 	if err != nil {
-		s.writeFault(w, r, err)
+		a.writeFault(w, r, err)
 		return false
 	}
 	return true

@@ -1,4 +1,4 @@
-package projector
+package readapi
 
 import (
 	"net/http"
@@ -25,11 +25,11 @@ type Whoami struct {
 var whoamiActions = []auth.Action{auth.ActionRunRead, auth.ActionRunStart, auth.ActionSignalSend, auth.ActionAdmin}
 
 // handleWhoami answers GET /v1/whoami.
-func (s *Service) handleWhoami(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (a *API) handleWhoami(w http.ResponseWriter, r *http.Request, p auth.Principal) {
 	out := Whoami{KeyID: p.KeyID, TenantID: p.TenantID, Role: string(p.Role), Actions: []string{}}
-	for _, a := range whoamiActions {
-		if s.cfg.Authorizer.Authorize(r.Context(), p, a, auth.Resource{TenantID: p.TenantID}).Allowed {
-			out.Actions = append(out.Actions, string(a))
+	for _, act := range whoamiActions {
+		if a.cfg.Authorizer.Authorize(r.Context(), p, act, auth.Resource{TenantID: p.TenantID}).Allowed {
+			out.Actions = append(out.Actions, string(act))
 		}
 	}
 	httpserve.WriteJSON(w, http.StatusOK, out)

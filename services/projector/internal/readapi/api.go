@@ -1,4 +1,4 @@
-package projector
+package readapi
 
 import (
 	"context"
@@ -23,16 +23,16 @@ import (
 // Handler returns the read API (docs/read-api.md) and its OpenAPI
 // document (GET /openapi.json, no key needed), the UI's forwarding to
 // the gateway (its signals; the schedules list, pause, resume and delete;
-// the triggers list) and the UI itself. It
-// serves no /metrics: the metrics count every tenant's runs and go to the
-// MeterProvider, which the command serves on its ops listener only.
-func (s *Service) Handler() http.Handler {
+// the triggers list) and the UI itself. It serves no /metrics: the
+// metrics count every tenant's runs and go to the Meter, whose provider
+// the command serves on its ops listener only.
+func (a *API) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for _, route := range readRoutes {
-		mux.HandleFunc(route.pattern, s.authed(route))
+		mux.HandleFunc(route.pattern, a.authed(route))
 	}
 	mux.HandleFunc("GET /openapi.json", serveOpenAPI)
-	gateway := s.gatewayProxy()
+	gateway := a.gatewayProxy()
 	mux.Handle("POST /gateway/v1/runs/{runId}/signals", gateway)
 	mux.Handle("GET /gateway/v1/schedules", gateway)
 	mux.Handle("POST /gateway/v1/schedules/{scheduleId}/pause", gateway)
@@ -42,8 +42,8 @@ func (s *Service) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		httpserve.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	mux.HandleFunc("/v1/", s.notServed)
-	mux.Handle("/", ui.Handler(ui.Options{DevTokenFile: s.cfg.DevTokenFile}))
+	mux.HandleFunc("/v1/", a.notServed)
+	mux.Handle("/", ui.Handler(ui.Options{DevTokenFile: a.cfg.DevTokenFile}))
 	return mux
 }
 
@@ -51,9 +51,9 @@ func (s *Service) Handler() http.Handler {
 // rate (Config.KeyRate), checks that it may read runs of its tenant and
 // that the query holds only the route's parameters (checkQuery) before
 // calling the route's handler.
-func (s *Service) authed(route readRoute) http.HandlerFunc {
+func (a *API) authed(route readRoute) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		p, err := s.cfg.Keys.AuthenticateValues(r.Header.Values("Authorization"))
+		p, err := a.cfg.Keys.AuthenticateValues(r.Header.Values("Authorization"))
 		if errors.Is(err, auth.ErrMultipleCredentials) {
 			writeError(w, http.StatusBadRequest, api.CodeInvalidArgument, err.Error())
 			return
@@ -63,17 +63,17 @@ func (s *Service) authed(route readRoute) http.HandlerFunc {
 			writeError(w, http.StatusUnauthorized, api.CodeUnauthenticated, err.Error())
 			return
 		}
-		if ok, wait := s.rate.Allow(p.KeyID, 1); !ok {
-			s.refuse(w, r, p, refusedRate, wait,
-				fmt.Sprintf("API key %q is over its read rate of %s", p.KeyID, s.rate.Limit()))
+		if ok, wait := a.rate.Allow(p.KeyID, 1); !ok {
+			a.refuse(w, r, p, refusedRate, wait,
+				fmt.Sprintf("API key %q is over its read rate of %s", p.KeyID, a.rate.Limit()))
 			return
 		}
-		if d := s.cfg.Authorizer.Authorize(r.Context(), p, auth.ActionRunRead, auth.Resource{TenantID: p.TenantID}); !d.Allowed {
+		if d := a.cfg.Authorizer.Authorize(r.Context(), p, auth.ActionRunRead, auth.Resource{TenantID: p.TenantID}); !d.Allowed {
 			writeError(w, http.StatusForbidden, api.CodePermissionDenied, d.Reason)
 			return
 		}
 		if checkQuery(w, r, route) {
-			route.handle(s, w, r, p)
+			route.handle(a, w, r, p)
 		}
 	}
 }
@@ -96,8 +96,8 @@ func writeError(w http.ResponseWriter, status int, code, message string) {
 
 // refuse answers 429 RateLimited with Retry-After and details.retryAfter
 // (whole seconds, at least 1) and counts the refusal by reason.
-func (s *Service) refuse(w http.ResponseWriter, r *http.Request, p auth.Principal, reason string, wait time.Duration, msg string) {
-	s.metrics.refused.Add(r.Context(), 1, metric.WithAttributes(
+func (a *API) refuse(w http.ResponseWriter, r *http.Request, p auth.Principal, reason string, wait time.Duration, msg string) {
+	a.metrics.refused.Add(r.Context(), 1, metric.WithAttributes(
 		attribute.String("reason", reason), attribute.String("key", p.KeyID)))
 	secs := max(1, int((wait+time.Second-1)/time.Second))
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
@@ -112,34 +112,34 @@ func (s *Service) refuse(w http.ResponseWriter, r *http.Request, p auth.Principa
 // answers 429 RateLimited with the Retry-After those tokens need, and
 // returns false, when the key's bucket does not hold them; the answer is
 // not sent.
-func (s *Service) chargeSteps(w http.ResponseWriter, r *http.Request, p auth.Principal, steps int) bool {
-	extra := s.stepsCost(steps)
+func (a *API) chargeSteps(w http.ResponseWriter, r *http.Request, p auth.Principal, steps int) bool {
+	extra := a.stepsCost(steps)
 	if extra == 0 {
 		return true
 	}
-	ok, wait := s.rate.Allow(p.KeyID, extra)
+	ok, wait := a.rate.Allow(p.KeyID, extra)
 	if !ok {
-		s.refuse(w, r, p, refusedRate, wait, fmt.Sprintf(
+		a.refuse(w, r, p, refusedRate, wait, fmt.Sprintf(
 			"API key %q is over its read rate of %s: an answer of %d steps costs %d requests (one more per %d steps past the first %d)",
-			p.KeyID, s.rate.Limit(), steps, 1+extra, s.cfg.StepsPerToken, s.cfg.StepsPerToken))
+			p.KeyID, a.rate.Limit(), steps, 1+extra, a.cfg.StepsPerToken, a.cfg.StepsPerToken))
 	}
 	return ok
 }
 
 // stepsCost is the tokens, beyond the request's own, that an answer of
 // steps steps costs: ceil(steps/StepsPerToken) - 1, at least 0.
-func (s *Service) stepsCost(steps int) int { return max(0, steps-1) / s.cfg.StepsPerToken }
+func (a *API) stepsCost(steps int) int { return max(0, steps-1) / a.cfg.StepsPerToken }
 
 // writeFault answers a failure of the projector itself: 503 when the
 // request was cancelled, else 500 with a correlation id that is logged
 // with the error.
-func (s *Service) writeFault(w http.ResponseWriter, r *http.Request, err error) {
+func (a *API) writeFault(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, context.Canceled) || r.Context().Err() != nil {
 		writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "the request was cancelled")
 		return
 	}
 	id := uuid.NewString()
-	s.logger.ErrorContext(r.Context(), "projector: request failed", "correlation_id", id, "err", err)
+	a.logger.ErrorContext(r.Context(), "projector: request failed", "correlation_id", id, "err", err)
 	httpserve.WriteJSON(w, http.StatusInternalServerError, api.ErrorBody{Error: api.Error{
 		Code: api.CodeInternal, Message: "internal error", Details: map[string]any{"correlationId": id}}})
 }
@@ -147,21 +147,21 @@ func (s *Service) writeFault(w http.ResponseWriter, r *http.Request, err error) 
 // gatewayProxy forwards the UI's gateway calls (signals, schedules,
 // triggers) to the gateway, unchanged (Authorization included): the gateway
 // authenticates and decides.
-func (s *Service) gatewayProxy() http.Handler {
-	if s.cfg.GatewayURL == "" {
+func (a *API) gatewayProxy() http.Handler {
+	if a.cfg.GatewayURL == "" {
 		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable,
 				"no gateway configured for the UI's signals and schedules (set WEFT_GATEWAY_URL)")
 		})
 	}
-	target, _ := url.Parse(s.cfg.GatewayURL) // validated by Config.validate
+	target, _ := url.Parse(a.cfg.GatewayURL) // an http or https URL with a host (Config)
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.SetXForwarded()
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			s.logger.WarnContext(r.Context(), "projector: gateway unreachable", "err", err)
+			a.logger.WarnContext(r.Context(), "projector: gateway unreachable", "err", err)
 			writeError(w, http.StatusBadGateway, api.CodeUnavailable, "the gateway is unreachable; retry")
 		},
 	}

@@ -1,9 +1,10 @@
-package projector
+package readapi
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
@@ -29,7 +30,7 @@ func TestRunsListUsesItsIndex(t *testing.T) {
 		{runsByTriggerSQL, "run_snapshots_source", "", "", []any{"orders"}},
 		{runsByTriggerSQL, "run_snapshots_source", "shop", "dev", []any{"orders"}},
 	} {
-		for _, after := range [][2]any{{nil, nil}, {"2026-11-27T10:00:00Z", minRunID}} {
+		for _, after := range [][2]any{{nil, nil}, {"2026-11-27T10:00:00Z", uuid.Nil.String()}} {
 			args := append([]any{pgx.QueryExecModeExec, "acme", nil, false, "", after[0], after[1], 51, c.project, c.env}, c.trigger...)
 			var plan []string
 			err := pgx.BeginFunc(t.Context(), db.Pool, func(tx pgx.Tx) error {

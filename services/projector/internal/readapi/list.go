@@ -1,4 +1,4 @@
-package projector
+package readapi
 
 import (
 	"encoding/base64"
@@ -75,7 +75,7 @@ var (
 )
 
 // handleRunsList answers GET /v1/runs.
-func (s *Service) handleRunsList(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (a *API) handleRunsList(w http.ResponseWriter, r *http.Request, p auth.Principal) {
 	q, err := parseList(r, p)
 	if err != nil {
 		status, code := http.StatusBadRequest, api.CodeInvalidArgument
@@ -85,15 +85,15 @@ func (s *Service) handleRunsList(w http.ResponseWriter, r *http.Request, p auth.
 		writeError(w, status, code, err.Error())
 		return
 	}
-	list, err := s.runsList(r, q)
+	list, err := a.runsList(r, q)
 	if err != nil {
-		s.writeFault(w, r, err)
+		a.writeFault(w, r, err)
 		return
 	}
 	httpserve.WriteJSON(w, http.StatusOK, list)
 }
 
-func (s *Service) runsList(r *http.Request, q listQuery) (api.RunList, error) {
+func (a *API) runsList(r *http.Request, q listQuery) (api.RunList, error) {
 	var afterAt, afterID any
 	if q.after != nil {
 		afterAt, afterID = q.after.CreatedAt, q.after.RunID
@@ -102,7 +102,7 @@ func (s *Service) runsList(r *http.Request, q listQuery) (api.RunList, error) {
 	if q.trigger != "" {
 		sql, args = runsByTriggerSQL, append(args, q.trigger)
 	}
-	rows, err := s.read.Query(r.Context(), sql, args...)
+	rows, err := a.read.Query(r.Context(), sql, args...)
 	if err != nil {
 		return api.RunList{}, fmt.Errorf("projector: list runs: %w", err)
 	}
@@ -170,14 +170,15 @@ func parseList(r *http.Request, p auth.Principal) (listQuery, error) {
 	return q, nil
 }
 
-// runStatuses are the values of the status filter, besides STALE.
-var runStatuses = []events.RunStatus{events.RunStatusPending, events.RunStatusApproved, events.RunStatusQueued,
+// RunStatuses are the statuses a run may have, in the order of its life:
+// the values of the runs list's status filter, besides STALE.
+var RunStatuses = []events.RunStatus{events.RunStatusPending, events.RunStatusApproved, events.RunStatusQueued,
 	events.RunStatusRunning, events.RunStatusPaused, events.RunStatusCompleted, events.RunStatusFailed, events.RunStatusCancelled}
 
 // statusChoices is what the status filter accepts, for its error.
 var statusChoices = func() string {
 	var b strings.Builder
-	for _, st := range runStatuses {
+	for _, st := range RunStatuses {
 		b.WriteString(string(st) + ", ")
 	}
 	return b.String() + api.StatusStale
@@ -187,7 +188,7 @@ func (q *listQuery) addStatus(st string) error {
 	switch {
 	case st == api.StatusStale:
 		q.stale = true
-	case slices.Contains(runStatuses, events.RunStatus(st)):
+	case slices.Contains(RunStatuses, events.RunStatus(st)):
 		q.statuses = append(q.statuses, st)
 	default:
 		return fmt.Errorf("status %q: want one of %s", st, statusChoices)

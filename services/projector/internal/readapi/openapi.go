@@ -1,4 +1,4 @@
-package projector
+package readapi
 
 import (
 	_ "embed"
@@ -8,9 +8,9 @@ import (
 )
 
 // openAPI is the read API's OpenAPI 3.1 document, kept by hand beside
-// docs/read-api.md; TestOpenAPIDocument checks it against the live
-// server: its routes, their query parameters (readRoutes), their statuses
-// and the schemas of their answers.
+// docs/read-api.md; the projector's TestOpenAPIDocument checks it against
+// the live server: its routes, their query parameters (Routes), their
+// statuses and the schemas of their answers.
 //
 //go:embed openapi.json
 var openAPI []byte
