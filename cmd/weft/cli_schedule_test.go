@@ -109,6 +109,7 @@ func testTriggerCommands(t *testing.T, s *cliStack) {
 	require.Contains(t, r.out, "Event evt-1 already started run "+first.RunID)
 	r = s.weft(t, "trigger", "send", "orders", "--event-id", "evt-1", "--payload", `{"order": 2}`)
 	require.ErrorContains(t, r.err, "IdempotencyConflict", "the same event id with another payload")
+	require.ErrorContains(t, r.err, `event "evt-1" was sent to trigger "orders" before with another payload`)
 	s.waitFor(t, first.RunID, "the event's run completes", func(v *api.RunView) bool {
 		return v.Status == events.RunStatusCompleted
 	})

@@ -100,7 +100,7 @@ func TestTriggerEventRepeatWithAnotherPayloadConflicts(t *testing.T) {
 	require.True(t, decodeAs[api.TriggerEventResult](t, a.body).Duplicate)
 
 	other := `{"eventId":"evt-1","payload":{"order":2}}`
-	const msg = `runRequestId "orders:evt-1" was used by an earlier start with another plan or input`
+	const msg = `event "evt-1" was sent to trigger "orders" before with another payload`
 	s.requireRefusedREST(t, exchange{path: "/v1/triggers/orders/events", body: []byte(other)}, idempotencyConflict, msg)
 	s.requireRefusedRPC(t, exchange{path: "/rpc", body: rpcCall("trigger.send", `{"triggerId":"orders","eventId":"evt-1"}`)},
 		idempotencyConflict, msg, rpcID)

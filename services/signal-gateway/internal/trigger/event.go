@@ -70,9 +70,24 @@ func (s *Service) Send(ctx context.Context, p auth.Principal, id string, ev Even
 		return err
 	})
 	if err != nil {
-		return api.TriggerEventResult{}, false, err
+		return api.TriggerEventResult{}, false, eventConflict(err, id, eventID)
 	}
 	return res, created, nil
+}
+
+// eventConflict words the start's IdempotencyConflict as the trigger's
+// caller knows it: event eventID was sent before with another payload (or
+// to the trigger as it was then). Any other err is returned as it is.
+func eventConflict(err error, triggerID, eventID string) error {
+	var ie *intake.Error
+	if !errors.As(err, &ie) || ie.Code != api.CodeIdempotencyConflict {
+		return err
+	}
+	runID, _ := ie.Details["runId"].(string)
+	return &intake.Error{Code: api.CodeIdempotencyConflict,
+		Message: fmt.Sprintf("event %q was sent to trigger %q before with another payload (run %s): "+
+			"send it again with that payload to get its run, or this one under an eventId of its own", eventID, triggerID, runID),
+		Details: map[string]any{"runId": runID, "triggerId": triggerID, "eventId": eventID, "runRequestId": ie.Details["runRequestId"]}}
 }
 
 // triggerColumns are the columns scanTrigger reads; the plan is NULL
