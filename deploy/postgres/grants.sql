@@ -56,6 +56,12 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON run_requests, signal_acceptances TO weft
 -- claims, fires and updates schedules (docs/schedules.md).
 GRANT SELECT, INSERT, UPDATE, DELETE ON schedules, triggers TO weft_gateway;
 
+-- The registry of plans: the gateway pushes versions, archives and
+-- restores them (UPDATE of archived_at) and reads them to resolve a
+-- start's planRef; versions are never deleted.
+GRANT SELECT, INSERT, UPDATE ON plan_versions TO weft_gateway;
+GRANT USAGE ON SEQUENCE plan_versions_seq_seq TO weft_gateway;
+
 -- The projector's snapshots and alerts.
 GRANT SELECT, INSERT, UPDATE ON run_snapshots TO weft_projector;
 GRANT SELECT, INSERT, UPDATE, DELETE ON projector_alerts TO weft_projector;

@@ -23,7 +23,9 @@ type StartRunRequest struct {
 	TenantID      string `json:"tenantId"`
 	ProjectID     string `json:"projectId"`
 	EnvironmentID string `json:"environmentId"`
-	// PlanID and PlanVersion must equal the plan's own.
+	// PlanID and PlanVersion must equal the plan's own. A start by
+	// PlanRef may leave them out; when given they must equal the
+	// resolved version's.
 	PlanID      string `json:"planId"`
 	PlanVersion string `json:"planVersion"`
 	// RunRequestID is the caller's id for this start. Optional: a request
@@ -31,8 +33,14 @@ type StartRunRequest struct {
 	// retries; one sent empty ("") is refused. The Go client always sends
 	// one.
 	RunRequestID string `json:"runRequestId,omitempty"`
-	// Plan is the plan document (a JSON object; see pkg/plan).
-	Plan json.RawMessage `json:"plan"`
+	// Plan is the plan document (a JSON object; see pkg/plan). A start
+	// carries Plan or PlanRef, never both.
+	Plan json.RawMessage `json:"plan,omitempty"`
+	// PlanRef names a version of a registered plan (POST /v1/plans) of
+	// the start's tenant and project instead of carrying Plan; it is
+	// resolved when the start is taken in, and the run records the full
+	// plan of the version it resolved to.
+	PlanRef *PlanRef `json:"planRef,omitempty"`
 	// Input is the run's input document: any JSON value, references only.
 	Input json.RawMessage `json:"input,omitempty"`
 }
@@ -155,6 +163,17 @@ const (
 	// details.accepts lists those it takes. HTTP 400, JSON-RPC -32602.
 	// Nothing is written.
 	CodeUnknownSignal = "UnknownSignal"
+	// CodePlanVersionConflict: a push of a registered plan's
+	// planId@planVersion that is stored with another plan document
+	// (details.planId, details.planVersion, details.digest: the stored
+	// one's). Versions are immutable: push the change as a new
+	// planVersion. Nothing is written. HTTP 409, JSON-RPC -32009
+	// (conflict).
+	CodePlanVersionConflict = "PlanVersionConflict"
+	// CodePlanArchived: a start names (by planRef) a registered plan
+	// version that is archived; restore it, or start another version.
+	// Nothing is written. HTTP 409, JSON-RPC -32009 (conflict).
+	CodePlanArchived = "PlanArchived"
 	// CodeMethodNotAllowed: the path exists, the method does not. HTTP 405.
 	CodeMethodNotAllowed = "MethodNotAllowed"
 	// CodeInternal: a fault of the gateway or its database; retrying with

@@ -43,7 +43,7 @@ func TestForEachListFromInputIsBoundedAtTheStart(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, a.status, "%s", a.body)
 	problems, _ := json.Marshal(a.errorBody(t).Details["problems"])
 	require.Contains(t, string(problems), `"code":"FOR_EACH_TOO_LARGE"`)
-	require.Zero(t, s.scheduleRows(t), "a refused schedule is not stored")
+	require.Zero(t, s.rows(t, "schedules", ""), "a refused schedule is not stored")
 	require.Equal(t, before, s.counts(t), "a refused start writes nothing")
 
 	body["input"] = ordersInput(plan.MaxForEachElements)

@@ -90,7 +90,7 @@ func (s *Service) natsRunStart(ctx context.Context, m *nats.Msg) (any, int, erro
 	if err != nil {
 		return nil, 0, err
 	}
-	res, err := s.intake.RunStart(ctx, p, req)
+	res, err := s.runStart(ctx, p, req)
 	if err != nil {
 		return nil, 0, err
 	}

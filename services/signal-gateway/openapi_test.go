@@ -29,6 +29,12 @@ var routes = []string{
 	"DELETE /v1/schedules/{scheduleId}",
 	"POST /v1/schedules/{scheduleId}/pause",
 	"POST /v1/schedules/{scheduleId}/resume",
+	"POST /v1/plans",
+	"GET /v1/plans",
+	"GET /v1/plans/{planId}",
+	"GET /v1/plans/{planId}/versions/{planVersion}",
+	"POST /v1/plans/{planId}/versions/{planVersion}/archive",
+	"POST /v1/plans/{planId}/versions/{planVersion}/restore",
 	"POST /v1/triggers",
 	"GET /v1/triggers",
 	"GET /v1/triggers/{triggerId}",
@@ -87,6 +93,13 @@ func checkRoutes(t *testing.T, s *stack, d *openapitest.Doc) {
 		{"DELETE /v1/schedules/{scheduleId}", "/v1/schedules/none", operatorToken, "", api.CodeNotFound},
 		{"POST /v1/schedules/{scheduleId}/pause", "/v1/schedules/none/pause", operatorToken, "", api.CodeNotFound},
 		{"POST /v1/schedules/{scheduleId}/resume", "/v1/schedules/none/resume", operatorToken, "{}", api.CodeNotFound},
+		{"POST /v1/plans", "/v1/plans", operatorToken, "{}", api.CodeInvalidArgument},
+		{"GET /v1/plans", "/v1/plans", operatorToken, "", ""},
+		{"GET /v1/plans/{planId}", "/v1/plans/none?projectId=p", operatorToken, "", api.CodeNotFound},
+		{"GET /v1/plans/{planId}/versions/{planVersion}", "/v1/plans/none/versions/1?projectId=p", operatorToken, "", api.CodeNotFound},
+		{"POST /v1/plans/{planId}/versions/{planVersion}/archive", "/v1/plans/none/versions/1/archive?projectId=p", operatorToken, "", api.CodeNotFound},
+		{"POST /v1/plans/{planId}/versions/{planVersion}/restore", "/v1/plans/none/versions/1/restore?projectId=p", operatorToken, "{}", api.CodeNotFound},
+		{"POST /v1/runs", "/v1/runs", operatorToken, `{"tenantId":"acme","projectId":"p","environmentId":"dev","planRef":{"planId":"none","planVersion":"1"}}`, api.CodeNotFound},
 		{"POST /v1/triggers", "/v1/triggers", operatorToken, "{}", api.CodeInvalidArgument},
 		{"GET /v1/triggers", "/v1/triggers", operatorToken, "", ""},
 		{"GET /v1/triggers/{triggerId}", "/v1/triggers/none", operatorToken, "", api.CodeNotFound},
@@ -119,7 +132,7 @@ func checkRoutes(t *testing.T, s *stack, d *openapitest.Doc) {
 
 	// The methods the document leaves out are not served.
 	for tmpl, item := range paths {
-		path := strings.NewReplacer("{runId}", uuid.NewString(), "{scheduleId}", "s", "{triggerId}", "t").Replace(tmpl)
+		path := strings.NewReplacer("{runId}", uuid.NewString(), "{scheduleId}", "s", "{triggerId}", "t", "{planId}", "p", "{planVersion}", "1").Replace(tmpl)
 		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 			if _, ok := item.(map[string]any)[strings.ToLower(m)]; ok {
 				continue
@@ -157,7 +170,7 @@ func checkErrorCodes(t *testing.T, doc map[string]any) {
 		api.CodeUnauthenticated, api.CodePermissionDenied, api.CodeNotFound,
 		api.CodeRateLimited, api.CodeOverloaded, api.CodeSignalAcceptanceIndeterminate,
 		api.CodeUnknownSignal, api.CodeRunTerminal, api.CodeIdempotencyConflict,
-		api.CodeAlreadyExists, api.CodeQuotaExceeded, api.CodeMethodNotAllowed, api.CodeInternal, api.CodeUnavailable,
+		api.CodeAlreadyExists, api.CodeQuotaExceeded, api.CodePlanVersionConflict, api.CodePlanArchived, api.CodeMethodNotAllowed, api.CodeInternal, api.CodeUnavailable,
 	}, code["enum"])
 
 	rpcCode := object(t, object(t, object(t, schemas, "JsonRpcError"), "properties"), "code")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +37,12 @@ func (s *Service) routes() []route {
 		{http.MethodDelete, "/v1/schedules/{scheduleId}", s.rest(noBody, s.restScheduleDelete)},
 		{http.MethodPost, "/v1/schedules/{scheduleId}/pause", s.rest(emptyBody, s.restSchedulePause)},
 		{http.MethodPost, "/v1/schedules/{scheduleId}/resume", s.rest(emptyBody, s.restScheduleResume)},
+		{http.MethodPost, "/v1/plans", s.rest(jsonBody, s.restPlanPush)},
+		{http.MethodGet, "/v1/plans", s.rest(noBody, s.restPlanList)},
+		{http.MethodGet, "/v1/plans/{planId}", s.rest(noBody, s.restPlanGet)},
+		{http.MethodGet, "/v1/plans/{planId}/versions/{planVersion}", s.rest(noBody, s.restPlanVersionGet)},
+		{http.MethodPost, "/v1/plans/{planId}/versions/{planVersion}/archive", s.rest(emptyBody, s.restPlanArchive)},
+		{http.MethodPost, "/v1/plans/{planId}/versions/{planVersion}/restore", s.rest(emptyBody, s.restPlanRestore)},
 		{http.MethodPost, "/v1/triggers", s.rest(jsonBody, s.restTriggerCreate)},
 		{http.MethodGet, "/v1/triggers", s.rest(noBody, s.restTriggerList)},
 		{http.MethodGet, "/v1/triggers/{triggerId}", s.rest(noBody, s.restTriggerGet)},
@@ -94,7 +101,7 @@ func (s *Service) restRunStart(r *http.Request, p auth.Principal) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.intake.RunStart(r.Context(), p, req)
+	res, err := s.runStart(r.Context(), p, req)
 	if err != nil {
 		return nil, err
 	}
@@ -247,12 +254,14 @@ func bodyOf[B any](s *Service, r *http.Request) (B, error) {
 	return b, decode(body, &b, s.cfg.MaxDepth, "request body")
 }
 
-// pageQuery reads a list's ?limit= and ?cursor=.
-func pageQuery(r *http.Request) (string, int, error) {
+// pageQuery reads a list's ?limit= and ?cursor=; extra names the other
+// query parameters the list takes, which the caller reads.
+func pageQuery(r *http.Request, extra ...string) (string, int, error) {
 	q := r.URL.Query()
+	allowed := append([]string{"limit", "cursor"}, extra...)
 	for name := range q {
-		if name != "limit" && name != "cursor" {
-			return "", 0, intake.Invalid(name, "is not a query parameter of this list (limit, cursor)")
+		if !slices.Contains(allowed, name) {
+			return "", 0, intake.Invalid(name, "is not a query parameter of this list (%s)", strings.Join(allowed, ", "))
 		}
 	}
 	limit := 0

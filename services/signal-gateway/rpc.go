@@ -108,7 +108,7 @@ func (s *Service) rpcRunStart(ctx context.Context, params json.RawMessage) (any,
 	if err != nil {
 		return nil, s.rpcFault(ctx, err)
 	}
-	res, err := s.intake.RunStart(ctx, p, req)
+	res, err := s.runStart(ctx, p, req)
 	if err != nil {
 		return nil, s.rpcFault(ctx, err)
 	}
@@ -158,7 +158,7 @@ func rpcError(e *intake.Error) *jsonrpc.Error {
 	case api.CodeNotFound:
 		code = jsonrpc.CodeNotFound
 	case api.CodeSignalAcceptanceIndeterminate, api.CodeAlreadyExists, api.CodeQuotaExceeded, api.CodeRunTerminal,
-		api.CodeIdempotencyConflict:
+		api.CodeIdempotencyConflict, api.CodePlanVersionConflict, api.CodePlanArchived:
 		code = jsonrpc.CodeConflict
 	case api.CodeRateLimited, api.CodeOverloaded:
 		code = jsonrpc.CodeRateLimited

@@ -33,13 +33,6 @@ func scheduleBody(id string, kv ...any) map[string]any {
 	return b
 }
 
-func (s *stack) scheduleRows(t *testing.T) int {
-	t.Helper()
-	var n int
-	require.NoError(t, s.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM schedules`).Scan(&n))
-	return n
-}
-
 func decodeAs[T any](t *testing.T, raw []byte) T {
 	t.Helper()
 	var v T
@@ -164,8 +157,8 @@ func TestScheduleBadInputEachTransport(t *testing.T) {
 	require.Equal(t, http.StatusRequestEntityTooLarge, a.status)
 	a = small.post(t, "/v1/schedules", []byte(`{"tenantId":"acme","cronn":"x"}`))
 	require.Equal(t, http.StatusBadRequest, a.status, "an unknown field")
-	require.Zero(t, s.scheduleRows(t))
-	require.Zero(t, small.scheduleRows(t))
+	require.Zero(t, s.rows(t, "schedules", ""))
+	require.Zero(t, small.rows(t, "schedules", ""))
 }
 
 // TestScheduleJSONRPC: every schedule method over JSON-RPC.

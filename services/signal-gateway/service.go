@@ -36,6 +36,7 @@ import (
 	"github.com/weftrun/weft/pkg/tracing"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
 	"github.com/weftrun/weft/services/signal-gateway/internal/jsonrpc"
+	"github.com/weftrun/weft/services/signal-gateway/internal/registry"
 	"github.com/weftrun/weft/services/signal-gateway/internal/schedule"
 	"github.com/weftrun/weft/services/signal-gateway/internal/trigger"
 )
@@ -184,6 +185,7 @@ type Service struct {
 	nc        *nats.Conn
 	intake    *intake.Intake
 	schedules *schedule.Service
+	plans     *registry.Service
 	triggers  *trigger.Service
 	rpc       *jsonrpc.Server
 	keyRate   *keylimit.Limiter
@@ -230,6 +232,7 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config) (*Service, error) {
 	if s.schedules, err = schedule.New(pool, in, cfg.Authorizer, cfg.Schedules, s.logger); err != nil {
 		return nil, err
 	}
+	s.plans = registry.New(pool, in, cfg.Authorizer, registry.Config{Now: cfg.Intake.Now})
 	if s.triggers, err = trigger.New(pool, in, cfg.Authorizer, cfg.Triggers); err != nil {
 		return nil, err
 	}

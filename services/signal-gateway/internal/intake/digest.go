@@ -41,6 +41,10 @@ func requestDigest(start runstart.Request, key []byte) []byte {
 	return h.Sum(nil)
 }
 
+// CanonicalJSON is doc in canonical JSON (canonicalJSON), the form the
+// digests of requests and of registered plans are taken of.
+func CanonicalJSON(doc json.RawMessage) []byte { return canonicalJSON(doc) }
+
 // canonicalJSON is doc with its object keys sorted and no white space,
 // numbers written as they were sent: doc decoded and encoded again by
 // encoding/json. An empty doc is null; one that does not decode (the

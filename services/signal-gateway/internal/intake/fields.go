@@ -3,6 +3,7 @@ package intake
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -29,6 +30,9 @@ func (in *Intake) startProblems(req api.StartRunRequest, refFromPlan bool) (plan
 		ps = appendField(ps, f.name, f.value, plan.CheckID(f.value, 0))
 	}
 	ps = appendField(ps, "runRequestId", req.RunRequestID, plan.CheckName(req.RunRequestID, 0))
+	if req.PlanRef != nil { // the gateway resolves it (registry) before intake
+		ps = append(ps, problem("planRef", api.ProblemInvalid, "is not taken here: this start must carry its plan"))
+	}
 	hasPlan := len(bytes.TrimSpace(req.Plan)) > 0 && !bytes.Equal(bytes.TrimSpace(req.Plan), []byte("null"))
 	if !hasPlan && !refFromPlan {
 		ps = appendField(ps, "planId", req.PlanID, nil)
@@ -42,25 +46,55 @@ func (in *Intake) startProblems(req api.StartRunRequest, refFromPlan bool) (plan
 			ps = append(ps, problem(f.name, api.ProblemInvalid, `must not contain the escape \u0000 (Postgres jsonb cannot hold it)`))
 		}
 	}
-	switch {
-	case !hasPlan:
-		return plan.Validated{}, append(ps, problem("plan", api.ProblemMissing, "must be a plan document, a JSON object"))
-	case !bytes.HasPrefix(bytes.TrimLeft(req.Plan, " \t\r\n"), []byte("{")):
-		return plan.Validated{}, append(ps, problem("plan", api.ProblemInvalid, "must be a plan document, a JSON object"))
-	}
-	pl, err := in.plans.ParseValidated(req.Plan)
-	if err == nil {
-		err = pl.CheckInput(req.Input)
-	}
-	if verr, ok := errors.AsType[*plan.ValidationError](err); ok {
-		return plan.Validated{}, append(ps, planProblems(verr.Problems)...)
-	}
-	if err != nil {
-		return plan.Validated{}, append(ps, problem("plan", api.ProblemInvalid, err.Error()))
+	pl, pps := in.planProblems(req.Plan, hasPlan, req.Input)
+	if len(pps) > 0 {
+		return plan.Validated{}, append(ps, pps...)
 	}
 	ps = appendPlanRef(ps, "planId", req.PlanID, pl.PlanID())
 	ps = appendPlanRef(ps, "planVersion", req.PlanVersion, pl.PlanVersion())
 	return pl, ps
+}
+
+// planProblems checks doc, a request's plan field, and returns it parsed
+// and validated (plan.ParseValidated) when it fits input
+// (plan.Validated.CheckInput), or the problems found, with paths from
+// the request body (plan.steps[id=b].input.v). hasPlan says whether the
+// field holds a value other than null.
+func (in *Intake) planProblems(doc []byte, hasPlan bool, input []byte) (plan.Validated, []api.Problem) {
+	switch {
+	case !hasPlan:
+		return plan.Validated{}, []api.Problem{problem("plan", api.ProblemMissing, "must be a plan document, a JSON object")}
+	case !bytes.HasPrefix(bytes.TrimLeft(doc, " \t\r\n"), []byte("{")):
+		return plan.Validated{}, []api.Problem{problem("plan", api.ProblemInvalid, "must be a plan document, a JSON object")}
+	}
+	pl, err := in.plans.ParseValidated(doc)
+	if err == nil {
+		err = pl.CheckInput(input)
+	}
+	if verr, ok := errors.AsType[*plan.ValidationError](err); ok {
+		return plan.Validated{}, planDocProblems(verr.Problems)
+	}
+	if err != nil {
+		return plan.Validated{}, []api.Problem{problem("plan", api.ProblemInvalid, err.Error())}
+	}
+	return pl, nil
+}
+
+// CheckPlan checks doc, the plan field of a request other than a start
+// (a push to the plan registry), exactly as a start's plan is checked,
+// and returns it validated, or refuses it with the InvalidArgument a
+// start carrying it would get for its plan field.
+func (in *Intake) CheckPlan(doc json.RawMessage) (plan.Validated, error) {
+	var ps []api.Problem
+	if strictjson.HasNULEscape(doc) {
+		ps = append(ps, problem("plan", api.ProblemInvalid, `must not contain the escape \u0000 (Postgres jsonb cannot hold it)`))
+	}
+	trimmed := bytes.TrimSpace(doc)
+	pl, pps := in.planProblems(doc, len(trimmed) > 0 && !bytes.Equal(trimmed, []byte("null")), nil)
+	if ps = append(ps, pps...); len(ps) > 0 {
+		return plan.Validated{}, Problems(ps)
+	}
+	return pl, nil
 }
 
 // signalProblems checks every field of a signal and returns the
@@ -128,9 +162,9 @@ func problem(path, code, message string) api.Problem {
 	return api.Problem{Path: path, Code: code, Message: message}
 }
 
-// planProblems renders a plan's problems as the problems of a start's
+// planDocProblems renders a plan's problems as the problems of a start's
 // plan field: paths from the request body (plan.steps[id=b].input.v).
-func planProblems(ps []plan.Problem) []api.Problem {
+func planDocProblems(ps []plan.Problem) []api.Problem {
 	out := make([]api.Problem, len(ps))
 	for i, p := range ps {
 		path := "plan"
