@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -60,9 +61,19 @@ func TestHandlerPages(t *testing.T) {
 			require.NotEmpty(t, res.header.Get("ETag"))
 			require.Contains(t, body, "<title>Weft</title>")
 			require.NotContains(t, body, "{{version}}", "the asset version is filled in")
+			require.Contains(t, body, `<meta name="weft-poll-ms" content="">`, "the default intervals")
 			require.Regexp(t, `<script type="module" src="/ui/[0-9a-f]{12}/app.js"></script>`, body)
 		})
 	}
+}
+
+// A poll interval given in Options is told to the pages in milliseconds.
+func TestHandlerPollInterval(t *testing.T) {
+	t.Parallel()
+	body := get(t, ui.Handler(ui.Options{PollInterval: 1500 * time.Microsecond}), http.MethodGet, "/", nil).body
+	require.Contains(t, body, `<meta name="weft-poll-ms" content="1">`)
+	body = get(t, ui.Handler(ui.Options{PollInterval: 250 * time.Millisecond}), http.MethodGet, "/schedules", nil).body
+	require.Contains(t, body, `<meta name="weft-poll-ms" content="250">`)
 }
 
 func TestHandlerNotFound(t *testing.T) {

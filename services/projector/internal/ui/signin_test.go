@@ -20,7 +20,7 @@ func TestSignInNamesDevTokenFile(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := setupWith(t, ui.Options{DevTokenFile: tc.file})
+			b := setupWith(t, ui.Options{DevTokenFile: tc.file, PollInterval: testPoll})
 			b.do(chromedp.Navigate(b.url+"/"), chromedp.WaitVisible(sel("signin-token")))
 			if tc.file == "" {
 				require.False(t, eval[bool](b, `!!document.querySelector('[data-testid="signin-dev-token"]')`))

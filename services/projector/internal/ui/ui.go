@@ -45,6 +45,7 @@ import (
 	"io/fs"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -71,6 +72,7 @@ const (
 	cacheRevalidate       = "no-cache"
 	versionParameter      = "{{version}}"
 	devTokenFileParameter = "{{devTokenFile}}"
+	pollParameter         = "{{pollMs}}"
 )
 
 // Options are what the pages tell the UI about the stack that serves it.
@@ -78,6 +80,12 @@ type Options struct {
 	// DevTokenFile, set for the `weft dev` stack only, is the file holding
 	// its API key: the sign-in form names it. Empty names none.
 	DevTokenFile string
+	// PollInterval, when positive, replaces every interval at which the
+	// pages ask again (the runs list's 2 s, the schedules' and triggers'
+	// 5 s, a missing run's 2 s, the run page's 1 s backoff after a quick
+	// answer), rounded to milliseconds. A test's knob: Weft's own stacks
+	// leave it zero, the defaults.
+	PollInterval time.Duration
 }
 
 // contentTypes are the types of the embedded files, by extension, so the
@@ -115,6 +123,7 @@ func Handler(opts Options) http.Handler {
 	index := files["index.html"]
 	index.body = bytes.ReplaceAll(index.body, []byte(versionParameter), []byte(version))
 	index.body = bytes.ReplaceAll(index.body, []byte(devTokenFileParameter), []byte(html.EscapeString(opts.DevTokenFile)))
+	index.body = bytes.ReplaceAll(index.body, []byte(pollParameter), []byte(pollMs(opts.PollInterval)))
 	index.etag = etag(index.body)
 
 	page := func(w http.ResponseWriter, r *http.Request) {
@@ -196,4 +205,13 @@ func contentType(name string) string {
 		return t
 	}
 	return "application/octet-stream"
+}
+
+// pollMs is the weft-poll-ms meta element's content for d: its
+// milliseconds (at least 1) when positive, else empty (the defaults).
+func pollMs(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	return strconv.FormatInt(max(1, d.Milliseconds()), 10)
 }

@@ -25,6 +25,11 @@ const token = "weft-test-key"
 // machine can be slow, and no test measures speed.
 const stepTimeout = 30 * time.Second
 
+// testPoll is the pages' poll interval in the browser tests
+// (ui.Options.PollInterval): what the tests wait for is the same as with
+// the defaults, only sooner.
+const testPoll = 200 * time.Millisecond
+
 // Environment variables that ask TestScreenshots for PNGs.
 const (
 	envScreenshot          = "WEFT_UI_SCREENSHOT"           // the run page of the rich fixture
@@ -48,7 +53,7 @@ type bundle struct {
 // mounts them, and starts a browser.
 func setup(t *testing.T, runs ...api.RunView) *bundle {
 	t.Helper()
-	return setupWith(t, ui.Options{}, runs...)
+	return setupWith(t, ui.Options{PollInterval: testPoll}, runs...)
 }
 
 // setupWith is setup with the UI's handler given opts.

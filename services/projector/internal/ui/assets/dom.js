@@ -11,6 +11,13 @@ const SVG_NS = 'http://www.w3.org/2000/svg';
 //   hidden, disabled, open → boolean properties
 //   anything else → setAttribute(key, String(value)), skipped when null/undefined/false
 // children are nodes or strings (added as text); null, undefined and false are skipped.
+// pollMs is ms, or the page's poll interval when the weft-poll-ms meta
+// element sets one (ui.Options.PollInterval, a test's knob).
+export function pollMs(ms) {
+  const set = Number(document.querySelector('meta[name="weft-poll-ms"]')?.content);
+  return set > 0 ? set : ms;
+}
+
 export function h(tag, attrs = {}, ...children) {
   return build(document.createElement(tag), attrs, children);
 }

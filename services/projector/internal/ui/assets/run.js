@@ -5,7 +5,7 @@
 
 import { ApiError, get, runPath, sendSignal } from './api.js';
 import { createDag } from './dag.js';
-import { h, icon, isTerminal, pill, replace, stalePill } from './dom.js';
+import { h, icon, isTerminal, pill, pollMs, replace, stalePill } from './dom.js';
 import { createTimeline } from './events.js';
 import { between, dateTime, duration, relativeTime, shortId } from './format.js';
 import { jsonBlock } from './jsonview.js';
@@ -15,8 +15,8 @@ import { createStepPanel, topSteps } from './stepdetail.js';
 
 const LONG_POLL = '25s';
 const CLIENT_TIMEOUT_MS = 40000;
-const BACKOFF_MS = 1000;
-const NOT_FOUND_RETRY_MS = 2000; // how often a run that answered 404 is asked for again
+const BACKOFF_MS = pollMs(1000);
+const NOT_FOUND_RETRY_MS = pollMs(2000); // how often a run that answered 404 is asked for again
 
 // mountRun draws the page of runId into root and returns {unmount}.
 export function mountRun(root, view, runId) {

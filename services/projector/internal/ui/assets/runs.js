@@ -3,11 +3,11 @@
 // machinery is pagedlist.js), and the open alerts above it.
 
 import { get } from './api.js';
-import { RUN_STATUSES, fillCells, h, isTerminal, pill, replace, runHref, stalePill } from './dom.js';
+import { RUN_STATUSES, fillCells, h, isTerminal, pill, pollMs, replace, runHref, stalePill } from './dom.js';
 import { between, dateTime, duration, parseTime, relativeTime, shortId } from './format.js';
 import { pagedList } from './pagedlist.js';
 
-const POLL_MS = 2000;
+const POLL_MS = pollMs(2000);
 const COLUMNS = 6;
 
 // mountRuns draws the runs list into root and returns {unmount}.

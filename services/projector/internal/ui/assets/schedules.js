@@ -8,11 +8,11 @@
 // resume and delete; the gateway still decides each request.
 
 import { ApiError, scheduleAction, schedulesPath, whoami } from './api.js';
-import { fillCells, h, icon, pill, replace, runHref } from './dom.js';
+import { fillCells, h, icon, pill, pollMs, replace, runHref } from './dom.js';
 import { dateTime, fromNow, parseTime, relativeTime, shortId } from './format.js';
 import { resourceList } from './pagedlist.js';
 
-const POLL_MS = 5000;
+const POLL_MS = pollMs(5000);
 const COLUMNS = 9;
 // The gateway's defaults (api.DefaultMaxCatchup, api.DefaultTimezone, and
 // skip for both policies), for a schedule that does not spell them out.

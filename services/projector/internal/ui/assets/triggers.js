@@ -7,11 +7,11 @@
 // read again with every refresh of the list.
 
 import { get, triggersPath } from './api.js';
-import { fillCells, h, pill, replace, runHref } from './dom.js';
+import { fillCells, h, pill, pollMs, replace, runHref } from './dom.js';
 import { dateTime, parseTime, relativeTime, shortId } from './format.js';
 import { resourceList } from './pagedlist.js';
 
-const POLL_MS = 5000;
+const POLL_MS = pollMs(5000);
 const COLUMNS = 6;
 // LAST_EVENTS is how many of a trigger's latest events its row shows.
 const LAST_EVENTS = 5;
