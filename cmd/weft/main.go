@@ -49,6 +49,7 @@ func commands() map[string]command {
 		"health":    {"probe a URL (a service's /readyz); exit 1 unless it answers 2xx", runHealth},
 		"maintain":  {"delete runs past their retention, create event-log partitions ahead", runMaintain},
 		"migrate":   {"apply the Postgres schema (with --nats-url also create the streams)", runMigrate},
+		"plan":      {"push, list, show, archive or restore registered plans, to start by reference (docs/cli.md)", cliGroup("plan", cli.PlanCommands())},
 		"projector": {"run the snapshot projector with the read API and the web UI (projector rebuild: refold runs without a snapshot)", runProjector},
 		"relay":     {"run the outbox relay (Postgres outbox to JetStream)", runRelay},
 		"run":       {"start, show, watch a run, or list its events (docs/cli.md)", cliGroup("run", cli.RunCommands())},

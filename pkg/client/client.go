@@ -139,6 +139,13 @@ func newID() (string, error) {
 // out, unless out is nil. A 304 answer to a GET yields errNotModified; any other non-2xx
 // answer an *Error.
 func (c *Client) do(req *http.Request, out any) error {
+	_, err := c.doStatus(req, out)
+	return err
+}
+
+// doStatus is do, also returning the status of a 2xx answer (0 with an
+// error).
+func (c *Client) doStatus(req *http.Request, out any) (int, error) {
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.userAgent)
 	if c.token != "" {
@@ -146,29 +153,29 @@ func (c *Client) do(req *http.Request, out any) error {
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return &transportError{err: err}
+		return 0, &transportError{err: err}
 	}
 	defer func() { _ = resp.Body.Close() }()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
 	if err != nil {
-		return &transportError{err: fmt.Errorf("client: read HTTP %d answer: %w", resp.StatusCode, err)}
+		return 0, &transportError{err: fmt.Errorf("client: read HTTP %d answer: %w", resp.StatusCode, err)}
 	}
 	if resp.StatusCode == http.StatusNotModified && req.Method == http.MethodGet {
-		return errNotModified
+		return 0, errNotModified
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return decodeError(resp.StatusCode, resp.Header, data, c.now())
+		return 0, decodeError(resp.StatusCode, resp.Header, data, c.now())
 	}
 	if out == nil {
-		return nil
+		return resp.StatusCode, nil
 	}
 	if len(data) > MaxResponseBytes {
-		return fmt.Errorf("%w: HTTP %d answer is over %d bytes", ErrUnexpectedResponse, resp.StatusCode, MaxResponseBytes)
+		return 0, fmt.Errorf("%w: HTTP %d answer is over %d bytes", ErrUnexpectedResponse, resp.StatusCode, MaxResponseBytes)
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("%w: HTTP %d answer is not the expected JSON: %w", ErrUnexpectedResponse, resp.StatusCode, err)
+		return 0, fmt.Errorf("%w: HTTP %d answer is not the expected JSON: %w", ErrUnexpectedResponse, resp.StatusCode, err)
 	}
-	return nil
+	return resp.StatusCode, nil
 }
 
 // defaultHTTPClient is the *http.Client of a Client built without

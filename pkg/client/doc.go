@@ -54,6 +54,21 @@
 // existing schedule or trigger; a redelivered event returns its first
 // run with Duplicate set.
 //
+// # Registered plans
+//
+// PushPlan registers a plan version once (POST /v1/plans); a start then
+// names it in StartRunRequest.PlanRef instead of carrying the plan, by
+// version or as api.PlanVersionLatest:
+//
+//	v, created, err := c.PushPlan(ctx, api.PlanPushRequest{ProjectID: "shop", Plan: plan})
+//	run, err := c.StartRun(ctx, api.StartRunRequest{TenantID: "t", ProjectID: "shop", …,
+//		PlanRef: &api.PlanRef{PlanID: v.PlanID, PlanVersion: api.PlanVersionLatest}})
+//
+// A push is idempotent: the same plan again returns the stored version.
+// ListPlans, GetPlan and GetPlanVersion read the registry;
+// ArchivePlanVersion and RestorePlanVersion stop and allow starts of a
+// version.
+//
 // # Retries
 //
 // A call is sent at most RetryPolicy.MaxAttempts times (default 5); a

@@ -49,6 +49,7 @@ func errAnswer(t *testing.T, status int, code, message string, details map[strin
 type request struct {
 	method      string
 	escapedPath string
+	query       string // the raw query string
 	runID       string // the {runId} path value of a signal request
 	header      http.Header
 	body        map[string]any
@@ -70,7 +71,7 @@ func newFakeGateway(t *testing.T, answers ...answer) *fakeGateway {
 	g := &fakeGateway{t: t, mux: http.NewServeMux(), answers: answers}
 	g.mux.HandleFunc("POST /v1/runs", g.handle)
 	g.mux.HandleFunc("POST /v1/runs/{runId}/signals", g.handle)
-	g.mux.HandleFunc("/v1/", g.handle) // schedules and triggers
+	g.mux.HandleFunc("/v1/", g.handle) // schedules, triggers and plans
 	return g
 }
 
@@ -82,7 +83,7 @@ func (g *fakeGateway) handle(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	rec := request{method: r.Method, escapedPath: r.URL.EscapedPath(), runID: r.PathValue("runId"), header: r.Header.Clone()}
+	rec := request{method: r.Method, escapedPath: r.URL.EscapedPath(), query: r.URL.RawQuery, runID: r.PathValue("runId"), header: r.Header.Clone()}
 	if err := json.Unmarshal(data, &rec.body); len(data) > 0 && err != nil {
 		http.Error(w, "body is not a JSON object", http.StatusBadRequest)
 		return

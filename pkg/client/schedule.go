@@ -22,7 +22,10 @@ type Page struct {
 }
 
 // path is base with the page's query string.
-func (p Page) path(base string) string {
+func (p Page) path(base string) string { return withQuery(base, p.query()) }
+
+// query is the page's limit and cursor as query parameters.
+func (p Page) query() url.Values {
 	q := url.Values{}
 	if p.Limit != 0 {
 		q.Set("limit", strconv.Itoa(p.Limit))
@@ -30,6 +33,11 @@ func (p Page) path(base string) string {
 	if p.Cursor != "" {
 		q.Set("cursor", p.Cursor)
 	}
+	return q
+}
+
+// withQuery is base with q as its query string, if q has any parameter.
+func withQuery(base string, q url.Values) string {
 	if len(q) == 0 {
 		return base
 	}
@@ -188,14 +196,22 @@ func (c *Client) resourceCall(ctx context.Context, method, prefix, id, suffix st
 // as the JSON body unless nil, with retries, and decodes a 2xx answer into
 // out unless out is nil.
 func (c *Client) call(ctx context.Context, method, path string, in, out any) error {
+	_, err := c.callStatus(ctx, method, path, in, out)
+	return err
+}
+
+// callStatus is call, returning the HTTP status of the 2xx answer of the
+// last attempt (0 when it fails).
+func (c *Client) callStatus(ctx context.Context, method, path string, in, out any) (int, error) {
 	var body []byte
 	if in != nil {
 		var err error
 		if body, err = json.Marshal(in); err != nil {
-			return fmt.Errorf("client: encode request: %w", err)
+			return 0, fmt.Errorf("client: encode request: %w", err)
 		}
 	}
-	return c.withRetries(ctx, func(ctx context.Context) error {
+	status := 0
+	err := c.withRetries(ctx, func(ctx context.Context) error {
 		var r io.Reader = http.NoBody
 		if body != nil {
 			r = bytes.NewReader(body)
@@ -207,6 +223,11 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any) err
 		if body != nil {
 			req.Header.Set("Content-Type", "application/json")
 		}
-		return c.do(req, out)
+		status, err = c.doStatus(req, out)
+		return err
 	})
+	if err != nil {
+		return 0, err
+	}
+	return status, nil
 }

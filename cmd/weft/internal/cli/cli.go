@@ -1,10 +1,11 @@
 // Package cli is the weft binary's client commands: run, runs, signal,
-// schedule and trigger. They talk to a Weft deployment through pkg/client:
-// the gateway to start runs, send signals and manage schedules and
-// triggers, the read API to read runs. They never open the database.
-// docs/cli.md is the reference. Each is an apiCommand; cmd/weft's main
-// dispatches to the maps RunCommands, RunsCommands, ScheduleCommands,
-// TriggerCommands and to Signal.
+// plan, schedule and trigger. They talk to a Weft deployment through
+// pkg/client: the gateway to start runs, send signals and manage
+// registered plans, schedules and triggers, the read API to read runs.
+// They never open the database. docs/cli.md is the reference. Each is an
+// apiCommand; cmd/weft's main dispatches to the maps RunCommands,
+// RunsCommands, PlanCommands, ScheduleCommands, TriggerCommands and to
+// Signal.
 package cli
 
 import (

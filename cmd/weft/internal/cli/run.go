@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,13 +27,15 @@ func RunCommands() map[string]Command {
 	}
 }
 
-const startSynopsis = "weft run start -f PLAN_FILE [--input JSON] [--wait [--timeout D]] [--run-request-id ID] [-o json]"
+const startSynopsis = "weft run start (-f PLAN_FILE | --plan PLAN_ID[@VERSION]) [--input JSON] [--wait [--timeout D]] [--run-request-id ID] [-o json]"
 
 // runStart is `weft run start`.
 func runStart(ctx context.Context, env *Env, args []string) error {
 	cmd := newAPICommand(env, "run start", startSynopsis, exitCodesHelp)
 	var sf startFlags
 	addPlanFileFlag(cmd.flags, &sf.file)
+	cmd.Lookup("f").Usage = "the plan file, YAML or JSON (or --plan)"
+	cmd.StringVar(&sf.planRef, "plan", "", "start a registered plan (weft plan push) instead of a file: PLAN_ID@VERSION, or PLAN_ID or PLAN_ID@latest for its newest version not archived")
 	cmd.StringVar(&sf.input, "input", "", "the run's input, a JSON document, @FILE, or - for stdin")
 	cmd.StringVar(&sf.runRequestID, "run-request-id", "", "your id for this start: repeating it starts no second run (default: a fresh id)")
 	wait := cmd.Bool("wait", false, "follow the run's progress until it ends, and exit with its outcome")
@@ -48,7 +51,7 @@ func runStart(ctx context.Context, env *Env, args []string) error {
 	return cmd.withClient(func(c *cliClient) error {
 		res, err := c.StartRun(ctx, req)
 		if err != nil {
-			return c.explain(fmt.Errorf("start a run of %s: %w", sf.file, err))
+			return c.explain(fmt.Errorf("start a run of %s: %w", sf.what(), err))
 		}
 		if !*wait {
 			return printStarted(env.Stdout, cmd.format, req, res, false)
@@ -75,25 +78,42 @@ const (
 
 // startFlags are the flags of `weft run start` that make its request.
 type startFlags struct {
-	file, input, runRequestID string
-	where                     whereFlags
+	file, planRef, input, runRequestID string
+	where                              whereFlags
 }
 
-// request reads and checks the plan file and the input, and builds the
-// start request: the plan is sent as JSON, whatever its file's format.
+// what names the plan the start is of: its file, or its reference.
+func (sf startFlags) what() string { return cmp.Or(sf.file, sf.planRef) }
+
+// request reads and checks the plan file, or the reference --plan gives,
+// and the input, and builds the start request: a file's plan is sent as
+// JSON, whatever its format; a reference without a version names the
+// latest.
 func (sf startFlags) request() (api.StartRunRequest, error) {
-	if sf.file == "" {
-		return api.StartRunRequest{}, fmt.Errorf("no plan: pass -f PLAN_FILE (a YAML or JSON plan; see examples/)\nusage: %s", startSynopsis)
-	}
-	p, doc, err := readPlanFile(sf.file)
-	if err != nil {
-		return api.StartRunRequest{}, err
+	req := api.StartRunRequest{RunRequestID: sf.runRequestID}
+	switch {
+	case sf.file != "" && sf.planRef != "":
+		return req, fmt.Errorf("pass -f PLAN_FILE or --plan PLAN_ID[@VERSION], not both\nusage: %s", startSynopsis)
+	case sf.planRef != "":
+		planID, version := splitPlanRef(sf.planRef)
+		if planID == "" {
+			return req, fmt.Errorf("--plan %q names no plan: want PLAN_ID[@VERSION]", sf.planRef)
+		}
+		req.PlanRef = &api.PlanRef{PlanID: planID, PlanVersion: cmp.Or(version, api.PlanVersionLatest)}
+	case sf.file != "":
+		p, doc, err := readPlanFile(sf.file)
+		if err != nil {
+			return req, err
+		}
+		req.PlanID, req.PlanVersion, req.Plan = p.PlanID, p.PlanVersion, doc
+	default:
+		return req, fmt.Errorf("no plan: pass -f PLAN_FILE (a YAML or JSON plan; see examples/) or --plan PLAN_ID[@VERSION] (a registered plan)\nusage: %s", startSynopsis)
 	}
 	input, err := jsonArg("--input", sf.input)
 	if err != nil {
-		return api.StartRunRequest{}, err
+		return req, err
 	}
-	req := api.StartRunRequest{PlanID: p.PlanID, PlanVersion: p.PlanVersion, RunRequestID: sf.runRequestID, Plan: doc, Input: input}
+	req.Input = input
 	req.TenantID, req.ProjectID, req.EnvironmentID = sf.where.ids()
 	return req, nil
 }
@@ -201,13 +221,22 @@ func printStarted(w io.Writer, format outputFormat, req api.StartRunRequest, res
 			_, err = fmt.Fprintf(w, "Run %s was already started for run request %s (status %s); nothing new was started.\n",
 				res.RunID, res.RunRequestID, res.Status)
 		} else {
-			_, err = fmt.Fprintf(w, "Started run %s of plan %s %s.\n", res.RunID, req.PlanID, req.PlanVersion)
+			_, err = fmt.Fprintf(w, "Started run %s of %s.\n", res.RunID, startedPlan(req))
 		}
 		if err == nil && !waiting {
 			_, err = fmt.Fprintf(w, "Follow it: weft run watch %s\n", res.RunID)
 		}
 		return err
 	})
+}
+
+// startedPlan names the plan of a start for people: "plan hello 1", or
+// "registered plan hello@latest" for a start by reference.
+func startedPlan(req api.StartRunRequest) string {
+	if r := req.PlanRef; r != nil {
+		return "registered plan " + r.PlanID + "@" + r.PlanVersion
+	}
+	return "plan " + req.PlanID + " " + req.PlanVersion
 }
 
 const getSynopsis = "weft run get RUN_ID [-o json]"
