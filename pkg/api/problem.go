@@ -19,6 +19,10 @@ type Problem struct {
 	// StepID names the plan's step a plan problem is about; absent for a
 	// problem of the plan as a whole or of another field.
 	StepID string `json:"stepId,omitempty"`
+	// Keyword is, for an input that does not fit its plan's input schema
+	// (code INPUT_MISMATCH), the schema keyword it breaks: type, required,
+	// minimum, additionalProperties, …; absent for any other problem.
+	Keyword string `json:"keyword,omitempty"`
 }
 
 // Codes of the Problems of a request's fields.

@@ -15,7 +15,8 @@ const DefaultCacheBytes = 8 << 20
 // started before) parses and validates each once. A document it has seen
 // gets the same Validated as the first time, which is what ParseValidated
 // would return, since parsing and validating depend on nothing but the
-// document and the limits. Invalid documents are not remembered. The
+// document and the limits; it holds the plan's input schema compiled, so
+// a start checking its input against it does not compile it again. Invalid documents are not remembered. The
 // documents held are bounded by a budget of bytes; a Cache that would go
 // over it starts over. Safe for concurrent use.
 type Cache struct {

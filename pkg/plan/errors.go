@@ -102,6 +102,19 @@ const (
 	// run's input the expression reads and nothing else, given the run's
 	// input (Validated.CheckInput).
 	CodeForEachTooLarge = "FOR_EACH_TOO_LARGE"
+	// CodeInvalidInputSchema: an inputSchema that is not a schema, uses a
+	// keyword outside the supported subset (InputSchemaKeywords), names a
+	// $schema other than JSON Schema 2020-12, refers to anything outside
+	// itself, or that the meta-schema refuses. The problem's field is the
+	// path in the schema ("inputSchema.properties.total.format").
+	CodeInvalidInputSchema = "INVALID_INPUT_SCHEMA"
+	// CodeInputSchemaTooLarge: an inputSchema larger than
+	// Limits.MaxInputSchemaBytes.
+	CodeInputSchemaTooLarge = "INPUT_SCHEMA_TOO_LARGE"
+	// CodeInputMismatch: a run's input that does not fit its plan's input
+	// schema (Validated.CheckInputSchema); its message names the schema
+	// keyword.
+	CodeInputMismatch = "INPUT_MISMATCH"
 )
 
 // Problem is one reason a plan was rejected.

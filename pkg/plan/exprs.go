@@ -32,7 +32,12 @@ func (s *Step) needsExpressions() bool {
 // a ForEach step see item and index too.
 func (p *Plan) scope(id string, input bool) expr.Scope {
 	s, _ := p.Step(id)
-	return expr.Scope{Ancestors: p.Ancestors(id), ForEach: input && s != nil && s.ForEach != ""}
+	return expr.Scope{Ancestors: p.Ancestors(id), ForEach: input && s != nil && s.ForEach != "", InputTypes: p.inputTypes()}
+}
+
+// outputScope is what p's Output may refer to.
+func (p *Plan) outputScope() expr.Scope {
+	return expr.Scope{Ancestors: p.TopoOrder(), InputTypes: p.inputTypes()}
 }
 
 // Expressive reports whether p's step inputs are read as templates: p's
@@ -49,6 +54,9 @@ func (p *Plan) Expressive() bool {
 // schemaVersionFor returns the version ApplyDefaults gives a plan that
 // does not state one: the first version with what it uses.
 func (p *Plan) schemaVersionFor() int {
+	if len(compactInput(p.InputSchema)) > 0 {
+		return SchemaVersionInputSchema
+	}
 	if p.Output != "" || p.RunTimeout != 0 {
 		return SchemaVersionExpressions
 	}
@@ -95,7 +103,7 @@ func (p *Plan) OutputValue(lim expr.Limits) (*expr.Value, error) {
 	if p.Output == "" {
 		return nil, nil
 	}
-	v, problems := expr.CompileValue(p.Output, "output", expr.Scope{Ancestors: p.TopoOrder()}, lim)
+	v, problems := expr.CompileValue(p.Output, "output", p.outputScope(), lim)
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("plan: %s", problems[0])
 	}
@@ -111,7 +119,7 @@ func (p *Plan) expressions(ps *problems, l Limits) {
 	case p.Output != "" && !p.Expressive():
 		ps.add("", "output", CodeFieldNotAllowed, "an output needs schemaVersion %d", SchemaVersionExpressions)
 	case p.Output != "":
-		_, found := expr.CompileValue(p.Output, "output", expr.Scope{Ancestors: p.TopoOrder()}, lim)
+		_, found := expr.CompileValue(p.Output, "output", p.outputScope(), lim)
 		addExpressionProblems(ps, "", found)
 	}
 	for i := range p.Steps {

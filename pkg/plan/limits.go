@@ -16,6 +16,8 @@ const (
 	// DefaultMaxRunOutputBytes bounds a run's output (Plan.Output) as the
 	// engine evaluates it; a larger one fails the run (EXPRESSION_ERROR).
 	DefaultMaxRunOutputBytes = 64 << 10 // 64 KiB
+	// DefaultMaxInputSchemaBytes bounds a plan's InputSchema.
+	DefaultMaxInputSchemaBytes = 64 << 10 // 64 KiB
 )
 
 // Limits bounds what Parse and Validate accept. The zero value of each field
@@ -41,17 +43,21 @@ type Limits struct {
 	// MaxExpressionBytes bounds the source of each expression in a step's
 	// input. Default expr.DefaultMaxExpressionBytes (4 KiB).
 	MaxExpressionBytes int
+	// MaxInputSchemaBytes bounds the plan's InputSchema in its compact
+	// JSON form. Default 64 KiB.
+	MaxInputSchemaBytes int
 }
 
 // DefaultLimits returns the limits the zero Limits stands for.
 func DefaultLimits() Limits {
 	return Limits{
-		MaxPlanBytes:       DefaultMaxPlanBytes,
-		MaxSteps:           DefaultMaxSteps,
-		MaxStepInputBytes:  DefaultMaxStepInputBytes,
-		MaxDepth:           DefaultMaxDepth,
-		MaxIDBytes:         DefaultMaxIDBytes,
-		MaxExpressionBytes: expr.DefaultMaxExpressionBytes,
+		MaxPlanBytes:        DefaultMaxPlanBytes,
+		MaxSteps:            DefaultMaxSteps,
+		MaxStepInputBytes:   DefaultMaxStepInputBytes,
+		MaxDepth:            DefaultMaxDepth,
+		MaxIDBytes:          DefaultMaxIDBytes,
+		MaxExpressionBytes:  expr.DefaultMaxExpressionBytes,
+		MaxInputSchemaBytes: DefaultMaxInputSchemaBytes,
 	}
 }
 
@@ -60,11 +66,12 @@ func DefaultLimits() Limits {
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
 	return Limits{
-		MaxPlanBytes:       cmp.Or(max(l.MaxPlanBytes, 0), d.MaxPlanBytes),
-		MaxSteps:           cmp.Or(max(l.MaxSteps, 0), d.MaxSteps),
-		MaxStepInputBytes:  cmp.Or(max(l.MaxStepInputBytes, 0), d.MaxStepInputBytes),
-		MaxDepth:           cmp.Or(max(l.MaxDepth, 0), d.MaxDepth),
-		MaxIDBytes:         cmp.Or(max(l.MaxIDBytes, 0), d.MaxIDBytes),
-		MaxExpressionBytes: cmp.Or(max(l.MaxExpressionBytes, 0), d.MaxExpressionBytes),
+		MaxPlanBytes:        cmp.Or(max(l.MaxPlanBytes, 0), d.MaxPlanBytes),
+		MaxSteps:            cmp.Or(max(l.MaxSteps, 0), d.MaxSteps),
+		MaxStepInputBytes:   cmp.Or(max(l.MaxStepInputBytes, 0), d.MaxStepInputBytes),
+		MaxDepth:            cmp.Or(max(l.MaxDepth, 0), d.MaxDepth),
+		MaxIDBytes:          cmp.Or(max(l.MaxIDBytes, 0), d.MaxIDBytes),
+		MaxExpressionBytes:  cmp.Or(max(l.MaxExpressionBytes, 0), d.MaxExpressionBytes),
+		MaxInputSchemaBytes: cmp.Or(max(l.MaxInputSchemaBytes, 0), d.MaxInputSchemaBytes),
 	}
 }

@@ -7,8 +7,10 @@ import (
 
 // SchemaVersion is the newest plan schema version this code reads. Parse
 // rejects a plan whose schemaVersion is higher. Version 2 reads the
-// expressions of step inputs (SchemaVersionExpressions).
-const SchemaVersion = 2
+// expressions of step inputs (SchemaVersionExpressions); version 3 holds
+// an input schema, which types the expressions' input
+// (SchemaVersionInputSchema).
+const SchemaVersion = 3
 
 // Defaults applied by ApplyDefaults (and so by Parse) to activity steps.
 const (
@@ -45,6 +47,12 @@ type Plan struct {
 	// are asked to stop (docs/plans.md, "Timeouts"). Zero: no bound.
 	// Schema version 2.
 	RunTimeout Duration `json:"runTimeout,omitempty"`
+	// InputSchema is the JSON Schema (2020-12, in the subset of
+	// docs/plans.md "Input schema") the run's input must fit: a start
+	// whose input does not is refused (Validated.CheckInputSchema), and
+	// the expressions read the types it declares for the input's
+	// properties. Empty: any input.
+	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
 }
 
 // Kind is the kind of a step.
@@ -179,7 +187,8 @@ func (s *Step) EffectiveKind() Kind {
 // the field), and
 // for each activity step Kind, Queue, Timeout and Retry (nil becomes
 // DefaultRetryPolicy; a RetryPolicy that is set is taken literally). It
-// also normalises empty lists to nil and Input to its compact JSON form
+// also normalises empty lists to nil, and Input and InputSchema to their
+// compact JSON form
 // (JSON null becomes nil), so that a plan survives a JSON round trip
 // unchanged. Parse calls it; call it on plans built in Go before using them.
 // It does not validate.
@@ -187,6 +196,7 @@ func (p *Plan) ApplyDefaults() {
 	if p.SchemaVersion == 0 {
 		p.SchemaVersion = p.schemaVersionFor()
 	}
+	p.InputSchema = compactInput(p.InputSchema)
 	for i := range p.Steps {
 		p.Steps[i].applyDefaults()
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // maxSecretKeyBytes bounds SecretRef.Key, which may be a file path.
@@ -16,7 +18,9 @@ const maxSecretKeyBytes = 1024
 //
 //   - the plan: schemaVersion newer than SchemaVersion, missing or invalid
 //     planId and planVersion, no steps, more than MaxSteps steps, a JSON
-//     encoding longer than MaxPlanBytes;
+//     encoding longer than MaxPlanBytes, an inputSchema over
+//     MaxInputSchemaBytes or that does not compile within the supported
+//     subset (CodeInvalidInputSchema);
 //   - each step, in declaration order: a missing, invalid or duplicate id,
 //     an unknown kind, the kind's required fields missing or fields of the
 //     other kind present, an invalid activity, queue or signal name, a
@@ -25,8 +29,9 @@ const maxSecretKeyBytes = 1024
 //     that carries what looks like a secret value (see IsSecretKey and
 //     SecretShape), and unknown, duplicate or self dependencies;
 //   - every dependency cycle, with its path;
-//   - in a plan without cycles, each expression that does not compile,
-//     including one that reads no variable and costs more than
+//   - in a plan without cycles, each expression that does not compile
+//     (reading input.<name> as the type inputSchema declares, if it
+//     does), including one that reads no variable and costs more than
 //     expr.DefaultCostBudget (CodeInvalidExpression), and each forEach
 //     list that reads no variable and has more than MaxForEachElements
 //     elements or more than MaxForEachBytes of JSON (CodeForEachTooLarge).
@@ -43,16 +48,25 @@ const maxSecretKeyBytes = 1024
 // SchemaVersion) are valid. Validate does not modify p. Cycles are not
 // searched for in a plan with more than MaxSteps steps.
 func (p *Plan) Validate(limits Limits) error {
-	_, _, err := p.validate(limits.withDefaults())
+	_, err := p.validate(limits.withDefaults())
 	return err
 }
 
-// validate is Validate with the limits l, defaults filled in. It also
-// returns p's JSON encoding, which the size check made, or json.Marshal's
-// error.
-func (p *Plan) validate(l Limits) (doc []byte, encErr, err error) {
+// checked is what validate made on the way: p's JSON encoding, which the
+// size check made, or json.Marshal's error, and its input schema
+// compiled (nil for none).
+type checked struct {
+	doc    []byte
+	encErr error
+	schema *jsonschema.Schema
+}
+
+// validate is Validate with the limits l, defaults filled in.
+func (p *Plan) validate(l Limits) (checked, error) {
 	var ps problems
-	doc, encErr = p.validateHeader(&ps, l)
+	var c checked
+	c.doc, c.encErr = p.validateHeader(&ps, l)
+	c.schema = p.inputSchema(&ps, l)
 	first := make(map[string]int, len(p.Steps))
 	for i := range p.Steps {
 		if _, dup := first[p.Steps[i].ID]; !dup {
@@ -75,7 +89,7 @@ func (p *Plan) validate(l Limits) (doc []byte, encErr, err error) {
 			p.forEaches(&ps)
 		}
 	}
-	return doc, encErr, ps.err()
+	return c, ps.err()
 }
 
 // validateHeader checks the plan's own fields and size, and returns its

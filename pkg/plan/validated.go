@@ -3,6 +3,8 @@ package plan
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Validated is a plan that has been given its defaults and found valid
@@ -21,6 +23,9 @@ type Validated struct {
 	// lists are the forEach steps whose list is a path of the run's
 	// input, which CheckInput checks.
 	lists []inputList
+	// schema is the plan's input schema compiled, nil for none, which
+	// CheckInputSchema checks.
+	schema *jsonschema.Schema
 }
 
 // Validated applies p's defaults (ApplyDefaults, in place, as Parse does)
@@ -29,14 +34,14 @@ type Validated struct {
 // p do not reach the Validated.
 func (p *Plan) Validated(limits Limits) (Validated, error) {
 	p.ApplyDefaults()
-	doc, encErr, err := p.validate(limits.withDefaults())
+	c, err := p.validate(limits.withDefaults())
 	if err != nil {
 		return Validated{}, err
 	}
-	if encErr != nil {
-		return Validated{}, fmt.Errorf("plan: encode: %w", encErr)
+	if c.encErr != nil {
+		return Validated{}, fmt.Errorf("plan: encode: %w", c.encErr)
 	}
-	return Validated{id: p.PlanID, version: p.PlanVersion, doc: doc, lists: p.inputLists(limits.withDefaults())}, nil
+	return Validated{id: p.PlanID, version: p.PlanVersion, doc: c.doc, lists: p.inputLists(limits.withDefaults()), schema: c.schema}, nil
 }
 
 // IsZero reports whether v is the zero Validated, which holds no plan.

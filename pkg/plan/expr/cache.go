@@ -33,6 +33,8 @@ func (c *compiler) programKey(src, check string) string {
 	b.WriteString(strconv.FormatUint(c.lim.CostBudget, 10))
 	b.WriteByte(0)
 	b.WriteString(strconv.Itoa(c.lim.MaxExpressionBytes))
+	b.WriteByte(0)
+	b.WriteString(typedKey(c.scope))
 	for _, a := range c.scope.Ancestors {
 		b.WriteByte(0)
 		b.WriteString(a)

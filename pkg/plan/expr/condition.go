@@ -3,6 +3,7 @@ package expr
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 
 	"cel.dev/cel-go/cel"
@@ -17,6 +18,9 @@ type bare struct {
 	src  string   // the CEL source, without delimiters
 	env  *cel.Env // the environment it compiled in
 	prg  cel.Program
+	// inputTypes are the scope's (Scope.InputTypes), which evaluation
+	// binds.
+	inputTypes map[string]string
 }
 
 // compileBare compiles src, at JSON path path, against scope, checking
@@ -37,7 +41,7 @@ func compileBareIn(env *cel.Env, src, path string, scope Scope, lim Limits, chec
 	if !ok {
 		return bare{}, c.problems
 	}
-	return bare{path: path, src: src, env: env, prg: prg}, nil
+	return bare{path: path, src: src, env: env, prg: prg, inputTypes: maps.Clone(scope.InputTypes)}, nil
 }
 
 // bareSource returns the CEL source of src, an expression written bare or
@@ -53,7 +57,7 @@ func bareSource(src string) string {
 // eval evaluates the expression with vars; an evaluation error is an
 // *EvalError.
 func (b bare) eval(vars Vars) (ref.Val, error) {
-	act, err := vars.activation()
+	act, err := vars.activation(b.inputTypes)
 	if err != nil {
 		return nil, err
 	}

@@ -51,6 +51,14 @@ type Scope struct {
 	Ancestors []string
 	// ForEach puts item and index in scope.
 	ForEach bool
+	// InputTypes gives properties of the run's input a JSON Schema type
+	// (number, integer, string, boolean, object, array, null; others are
+	// ignored), by name: an expression reads input.<name> as the CEL type
+	// of that type (double, int, string, bool, map, list, null), so a
+	// mistake such as input.total + "a" is refused at compilation. Other
+	// reads of the input (input["total"], has(input.total), other
+	// properties) are typed at run time, as they are without InputTypes.
+	InputTypes map[string]string
 }
 
 // The variables an expression sees.
@@ -95,10 +103,14 @@ func library() []cel.EnvOption {
 }
 
 func envFor(s Scope) (*cel.Env, error) {
+	base, err := plainEnv()
 	if s.ForEach {
-		return forEachEnv()
+		base, err = forEachEnv()
 	}
-	return plainEnv()
+	if err != nil || len(s.InputTypes) == 0 {
+		return base, err
+	}
+	return typedEnv(base, s)
 }
 
 // Problem is why an expression cannot be compiled.

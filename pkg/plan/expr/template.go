@@ -23,6 +23,9 @@ import (
 type Template struct {
 	doc   any // the decoded document, each string with expressions a *field
 	exprs int
+	// inputTypes are the scope's (Scope.InputTypes), which evaluation
+	// binds.
+	inputTypes map[string]string
 }
 
 // field is a string of the document that holds expressions.
@@ -53,7 +56,7 @@ func Compile(doc json.RawMessage, root string, scope Scope, lim Limits) (*Templa
 		}
 	}
 	c := compiler{env: env, scope: scope, lim: lim.withDefaults()}
-	t := &Template{doc: c.value(root, v)}
+	t := &Template{doc: c.value(root, v), inputTypes: maps.Clone(scope.InputTypes)}
 	if len(c.problems) > 0 {
 		return nil, c.problems
 	}
@@ -227,7 +230,7 @@ func scalar(t *cel.Type) string {
 // string with expressions replaced. It fails with an *EvalError, naming
 // the first expression that failed, in document order.
 func (t *Template) Eval(vars Vars) (json.RawMessage, error) {
-	act, err := vars.activation()
+	act, err := vars.activation(t.inputTypes)
 	if err != nil {
 		return nil, err
 	}

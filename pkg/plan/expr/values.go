@@ -50,24 +50,37 @@ type RunVars struct {
 // the steps' results are decoded only when an expression reads them (lazy
 // bindings): a forEach element's input that reads only item does not
 // decode its ancestors' outputs, up to 1 MiB each, once per element.
-func (v Vars) activation() (map[string]any, error) {
+// The input's members of inputTypes (Scope.InputTypes) are bound as
+// input.<name> (bindTyped), read from the same decoding of the input. An
+// activation is for one goroutine.
+func (v Vars) activation(inputTypes map[string]string) (map[string]any, error) {
 	item, err := fromJSON(v.Item)
 	if err != nil {
 		return nil, fmt.Errorf("expr: the forEach item: %w", err)
 	}
+	decodeInput := lazy(func() (any, error) {
+		input, err := fromJSON(v.Input)
+		if err != nil {
+			return nil, fmt.Errorf("expr: the run input: %w", err)
+		}
+		return input, nil
+	})
+	var decoded ref.Val
+	input := func() ref.Val {
+		if decoded == nil {
+			decoded = decodeInput()
+		}
+		return decoded
+	}
 	r := v.Run
-	return map[string]any{
-		varInput: lazy(func() (any, error) {
-			input, err := fromJSON(v.Input)
-			if err != nil {
-				return nil, fmt.Errorf("expr: the run input: %w", err)
-			}
-			return input, nil
-		}),
+	act := map[string]any{
+		varInput: input,
 		varSteps: lazy(v.steps), varItem: item, varIndex: int64(v.Index),
 		varRun: map[string]string{"id": r.ID, "planId": r.PlanID, "planVersion": r.PlanVersion,
 			"tenantId": r.TenantID, "projectId": r.ProjectID, "environmentId": r.EnvironmentID},
-	}, nil
+	}
+	bindTyped(act, inputTypes, input)
+	return act, nil
 }
 
 // steps returns the steps' results as CEL reads them.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/weftrun/weft/pkg/api"
@@ -21,7 +22,10 @@ import (
 // a request missing three fields is told of the three at once. planId and planVersion are held to the plan's own when it
 // parsed, and, unless refFromPlan says they were read from the plan (a
 // schedule's or trigger's start), are required when there is no plan to
-// compare them with.
+// compare them with. The input is held to the plan's input schema
+// (inputProblems), an absent one as JSON null, except under refFromPlan,
+// where an absent input is one not known yet (a trigger's, which each
+// event gives) and is not checked.
 func (in *Intake) startProblems(req api.StartRunRequest, refFromPlan bool) (plan.Validated, []api.Problem) {
 	var ps []api.Problem
 	for _, f := range []struct{ name, value string }{
@@ -52,7 +56,61 @@ func (in *Intake) startProblems(req api.StartRunRequest, refFromPlan bool) (plan
 	}
 	ps = appendPlanRef(ps, "planId", req.PlanID, pl.PlanID())
 	ps = appendPlanRef(ps, "planVersion", req.PlanVersion, pl.PlanVersion())
+	if len(req.Input) > 0 || !refFromPlan {
+		ps = append(ps, inputProblems(pl, req.Input)...)
+	}
 	return pl, ps
+}
+
+// inputProblems returns the problems of input against pl's input schema
+// (plan.Validated.CheckInputSchema), each at the path of the value at
+// fault from the request's input ("input.lines[0].sku", inputPath), with
+// code plan.CodeInputMismatch, the schema keyword it breaks, and a
+// message led by that keyword ("minimum: …").
+func inputProblems(pl plan.Validated, input []byte) []api.Problem {
+	found := pl.CheckInputSchema(input)
+	if len(found) == 0 {
+		return nil
+	}
+	var doc any
+	_ = json.Unmarshal(input, &doc) // a start's input is valid JSON by now; nil reads as no arrays
+	out := make([]api.Problem, len(found))
+	for i, f := range found {
+		out[i] = api.Problem{Path: inputPath(doc, f.Pointer), Code: plan.CodeInputMismatch, Keyword: f.Keyword,
+			Message: f.Keyword + ": " + f.Message}
+	}
+	return out
+}
+
+// inputPath renders pointer, a JSON pointer (RFC 6901) into the input
+// doc, as a problem's path from the request's "input": a token is an
+// index ("[0]") where doc holds an array, a member (".sku", `["a b"]`)
+// everywhere else, including the would-be place of a missing property.
+func inputPath(doc any, pointer string) string {
+	path := "input"
+	if pointer == "" {
+		return path
+	}
+	for _, tok := range strings.Split(pointer[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch v := doc.(type) {
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 {
+				path, doc = strictjson.MemberPath(path, tok, nil), nil
+				continue
+			}
+			path, doc = strictjson.IndexPath(path, i), nil
+			if i < len(v) {
+				doc = v[i]
+			}
+		case map[string]any:
+			path, doc = strictjson.MemberPath(path, tok, nil), v[tok]
+		default:
+			path, doc = strictjson.MemberPath(path, tok, nil), nil
+		}
+	}
+	return path
 }
 
 // planProblems checks doc, a request's plan field, and returns it parsed
@@ -217,7 +275,7 @@ func problemsOf(e *Error) []api.Problem {
 // Problems is the CodeInvalidArgument refusal of a request with the
 // problems ps (at least one): its message names each, and
 // details.problems lists them, details.field naming the first one's
-// top-level field.
+// top-level field (the path up to its first '.', '[' or '/').
 func Problems(ps []api.Problem) *Error {
 	msgs := make([]string, len(ps))
 	for i, p := range ps {
@@ -229,6 +287,7 @@ func Problems(ps []api.Problem) *Error {
 	}
 	field, _, _ := strings.Cut(ps[0].Path, ".")
 	field, _, _ = strings.Cut(field, "[")
+	field, _, _ = strings.Cut(field, "/")
 	return &Error{Code: api.CodeInvalidArgument, Message: msg,
 		Details: map[string]any{"field": field, "problems": ps}}
 }

@@ -16,11 +16,13 @@ import (
 
 // CheckStart refuses req with an *Error when RunStart would refuse it
 // before touching the database (ids, input size, the plan against the
-// plan limits, planId and planVersion against the plan's own), and returns
-// nil otherwise. Schedules and triggers check the runs they will start
-// with it before they are stored; they read req's PlanID and PlanVersion
-// from its plan (PlanRef), so a start without a plan is not also told it
-// lacks them.
+// plan limits, planId and planVersion against the plan's own, the input
+// against the plan's input schema), and returns nil otherwise. Schedules
+// and triggers check the runs they will start with it before they are
+// stored; they read req's PlanID and PlanVersion from its plan (PlanRef),
+// so a start without a plan is not also told it lacks them. An absent
+// input is not held to the input schema here: a trigger's run's input is
+// known only at each event, whose start (RunStartTx) checks it.
 func (in *Intake) CheckStart(req api.StartRunRequest) error {
 	if req.RunRequestID == "" {
 		req.RunRequestID = "check"
