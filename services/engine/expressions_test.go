@@ -88,3 +88,30 @@ func TestHandledFailureCompletesTheRun(t *testing.T) {
 		"refund": events.StepStatusSuccess, "close": events.StepStatusSuccess,
 	}, stepStatuses(t, runID, evs))
 }
+
+// A plan with an input schema (schemaVersion 3) runs as its schema types
+// it: the engine reads the plan back from RunApproved and evaluates
+// input.total, a whole number where the schema says "number", as a
+// double, so an expression that mixes it with a double runs.
+func TestTypedInputRunsAsItsSchemaTypesIt(t *testing.T) {
+	t.Parallel()
+	s := setup(t, engine.Config{})
+	rawWorker(t, s.js, "default", echo)
+	p := parsePlan(t, `{"planId":"typed","planVersion":"1","output":"steps.a.output.t",
+		"inputSchema":{"type":"object","required":["total"],"properties":{"total":{"type":"number"}}},
+		"steps":[{"id":"a","activity":"echo","input":{"t":"${{ input.total * 2.5 }}"}}]}`)
+	require.Equal(t, 3, p.SchemaVersion)
+	var runID string
+	err := pgx.BeginFunc(t.Context(), s.db.Pool, func(tx pgx.Tx) error {
+		var err error
+		runID, err = runstart.Approver{Journal: journal.New(s.log)}.ApproveTx(t.Context(), tx,
+			runstart.Request{Plan: validated(t, p), Input: json.RawMessage(`{"total": 3}`)})
+		return err
+	})
+	require.NoError(t, err)
+	evs := s.waitTerminal(t, runID)
+	snap, err := events.Project(runID, evs)
+	require.NoError(t, err)
+	require.Equal(t, events.RunStatusCompleted, snap.Status)
+	require.JSONEq(t, `7.5`, string(snap.Output))
+}
