@@ -79,14 +79,26 @@ func asService(ctx context.Context, name string, start func(context.Context) err
 }
 
 // startAs starts s with the Go profiler label service=name (asService)
-// and returns its Stop. s starts on a context without ctx's cancellation:
-// the dev stack stops each part by its Stop, in order (stopAll), so that
-// Ctrl-C is a drain, not a hard stop.
+// and returns its Stop. The end of ctx while s starts (a Ctrl-C while the
+// engine waits for its bus) aborts the start; once s runs, ctx's end no
+// longer touches it: the dev stack stops each part by its Stop, in order
+// (stopAll), so that Ctrl-C is a drain, not a hard stop.
 func startAs(ctx context.Context, name string, s startstop.Service) (func(context.Context) error, error) {
-	if err := asService(ctx, name, func(ctx context.Context) error { return s.Start(context.WithoutCancel(ctx)) }); err != nil {
+	runCtx, hard := context.WithCancel(context.WithoutCancel(ctx))
+	abort := context.AfterFunc(ctx, hard)
+	if err := asService(runCtx, name, s.Start); err != nil {
+		abort()
+		hard()
 		return nil, err
 	}
-	return s.Stop, nil
+	if !abort() { // ctx ended as s started: it is stopping at once; wait for it
+		hard()
+		return nil, errors.Join(ctx.Err(), s.Stop(context.WithoutCancel(ctx)))
+	}
+	return func(stopCtx context.Context) error {
+		defer hard()
+		return s.Stop(stopCtx)
+	}, nil
 }
 
 // maintainEvery is `weft maintain --every every` as a service of the dev
