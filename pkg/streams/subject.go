@@ -49,6 +49,18 @@ const ReconcileQueue = "weft-engine"
 // carries an api.StartRunRequest, a request gets the answer as its reply.
 const RunStartSubject = "weft.runs.start"
 
+// The gateway's plan-registry ingress, core NATS request-reply, in the
+// same queue group as RunStartSubject (docs/api.md, "NATS ingress").
+const (
+	// PlanPushSubject takes an api.PlanPushRequest and registers its
+	// plan version; the reply is the api.PlanVersion.
+	PlanPushSubject = "weft.plans.push"
+	// PlanGetSubject takes projectId, planId and an optional
+	// planVersion; the reply is the api.Plan, or the api.PlanVersion with
+	// its plan when planVersion is given.
+	PlanGetSubject = "weft.plans.get"
+)
+
 // Event classes: the token of an event's subject before its run id
 // (EventSubject). The engine is delivered the inputs alone, the events
 // that ask it for a round; a consumer of the whole log, the projector's,

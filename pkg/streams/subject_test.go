@@ -1,6 +1,7 @@
 package streams_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -120,5 +121,23 @@ func TestInboxReply(t *testing.T) {
 		"weft.cancel.r1": false, "$JS.API.STREAM.PURGE.WEFT_RESULTS": false, "": false,
 	} {
 		require.Equal(t, want, streams.InboxReply(reply, prefixes), reply)
+	}
+}
+
+// TestIngressSubjects: the gateway's fixed ingress subjects are concrete
+// subjects, distinct, and outside every stream's subjects and prefix, so
+// no stream captures a request and no ingress wildcard takes another's.
+func TestIngressSubjects(t *testing.T) {
+	t.Parallel()
+	subjects := []string{streams.RunStartSubject, streams.PlanPushSubject, streams.PlanGetSubject, streams.ReconcileSubject}
+	seen := map[string]bool{}
+	for _, s := range subjects {
+		require.NoError(t, streams.ValidSubject(s), s)
+		require.False(t, seen[s], "%s is named twice", s)
+		seen[s] = true
+		for _, prefix := range []string{streams.EventsSubjectPrefix, streams.TasksSubjectPrefix, streams.ResultsSubjectPrefix,
+			streams.CancelSubjectPrefix, streams.SignalSubjectPrefix, streams.TriggerSubjectPrefix} {
+			require.False(t, strings.HasPrefix(s, prefix+"."), "%s is under %s", s, prefix)
+		}
 	}
 }

@@ -30,7 +30,8 @@ const (
 )
 
 // subscribe starts the NATS ingress: weft.runs.start,
-// weft.signals.<runId> and weft.triggers.<triggerId>, in the queue group
+// weft.signals.<runId>, weft.triggers.<triggerId>, weft.plans.push and
+// weft.plans.get, in the queue group
 // ingressQueue. A request whose reply subject is not an inbox
 // (replyAllowed) is dropped before it is handled. It returns a function
 // that drains the subscriptions.
@@ -45,6 +46,8 @@ func (s *Service) subscribe(ctx context.Context) (func(), error) {
 		streams.RunStartSubject:             s.natsRunStart,
 		streams.SignalSubjectPrefix + ".>":  s.natsSignalSend,
 		streams.TriggerSubjectPrefix + ".>": s.natsTriggerEvent,
+		streams.PlanPushSubject:             s.natsPlanPush,
+		streams.PlanGetSubject:              s.natsPlanGet,
 	} {
 		sub, err := s.nc.QueueSubscribe(subject, ingressQueue, func(m *nats.Msg) {
 			if m.Reply != "" && !s.replyAllowed(m.Reply) {
@@ -99,6 +102,46 @@ func (s *Service) natsRunStart(ctx context.Context, m *nats.Msg) (any, int, erro
 		status = http.StatusCreated
 	}
 	return duplicateTagged{res.StartRunResult, res.Duplicate}, status, nil
+}
+
+// natsPlanPush registers the plan version an api.PlanPushRequest
+// carries, answering as POST /v1/plans: 201, or 200 for a repeat.
+func (s *Service) natsPlanPush(ctx context.Context, m *nats.Msg) (any, int, error) {
+	req, p, err := natsAdmitBody[api.PlanPushRequest](s, m)
+	if err != nil {
+		return nil, 0, err
+	}
+	v, created, err := s.plans.Push(ctx, p, req)
+	return v, createdStatus(created), err
+}
+
+// natsPlanGet answers the plan a planVersionParams names, as
+// GET /v1/plans/{planId} does, or, when its planVersion is given, that
+// version with its plan, as GET /v1/plans/{planId}/versions/{planVersion}.
+func (s *Service) natsPlanGet(ctx context.Context, m *nats.Msg) (any, int, error) {
+	x, p, err := natsAdmitBody[planVersionParams](s, m)
+	if err == nil {
+		err = requirePlan(x.ProjectID, x.PlanID)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	if x.PlanVersion == "" {
+		pl, err := s.plans.Get(ctx, p, x.ProjectID, x.PlanID)
+		return pl, http.StatusOK, err
+	}
+	v, err := s.plans.VersionGet(ctx, p, x.ProjectID, x.PlanID, x.PlanVersion)
+	return v, http.StatusOK, err
+}
+
+// natsAdmitBody admits a message (natsAdmit) and decodes its body
+// strictly into a B.
+func natsAdmitBody[B any](s *Service, m *nats.Msg) (b B, p auth.Principal, err error) {
+	if p, err = s.natsAdmit(m); err != nil {
+		return b, p, err
+	}
+	err = decode(m.Data, &b, s.cfg.MaxDepth, "message")
+	return b, p, err
 }
 
 func (s *Service) natsSignalSend(ctx context.Context, m *nats.Msg) (any, int, error) {

@@ -76,6 +76,18 @@ func (s *Service) rpcMethods() map[string]jsonrpc.Method {
 		}),
 		"trigger.delete": rpcCall(s, s.rpcTriggerDelete),
 		"trigger.send":   rpcCall(s, s.rpcTriggerSend),
+		"plan.push":      rpcCall(s, s.rpcPlanPush),
+		"plan.list":      rpcCall(s, s.rpcPlanList),
+		"plan.get":       rpcCall(s, s.rpcPlanGet),
+		"plan.getVersion": rpcCall(s, func(ctx context.Context, p auth.Principal, x planVersionParams) (any, error) {
+			return s.plans.VersionGet(ctx, p, x.ProjectID, x.PlanID, x.PlanVersion)
+		}),
+		"plan.archive": rpcCall(s, func(ctx context.Context, p auth.Principal, x planVersionParams) (any, error) {
+			return s.plans.Archive(ctx, p, x.ProjectID, x.PlanID, x.PlanVersion)
+		}),
+		"plan.restore": rpcCall(s, func(ctx context.Context, p auth.Principal, x planVersionParams) (any, error) {
+			return s.plans.Restore(ctx, p, x.ProjectID, x.PlanID, x.PlanVersion)
+		}),
 	}
 }
 
