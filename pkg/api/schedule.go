@@ -84,8 +84,15 @@ type ScheduleRequest struct {
 	Cron string `json:"cron"`
 	// Timezone is an IANA zone name ("Europe/Paris"); default "UTC".
 	Timezone string `json:"timezone,omitempty"`
-	// Plan is the plan each fire starts a run of.
-	Plan json.RawMessage `json:"plan"`
+	// Plan is the plan each fire starts a run of. A schedule carries its
+	// plan, or names a registered version in PlanRef, not both.
+	Plan json.RawMessage `json:"plan,omitempty"`
+	// PlanRef names the registered plan version each fire starts a run
+	// of. It must resolve when the schedule is created or updated, and is
+	// resolved again at each fire: PlanVersionLatest starts the newest
+	// version not archived at the fire time, and a fire whose version is
+	// archived or gone starts nothing (a skip with reason SkipRefused).
+	PlanRef *PlanRef `json:"planRef,omitempty"`
 	// Input is the base of every run's input: a JSON object, or none,
 	// without the keys a fire sets (FireKeyScheduledFor, FireKeySchedule); each fire
 	// adds them (ScheduleFireInput).
@@ -110,8 +117,13 @@ type Schedule struct {
 	EnvironmentID string `json:"environmentId"`
 	Cron          string `json:"cron"`
 	Timezone      string `json:"timezone"`
-	PlanID        string `json:"planId"`
-	PlanVersion   string `json:"planVersion"`
+	// PlanID and PlanVersion name the plan each fire starts: the plan's
+	// own, or PlanRef's (PlanVersion may then be PlanVersionLatest).
+	PlanID      string `json:"planId"`
+	PlanVersion string `json:"planVersion"`
+	// PlanRef is set when the schedule names a registered version; Plan
+	// then is absent.
+	PlanRef *PlanRef `json:"planRef,omitempty"`
 	// Plan and Input are left out of lists.
 	Plan          json.RawMessage `json:"plan,omitempty"`
 	Input         json.RawMessage `json:"input,omitempty"`
@@ -215,11 +227,19 @@ type ScheduledRunInput struct {
 type TriggerRequest struct {
 	// TriggerID follows ScheduleID's rules (MaxTriggerIDBytes); it is a
 	// NATS subject token too. Optional: the gateway generates a UUIDv7.
-	TriggerID     string          `json:"triggerId,omitempty"`
-	TenantID      string          `json:"tenantId"`
-	ProjectID     string          `json:"projectId"`
-	EnvironmentID string          `json:"environmentId"`
-	Plan          json.RawMessage `json:"plan"`
+	TriggerID     string `json:"triggerId,omitempty"`
+	TenantID      string `json:"tenantId"`
+	ProjectID     string `json:"projectId"`
+	EnvironmentID string `json:"environmentId"`
+	// Plan is the plan each event starts a run of. A trigger carries its
+	// plan, or names a registered version in PlanRef, not both.
+	Plan json.RawMessage `json:"plan,omitempty"`
+	// PlanRef names the registered plan version each event starts a run
+	// of. It must resolve when the trigger is created, and is resolved
+	// again for each event: PlanVersionLatest starts the newest version
+	// not archived then, and an event whose version is archived is
+	// refused with CodePlanArchived and starts nothing.
+	PlanRef *PlanRef `json:"planRef,omitempty"`
 	// Input, when set, is a CEL expression (bare or as one "${{ EXPR }}",
 	// at most 4 KiB) over event, a TriggerInputEvent, whose JSON value is
 	// the input of each run an event starts; it is compiled and
@@ -234,8 +254,13 @@ type Trigger struct {
 	TenantID      string `json:"tenantId"`
 	ProjectID     string `json:"projectId"`
 	EnvironmentID string `json:"environmentId"`
-	PlanID        string `json:"planId"`
-	PlanVersion   string `json:"planVersion"`
+	// PlanID and PlanVersion name the plan each event starts: the plan's
+	// own, or PlanRef's (PlanVersion may then be PlanVersionLatest).
+	PlanID      string `json:"planId"`
+	PlanVersion string `json:"planVersion"`
+	// PlanRef is set when the trigger names a registered version; Plan
+	// then is absent.
+	PlanRef *PlanRef `json:"planRef,omitempty"`
 	// Plan is left out of lists.
 	Plan json.RawMessage `json:"plan,omitempty"`
 	// Input is the trigger's input expression, if it has one.

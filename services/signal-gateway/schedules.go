@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/weftrun/weft/internal/policy/auth"
@@ -50,4 +51,15 @@ func (s *Service) restSchedulePause(r *http.Request, p auth.Principal) (any, err
 
 func (s *Service) restScheduleResume(r *http.Request, p auth.Principal) (any, error) {
 	return s.schedules.Resume(r.Context(), p, r.PathValue("scheduleId"))
+}
+
+// planResolver resolves the planRef of a schedule's fire or a trigger's
+// event as it resolves a start's (resolveRef), so the three share one
+// resolution and its refusals.
+type planResolver struct{ s *Service }
+
+// ResolvePlan returns req with the plan its planRef names, as p may
+// start it.
+func (r planResolver) ResolvePlan(ctx context.Context, p auth.Principal, req api.StartRunRequest) (api.StartRunRequest, error) {
+	return r.s.resolveRef(ctx, p, req)
 }

@@ -229,11 +229,11 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config) (*Service, error) {
 	if s.keyRate, err = keylimit.New(keylimit.Config{Limit: cfg.KeyRate, Now: cfg.Intake.Now}); err != nil {
 		return nil, fmt.Errorf("gateway: KeyRate: %w", err)
 	}
-	if s.schedules, err = schedule.New(pool, in, cfg.Authorizer, cfg.Schedules, s.logger); err != nil {
+	s.plans = registry.New(pool, in, cfg.Authorizer, registry.Config{Now: cfg.Intake.Now})
+	if s.schedules, err = schedule.New(pool, in, planResolver{s}, cfg.Authorizer, cfg.Schedules, s.logger); err != nil {
 		return nil, err
 	}
-	s.plans = registry.New(pool, in, cfg.Authorizer, registry.Config{Now: cfg.Intake.Now})
-	if s.triggers, err = trigger.New(pool, in, cfg.Authorizer, cfg.Triggers); err != nil {
+	if s.triggers, err = trigger.New(pool, in, planResolver{s}, cfg.Authorizer, cfg.Triggers); err != nil {
 		return nil, err
 	}
 	s.rpc, err = jsonrpc.NewServer(s.rpcMethods(), jsonrpc.Options{MaxBatch: cfg.MaxBatch}, s.logger)

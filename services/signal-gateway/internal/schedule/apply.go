@@ -69,14 +69,18 @@ func (s *Service) applyTx(ctx context.Context, tx pgx.Tx, r *record, d Decision,
 }
 
 // startTx starts the run of fire f of r in tx, refused like a start when
-// r's input cannot make the run's input.
+// r's input cannot make the run's input or r's planRef does not resolve
+// now (its version archived, say).
 func (s *Service) startTx(ctx context.Context, tx pgx.Tx, p auth.Principal, r *record, f Fire) (intake.RunResult, error) {
 	input, err := runInput(r.Schedule, f)
 	if err != nil {
 		return intake.RunResult{}, err
 	}
-	return s.intake.RunStartTx(ctx, tx, p, startRequest(r.Schedule, runRequestID(r.ScheduleID, f.ScheduledFor), input),
-		intake.RepeatOfTuple)
+	start, err := s.resolve(ctx, p, startRequest(r.Schedule, runRequestID(r.ScheduleID, f.ScheduledFor), input))
+	if err != nil {
+		return intake.RunResult{}, err
+	}
+	return s.intake.RunStartTx(ctx, tx, p, start, intake.RepeatOfTuple)
 }
 
 // cancelTx sends runID the CANCEL of cancel-previous, through the

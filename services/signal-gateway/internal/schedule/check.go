@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -17,13 +18,17 @@ import (
 // check refuses a create or update request that breaks a rule, with an
 // *intake.Error naming every field at fault (intake.Join), or one p may
 // not make; otherwise it returns the schedule's definition, defaults
-// applied, and its parsed expression. It reads nothing from the database.
+// applied, and its parsed expression. It reads nothing from the database
+// but the registered plan version a planRef names.
 func (s *Service) check(ctx context.Context, p auth.Principal, req api.ScheduleRequest) (api.Schedule, Cron, error) {
 	sch := api.Schedule{
 		ScheduleID: req.ScheduleID, TenantID: req.TenantID, ProjectID: req.ProjectID, EnvironmentID: req.EnvironmentID,
-		Cron: req.Cron, Timezone: cmp.Or(req.Timezone, api.DefaultTimezone), Plan: req.Plan, Input: req.Input,
+		Cron: req.Cron, Timezone: cmp.Or(req.Timezone, api.DefaultTimezone), Plan: req.Plan, PlanRef: req.PlanRef, Input: req.Input,
 		MisfirePolicy: cmp.Or(req.MisfirePolicy, api.MisfireSkip), MaxCatchup: cmp.Or(req.MaxCatchup, api.DefaultMaxCatchup),
 		OverlapPolicy: cmp.Or(req.OverlapPolicy, api.OverlapSkip),
+	}
+	if sch.PlanRef != nil && bytes.Equal(bytes.TrimSpace(sch.Plan), []byte("null")) {
+		sch.Plan = nil // a null plan is no plan
 	}
 	idErr := intake.CheckResourceID("scheduleId", req.ScheduleID, api.MaxScheduleIDBytes)
 	c, timingErr := s.checkTiming(sch)
@@ -32,7 +37,7 @@ func (s *Service) check(ctx context.Context, p auth.Principal, req api.ScheduleR
 		// told once, as scheduleId, not again as runRequestId.
 		sch.ScheduleID = "check"
 	}
-	runErr := s.checkRun(&sch)
+	runErr := s.checkRun(ctx, p, &sch)
 	sch.ScheduleID = req.ScheduleID
 	if err := intake.Join(idErr, timingErr, runErr); err != nil {
 		return api.Schedule{}, Cron{}, err
@@ -87,8 +92,10 @@ func (s *Service) checkPolicies(sch api.Schedule) error {
 }
 
 // checkRun checks the run every fire starts, as the gateway would check
-// its start, and sets the schedule's planId and planVersion.
-func (s *Service) checkRun(sch *api.Schedule) error {
+// its start, and sets the schedule's planId and planVersion. A schedule by
+// planRef is checked with the plan its ref resolves to now, so that a ref
+// naming no version is refused at once.
+func (s *Service) checkRun(ctx context.Context, p auth.Principal, sch *api.Schedule) error {
 	if n := len(sch.Input); n > s.cfg.MaxInputBytes {
 		return &intake.Error{Code: api.CodePayloadTooLarge,
 			Message: fmt.Sprintf("input is %d bytes, more than the limit of %d", n, s.cfg.MaxInputBytes),
@@ -97,14 +104,34 @@ func (s *Service) checkRun(sch *api.Schedule) error {
 	if err := checkInput(sch.Input); err != nil {
 		return err
 	}
-	sch.PlanID, sch.PlanVersion = intake.PlanRef(sch.Plan)
+	if sch.PlanRef != nil {
+		sch.PlanID, sch.PlanVersion = sch.PlanRef.PlanID, sch.PlanRef.PlanVersion
+	} else {
+		sch.PlanID, sch.PlanVersion = intake.PlanRef(sch.Plan)
+	}
 	// The largest input a fire can give its run: a compressed one.
 	when := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 	input, err := runInput(*sch, Fire{ScheduledFor: when, Window: &api.FireWindow{From: when, To: when, MissedCount: math.MaxInt32}})
 	if err != nil {
 		return err
 	}
-	return s.intake.CheckStart(startRequest(*sch, runRequestID(sch.ScheduleID, when), input))
+	start, err := s.resolve(ctx, p, startRequest(*sch, runRequestID(sch.ScheduleID, when), input))
+	if err != nil {
+		return err
+	}
+	return s.intake.CheckStart(start)
+}
+
+// resolve returns start with the plan its planRef names, as p may start
+// it; a start without a planRef is returned as it is.
+func (s *Service) resolve(ctx context.Context, p auth.Principal, start api.StartRunRequest) (api.StartRunRequest, error) {
+	switch {
+	case start.PlanRef == nil:
+		return start, nil
+	case s.plans == nil:
+		return start, intake.Invalid("planRef", "is not served: this gateway keeps no registered plans")
+	}
+	return s.plans.ResolvePlan(ctx, p, start)
 }
 
 // runRequestID is a fire's run request id, "{scheduleId}:{scheduledFor}"
@@ -113,8 +140,14 @@ func runRequestID(scheduleID string, scheduledFor time.Time) string {
 	return scheduleID + ":" + scheduledFor.UTC().Format(time.RFC3339)
 }
 
-// startRequest is the start of a run of sch.
+// startRequest is the start of a run of sch. A schedule by planRef
+// starts with its ref and no planId or planVersion, which resolve sets to
+// the resolved version's.
 func startRequest(sch api.Schedule, requestID string, input json.RawMessage) api.StartRunRequest {
-	return api.StartRunRequest{TenantID: sch.TenantID, ProjectID: sch.ProjectID, EnvironmentID: sch.EnvironmentID,
-		PlanID: sch.PlanID, PlanVersion: sch.PlanVersion, RunRequestID: requestID, Plan: sch.Plan, Input: input}
+	start := api.StartRunRequest{TenantID: sch.TenantID, ProjectID: sch.ProjectID, EnvironmentID: sch.EnvironmentID,
+		RunRequestID: requestID, Plan: sch.Plan, PlanRef: sch.PlanRef, Input: input}
+	if sch.PlanRef == nil {
+		start.PlanID, start.PlanVersion = sch.PlanID, sch.PlanVersion
+	}
+	return start
 }

@@ -55,7 +55,7 @@ func (b *bundle) scheduler(t *testing.T, cfg schedule.Config) (*schedule.Service
 	inCfg.Now = b.clk.Now
 	in := intaketest.New(t, b.db, inCfg)
 	cfg.Now = b.clk.Now
-	svc, err := schedule.New(b.db.Pool, in, auth.RoleAuthorizer{}, cfg, slog.New(slog.DiscardHandler))
+	svc, err := schedule.New(b.db.Pool, in, nil, auth.RoleAuthorizer{}, cfg, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	return svc, in
 }

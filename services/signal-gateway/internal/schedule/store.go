@@ -39,23 +39,23 @@ type record struct {
 
 // columns are the columns scanRecord reads, in its order.
 const columns = `tenant_id, schedule_id, project_id, environment_id, cron, timezone, plan_id, plan_version,
-	plan, input, misfire_policy, max_catchup, overlap_policy, paused, next_fire_at, last_fire_at,
+	plan, plan_ref_id, plan_ref_version, input, misfire_policy, max_catchup, overlap_policy, paused, next_fire_at, last_fire_at,
 	last_run_id::text, buffered_for, buffered_window, skipped_misfire, skipped_overlap,
 	skipped_catchup_limit, skipped_refused, recent_skips, created_at, updated_at`
 
 // summaryColumns are columns with the plan and input left out, for lists.
 const summaryColumns = `tenant_id, schedule_id, project_id, environment_id, cron, timezone, plan_id, plan_version,
-	NULL::jsonb, NULL::jsonb, misfire_policy, max_catchup, overlap_policy, paused, next_fire_at, last_fire_at,
+	NULL::jsonb, plan_ref_id, plan_ref_version, NULL::jsonb, misfire_policy, max_catchup, overlap_policy, paused, next_fire_at, last_fire_at,
 	last_run_id::text, buffered_for, buffered_window, skipped_misfire, skipped_overlap,
 	skipped_catchup_limit, skipped_refused, recent_skips, created_at, updated_at`
 
 func scanRecord(row pgx.Row) (*record, error) {
 	var r record
 	s := &r.Schedule
-	var lastRun *string
+	var lastRun, refID, refVersion *string
 	var window, skips []byte
 	err := row.Scan(&s.TenantID, &s.ScheduleID, &s.ProjectID, &s.EnvironmentID, &s.Cron, &s.Timezone, &s.PlanID,
-		&s.PlanVersion, &s.Plan, &s.Input, &s.MisfirePolicy, &s.MaxCatchup, &s.OverlapPolicy, &s.Paused,
+		&s.PlanVersion, &s.Plan, &refID, &refVersion, &s.Input, &s.MisfirePolicy, &s.MaxCatchup, &s.OverlapPolicy, &s.Paused,
 		&s.NextFireAt, &s.LastFireAt, &lastRun, &s.BufferedFireAt, &window, &s.Skipped.Misfire,
 		&s.Skipped.Overlap, &s.Skipped.CatchupLimit, &s.Skipped.Refused, &skips, &s.CreatedAt, &s.UpdatedAt)
 	if err != nil {
@@ -63,6 +63,9 @@ func scanRecord(row pgx.Row) (*record, error) {
 	}
 	if lastRun != nil {
 		s.LastRunID = *lastRun
+	}
+	if refID != nil && refVersion != nil {
+		s.PlanRef = &api.PlanRef{PlanID: *refID, PlanVersion: *refVersion}
 	}
 	if err := json.Unmarshal(skips, &s.RecentSkips); err != nil {
 		return nil, fmt.Errorf("schedule: decode recent_skips: %w", err)
@@ -112,13 +115,13 @@ func recordGet(ctx context.Context, q querier, k Key, lock bool) (*record, error
 func recordInsertTx(ctx context.Context, tx pgx.Tx, s api.Schedule) (bool, error) {
 	tag, err := tx.Exec(ctx, `
 		INSERT INTO schedules (tenant_id, schedule_id, version, project_id, environment_id, cron, timezone,
-		    plan_id, plan_version, plan, input, misfire_policy, max_catchup, overlap_policy, paused,
-		    next_fire_at, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $17)
+		    plan_id, plan_version, plan, plan_ref_id, plan_ref_version, input, misfire_policy, max_catchup,
+		    overlap_policy, paused, next_fire_at, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $19)
 		ON CONFLICT (tenant_id, schedule_id) DO NOTHING`,
 		s.TenantID, s.ScheduleID, rowVersion, s.ProjectID, s.EnvironmentID, s.Cron, s.Timezone, s.PlanID,
-		s.PlanVersion, s.Plan, nullJSON(s.Input), s.MisfirePolicy, s.MaxCatchup, s.OverlapPolicy, s.Paused,
-		s.NextFireAt, s.CreatedAt)
+		s.PlanVersion, nullJSON(s.Plan), refID(s.PlanRef), refVersion(s.PlanRef), nullJSON(s.Input),
+		s.MisfirePolicy, s.MaxCatchup, s.OverlapPolicy, s.Paused, s.NextFireAt, s.CreatedAt)
 	if err != nil {
 		return false, fmt.Errorf("schedule: insert: %w", err)
 	}
@@ -126,16 +129,18 @@ func recordInsertTx(ctx context.Context, tx pgx.Tx, s api.Schedule) (bool, error
 }
 
 // sameDefinitionTx reports whether the stored schedule k has s's
-// definition; plan and input compare as JSON values.
+// definition; plan and input compare as JSON values, a planRef by its
+// members.
 func sameDefinitionTx(ctx context.Context, tx pgx.Tx, k Key, s api.Schedule) (bool, error) {
 	var same bool
 	err := tx.QueryRow(ctx, `
 		SELECT project_id = $3 AND environment_id = $4 AND cron = $5 AND timezone = $6
-		   AND plan = $7::jsonb AND input IS NOT DISTINCT FROM $8::jsonb AND misfire_policy = $9
+		   AND plan IS NOT DISTINCT FROM $7::jsonb AND input IS NOT DISTINCT FROM $8::jsonb AND misfire_policy = $9
 		   AND max_catchup = $10 AND overlap_policy = $11
+		   AND plan_ref_id IS NOT DISTINCT FROM $12 AND plan_ref_version IS NOT DISTINCT FROM $13
 		FROM schedules WHERE tenant_id = $1 AND schedule_id = $2`,
-		k.TenantID, k.ScheduleID, s.ProjectID, s.EnvironmentID, s.Cron, s.Timezone, s.Plan, nullJSON(s.Input),
-		s.MisfirePolicy, s.MaxCatchup, s.OverlapPolicy).Scan(&same)
+		k.TenantID, k.ScheduleID, s.ProjectID, s.EnvironmentID, s.Cron, s.Timezone, nullJSON(s.Plan), nullJSON(s.Input),
+		s.MisfirePolicy, s.MaxCatchup, s.OverlapPolicy, refID(s.PlanRef), refVersion(s.PlanRef)).Scan(&same)
 	if err != nil {
 		return false, fmt.Errorf("schedule: compare: %w", err)
 	}
@@ -148,10 +153,12 @@ func recordUpdateTx(ctx context.Context, tx pgx.Tx, s api.Schedule) error {
 	_, err := tx.Exec(ctx, `
 		UPDATE schedules SET project_id = $3, environment_id = $4, cron = $5, timezone = $6, plan_id = $7,
 		    plan_version = $8, plan = $9, input = $10, misfire_policy = $11, max_catchup = $12,
-		    overlap_policy = $13, paused = $14, next_fire_at = $15, updated_at = $16
+		    overlap_policy = $13, paused = $14, next_fire_at = $15, updated_at = $16, plan_ref_id = $17,
+		    plan_ref_version = $18
 		WHERE tenant_id = $1 AND schedule_id = $2`,
 		s.TenantID, s.ScheduleID, s.ProjectID, s.EnvironmentID, s.Cron, s.Timezone, s.PlanID, s.PlanVersion,
-		s.Plan, nullJSON(s.Input), s.MisfirePolicy, s.MaxCatchup, s.OverlapPolicy, s.Paused, s.NextFireAt, s.UpdatedAt)
+		nullJSON(s.Plan), nullJSON(s.Input), s.MisfirePolicy, s.MaxCatchup, s.OverlapPolicy, s.Paused, s.NextFireAt,
+		s.UpdatedAt, refID(s.PlanRef), refVersion(s.PlanRef))
 	if err != nil {
 		return fmt.Errorf("schedule: update: %w", err)
 	}
@@ -210,4 +217,19 @@ func nullJSON(doc json.RawMessage) any {
 		return nil
 	}
 	return doc
+}
+
+// refID and refVersion are ref's members, or SQL NULL without a ref.
+func refID(ref *api.PlanRef) any {
+	if ref == nil {
+		return nil
+	}
+	return ref.PlanID
+}
+
+func refVersion(ref *api.PlanRef) any {
+	if ref == nil {
+		return nil
+	}
+	return ref.PlanVersion
 }

@@ -33,7 +33,8 @@ type Event struct {
 // NotFound for an unknown trigger, an InvalidArgument about the payload
 // (details code CodeExpressionError) when the input expression fails on
 // the event, the start's own refusals otherwise; a refused event starts
-// nothing.
+// nothing. A trigger by planRef resolves it for each event: an event whose
+// version is archived is refused with CodePlanArchived.
 func (s *Service) Send(ctx context.Context, p auth.Principal, id string, ev Event) (res api.TriggerEventResult, created bool, err error) {
 	if err := intake.CheckResourceID("triggerId", id, api.MaxTriggerIDBytes); err != nil {
 		return res, false, err
@@ -62,9 +63,12 @@ func (s *Service) Send(ctx context.Context, p auth.Principal, id string, ev Even
 		if err != nil {
 			return err
 		}
-		run, err := s.intake.RunStartTx(ctx, tx, p, api.StartRunRequest{TenantID: tr.TenantID, ProjectID: tr.ProjectID,
-			EnvironmentID: tr.EnvironmentID, PlanID: tr.PlanID, PlanVersion: tr.PlanVersion,
-			RunRequestID: id + ":" + eventID, Plan: tr.Plan, Input: input}, intake.RepeatMustMatch)
+		start := startRequest(*tr)
+		start.RunRequestID, start.Input = id+":"+eventID, input
+		if start, err = s.resolve(ctx, p, start); err != nil {
+			return err
+		}
+		run, err := s.intake.RunStartTx(ctx, tx, p, start, intake.RepeatMustMatch)
 		res = api.TriggerEventResult{TriggerID: id, EventID: eventID, StartRunResult: run.StartRunResult}
 		created = run.Created
 		return err
@@ -98,14 +102,18 @@ func triggerColumns(withPlan bool) string {
 		plan = "plan"
 	}
 	return `trigger_id, tenant_id, project_id, environment_id, plan_id, plan_version, ` + plan +
-		`, coalesce(input_expr, ''), created_at`
+		`, plan_ref_id, plan_ref_version, coalesce(input_expr, ''), created_at`
 }
 
 func scanTrigger(row pgx.Row) (api.Trigger, error) {
 	var tr api.Trigger
+	var refID, refVersion *string
 	err := row.Scan(&tr.TriggerID, &tr.TenantID, &tr.ProjectID, &tr.EnvironmentID, &tr.PlanID, &tr.PlanVersion,
-		&tr.Plan, &tr.Input, &tr.CreatedAt)
+		&tr.Plan, &refID, &refVersion, &tr.Input, &tr.CreatedAt)
 	tr.CreatedAt = tr.CreatedAt.UTC()
+	if refID != nil && refVersion != nil {
+		tr.PlanRef = &api.PlanRef{PlanID: *refID, PlanVersion: *refVersion}
+	}
 	return tr, err
 }
 

@@ -9,8 +9,10 @@
 package trigger
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -51,17 +53,30 @@ type Config struct {
 	Now func() time.Time
 }
 
+// PlanResolver resolves the planRef of a start: it returns req with
+// PlanRef replaced by the plan of the registered version it names, and
+// PlanID and PlanVersion set to that version's when empty, or refuses with
+// an *intake.Error (InvalidArgument for both plan and planRef or an empty
+// member, NotFound for an unknown version, PlanArchived for an archived
+// one). It authorizes p as a start of req would.
+type PlanResolver interface {
+	ResolvePlan(ctx context.Context, p auth.Principal, req api.StartRunRequest) (api.StartRunRequest, error)
+}
+
 // Service keeps triggers and takes their events in. Safe for concurrent
 // use.
 type Service struct {
 	pool   *pgxpool.Pool
 	intake *intake.Intake
+	plans  PlanResolver // nil: a trigger by planRef is refused
 	authz  auth.Authorizer
 	cfg    Config
 }
 
-// New returns the triggers of pool, starting runs through in.
-func New(pool *pgxpool.Pool, in *intake.Intake, authz auth.Authorizer, cfg Config) (*Service, error) {
+// New returns the triggers of pool, starting runs through in and
+// resolving the planRefs of triggers with plans (nil refuses every
+// planRef).
+func New(pool *pgxpool.Pool, in *intake.Intake, plans PlanResolver, authz auth.Authorizer, cfg Config) (*Service, error) {
 	cfg.MaxPayloadBytes = cmp.Or(cfg.MaxPayloadBytes, DefaultMaxPayloadBytes)
 	cfg.MaxPerTenant = cmp.Or(cfg.MaxPerTenant, DefaultMaxPerTenant)
 	if cfg.MaxPayloadBytes < 0 || cfg.MaxPerTenant < 0 {
@@ -70,7 +85,7 @@ func New(pool *pgxpool.Pool, in *intake.Intake, authz auth.Authorizer, cfg Confi
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Service{pool: pool, intake: in, authz: authz, cfg: cfg}, nil
+	return &Service{pool: pool, intake: in, plans: plans, authz: authz, cfg: cfg}, nil
 }
 
 // Create stores a new trigger for p, or refuses req with an
@@ -85,7 +100,7 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req api.TriggerR
 	if err := s.check(ctx, p, &req); err != nil {
 		return api.Trigger{}, false, err
 	}
-	id, version := intake.PlanRef(req.Plan)
+	id, version := planOf(req)
 	now := s.cfg.Now().UTC().Truncate(time.Microsecond)
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := s.quota().LockTx(ctx, tx, req.TenantID); err != nil {
@@ -93,9 +108,11 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req api.TriggerR
 		}
 		tag, err := tx.Exec(ctx, `
 			INSERT INTO triggers (tenant_id, trigger_id, version, project_id, environment_id, plan_id, plan_version, plan,
-			                      input_expr, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULLIF($9, ''), $10) ON CONFLICT (tenant_id, trigger_id) DO NOTHING`,
-			req.TenantID, req.TriggerID, rowVersion, req.ProjectID, req.EnvironmentID, id, version, req.Plan, req.Input, now)
+			                      plan_ref_id, plan_ref_version, input_expr, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULLIF($11, ''), $12)
+			ON CONFLICT (tenant_id, trigger_id) DO NOTHING`,
+			req.TenantID, req.TriggerID, rowVersion, req.ProjectID, req.EnvironmentID, id, version, nullJSON(req.Plan),
+			refID(req.PlanRef), refVersion(req.PlanRef), req.Input, now)
 		if err != nil {
 			return fmt.Errorf("trigger: insert: %w", err)
 		}
@@ -120,15 +137,22 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req api.TriggerR
 	return tr, created, nil
 }
 
-// check refuses what can be refused before touching the database.
-// Every field is checked before a refusal, which names all those at fault
+// check refuses what can be refused before touching the database, but
+// for reading the registered version a planRef names. Every field is checked before a refusal, which names all those at fault
 // (intake.Join).
 func (s *Service) check(ctx context.Context, p auth.Principal, req *api.TriggerRequest) error {
+	if req.PlanRef != nil && bytes.Equal(bytes.TrimSpace(req.Plan), []byte("null")) {
+		req.Plan = nil // a null plan is no plan
+	}
 	var inputErr error
 	if req.Input != "" {
 		_, inputErr = compileInput(req.Input)
 	}
-	err := intake.Join(intake.CheckResourceID("triggerId", req.TriggerID, api.MaxTriggerIDBytes), inputErr, s.checkRun(req))
+	if req.PlanRef != nil && req.PlanRef.PlanVersion == api.PlanVersionLatest {
+		return intake.Invalid("planRef.planVersion", `must name a version, not "latest": an event is deduplicated by its eventId `+
+			"with the plan version it started, so a redelivery after a new version was pushed would start a second run")
+	}
+	err := intake.Join(intake.CheckResourceID("triggerId", req.TriggerID, api.MaxTriggerIDBytes), inputErr, s.checkRun(ctx, p, req))
 	if err != nil {
 		return err
 	}
@@ -136,21 +160,61 @@ func (s *Service) check(ctx context.Context, p auth.Principal, req *api.TriggerR
 }
 
 // checkRun checks the run each event starts, as the gateway would check
-// its start.
-func (s *Service) checkRun(req *api.TriggerRequest) error {
-	id, version := intake.PlanRef(req.Plan)
-	return s.intake.CheckStart(api.StartRunRequest{TenantID: req.TenantID, ProjectID: req.ProjectID,
-		EnvironmentID: req.EnvironmentID, PlanID: id, PlanVersion: version, Plan: req.Plan})
+// its start. A trigger by planRef is checked with the plan its ref
+// resolves to now, so that a ref naming no version is refused at once.
+func (s *Service) checkRun(ctx context.Context, p auth.Principal, req *api.TriggerRequest) error {
+	id, version := planOf(*req)
+	start, err := s.resolve(ctx, p, startRequest(api.Trigger{TenantID: req.TenantID, ProjectID: req.ProjectID,
+		EnvironmentID: req.EnvironmentID, PlanID: id, PlanVersion: version, Plan: req.Plan, PlanRef: req.PlanRef}))
+	if err != nil {
+		return err
+	}
+	return s.intake.CheckStart(start)
+}
+
+// planOf is the planId and planVersion req names: its planRef's, or its
+// plan's own.
+func planOf(req api.TriggerRequest) (id, version string) {
+	if req.PlanRef != nil {
+		return req.PlanRef.PlanID, req.PlanRef.PlanVersion
+	}
+	return intake.PlanRef(req.Plan)
+}
+
+// startRequest is the start of a run of tr, without a run request id or
+// input. A trigger by planRef starts with its ref and no planId or
+// planVersion, which resolve sets to the resolved version's.
+func startRequest(tr api.Trigger) api.StartRunRequest {
+	start := api.StartRunRequest{TenantID: tr.TenantID, ProjectID: tr.ProjectID, EnvironmentID: tr.EnvironmentID,
+		Plan: tr.Plan, PlanRef: tr.PlanRef}
+	if tr.PlanRef == nil {
+		start.PlanID, start.PlanVersion = tr.PlanID, tr.PlanVersion
+	}
+	return start
+}
+
+// resolve returns start with the plan its planRef names, as p may start
+// it; a start without a planRef is returned as it is.
+func (s *Service) resolve(ctx context.Context, p auth.Principal, start api.StartRunRequest) (api.StartRunRequest, error) {
+	switch {
+	case start.PlanRef == nil:
+		return start, nil
+	case s.plans == nil:
+		return start, intake.Invalid("planRef", "is not served: this gateway keeps no registered plans")
+	}
+	return s.plans.ResolvePlan(ctx, p, start)
 }
 
 // sameDefinitionTx refuses with CodeAlreadyExists unless the stored
 // trigger has req's definition.
 func sameDefinitionTx(ctx context.Context, tx pgx.Tx, req api.TriggerRequest) error {
 	var same bool
-	err := tx.QueryRow(ctx, `SELECT project_id = $3 AND environment_id = $4 AND plan = $5::jsonb
+	err := tx.QueryRow(ctx, `SELECT project_id = $3 AND environment_id = $4 AND plan IS NOT DISTINCT FROM $5::jsonb
 			AND input_expr IS NOT DISTINCT FROM NULLIF($6, '')
+			AND plan_ref_id IS NOT DISTINCT FROM $7 AND plan_ref_version IS NOT DISTINCT FROM $8
 		FROM triggers WHERE tenant_id = $1 AND trigger_id = $2`,
-		req.TenantID, req.TriggerID, req.ProjectID, req.EnvironmentID, req.Plan, req.Input).Scan(&same)
+		req.TenantID, req.TriggerID, req.ProjectID, req.EnvironmentID, nullJSON(req.Plan), req.Input,
+		refID(req.PlanRef), refVersion(req.PlanRef)).Scan(&same)
 	if err != nil {
 		return fmt.Errorf("trigger: compare: %w", err)
 	}
@@ -254,4 +318,27 @@ func checkEventID(id string) error {
 // quota is the tenant's quota of triggers (Config.MaxPerTenant).
 func (s *Service) quota() intake.Quota {
 	return intake.Quota{Table: "triggers", Limit: intake.LimitTriggerQuota, Max: s.cfg.MaxPerTenant}
+}
+
+// nullJSON is doc, or SQL NULL when it is absent.
+func nullJSON(doc json.RawMessage) any {
+	if len(doc) == 0 {
+		return nil
+	}
+	return doc
+}
+
+// refID and refVersion are ref's members, or SQL NULL without a ref.
+func refID(ref *api.PlanRef) any {
+	if ref == nil {
+		return nil
+	}
+	return ref.PlanID
+}
+
+func refVersion(ref *api.PlanRef) any {
+	if ref == nil {
+		return nil
+	}
+	return ref.PlanVersion
 }

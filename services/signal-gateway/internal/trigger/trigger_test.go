@@ -40,7 +40,7 @@ func setup(t *testing.T, cfg trigger.Config, in intake.Config) *bundle {
 	in.Now, cfg.Now = b.clk.Now, b.clk.Now
 	b.in = intaketest.New(t, b.db, in)
 	var err error
-	b.svc, err = trigger.New(b.db.Pool, b.in, auth.RoleAuthorizer{}, cfg)
+	b.svc, err = trigger.New(b.db.Pool, b.in, nil, auth.RoleAuthorizer{}, cfg)
 	require.NoError(t, err)
 	return b
 }
