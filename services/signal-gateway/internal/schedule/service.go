@@ -2,7 +2,6 @@ package schedule
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"log/slog"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/weftrun/weft/internal/policy/auth"
-	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
 )
 
@@ -88,22 +86,12 @@ func (c Config) validate() error {
 	return nil
 }
 
-// PlanResolver resolves the planRef of a start: it returns req with
-// PlanRef replaced by the plan of the registered version it names, and
-// PlanID and PlanVersion set to that version's when empty, or refuses with
-// an *intake.Error (InvalidArgument for both plan and planRef or an empty
-// member, NotFound for an unknown version, PlanArchived for an archived
-// one). It authorizes p as a start of req would.
-type PlanResolver interface {
-	ResolvePlan(ctx context.Context, p auth.Principal, req api.StartRunRequest) (api.StartRunRequest, error)
-}
-
 // Service keeps schedules (create, update, pause, resume, delete, list)
 // and fires them (Run, Tick). Safe for concurrent use.
 type Service struct {
 	pool    *pgxpool.Pool
 	intake  *intake.Intake
-	plans   PlanResolver // nil: a schedule by planRef is refused
+	plans   intake.PlanResolver // nil: a schedule by planRef is refused
 	authz   auth.Authorizer
 	cfg     Config
 	logger  *slog.Logger
@@ -113,7 +101,7 @@ type Service struct {
 // New returns the schedules of pool, starting runs and sending signals
 // through in, resolving the planRefs of schedules with plans (nil refuses
 // every planRef) and deciding what callers may do with authz.
-func New(pool *pgxpool.Pool, in *intake.Intake, plans PlanResolver, authz auth.Authorizer, cfg Config,
+func New(pool *pgxpool.Pool, in *intake.Intake, plans intake.PlanResolver, authz auth.Authorizer, cfg Config,
 	logger *slog.Logger) (*Service, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {

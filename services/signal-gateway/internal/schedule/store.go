@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
 )
 
 // rowVersion is the persisted-format version every schedules row is
@@ -120,7 +121,7 @@ func recordInsertTx(ctx context.Context, tx pgx.Tx, s api.Schedule) (bool, error
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $19)
 		ON CONFLICT (tenant_id, schedule_id) DO NOTHING`,
 		s.TenantID, s.ScheduleID, rowVersion, s.ProjectID, s.EnvironmentID, s.Cron, s.Timezone, s.PlanID,
-		s.PlanVersion, nullJSON(s.Plan), refID(s.PlanRef), refVersion(s.PlanRef), nullJSON(s.Input),
+		s.PlanVersion, intake.NullJSON(s.Plan), intake.RefID(s.PlanRef), intake.RefVersion(s.PlanRef), intake.NullJSON(s.Input),
 		s.MisfirePolicy, s.MaxCatchup, s.OverlapPolicy, s.Paused, s.NextFireAt, s.CreatedAt)
 	if err != nil {
 		return false, fmt.Errorf("schedule: insert: %w", err)
@@ -139,8 +140,8 @@ func sameDefinitionTx(ctx context.Context, tx pgx.Tx, k Key, s api.Schedule) (bo
 		   AND max_catchup = $10 AND overlap_policy = $11
 		   AND plan_ref_id IS NOT DISTINCT FROM $12 AND plan_ref_version IS NOT DISTINCT FROM $13
 		FROM schedules WHERE tenant_id = $1 AND schedule_id = $2`,
-		k.TenantID, k.ScheduleID, s.ProjectID, s.EnvironmentID, s.Cron, s.Timezone, nullJSON(s.Plan), nullJSON(s.Input),
-		s.MisfirePolicy, s.MaxCatchup, s.OverlapPolicy, refID(s.PlanRef), refVersion(s.PlanRef)).Scan(&same)
+		k.TenantID, k.ScheduleID, s.ProjectID, s.EnvironmentID, s.Cron, s.Timezone, intake.NullJSON(s.Plan), intake.NullJSON(s.Input),
+		s.MisfirePolicy, s.MaxCatchup, s.OverlapPolicy, intake.RefID(s.PlanRef), intake.RefVersion(s.PlanRef)).Scan(&same)
 	if err != nil {
 		return false, fmt.Errorf("schedule: compare: %w", err)
 	}
@@ -157,8 +158,8 @@ func recordUpdateTx(ctx context.Context, tx pgx.Tx, s api.Schedule) error {
 		    plan_ref_version = $18
 		WHERE tenant_id = $1 AND schedule_id = $2`,
 		s.TenantID, s.ScheduleID, s.ProjectID, s.EnvironmentID, s.Cron, s.Timezone, s.PlanID, s.PlanVersion,
-		nullJSON(s.Plan), nullJSON(s.Input), s.MisfirePolicy, s.MaxCatchup, s.OverlapPolicy, s.Paused, s.NextFireAt,
-		s.UpdatedAt, refID(s.PlanRef), refVersion(s.PlanRef))
+		intake.NullJSON(s.Plan), intake.NullJSON(s.Input), s.MisfirePolicy, s.MaxCatchup, s.OverlapPolicy, s.Paused, s.NextFireAt,
+		s.UpdatedAt, intake.RefID(s.PlanRef), intake.RefVersion(s.PlanRef))
 	if err != nil {
 		return fmt.Errorf("schedule: update: %w", err)
 	}
@@ -209,27 +210,4 @@ func recordList(ctx context.Context, q querier, tenant, after string, limit int)
 		out = append(out, r.Schedule)
 	}
 	return out, rows.Err()
-}
-
-// nullJSON is doc, or SQL NULL when it is absent.
-func nullJSON(doc json.RawMessage) any {
-	if len(doc) == 0 {
-		return nil
-	}
-	return doc
-}
-
-// refID and refVersion are ref's members, or SQL NULL without a ref.
-func refID(ref *api.PlanRef) any {
-	if ref == nil {
-		return nil
-	}
-	return ref.PlanID
-}
-
-func refVersion(ref *api.PlanRef) any {
-	if ref == nil {
-		return nil
-	}
-	return ref.PlanVersion
 }

@@ -12,7 +12,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -53,22 +52,12 @@ type Config struct {
 	Now func() time.Time
 }
 
-// PlanResolver resolves the planRef of a start: it returns req with
-// PlanRef replaced by the plan of the registered version it names, and
-// PlanID and PlanVersion set to that version's when empty, or refuses with
-// an *intake.Error (InvalidArgument for both plan and planRef or an empty
-// member, NotFound for an unknown version, PlanArchived for an archived
-// one). It authorizes p as a start of req would.
-type PlanResolver interface {
-	ResolvePlan(ctx context.Context, p auth.Principal, req api.StartRunRequest) (api.StartRunRequest, error)
-}
-
 // Service keeps triggers and takes their events in. Safe for concurrent
 // use.
 type Service struct {
 	pool   *pgxpool.Pool
 	intake *intake.Intake
-	plans  PlanResolver // nil: a trigger by planRef is refused
+	plans  intake.PlanResolver // nil: a trigger by planRef is refused
 	authz  auth.Authorizer
 	cfg    Config
 }
@@ -76,7 +65,7 @@ type Service struct {
 // New returns the triggers of pool, starting runs through in and
 // resolving the planRefs of triggers with plans (nil refuses every
 // planRef).
-func New(pool *pgxpool.Pool, in *intake.Intake, plans PlanResolver, authz auth.Authorizer, cfg Config) (*Service, error) {
+func New(pool *pgxpool.Pool, in *intake.Intake, plans intake.PlanResolver, authz auth.Authorizer, cfg Config) (*Service, error) {
 	cfg.MaxPayloadBytes = cmp.Or(cfg.MaxPayloadBytes, DefaultMaxPayloadBytes)
 	cfg.MaxPerTenant = cmp.Or(cfg.MaxPerTenant, DefaultMaxPerTenant)
 	if cfg.MaxPayloadBytes < 0 || cfg.MaxPerTenant < 0 {
@@ -111,8 +100,8 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req api.TriggerR
 			                      plan_ref_id, plan_ref_version, input_expr, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULLIF($11, ''), $12)
 			ON CONFLICT (tenant_id, trigger_id) DO NOTHING`,
-			req.TenantID, req.TriggerID, rowVersion, req.ProjectID, req.EnvironmentID, id, version, nullJSON(req.Plan),
-			refID(req.PlanRef), refVersion(req.PlanRef), req.Input, now)
+			req.TenantID, req.TriggerID, rowVersion, req.ProjectID, req.EnvironmentID, id, version, intake.NullJSON(req.Plan),
+			intake.RefID(req.PlanRef), intake.RefVersion(req.PlanRef), req.Input, now)
 		if err != nil {
 			return fmt.Errorf("trigger: insert: %w", err)
 		}
@@ -213,8 +202,8 @@ func sameDefinitionTx(ctx context.Context, tx pgx.Tx, req api.TriggerRequest) er
 			AND input_expr IS NOT DISTINCT FROM NULLIF($6, '')
 			AND plan_ref_id IS NOT DISTINCT FROM $7 AND plan_ref_version IS NOT DISTINCT FROM $8
 		FROM triggers WHERE tenant_id = $1 AND trigger_id = $2`,
-		req.TenantID, req.TriggerID, req.ProjectID, req.EnvironmentID, nullJSON(req.Plan), req.Input,
-		refID(req.PlanRef), refVersion(req.PlanRef)).Scan(&same)
+		req.TenantID, req.TriggerID, req.ProjectID, req.EnvironmentID, intake.NullJSON(req.Plan), req.Input,
+		intake.RefID(req.PlanRef), intake.RefVersion(req.PlanRef)).Scan(&same)
 	if err != nil {
 		return fmt.Errorf("trigger: compare: %w", err)
 	}
@@ -318,27 +307,4 @@ func checkEventID(id string) error {
 // quota is the tenant's quota of triggers (Config.MaxPerTenant).
 func (s *Service) quota() intake.Quota {
 	return intake.Quota{Table: "triggers", Limit: intake.LimitTriggerQuota, Max: s.cfg.MaxPerTenant}
-}
-
-// nullJSON is doc, or SQL NULL when it is absent.
-func nullJSON(doc json.RawMessage) any {
-	if len(doc) == 0 {
-		return nil
-	}
-	return doc
-}
-
-// refID and refVersion are ref's members, or SQL NULL without a ref.
-func refID(ref *api.PlanRef) any {
-	if ref == nil {
-		return nil
-	}
-	return ref.PlanID
-}
-
-func refVersion(ref *api.PlanRef) any {
-	if ref == nil {
-		return nil
-	}
-	return ref.PlanVersion
 }
