@@ -250,11 +250,24 @@ func (c *NATSCluster) Conn(t testing.TB) *nats.Conn {
 	return connect(t, c.URLs())
 }
 
-// JetStream returns a JetStream context on a new connection from Conn.
+// JetStream returns a JetStream context on a new connection from Conn;
+// an API request without a deadline of its own waits up to
+// clusterAPITimeout.
 func (c *NATSCluster) JetStream(t testing.TB) jetstream.JetStream {
 	t.Helper()
-	return newJetStream(t, c.Conn(t))
+	js, err := jetstream.New(c.Conn(t), jetstream.WithDefaultTimeout(clusterAPITimeout))
+	if err != nil {
+		t.Fatalf("weftest: jetstream: %v", err)
+	}
+	return js
 }
+
+// clusterAPITimeout bounds a JetStream API request of a cluster's
+// JetStream without a deadline of its own. A clustered request (a stream
+// created on three nodes, each a race-built process) on a loaded host
+// takes longer than nats.go's 5 s default; the tests' set-up should not
+// fail for it.
+const clusterAPITimeout = 30 * time.Second
 
 // runNATSNodeIfAsked runs a cluster node and exits when this process is
 // one (natsNodeEnv is set), and returns at once otherwise.
