@@ -104,11 +104,16 @@ func (s *stack) start(t *testing.T, p *plan.Plan) string {
 // startIn approves a run of p in environment env.
 func (s *stack) startIn(t *testing.T, p *plan.Plan, env string) string {
 	t.Helper()
+	return s.approve(t, runstart.Request{Plan: validated(t, p), EnvironmentID: env})
+}
+
+// approve approves the run req asks for and returns its id.
+func (s *stack) approve(t *testing.T, req runstart.Request) string {
+	t.Helper()
 	var runID string
 	err := pgx.BeginFunc(t.Context(), s.db.Pool, func(tx pgx.Tx) error {
 		var err error
-		runID, err = runstart.Approver{Journal: journal.New(s.log)}.ApproveTx(t.Context(), tx,
-			runstart.Request{Plan: validated(t, p), EnvironmentID: env})
+		runID, err = runstart.Approver{Journal: journal.New(s.log)}.ApproveTx(t.Context(), tx, req)
 		return err
 	})
 	require.NoError(t, err)

@@ -4,12 +4,10 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/internal/runstart"
 	"github.com/weftrun/weft/pkg/events"
-	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/task"
 	"github.com/weftrun/weft/services/engine"
@@ -34,14 +32,7 @@ func TestRunInputAndOutputsFlowThroughExpressions(t *testing.T) {
 	p := parsePlan(t, `{"planId":"flow","planVersion":"1","output":"steps.b.output.line","steps":[
 		{"id":"a","activity":"echo","input":{"order":"${{ input.orderId }}","qty":"${{ input.qty * 2 }}"}},
 		{"id":"b","activity":"echo","dependsOn":["a"],"input":{"line":"order ${{ steps.a.output.order }} x${{ steps.a.output.qty }} for ${{ run.tenantId }}"}}]}`)
-	var runID string
-	err = pgx.BeginFunc(t.Context(), s.db.Pool, func(tx pgx.Tx) error {
-		var err error
-		runID, err = runstart.Approver{Journal: journal.New(s.log)}.ApproveTx(t.Context(), tx,
-			runstart.Request{Plan: validated(t, p), TenantID: "acme", Input: json.RawMessage(`{"orderId": "o-17", "qty": 3}`)})
-		return err
-	})
-	require.NoError(t, err)
+	runID := s.approve(t, runstart.Request{Plan: validated(t, p), TenantID: "acme", Input: json.RawMessage(`{"orderId": "o-17", "qty": 3}`)})
 
 	evs := s.waitTerminal(t, runID)
 	snap, err := events.Project(runID, evs)
@@ -101,14 +92,7 @@ func TestTypedInputRunsAsItsSchemaTypesIt(t *testing.T) {
 		"inputSchema":{"type":"object","required":["total"],"properties":{"total":{"type":"number"}}},
 		"steps":[{"id":"a","activity":"echo","input":{"t":"${{ input.total * 2.5 }}"}}]}`)
 	require.Equal(t, 3, p.SchemaVersion)
-	var runID string
-	err := pgx.BeginFunc(t.Context(), s.db.Pool, func(tx pgx.Tx) error {
-		var err error
-		runID, err = runstart.Approver{Journal: journal.New(s.log)}.ApproveTx(t.Context(), tx,
-			runstart.Request{Plan: validated(t, p), Input: json.RawMessage(`{"total": 3}`)})
-		return err
-	})
-	require.NoError(t, err)
+	runID := s.approve(t, runstart.Request{Plan: validated(t, p), Input: json.RawMessage(`{"total": 3}`)})
 	evs := s.waitTerminal(t, runID)
 	snap, err := events.Project(runID, evs)
 	require.NoError(t, err)

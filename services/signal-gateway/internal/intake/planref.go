@@ -18,6 +18,20 @@ type PlanResolver interface {
 	ResolvePlan(ctx context.Context, p auth.Principal, req api.StartRunRequest) (api.StartRunRequest, error)
 }
 
+// ResolvePlan returns start with the plan its planRef names, as p may
+// start it (plans.ResolvePlan); a start without a planRef is returned as
+// it is, and one with a planRef is refused when plans is nil (a gateway
+// that keeps no registered plans).
+func ResolvePlan(ctx context.Context, plans PlanResolver, p auth.Principal, start api.StartRunRequest) (api.StartRunRequest, error) {
+	switch {
+	case start.PlanRef == nil:
+		return start, nil
+	case plans == nil:
+		return start, Invalid("planRef", "is not served: this gateway keeps no registered plans")
+	}
+	return plans.ResolvePlan(ctx, p, start)
+}
+
 // NullJSON is doc as an SQL argument: SQL NULL when it is absent (a
 // schedule or trigger by planRef stores no plan).
 func NullJSON(doc json.RawMessage) any {

@@ -76,7 +76,7 @@ func (s *Service) startTx(ctx context.Context, tx pgx.Tx, p auth.Principal, r *r
 	if err != nil {
 		return intake.RunResult{}, err
 	}
-	start, err := s.resolve(ctx, p, startRequest(r.Schedule, runRequestID(r.ScheduleID, f.ScheduledFor), input))
+	start, err := intake.ResolvePlan(ctx, s.plans, p, startRequest(r.Schedule, runRequestID(r.ScheduleID, f.ScheduledFor), input))
 	if err != nil {
 		return intake.RunResult{}, err
 	}

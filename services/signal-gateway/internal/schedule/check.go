@@ -115,23 +115,11 @@ func (s *Service) checkRun(ctx context.Context, p auth.Principal, sch *api.Sched
 	if err != nil {
 		return err
 	}
-	start, err := s.resolve(ctx, p, startRequest(*sch, runRequestID(sch.ScheduleID, when), input))
+	start, err := intake.ResolvePlan(ctx, s.plans, p, startRequest(*sch, runRequestID(sch.ScheduleID, when), input))
 	if err != nil {
 		return err
 	}
 	return s.intake.CheckStart(start)
-}
-
-// resolve returns start with the plan its planRef names, as p may start
-// it; a start without a planRef is returned as it is.
-func (s *Service) resolve(ctx context.Context, p auth.Principal, start api.StartRunRequest) (api.StartRunRequest, error) {
-	switch {
-	case start.PlanRef == nil:
-		return start, nil
-	case s.plans == nil:
-		return start, intake.Invalid("planRef", "is not served: this gateway keeps no registered plans")
-	}
-	return s.plans.ResolvePlan(ctx, p, start)
 }
 
 // runRequestID is a fire's run request id, "{scheduleId}:{scheduledFor}"

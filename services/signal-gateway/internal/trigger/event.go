@@ -65,7 +65,7 @@ func (s *Service) Send(ctx context.Context, p auth.Principal, id string, ev Even
 		}
 		start := startRequest(*tr)
 		start.RunRequestID, start.Input = id+":"+eventID, input
-		if start, err = s.resolve(ctx, p, start); err != nil {
+		if start, err = intake.ResolvePlan(ctx, s.plans, p, start); err != nil {
 			return err
 		}
 		run, err := s.intake.RunStartTx(ctx, tx, p, start, intake.RepeatMustMatch)

@@ -153,7 +153,7 @@ func (s *Service) check(ctx context.Context, p auth.Principal, req *api.TriggerR
 // resolves to now, so that a ref naming no version is refused at once.
 func (s *Service) checkRun(ctx context.Context, p auth.Principal, req *api.TriggerRequest) error {
 	id, version := planOf(*req)
-	start, err := s.resolve(ctx, p, startRequest(api.Trigger{TenantID: req.TenantID, ProjectID: req.ProjectID,
+	start, err := intake.ResolvePlan(ctx, s.plans, p, startRequest(api.Trigger{TenantID: req.TenantID, ProjectID: req.ProjectID,
 		EnvironmentID: req.EnvironmentID, PlanID: id, PlanVersion: version, Plan: req.Plan, PlanRef: req.PlanRef}))
 	if err != nil {
 		return err
@@ -180,18 +180,6 @@ func startRequest(tr api.Trigger) api.StartRunRequest {
 		start.PlanID, start.PlanVersion = tr.PlanID, tr.PlanVersion
 	}
 	return start
-}
-
-// resolve returns start with the plan its planRef names, as p may start
-// it; a start without a planRef is returned as it is.
-func (s *Service) resolve(ctx context.Context, p auth.Principal, start api.StartRunRequest) (api.StartRunRequest, error) {
-	switch {
-	case start.PlanRef == nil:
-		return start, nil
-	case s.plans == nil:
-		return start, intake.Invalid("planRef", "is not served: this gateway keeps no registered plans")
-	}
-	return s.plans.ResolvePlan(ctx, p, start)
 }
 
 // sameDefinitionTx refuses with CodeAlreadyExists unless the stored
