@@ -2,54 +2,46 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/weftrun/weft/internal/policy/auth"
+	"github.com/weftrun/weft/internal/store/planversions"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
 )
 
 // Resolve returns, with its plan, the version ref names of tenant's
 // project, for a start of p that names it: "latest" is the newest not
-// archived. p must be allowed ActionRunStart in tenant before anything is
-// read, so that a caller of another tenant learns nothing of its plans.
-// An unknown version, or a plan without versions, is NotFound; an
-// archived version, or "latest" of a plan whose every version is
-// archived, is refused with CodePlanArchived.
+// archived (planversions.Resolve). p must be allowed ActionRunStart in
+// tenant before anything is read, so that a caller of another tenant
+// learns nothing of its plans. An unknown version, or a plan without
+// versions, is NotFound; an archived version, or "latest" of a plan whose
+// every version is archived, is refused with CodePlanArchived.
 func (s *Service) Resolve(ctx context.Context, p auth.Principal, tenant, project string, ref api.PlanRef) (api.PlanVersion, error) {
 	if err := s.authorize(ctx, p, auth.ActionRunStart, tenant); err != nil {
 		return api.PlanVersion{}, err
 	}
-	k := Key{tenant, project, ref.PlanID, ref.PlanVersion}
-	if ref.PlanVersion != api.PlanVersionLatest {
-		r, err := versionGet(ctx, s.pool, k)
-		switch {
-		case err != nil:
-			return api.PlanVersion{}, err
-		case r == nil:
-			return api.PlanVersion{}, notFound(k)
-		case r.ArchivedAt != nil:
-			return api.PlanVersion{}, archived(k, "is archived: restore it, or start another version")
+	k := planversions.Key{TenantID: tenant, ProjectID: project, PlanID: ref.PlanID, PlanVersion: ref.PlanVersion}
+	r, err := planversions.Resolve(ctx, s.pool, k)
+	if archived, ok := errors.AsType[*planversions.ArchivedError](err); ok {
+		if archived.AllArchived {
+			return api.PlanVersion{}, archivedErr(k, "has no version that is not archived: restore one, or push a new one")
 		}
-		return r.PlanVersion, nil
+		return api.PlanVersion{}, archivedErr(k, "is archived: restore it, or start another version")
 	}
-	r, err := versionLatest(ctx, s.pool, k)
-	if err != nil || r != nil {
-		return versionOr(r), err
+	if errors.Is(err, planversions.ErrNotFound) {
+		return api.PlanVersion{}, notFound(k)
 	}
-	rs, err := versionsOfPlan(ctx, s.pool, k)
 	if err != nil {
 		return api.PlanVersion{}, err
 	}
-	if len(rs) == 0 {
-		return api.PlanVersion{}, notFound(k)
-	}
-	return api.PlanVersion{}, archived(k, "has no version that is not archived: restore one, or push a new one")
+	return r.PlanVersion, nil
 }
 
 // notFound answers a plan or version that does not exist or belongs to
 // another tenant; the two are indistinguishable.
-func notFound(k Key) *intake.Error {
+func notFound(k planversions.Key) *intake.Error {
 	details := map[string]any{"projectId": k.ProjectID, "planId": k.PlanID}
 	what := fmt.Sprintf("plan %s", k.PlanID)
 	if k.PlanVersion != "" {
@@ -60,8 +52,8 @@ func notFound(k Key) *intake.Error {
 		Message: fmt.Sprintf("%s not found in project %s: push it first (POST /v1/plans)", what, k.ProjectID)}
 }
 
-// archived refuses a start of k, which is archived as says says.
-func archived(k Key, says string) *intake.Error {
+// archivedErr refuses a start of k, which is archived as says says.
+func archivedErr(k planversions.Key, says string) *intake.Error {
 	what := k.PlanID + "@" + k.PlanVersion
 	if k.PlanVersion == api.PlanVersionLatest {
 		what = "plan " + k.PlanID
@@ -73,7 +65,7 @@ func archived(k Key, says string) *intake.Error {
 
 // versionConflict refuses a push of k with another plan than r, the
 // stored version.
-func versionConflict(k Key, r *record) *intake.Error {
+func versionConflict(k planversions.Key, r *planversions.Record) *intake.Error {
 	return &intake.Error{Code: api.CodePlanVersionConflict,
 		Message: fmt.Sprintf("%s@%s is registered with another plan (%s): versions are immutable; push the change under a new planVersion",
 			k.PlanID, k.PlanVersion, r.Digest),

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weftrun/weft/internal/policy/auth"
+	"github.com/weftrun/weft/internal/store/planversions"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
@@ -60,19 +61,19 @@ func (s *Service) Push(ctx context.Context, p auth.Principal, req api.PlanPushRe
 	if err := s.authorize(ctx, p, auth.ActionRunStart, tenant); err != nil {
 		return api.PlanVersion{}, false, err
 	}
-	k := Key{tenant, req.ProjectID, pl.PlanID(), pl.PlanVersion()}
+	k := planversions.Key{TenantID: tenant, ProjectID: req.ProjectID, PlanID: pl.PlanID(), PlanVersion: pl.PlanVersion()}
 	sum := sha256.Sum256(intake.CanonicalJSON(pl.JSON()))
-	r, err := versionInsert(ctx, s.pool, k, pl.JSON(), sum[:], s.stamp())
+	r, err := planversions.Insert(ctx, s.pool, k, pl.JSON(), sum[:], s.stamp())
 	if err != nil || r != nil {
 		return versionOr(r), r != nil, err
 	}
-	if r, err = versionGet(ctx, s.pool, k); err != nil {
+	if r, err = planversions.Get(ctx, s.pool, k); err != nil {
 		return api.PlanVersion{}, false, err
 	}
 	if r == nil { // a version is never deleted: the conflicting row is there
 		return api.PlanVersion{}, false, fmt.Errorf("registry: %s@%s conflicted and is not stored", k.PlanID, k.PlanVersion)
 	}
-	if !bytes.Equal(r.digest, sum[:]) {
+	if !bytes.Equal(r.RawDigest, sum[:]) {
 		return api.PlanVersion{}, false, versionConflict(k, r)
 	}
 	return r.PlanVersion, false, nil
@@ -110,14 +111,14 @@ func (s *Service) List(ctx context.Context, p auth.Principal, project, cursor st
 			return api.PlanVersionList{}, intake.Invalid("cursor", "is not a cursor this API gave out")
 		}
 	}
-	rs, err := versionList(ctx, s.pool, p.TenantID, project, before, limit+1)
+	rs, err := planversions.List(ctx, s.pool, p.TenantID, project, before, limit+1)
 	if err != nil {
 		return api.PlanVersionList{}, err
 	}
-	out := api.PlanVersionList{Versions: versionsOf(rs)}
+	out := api.PlanVersionList{Versions: planversions.Versions(rs)}
 	if len(rs) > limit {
 		out.Versions = out.Versions[:limit]
-		out.NextCursor = page.Cursor(strconv.FormatInt(rs[limit-1].seq, 10))
+		out.NextCursor = page.Cursor(strconv.FormatInt(rs[limit-1].Seq, 10))
 	}
 	return out, nil
 }
@@ -129,15 +130,15 @@ func (s *Service) Get(ctx context.Context, p auth.Principal, project, planID str
 	if err := s.authorize(ctx, p, auth.ActionRunRead, p.TenantID); err != nil {
 		return api.Plan{}, err
 	}
-	k := Key{TenantID: p.TenantID, ProjectID: project, PlanID: planID}
-	rs, err := versionsOfPlan(ctx, s.pool, k)
+	k := planversions.Key{TenantID: p.TenantID, ProjectID: project, PlanID: planID}
+	rs, err := planversions.OfPlan(ctx, s.pool, k)
 	if err != nil {
 		return api.Plan{}, err
 	}
 	if len(rs) == 0 {
 		return api.Plan{}, notFound(k)
 	}
-	out := api.Plan{TenantID: k.TenantID, ProjectID: project, PlanID: planID, Versions: versionsOf(rs)}
+	out := api.Plan{TenantID: k.TenantID, ProjectID: project, PlanID: planID, Versions: planversions.Versions(rs)}
 	for _, r := range rs {
 		if r.ArchivedAt == nil {
 			out.Latest = r.PlanVersion.PlanVersion
@@ -153,8 +154,8 @@ func (s *Service) VersionGet(ctx context.Context, p auth.Principal, project, pla
 	if err := s.authorize(ctx, p, auth.ActionRunRead, p.TenantID); err != nil {
 		return api.PlanVersion{}, err
 	}
-	k := Key{p.TenantID, project, planID, version}
-	r, err := versionGet(ctx, s.pool, k)
+	k := planversions.Key{TenantID: p.TenantID, ProjectID: project, PlanID: planID, PlanVersion: version}
+	r, err := planversions.Get(ctx, s.pool, k)
 	if err != nil || r == nil {
 		return api.PlanVersion{}, cmpErr(err, notFound(k))
 	}
@@ -167,21 +168,21 @@ func (s *Service) VersionGet(ctx context.Context, p auth.Principal, project, pla
 // archived version changes nothing.
 func (s *Service) Archive(ctx context.Context, p auth.Principal, project, planID, version string) (api.PlanVersion, error) {
 	now := s.stamp()
-	return s.setArchived(ctx, p, Key{p.TenantID, project, planID, version}, &now)
+	return s.setArchived(ctx, p, planversions.Key{TenantID: p.TenantID, ProjectID: project, PlanID: planID, PlanVersion: version}, &now)
 }
 
 // Restore lets p's archived plan version planID@version of project be
 // started again and returns it. Restoring a version not archived changes
 // nothing.
 func (s *Service) Restore(ctx context.Context, p auth.Principal, project, planID, version string) (api.PlanVersion, error) {
-	return s.setArchived(ctx, p, Key{p.TenantID, project, planID, version}, nil)
+	return s.setArchived(ctx, p, planversions.Key{TenantID: p.TenantID, ProjectID: project, PlanID: planID, PlanVersion: version}, nil)
 }
 
-func (s *Service) setArchived(ctx context.Context, p auth.Principal, k Key, at *time.Time) (api.PlanVersion, error) {
+func (s *Service) setArchived(ctx context.Context, p auth.Principal, k planversions.Key, at *time.Time) (api.PlanVersion, error) {
 	if err := s.authorize(ctx, p, auth.ActionRunStart, p.TenantID); err != nil {
 		return api.PlanVersion{}, err
 	}
-	r, err := versionSetArchived(ctx, s.pool, k, at)
+	r, err := planversions.SetArchived(ctx, s.pool, k, at)
 	if err != nil || r == nil {
 		return api.PlanVersion{}, cmpErr(err, notFound(k))
 	}
@@ -211,7 +212,7 @@ func checkID(field, id string) error {
 }
 
 // versionOr is r's version, the zero one for nil.
-func versionOr(r *record) api.PlanVersion {
+func versionOr(r *planversions.Record) api.PlanVersion {
 	if r == nil {
 		return api.PlanVersion{}
 	}
