@@ -85,6 +85,23 @@ func testPlanRead(t *testing.T, s *cliStack) {
 	p := decode[api.Plan](t, s.weft(t, "plan", "get", "greet", "-o", "json"))
 	require.Equal(t, "2", p.Latest)
 	require.Len(t, p.Versions, 2)
+	require.Empty(t, p.NextCursor)
+	r = s.weft(t, "plan", "get", "greet", "--limit", "1")
+	require.NoError(t, r.err, r.errOut)
+	require.Regexp(t, `
+2\s+\S+ \S+\s+-\s+sha256:\S+\s+latest
+More: weft plan get greet --project default --limit 1 --cursor \S+
+$`, r.out)
+	p = decode[api.Plan](t, s.weft(t, "plan", "get", "greet", "--limit", "1", "-o", "json"))
+	require.Len(t, p.Versions, 1)
+	p = decode[api.Plan](t, s.weft(t, "plan", "get", "greet", "--limit", "1", "--cursor", p.NextCursor, "-o", "json"))
+	require.Equal(t, "1", p.Versions[0].PlanVersion, "the next page")
+	require.Equal(t, "2", p.Latest, "latest on a page that does not hold it")
+	require.Empty(t, p.NextCursor)
+	r = s.weft(t, "plan", "get", "greet", "--limit", "201")
+	require.ErrorContains(t, r.err, "limit")
+	r = s.weft(t, "plan", "get", "greet@1", "--limit", "1")
+	require.ErrorContains(t, r.err, "not with @VERSION")
 
 	r = s.weft(t, "plan", "get", "greet@1")
 	require.NoError(t, r.err, r.errOut)

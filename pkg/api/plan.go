@@ -58,14 +58,17 @@ type PlanVersionList struct {
 	NextCursor string `json:"nextCursor,omitempty"`
 }
 
-// Plan is a registered plan: its versions, newest first, without their
-// plan documents (GET /v1/plans/{planId}).
+// Plan is a registered plan: a page of its versions, newest first,
+// without their plan documents (GET /v1/plans/{planId}).
 type Plan struct {
 	TenantID  string `json:"tenantId"`
 	ProjectID string `json:"projectId"`
 	PlanID    string `json:"planId"`
 	// Latest is the version "latest" resolves to: the newest not
-	// archived; absent when every version is archived.
+	// archived, on every page, whichever page holds it; absent when every
+	// version is archived.
 	Latest   string        `json:"latest,omitempty"`
 	Versions []PlanVersion `json:"versions"`
+	// NextCursor fetches the next page of Versions; absent on the last.
+	NextCursor string `json:"nextCursor,omitempty"`
 }

@@ -55,11 +55,13 @@ func (c *Client) ListPlans(ctx context.Context, f PlanFilter) (*api.PlanVersionL
 }
 
 // GetPlan reads plan planID of project projectID (GET
-// /v1/plans/{planId}): its versions, newest first, without their plan
-// documents, and the version "latest" resolves to (Latest, empty when
-// every version is archived).
-func (c *Client) GetPlan(ctx context.Context, projectID, planID string) (*api.Plan, error) {
-	path, err := planPath(projectID, planID, "", "")
+// /v1/plans/{planId}): one page of its versions, newest first, without
+// their plan documents (pg; the zero Page is the first page of the
+// gateway's default size, and NextCursor names the next), and, on every
+// page, the version "latest" resolves to (Latest, empty when every
+// version is archived).
+func (c *Client) GetPlan(ctx context.Context, projectID, planID string, pg Page) (*api.Plan, error) {
+	path, err := planPath(projectID, planID, "", pg.query())
 	if err != nil {
 		return nil, err
 	}
@@ -95,22 +97,23 @@ func (c *Client) planVersionCall(ctx context.Context, method, projectID, planID,
 	if !validRunID(version) {
 		return nil, fmt.Errorf("%w: plan version %q", ErrInvalidRequest, version)
 	}
-	path, err := planPath(projectID, planID, "/versions/"+url.PathEscape(version), suffix)
+	path, err := planPath(projectID, planID, "/versions/"+url.PathEscape(version)+suffix, url.Values{})
 	if err != nil {
 		return nil, err
 	}
 	return into(func(v *api.PlanVersion) error { return c.call(ctx, method, path, nil, v) })
 }
 
-// planPath is the escaped path of plan planID, then rest and suffix, with
-// ?projectId=. An empty projectID, or a planID a URL would resolve away,
-// is refused with ErrInvalidRequest.
-func planPath(projectID, planID, rest, suffix string) (string, error) {
+// planPath is the escaped path of plan planID, then rest, with q and
+// ?projectId= as its query. An empty projectID, or a planID a URL would
+// resolve away, is refused with ErrInvalidRequest.
+func planPath(projectID, planID, rest string, q url.Values) (string, error) {
 	switch {
 	case projectID == "":
 		return "", fmt.Errorf("%w: empty project id: a plan is named within its project", ErrInvalidRequest)
 	case !validRunID(planID):
 		return "", fmt.Errorf("%w: plan id %q", ErrInvalidRequest, planID)
 	}
-	return withQuery("/v1/plans/"+url.PathEscape(planID)+rest+suffix, url.Values{"projectId": {projectID}}), nil
+	q.Set("projectId", projectID)
+	return withQuery("/v1/plans/"+url.PathEscape(planID)+rest, q), nil
 }

@@ -70,7 +70,9 @@ func TestPlanCalls(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.client.ListPlans(ctx, client.PlanFilter{ProjectID: "a b", Page: client.Page{Limit: 5, Cursor: "c"}})
 	require.NoError(t, err)
-	_, err = b.client.GetPlan(ctx, "p", "my plan")
+	_, err = b.client.GetPlan(ctx, "p", "my plan", client.Page{})
+	require.NoError(t, err)
+	_, err = b.client.GetPlan(ctx, "p", "hello", client.Page{Limit: 5, Cursor: "c"})
 	require.NoError(t, err)
 	_, err = b.client.GetPlanVersion(ctx, "p", "hello", "1/2")
 	require.NoError(t, err)
@@ -84,15 +86,17 @@ func TestPlanCalls(t *testing.T) {
 		got = append(got, r.method+" "+r.escapedPath)
 	}
 	require.Equal(t, []string{
-		"GET /v1/plans", "GET /v1/plans", "GET /v1/plans/my%20plan", "GET /v1/plans/hello/versions/1%2F2",
+		"GET /v1/plans", "GET /v1/plans", "GET /v1/plans/my%20plan", "GET /v1/plans/hello", "GET /v1/plans/hello/versions/1%2F2",
 		"POST /v1/plans/hello/versions/1/archive", "POST /v1/plans/hello/versions/1/restore",
 	}, got)
 	reqs := b.gw.requests()
 	require.Empty(t, reqs[0].query)
 	require.Equal(t, "cursor=c&limit=5&projectId=a+b", reqs[1].query)
 	require.Equal(t, "projectId=p", reqs[2].query)
-	require.Equal(t, "projectId=p%26q", reqs[5].query)
-	require.Nil(t, reqs[4].body, "archive sends no body")
+	require.Equal(t, "cursor=c&limit=5&projectId=p", reqs[3].query, "a plan's versions page as a list does")
+	require.Equal(t, "projectId=p", reqs[4].query)
+	require.Equal(t, "projectId=p%26q", reqs[6].query)
+	require.Nil(t, reqs[5].body, "archive sends no body")
 }
 
 // TestPlanCallsRefused: a call missing its project, or naming a plan or
@@ -101,9 +105,9 @@ func TestPlanCallsRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t, []answer{jsonAnswer(t, http.StatusOK, map[string]any{})})
 	ctx := t.Context()
-	_, err := b.client.GetPlan(ctx, "", "hello")
+	_, err := b.client.GetPlan(ctx, "", "hello", client.Page{})
 	require.ErrorIs(t, err, client.ErrInvalidRequest)
-	_, err = b.client.GetPlan(ctx, "p", "..")
+	_, err = b.client.GetPlan(ctx, "p", "..", client.Page{})
 	require.ErrorIs(t, err, client.ErrInvalidRequest)
 	_, err = b.client.GetPlanVersion(ctx, "p", "hello", "")
 	require.ErrorIs(t, err, client.ErrInvalidRequest)

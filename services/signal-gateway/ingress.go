@@ -115,19 +115,24 @@ func (s *Service) natsPlanPush(ctx context.Context, m *nats.Msg) (any, int, erro
 	return v, createdStatus(created), err
 }
 
-// natsPlanGet answers the plan a planVersionParams names, as
-// GET /v1/plans/{planId} does, or, when its planVersion is given, that
-// version with its plan, as GET /v1/plans/{planId}/versions/{planVersion}.
+// natsPlanGet answers the plan a planGetParams names, a page of its
+// versions as GET /v1/plans/{planId} does, or, when its planVersion is
+// given, that version with its plan, as
+// GET /v1/plans/{planId}/versions/{planVersion}; limit and cursor page
+// a plan's versions and are refused beside a planVersion.
 func (s *Service) natsPlanGet(ctx context.Context, m *nats.Msg) (any, int, error) {
-	x, p, err := natsAdmitBody[planVersionParams](s, m)
+	x, p, err := natsAdmitBody[planGetParams](s, m)
 	if err == nil {
 		err = requirePlan(x.ProjectID, x.PlanID)
+	}
+	if err == nil && x.PlanVersion != "" && (x.Limit != 0 || x.Cursor != "") {
+		err = intake.Invalid("planVersion", "and limit or cursor are both given: limit and cursor page a plan's versions, planVersion reads one")
 	}
 	if err != nil {
 		return nil, 0, err
 	}
 	if x.PlanVersion == "" {
-		pl, err := s.plans.Get(ctx, p, x.ProjectID, x.PlanID)
+		pl, err := s.plans.Get(ctx, p, x.ProjectID, x.PlanID, x.Cursor, x.Limit)
 		return pl, http.StatusOK, err
 	}
 	v, err := s.plans.VersionGet(ctx, p, x.ProjectID, x.PlanID, x.PlanVersion)

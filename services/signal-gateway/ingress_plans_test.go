@@ -100,7 +100,7 @@ func TestNATSPlanGet(t *testing.T) {
 		{"no key", "", `{"projectId":"p","planId":"hello"}`, http.StatusUnauthorized, api.CodeUnauthenticated},
 		{"no project", viewerToken, `{"planId":"hello"}`, http.StatusBadRequest, api.CodeInvalidArgument},
 		{"no plan", viewerToken, `{"projectId":"p","planVersion":"1"}`, http.StatusBadRequest, api.CodeInvalidArgument},
-		{"unknown member", viewerToken, `{"projectId":"p","planId":"hello","cursor":"x"}`, http.StatusBadRequest, api.CodeInvalidArgument},
+		{"unknown member", viewerToken, `{"projectId":"p","planId":"hello","version":"1"}`, http.StatusBadRequest, api.CodeInvalidArgument},
 		{"unknown version", viewerToken, `{"projectId":"p","planId":"hello","planVersion":"9"}`, http.StatusNotFound, api.CodeNotFound},
 		{"another project", viewerToken, `{"projectId":"q","planId":"hello"}`, http.StatusNotFound, api.CodeNotFound},
 		{"another tenant", strangerToken, `{"projectId":"p","planId":"hello","planVersion":"1"}`, http.StatusNotFound, api.CodeNotFound},

@@ -33,11 +33,15 @@ func (s *Service) restPlanList(r *http.Request, p auth.Principal) (any, error) {
 }
 
 func (s *Service) restPlanGet(r *http.Request, p auth.Principal) (any, error) {
-	project, err := projectQuery(r)
+	cursor, limit, err := pageQuery(r, "projectId")
 	if err != nil {
 		return nil, err
 	}
-	return s.plans.Get(r.Context(), p, project, r.PathValue("planId"))
+	project, err := requiredProject(r)
+	if err != nil {
+		return nil, err
+	}
+	return s.plans.Get(r.Context(), p, project, r.PathValue("planId"), cursor, limit)
 }
 
 func (s *Service) restPlanVersionGet(r *http.Request, p auth.Principal) (any, error) {
@@ -63,15 +67,18 @@ func (s *Service) planVersionDo(r *http.Request, p auth.Principal,
 }
 
 // projectQuery reads the required ?projectId= of an endpoint under
-// /v1/plans/{planId}, the only query parameter it takes.
+// /v1/plans/{planId}/versions, the only query parameter it takes.
 func projectQuery(r *http.Request) (string, error) {
-	q := r.URL.Query()
-	for name := range q {
-		if name != "projectId" {
-			return "", intake.Invalid(name, "is not a query parameter of this endpoint (projectId)")
-		}
+	if err := checkQueryNames(r, "projectId"); err != nil {
+		return "", err
 	}
-	project := q.Get("projectId")
+	return requiredProject(r)
+}
+
+// requiredProject reads the ?projectId= of an endpoint under
+// /v1/plans/{planId}, refusing an empty one.
+func requiredProject(r *http.Request) (string, error) {
+	project := r.URL.Query().Get("projectId")
 	if project == "" {
 		return "", intake.Invalid("projectId", "is required: a plan is named within its project (?projectId=)")
 	}

@@ -257,13 +257,10 @@ func bodyOf[B any](s *Service, r *http.Request) (B, error) {
 // pageQuery reads a list's ?limit= and ?cursor=; extra names the other
 // query parameters the list takes, which the caller reads.
 func pageQuery(r *http.Request, extra ...string) (string, int, error) {
-	q := r.URL.Query()
-	allowed := append([]string{"limit", "cursor"}, extra...)
-	for name := range q {
-		if !slices.Contains(allowed, name) {
-			return "", 0, intake.Invalid(name, "is not a query parameter of this list (%s)", strings.Join(allowed, ", "))
-		}
+	if err := checkQueryNames(r, append([]string{"limit", "cursor"}, extra...)...); err != nil {
+		return "", 0, err
 	}
+	q := r.URL.Query()
 	limit := 0
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -273,6 +270,17 @@ func pageQuery(r *http.Request, extra ...string) (string, int, error) {
 		limit = n
 	}
 	return q.Get("cursor"), limit, nil
+}
+
+// checkQueryNames refuses, as an InvalidArgument naming it, the first
+// query parameter of r that is not one of allowed.
+func checkQueryNames(r *http.Request, allowed ...string) error {
+	for name := range r.URL.Query() {
+		if !slices.Contains(allowed, name) {
+			return intake.Invalid(name, "is not a query parameter of this endpoint (%s)", strings.Join(allowed, ", "))
+		}
+	}
+	return nil
 }
 
 // createdStatus is 201 for a new resource, 200 for a create that found it.

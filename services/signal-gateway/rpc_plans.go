@@ -22,17 +22,27 @@ type planListParams struct {
 	Cursor    string `json:"cursor"`
 }
 
-// planParams names a registered plan within its project.
+// planParams names a registered plan within its project and asks for a
+// page of its versions.
 type planParams struct {
 	ProjectID string `json:"projectId"`
 	PlanID    string `json:"planId"`
+	Limit     int    `json:"limit"`
+	Cursor    string `json:"cursor"`
 }
 
-// planVersionParams names a version of a registered plan. On NATS
-// (PlanGetSubject) PlanVersion may be left out, asking for the plan.
+// planVersionParams names a version of a registered plan.
 type planVersionParams struct {
 	ProjectID   string `json:"projectId"`
 	PlanID      string `json:"planId"`
+	PlanVersion string `json:"planVersion"`
+}
+
+// planGetParams is the body of a NATS plan read (PlanGetSubject): a
+// plan's page of versions as plan.get's params ask for it, or, when
+// PlanVersion is given, that version as plan.getVersion's do.
+type planGetParams struct {
+	planParams
 	PlanVersion string `json:"planVersion"`
 }
 
@@ -60,5 +70,5 @@ func (s *Service) rpcPlanList(ctx context.Context, p auth.Principal, x planListP
 }
 
 func (s *Service) rpcPlanGet(ctx context.Context, p auth.Principal, x planParams) (any, error) {
-	return s.plans.Get(ctx, p, x.ProjectID, x.PlanID)
+	return s.plans.Get(ctx, p, x.ProjectID, x.PlanID, x.Cursor, x.Limit)
 }

@@ -127,6 +127,19 @@ func OfPlan(ctx context.Context, q Querier, k Key) ([]Record, error) {
 	return collect(rows)
 }
 
+// OfPlanBefore returns up to limit versions of k's plan (k.PlanVersion is
+// not read) pushed before the version of seq before (0 for the newest),
+// newest first, without their plans: a page of OfPlan.
+func OfPlanBefore(ctx context.Context, q Querier, k Key, before int64, limit int) ([]Record, error) {
+	rows, err := q.Query(ctx, `SELECT `+summaryColumns+` FROM plan_versions
+		WHERE tenant_id = $1 AND project_id = $2 AND plan_id = $3 AND ($4 = 0 OR seq < $4)
+		ORDER BY seq DESC LIMIT $5`, k.TenantID, k.ProjectID, k.PlanID, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("planversions: versions: %w", err)
+	}
+	return collect(rows)
+}
+
 // List returns up to limit versions of tenant, of project unless it is
 // empty, pushed before the version of seq before (0 for the newest),
 // newest first, without their plans.

@@ -3,6 +3,7 @@ package cli
 import (
 	"cmp"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -128,14 +129,16 @@ func planTime(t *time.Time) string {
 	return t.Local().Format(time.DateTime)
 }
 
-const planGetSynopsis = "weft plan get PLAN_ID[@VERSION] [--project P] [-o json]"
+const planGetSynopsis = "weft plan get PLAN_ID[@VERSION] [--project P] [--limit N] [--cursor C] [-o json]"
 
-// planGet is `weft plan get`: without a version the plan's versions and
-// its latest; with one (or @latest, the version latest resolves to now)
-// the version with its plan.
+// planGet is `weft plan get`: without a version one page of the plan's
+// versions and its latest; with one (or @latest, the version latest
+// resolves to now) the version with its plan.
 func planGet(ctx context.Context, env *Env, args []string) error {
 	cmd := newAPICommand(env, "plan get", planGetSynopsis, planHelp)
 	project := addProjectFlag(cmd.flags)
+	var pg client.Page
+	addPageFlags(cmd.flags, "versions", 50, &pg.Limit, &pg.Cursor)
 	pos, err := cmd.parse(args, "PLAN_ID[@VERSION]")
 	if err != nil {
 		return err
@@ -144,12 +147,19 @@ func planGet(ctx context.Context, env *Env, args []string) error {
 	planID, version := splitPlanRef(pos[0])
 	if version == "" {
 		return callAPI(cmd, "get plan "+planID, func(c *cliClient) (*api.Plan, error) {
-			return c.GetPlan(ctx, proj, planID)
-		}, printPlan)
+			return c.GetPlan(ctx, proj, planID, pg)
+		}, func(w io.Writer, p *api.Plan) error {
+			return printPlan(w, p, pageCommand(p.NextCursor, pg.Limit, "weft", "plan", "get", planID, "--project", proj))
+		})
+	}
+	paged := false
+	cmd.Visit(func(f *flag.Flag) { paged = paged || f.Name == "limit" || f.Name == "cursor" })
+	if paged {
+		return fmt.Errorf("--limit and --cursor page a plan's versions: not with @VERSION\nusage: %s", planGetSynopsis)
 	}
 	return callAPI(cmd, "get plan "+pos[0], func(c *cliClient) (*api.PlanVersion, error) {
 		if version == api.PlanVersionLatest {
-			p, err := c.GetPlan(ctx, proj, planID)
+			p, err := c.GetPlan(ctx, proj, planID, client.Page{Limit: 1})
 			if err != nil {
 				return nil, err
 			}
@@ -171,8 +181,9 @@ func splitPlanRef(s string) (planID, version string) {
 	return s, ""
 }
 
-// printPlan writes a plan's versions for people, marking the latest.
-func printPlan(w io.Writer, p *api.Plan) error {
+// printPlan writes a page of a plan's versions for people, marking the
+// latest, then nextPage, the command that prints the next page, if any.
+func printPlan(w io.Writer, p *api.Plan, nextPage string) error {
 	tw := newTable(w)
 	tw.row("Plan\t%s (project %s)\n", p.PlanID, p.ProjectID)
 	tw.row("Latest\t%s\n", cmp.Or(p.Latest, "- (every version is archived)"))
@@ -185,7 +196,10 @@ func printPlan(w io.Writer, p *api.Plan) error {
 		}
 		tw.row("%s\t%s\t%s\t%s\t%s\n", v.PlanVersion, planTime(&v.CreatedAt), planTime(v.ArchivedAt), v.Digest, mark)
 	}
-	return tw.flush()
+	if err := tw.flush(); err != nil {
+		return err
+	}
+	return printListEnd(w, len(p.Versions), "", nextPage)
 }
 
 // printPlanVersion writes a version for people, then its plan as

@@ -10,8 +10,9 @@ import (
 	"github.com/weftrun/weft/pkg/api"
 )
 
-// Repeat says how a start answers a repeat of its run-request tuple whose
-// request differs from the first start's (requestDigest).
+// Repeat says what makes a start a repeat of an earlier one, and how a
+// repeat whose request differs from the first start's (requestDigest) is
+// answered.
 type Repeat int
 
 const (
@@ -25,17 +26,31 @@ const (
 	// schedule's plan or input has changed (a schedule restored from a
 	// backup, docs/schedules.md).
 	RepeatOfTuple
+	// RepeatOfRequestID makes a start a repeat by its run request id
+	// (with its tenant, project, environment and planId), whatever plan
+	// version it resolved to: its tuple holds api.PlanVersionLatest in
+	// place of the version, and its digest leaves the plan out. A repeat
+	// that resolved another version is answered with the first start's
+	// run; one with another input is refused with CodeIdempotencyConflict,
+	// as under RepeatMustMatch. It is the start of an event to a trigger
+	// that follows "latest": an event redelivered after a new version was
+	// pushed is the same event. No registered version is named "latest",
+	// so no start under another Repeat shares such a tuple.
+	RepeatOfRequestID
 )
 
 // requestDigest is the digest of start's request, stored with its run
 // request: the SHA-256 of the run request's key (the identity tuple,
-// requestKey), the plan and the input, the two in canonical JSON
-// (canonicalJSON), so a repeat that differs only in key order, white
-// space or string escapes has the same digest. An absent input is null.
-func requestDigest(start runstart.Request, key []byte) []byte {
+// newRunRequest), the plan (unless withPlan is false) and the input, the
+// two in canonical JSON (canonicalJSON), so a repeat that differs only
+// in key order, white space or string escapes has the same digest. An
+// absent input is null.
+func requestDigest(start runstart.Request, key []byte, withPlan bool) []byte {
 	h := sha256.New()
 	h.Write(key)
-	h.Write(canonicalJSON(start.Plan.JSON()))
+	if withPlan {
+		h.Write(canonicalJSON(start.Plan.JSON()))
+	}
 	h.Write([]byte{'\n'}) // compact JSON holds no raw newline
 	h.Write(canonicalJSON(start.Input))
 	return h.Sum(nil)

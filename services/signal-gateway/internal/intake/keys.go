@@ -4,6 +4,9 @@ import (
 	"crypto/sha256"
 	"strconv"
 	"strings"
+
+	"github.com/weftrun/weft/internal/runstart"
+	"github.com/weftrun/weft/pkg/api"
 )
 
 // escapeComponent makes s safe to be one component of a ':'- or
@@ -69,4 +72,25 @@ func runRequestKey(tenant, project, env, planID, planVersion, runRequestID strin
 	}
 	sum := sha256.Sum256([]byte(strings.Join(parts, "|")))
 	return sum[:]
+}
+
+// runRequest is a start's run request as its Repeat makes it: the
+// planVersion of its tuple, the tuple's key (runRequestKey) and the
+// digest of its request (requestDigest).
+type runRequest struct {
+	version     string
+	key, digest []byte
+}
+
+// newRunRequest is start's run request under repeat: its tuple holds the
+// version start runs, or api.PlanVersionLatest under RepeatOfRequestID,
+// whose digest leaves the plan out.
+func newRunRequest(start runstart.Request, repeat Repeat) runRequest {
+	rr := runRequest{version: start.Plan.PlanVersion()}
+	if repeat == RepeatOfRequestID {
+		rr.version = api.PlanVersionLatest
+	}
+	rr.key = runRequestKey(start.TenantID, start.ProjectID, start.EnvironmentID, start.Plan.PlanID(), rr.version, start.RunRequestID)
+	rr.digest = requestDigest(start, rr.key, repeat != RepeatOfRequestID)
+	return rr
 }

@@ -3,6 +3,7 @@ package intake_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,4 +73,45 @@ func TestRunStartRepeatOfAnotherRequest(t *testing.T) {
 	_, err = b.in.RunStart(context.Background(), operator, withInput("fire-1", `{"n":1}`))
 	e = intaketest.RequireRefused(t, err, api.CodeIdempotencyConflict, "")
 	require.Equal(t, again.RunID, e.Details["runId"], "the reclaimed row holds the new start's digest")
+}
+
+// atVersion is withInput(id, input) of planDoc at version v.
+func atVersion(id, v, input string) api.StartRunRequest {
+	req := withInput(id, input)
+	req.PlanVersion = v
+	req.Plan = json.RawMessage(strings.Replace(planDoc, `"planVersion":"1"`, `"planVersion":"`+v+`"`, 1))
+	return req
+}
+
+// TestRunStartRepeatOfRequestID: under RepeatOfRequestID a start is a
+// repeat by its run request id whatever plan version it runs: a repeat
+// at another version answers the first run and writes nothing, one with
+// another input is refused with IdempotencyConflict; the same request id
+// under RepeatMustMatch is another tuple, whose repeats at another
+// version are starts of their own.
+func TestRunStartRepeatOfRequestID(t *testing.T) {
+	t.Parallel()
+	b := setup(t, intake.Config{})
+	first, err := b.startTx(t, atVersion("tr:e1", "1", `{"n":1}`), intake.RepeatOfRequestID)
+	require.NoError(t, err)
+	require.True(t, first.Created)
+	events := b.count(t, `SELECT count(*) FROM run_events`)
+
+	again, err := b.startTx(t, atVersion("tr:e1", "2", `{ "n": 1 }`), intake.RepeatOfRequestID)
+	require.NoError(t, err)
+	require.True(t, again.Duplicate, "another version, the same request id")
+	require.Equal(t, first.RunID, again.RunID)
+	_, err = b.startTx(t, atVersion("tr:e1", "2", `{"n":2}`), intake.RepeatOfRequestID)
+	e := intaketest.RequireRefused(t, err, api.CodeIdempotencyConflict, "")
+	require.Equal(t, first.RunID, e.Details["runId"])
+	require.Equal(t, events, b.count(t, `SELECT count(*) FROM run_events`), "neither repeat writes anything")
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM run_requests WHERE run_request_id = 'tr:e1'`))
+
+	pinned, err := b.startTx(t, atVersion("tr:e1", "1", `{"n":1}`), intake.RepeatMustMatch)
+	require.NoError(t, err)
+	require.True(t, pinned.Created, "the version's own tuple is another run request")
+	other, err := b.startTx(t, atVersion("tr:e1", "2", `{"n":1}`), intake.RepeatMustMatch)
+	require.NoError(t, err)
+	require.True(t, other.Created, "under RepeatMustMatch another version is another tuple")
+	require.NotEqual(t, pinned.RunID, other.RunID)
 }

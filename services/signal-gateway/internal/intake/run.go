@@ -163,24 +163,24 @@ func (in *Intake) checkStart(req api.StartRunRequest, refFromPlan bool) (runstar
 		RunRequestID: req.RunRequestID, Plan: pl, Input: req.Input}, nil
 }
 
-// startTx claims the run request of start and, with approve, approves its
-// run, or finds the run of an earlier claim, in tx, answering a repeat as
-// repeat says (duplicateStart). In a pipelined
+// startTx claims the run request of start (newRunRequest) and, with
+// approve, approves its run, or finds the run of an earlier claim, in tx,
+// answering a repeat as repeat says (duplicateStart). In a pipelined
 // transaction, which approve commits (runstart.Approver.ApproveTx on a
 // pipetx.Tx), a new start takes three round trips: BEGIN with the claim,
 // the approval's writes, and its outbox row with COMMIT.
 func (in *Intake) startTx(ctx context.Context, tx pgx.Tx, start runstart.Request, repeat Repeat,
 	approve func(runstart.Request) error) (RunResult, error) {
-	key := requestKey(start)
+	rr := newRunRequest(start, repeat)
 	b := &pgx.Batch{}
 	runID := events.NewRunID()
 	var claimed bool
-	in.queueClaim(b, start, key, runID, in.now(), &claimed)
+	in.queueClaim(b, start, rr, runID, in.now(), &claimed)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return RunResult{}, fmt.Errorf("intake: claim run request: %w", err)
 	}
 	if !claimed {
-		return in.duplicateStart(ctx, tx, start, key, repeat)
+		return in.duplicateStart(ctx, tx, start, rr, repeat)
 	}
 	start.RunID = runID
 	if err := approve(start); err != nil {
@@ -189,19 +189,11 @@ func (in *Intake) startTx(ctx context.Context, tx pgx.Tx, start runstart.Request
 	return created(start), nil
 }
 
-// requestKey returns the key of start's run request: the SHA-256 of its
-// tuple (runRequestKey).
-func requestKey(start runstart.Request) []byte {
-	return runRequestKey(start.TenantID, start.ProjectID, start.EnvironmentID,
-		start.Plan.PlanID(), start.Plan.PlanVersion(), start.RunRequestID)
-}
-
-// queueClaim queues on b the claim of start's run request, key, for the
-// new run runID at now, with the digest of its request (requestDigest);
-// claimed is set once b's results are read. A row
-// expired but not yet removed is replaced: its start is forgotten, as the
-// retention promises.
-func (in *Intake) queueClaim(b *pgx.Batch, start runstart.Request, key []byte, runID string, now time.Time, claimed *bool) {
+// queueClaim queues on b the claim of start's run request rr for the new
+// run runID at now, with its digest; claimed is set once b's results are
+// read. A row expired but not yet removed is replaced: its start is
+// forgotten, as the retention promises.
+func (in *Intake) queueClaim(b *pgx.Batch, start runstart.Request, rr runRequest, runID string, now time.Time, claimed *bool) {
 	b.Queue(`
 		INSERT INTO run_requests (request_key, tenant_id, project_id, environment_id, plan_id, plan_version,
 		                          run_request_id, run_id, created_at, expires_at, request_digest)
@@ -210,8 +202,8 @@ func (in *Intake) queueClaim(b *pgx.Batch, start runstart.Request, key []byte, r
 		SET run_id = EXCLUDED.run_id, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at,
 		    request_digest = EXCLUDED.request_digest
 		WHERE run_requests.expires_at <= EXCLUDED.created_at`,
-		key, start.TenantID, start.ProjectID, start.EnvironmentID, start.Plan.PlanID(), start.Plan.PlanVersion(),
-		start.RunRequestID, runID, now, now.Add(in.cfg.RunRequestRetention), requestDigest(start, key)).Exec(func(tag pgconn.CommandTag) error {
+		rr.key, start.TenantID, start.ProjectID, start.EnvironmentID, start.Plan.PlanID(), rr.version,
+		start.RunRequestID, runID, now, now.Add(in.cfg.RunRequestRetention), rr.digest).Exec(func(tag pgconn.CommandTag) error {
 		*claimed = tag.RowsAffected() > 0
 		return nil
 	})
@@ -223,27 +215,27 @@ func created(start runstart.Request) RunResult {
 		Status: string(events.RunStatusApproved)}}
 }
 
-// duplicateStart answers a repeated start with its run and that run's
-// status now. Under RepeatMustMatch a repeat whose request differs from
-// the first's (their digests, requestDigest) is refused with
-// CodeIdempotencyConflict instead; a row stored without a digest (before
-// migration 0017) answers every repeat.
-func (in *Intake) duplicateStart(ctx context.Context, tx pgx.Tx, start runstart.Request, key []byte, repeat Repeat) (RunResult, error) {
+// duplicateStart answers a repeated start, of run request rr, with its
+// run and that run's status now. Under RepeatMustMatch and
+// RepeatOfRequestID a repeat whose request differs from the first's
+// (their digests) is refused with CodeIdempotencyConflict instead; a row
+// stored without a digest (before migration 0017) answers every repeat.
+func (in *Intake) duplicateStart(ctx context.Context, tx pgx.Tx, start runstart.Request, rr runRequest, repeat Repeat) (RunResult, error) {
 	var got api.StartRunRequest
 	var runID string
 	var digest []byte
 	err := tx.QueryRow(ctx, `
 		SELECT tenant_id, project_id, environment_id, plan_id, plan_version, run_request_id, run_id::text, request_digest
-		FROM run_requests WHERE request_key = $1`, key).Scan(
+		FROM run_requests WHERE request_key = $1`, rr.key).Scan(
 		&got.TenantID, &got.ProjectID, &got.EnvironmentID, &got.PlanID, &got.PlanVersion, &got.RunRequestID, &runID, &digest)
 	if err != nil {
 		return RunResult{}, fmt.Errorf("intake: read run request: %w", err)
 	}
 	if got.TenantID != start.TenantID || got.ProjectID != start.ProjectID || got.EnvironmentID != start.EnvironmentID ||
-		got.PlanID != start.Plan.PlanID() || got.PlanVersion != start.Plan.PlanVersion() || got.RunRequestID != start.RunRequestID {
+		got.PlanID != start.Plan.PlanID() || got.PlanVersion != rr.version || got.RunRequestID != start.RunRequestID {
 		return RunResult{}, errors.New("intake: two run-request tuples share a SHA-256")
 	}
-	if repeat == RepeatMustMatch && digest != nil && !bytes.Equal(digest, requestDigest(start, key)) {
+	if repeat != RepeatOfTuple && digest != nil && !bytes.Equal(digest, rr.digest) {
 		return RunResult{}, idempotencyConflict(start, runID)
 	}
 	status, err := in.runStatusTx(ctx, tx, runID)

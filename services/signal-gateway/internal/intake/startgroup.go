@@ -17,12 +17,12 @@ import (
 )
 
 // startCall is one start on its way through a group (grouper): the start
-// checked and authorized, its run request's key, and the answer, res or
-// err (waiter).
+// checked and authorized, its run request (a plain start's,
+// RepeatMustMatch), and the answer, res or err (waiter).
 type startCall struct {
 	waiter
 	start runstart.Request
-	key   []byte
+	rr    runRequest
 	res   RunResult
 }
 
@@ -30,14 +30,14 @@ type startCall struct {
 // carries ctx's span context, whichever call's context its group runs on.
 func newStartCall(ctx context.Context, start runstart.Request) *startCall {
 	start.Trace = trace.SpanContextFromContext(ctx)
-	return &startCall{waiter: waiter{ctx: ctx}, start: start, key: requestKey(start)}
+	return &startCall{waiter: waiter{ctx: ctx}, start: start, rr: newRunRequest(start, RepeatMustMatch)}
 }
 
 func (c *startCall) waiting() *waiter { return &c.waiter }
 
 // groupKey keeps two starts of one run request out of one group: the
 // second must see the first committed to answer with its run.
-func (c *startCall) groupKey() string { return string(c.key) }
+func (c *startCall) groupKey() string { return string(c.rr.key) }
 
 // startGroup starts the runs of group in one transaction (startGroupTx)
 // and sets their answers; a group of one is a start alone (startAlone).
@@ -86,13 +86,13 @@ func (in *Intake) startGroup(group []*startCall) {
 // sets stand only if it commits.
 func (in *Intake) startGroupTx(ctx context.Context, w *journal.Write, calls []*startCall) error {
 	tx := w.Tx()
-	calls = slices.SortedFunc(slices.Values(calls), func(a, b *startCall) int { return bytes.Compare(a.key, b.key) })
+	calls = slices.SortedFunc(slices.Values(calls), func(a, b *startCall) int { return bytes.Compare(a.rr.key, b.rr.key) })
 	b := &pgx.Batch{}
 	now := in.now()
 	claimed := make([]bool, len(calls))
 	for i, c := range calls {
 		c.start.RunID = events.NewRunID()
-		in.queueClaim(b, c.start, c.key, c.start.RunID, now, &claimed[i])
+		in.queueClaim(b, c.start, c.rr, c.start.RunID, now, &claimed[i])
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("intake: claim run requests: %w", err)
@@ -101,7 +101,7 @@ func (in *Intake) startGroupTx(ctx context.Context, w *journal.Write, calls []*s
 	for i, c := range calls {
 		if !claimed[i] {
 			var err error
-			if c.res, err = in.duplicateStart(ctx, tx, c.start, c.key, RepeatMustMatch); err != nil {
+			if c.res, err = in.duplicateStart(ctx, tx, c.start, c.rr, RepeatMustMatch); err != nil {
 				return err
 			}
 			continue

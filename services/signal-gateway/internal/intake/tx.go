@@ -39,7 +39,9 @@ func (in *Intake) CheckStart(req api.StartRunRequest) error {
 // idempotent on its run-request tuple as RunStart's is, once tx commits;
 // repeat says whether a repeat with another plan or input is refused
 // with CodeIdempotencyConflict, as RunStart's is (RepeatMustMatch), or
-// answered with the first start's run (RepeatOfTuple).
+// answered with the first start's run (RepeatOfTuple), or whether the
+// start is a repeat by its run request id whatever version it resolved
+// to, refused only for another input (RepeatOfRequestID).
 func (in *Intake) RunStartTx(ctx context.Context, tx pgx.Tx, p auth.Principal, req api.StartRunRequest, repeat Repeat) (RunResult, error) {
 	start, err := in.admitStart(ctx, p, req)
 	if err != nil {

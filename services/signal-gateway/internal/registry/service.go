@@ -101,51 +101,102 @@ func (s *Service) List(ctx context.Context, p auth.Principal, project, cursor st
 	if err := s.authorize(ctx, p, auth.ActionRunRead, p.TenantID); err != nil {
 		return api.PlanVersionList{}, err
 	}
-	after, limit, err := page.Args(cursor, limit)
+	before, limit, err := pageArgs(cursor, limit)
 	if err != nil {
 		return api.PlanVersionList{}, err
-	}
-	var before int64
-	if after != "" {
-		if before, err = strconv.ParseInt(after, 10, 64); err != nil || before < 1 {
-			return api.PlanVersionList{}, intake.Invalid("cursor", "is not a cursor this API gave out")
-		}
 	}
 	rs, err := planversions.List(ctx, s.pool, p.TenantID, project, before, limit+1)
 	if err != nil {
 		return api.PlanVersionList{}, err
 	}
-	out := api.PlanVersionList{Versions: planversions.Versions(rs)}
-	if len(rs) > limit {
-		out.Versions = out.Versions[:limit]
-		out.NextCursor = page.Cursor(strconv.FormatInt(rs[limit-1].Seq, 10))
-	}
-	return out, nil
+	rs, next := pageOf(rs, limit)
+	return api.PlanVersionList{Versions: planversions.Versions(rs), NextCursor: next}, nil
 }
 
-// Get returns p's plan planID of project: its versions newest first,
-// without their plans, and the one "latest" names. A plan without
-// versions, or of another tenant, is NotFound.
-func (s *Service) Get(ctx context.Context, p auth.Principal, project, planID string) (api.Plan, error) {
+// Get returns p's plan planID of project: a page of its versions, newest
+// first, without their plans, limit of them (0 means page.DefaultLimit,
+// at most page.MaxLimit) after the page cursor names ("" for the first
+// page), and, on every page, the version "latest" names, which may be on
+// another page. A plan without versions, or of another tenant, is
+// NotFound; a bad cursor or limit is InvalidArgument, as List's.
+func (s *Service) Get(ctx context.Context, p auth.Principal, project, planID, cursor string, limit int) (api.Plan, error) {
 	if err := s.authorize(ctx, p, auth.ActionRunRead, p.TenantID); err != nil {
 		return api.Plan{}, err
 	}
-	k := planversions.Key{TenantID: p.TenantID, ProjectID: project, PlanID: planID}
-	rs, err := planversions.OfPlan(ctx, s.pool, k)
+	before, limit, err := pageArgs(cursor, limit)
 	if err != nil {
 		return api.Plan{}, err
 	}
-	if len(rs) == 0 {
-		return api.Plan{}, notFound(k)
+	k := planversions.Key{TenantID: p.TenantID, ProjectID: project, PlanID: planID}
+	rs, err := planversions.OfPlanBefore(ctx, s.pool, k, before, limit+1)
+	if err == nil && len(rs) == 0 {
+		err = s.requireVersions(ctx, k, before)
 	}
-	out := api.Plan{TenantID: k.TenantID, ProjectID: project, PlanID: planID, Versions: planversions.Versions(rs)}
-	for _, r := range rs {
-		if r.ArchivedAt == nil {
-			out.Latest = r.PlanVersion.PlanVersion
-			break
+	if err != nil {
+		return api.Plan{}, err
+	}
+	rs, next := pageOf(rs, limit)
+	latest, err := s.latest(ctx, k, rs, before == 0)
+	if err != nil {
+		return api.Plan{}, err
+	}
+	return api.Plan{TenantID: k.TenantID, ProjectID: project, PlanID: planID, Latest: latest,
+		Versions: planversions.Versions(rs), NextCursor: next}, nil
+}
+
+// requireVersions refuses as NotFound k's plan, whose page of versions
+// before the version of seq before is empty, if it has no version at
+// all: an empty first page says so, a later one (a cursor past the
+// oldest version) is read again from the newest.
+func (s *Service) requireVersions(ctx context.Context, k planversions.Key, before int64) error {
+	if before != 0 {
+		rs, err := planversions.OfPlanBefore(ctx, s.pool, k, 0, 1)
+		if err != nil || len(rs) > 0 {
+			return err
 		}
 	}
-	return out, nil
+	return notFound(k)
+}
+
+// latest is the version "latest" of k's plan names, "" when every
+// version is archived: the first not archived of rs when rs is the first
+// page of its versions, else the newest not archived read again.
+func (s *Service) latest(ctx context.Context, k planversions.Key, rs []planversions.Record, firstPage bool) (string, error) {
+	if firstPage {
+		for _, r := range rs {
+			if r.ArchivedAt == nil {
+				return r.PlanVersion.PlanVersion, nil
+			}
+		}
+	}
+	r, err := planversions.Latest(ctx, s.pool, k)
+	if err != nil || r == nil {
+		return "", err
+	}
+	return r.PlanVersion.PlanVersion, nil
+}
+
+// pageArgs checks a page request of the registry's lists (page.Args): it
+// returns the seq of the version the page starts before (0 for the
+// first page) and the page size.
+func pageArgs(cursor string, limit int) (before int64, n int, err error) {
+	after, n, err := page.Args(cursor, limit)
+	if err != nil || after == "" {
+		return 0, n, err
+	}
+	if before, err = strconv.ParseInt(after, 10, 64); err != nil || before < 1 {
+		return 0, 0, intake.Invalid("cursor", "is not a cursor this API gave out")
+	}
+	return before, n, nil
+}
+
+// pageOf cuts rs, read with a limit of limit+1, to a page of limit and
+// returns the cursor of the next page, "" when rs was the last.
+func pageOf(rs []planversions.Record, limit int) ([]planversions.Record, string) {
+	if len(rs) <= limit {
+		return rs, ""
+	}
+	return rs[:limit], page.Cursor(strconv.FormatInt(rs[limit-1].Seq, 10))
 }
 
 // VersionGet returns p's plan version planID@version of project with its

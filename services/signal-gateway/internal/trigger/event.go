@@ -34,7 +34,10 @@ type Event struct {
 // (details code CodeExpressionError) when the input expression fails on
 // the event, the start's own refusals otherwise; a refused event starts
 // nothing. A trigger by planRef resolves it for each event: an event whose
-// version is archived is refused with CodePlanArchived.
+// version is archived is refused with CodePlanArchived, and one to a
+// trigger that follows "latest" starts the newest version not archived.
+// A redelivery is told by its eventId alone (repeatOf): after a new
+// version was pushed it answers the first delivery's run.
 func (s *Service) Send(ctx context.Context, p auth.Principal, id string, ev Event) (res api.TriggerEventResult, created bool, err error) {
 	if err := intake.CheckResourceID("triggerId", id, api.MaxTriggerIDBytes); err != nil {
 		return res, false, err
@@ -68,7 +71,7 @@ func (s *Service) Send(ctx context.Context, p auth.Principal, id string, ev Even
 		if start, err = intake.ResolvePlan(ctx, s.plans, p, start); err != nil {
 			return err
 		}
-		run, err := s.intake.RunStartTx(ctx, tx, p, start, intake.RepeatMustMatch)
+		run, err := s.intake.RunStartTx(ctx, tx, p, start, repeatOf(tr))
 		res = api.TriggerEventResult{TriggerID: id, EventID: eventID, StartRunResult: run.StartRunResult}
 		created = run.Created
 		return err
@@ -77,6 +80,21 @@ func (s *Service) Send(ctx context.Context, p auth.Principal, id string, ev Even
 		return api.TriggerEventResult{}, false, eventConflict(err, id, eventID)
 	}
 	return res, created, nil
+}
+
+// repeatOf is how the start of an event to tr tells a redelivery, which
+// must answer the first delivery's run: by its run request id alone
+// (intake.RepeatOfRequestID) when tr follows "latest", whose deliveries
+// of one event may resolve to different versions; by its run-request
+// tuple otherwise (intake.RepeatMustMatch), whose version, the one tr
+// names, is the same for every delivery. Either way a redelivery whose
+// payload gives the run another input is refused with
+// CodeIdempotencyConflict.
+func repeatOf(tr *api.Trigger) intake.Repeat {
+	if tr.PlanRef != nil && tr.PlanRef.PlanVersion == api.PlanVersionLatest {
+		return intake.RepeatOfRequestID
+	}
+	return intake.RepeatMustMatch
 }
 
 // eventConflict words the start's IdempotencyConflict as the trigger's

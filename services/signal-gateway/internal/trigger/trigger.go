@@ -4,7 +4,8 @@
 // "{triggerId}:{eventId}", so the gateway's run-request uniqueness makes a
 // redelivered event answer the first delivery's run and start nothing, for
 // as long as the run-request record is kept (the gateway's
-// RunRequestRetention). The run's input is the event's payload, or the
+// RunRequestRetention), whatever version a trigger that follows "latest"
+// resolves the redelivery to (repeatOf). The run's input is the event's payload, or the
 // value of the trigger's input expression over the event (input.go).
 package trigger
 
@@ -136,10 +137,6 @@ func (s *Service) check(ctx context.Context, p auth.Principal, req *api.TriggerR
 	var inputErr error
 	if req.Input != "" {
 		_, inputErr = compileInput(req.Input)
-	}
-	if req.PlanRef != nil && req.PlanRef.PlanVersion == api.PlanVersionLatest {
-		return intake.Invalid("planRef.planVersion", `must name a version, not "latest": an event is deduplicated by its eventId `+
-			"with the plan version it started, so a redelivery after a new version was pushed would start a second run")
 	}
 	err := intake.Join(intake.CheckResourceID("triggerId", req.TriggerID, api.MaxTriggerIDBytes), inputErr, s.checkRun(ctx, p, req))
 	if err != nil {
