@@ -46,6 +46,9 @@ type Request struct {
 	// approval is given. Starts approved together (ApproveAllTx) each
 	// keep their own.
 	Trace trace.SpanContext
+	// Parent is set on a child run, which a subPlan step of the run it
+	// names starts (the engine's rounds, QueueChild).
+	Parent *events.RunParent
 }
 
 // Approver approves runs. The zero Admission means no limit of concurrent
@@ -68,13 +71,25 @@ func (a Approver) queue(ctx context.Context, w *journal.Write, req Request) (str
 	if err := admission.CheckRejectTx(ctx, w.Tx(), req.EnvironmentID, a.Admission.For(req.EnvironmentID)); err != nil {
 		return "", err
 	}
+	return a.QueueChild(ctx, w, req)
+}
+
+// QueueChild queues on w, as queue does, the append of req's RunApproved
+// and its row in engine_runs, without the check of a rejecting admission
+// limit: the engine's rounds approve the child runs of subPlan steps so,
+// whose admission queues or delays them when they start (a child is never
+// refused). It returns the run's id; the caller sends and commits w.
+func (a Approver) QueueChild(ctx context.Context, w *journal.Write, req Request) (string, error) {
+	if req.Plan.IsZero() {
+		return "", fmt.Errorf("runstart: no plan")
+	}
 	runID := cmp.Or(req.RunID, events.NewRunID())
 	ev, err := events.New(events.Spec{
 		RunID: runID, Type: events.RunApproved, PlanVersion: req.Plan.PlanVersion(),
 		Data: events.RunApprovedData{
 			TenantID: req.TenantID, ProjectID: req.ProjectID, EnvironmentID: req.EnvironmentID,
 			PlanID: req.Plan.PlanID(), PlanVersion: req.Plan.PlanVersion(), RunRequestID: req.RunRequestID,
-			Input: req.Input, Plan: req.Plan.JSON(),
+			Input: req.Input, Plan: req.Plan.JSON(), Parent: req.Parent,
 		},
 	})
 	if err != nil {

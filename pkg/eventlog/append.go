@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -25,7 +26,19 @@ type RunAppend struct {
 	// journal writes them (pkg/journal); the zero value means the span
 	// context of the ctx of the append. The log itself stores no trace.
 	Trace trace.SpanContext
+	// OnlyIf, when set, is an SQL condition on the run, its id as $1,
+	// that EventsAppendManyBatch evaluates once it holds the run's head
+	// lock: when false, none of the part's events is appended, and each
+	// result has Persisted false and RunSeq 0. It is the engine's append to
+	// another run's log while that run has not ended. A part with OnlyIf
+	// takes no ExpectedHead.
+	OnlyIf string
 }
+
+// lockHeadSQL takes a run's head lock, ahead of an OnlyIf part, so that
+// the condition, in a statement of its own, reads the run as its last
+// writer committed it.
+const lockHeadSQL = `SELECT 1 FROM run_heads WHERE run_id = $1 FOR UPDATE`
 
 // GenericPlansSQL makes the rest of a transaction run its prepared
 // statements, and those of the functions it calls (weft_event_append), on
@@ -79,10 +92,23 @@ func (s *Store) EventsAppendManyBatch(b *pgx.Batch, parts []RunAppend) ([][]Appe
 	}
 	out := make([][]AppendResult, len(parts))
 	for p, part := range parts {
+		if part.OnlyIf != "" {
+			if part.ExpectedHead != nil {
+				return nil, fmt.Errorf("%w: part %d has both OnlyIf and an expected head", ErrInvalidEvent, p)
+			}
+			b.Queue(lockHeadSQL, part.Events[0].RunID)
+		}
 		out[p] = make([]AppendResult, len(part.Events))
 		for i := range part.Events {
-			b.Queue(appendSQL, args[p][i]...).QueryRow(func(row pgx.Row) error {
+			sql := appendSQL
+			if part.OnlyIf != "" {
+				sql += " WHERE " + part.OnlyIf
+			}
+			b.Queue(sql, args[p][i]...).QueryRow(func(row pgx.Row) error {
 				res, err := scanResult(row)
+				if part.OnlyIf != "" && errors.Is(err, pgx.ErrNoRows) {
+					return nil // the condition was false: nothing appended
+				}
 				if err != nil {
 					return appendError(&part.Events[i], part.ExpectedHead, err)
 				}

@@ -63,6 +63,9 @@ type RunApprovedData struct {
 	// event log is the run's source of truth, so the plan travels with the
 	// approval rather than by reference to a table that could change.
 	Plan json.RawMessage `json:"plan,omitempty"`
+	// Parent is set on a child run, which a subPlan step of its parent
+	// started (docs/plans.md, "Child runs").
+	Parent *RunParent `json:"parent,omitempty"`
 }
 
 // RunStartedData is the payload of RunStarted. EngineRunRef duplicates the
@@ -93,6 +96,10 @@ type StepScheduledData struct {
 	// (ChildStepID); the engine ends the step with StepCompleted (output:
 	// the children's outputs in element order) or StepFailed.
 	ForEach *ForEachData `json:"forEach,omitempty"`
+	// ChildRunID is set on the StepScheduled of a subPlan step: the child
+	// run the attempt starts (ChildRunID), whose RunApproved the same
+	// round appends. Input is then the child's input, and no task is sent.
+	ChildRunID string `json:"childRunId,omitempty"`
 }
 
 // ForEachData describes the fan-out of a forEach step.

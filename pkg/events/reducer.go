@@ -173,7 +173,8 @@ func (p *projection) apply(e Event) error {
 // terminal check so that a malformed event is reported whatever the state.
 func (p *projection) applyRun(e Event) error {
 	var approved struct {
-		Input json.RawMessage `json:"input"`
+		Input  json.RawMessage `json:"input"`
+		Parent *RunParent      `json:"parent"`
 	}
 	var started RunStartedData
 	var completed RunCompletedData
@@ -207,6 +208,7 @@ func (p *projection) applyRun(e Event) error {
 	case RunApproved:
 		p.s.Status = RunStatusApproved
 		p.s.Input = slices.Clone(approved.Input)
+		p.s.Parent = clonePtr(approved.Parent)
 	case RunStarted:
 		p.start(e, started)
 	case RunPaused:

@@ -11,7 +11,8 @@ import (
 // the event's type is set.
 type stepPayload struct {
 	scheduled struct {
-		ForEach *ForEachData `json:"forEach"`
+		ForEach    *ForEachData `json:"forEach"`
+		ChildRunID string       `json:"childRunId"`
 	}
 	completed StepCompletedData
 	failed    StepFailedData
@@ -79,6 +80,9 @@ func (p *projection) applyStep(e Event) error {
 	default: // StepScheduled: creating the step or attempt above, and a fan-out
 		if f := d.scheduled.ForEach; f != nil {
 			st.ForEach = &ForEachProgress{ForEachData: *f}
+		}
+		if d.scheduled.ChildRunID != "" {
+			st.ChildRunID = d.scheduled.ChildRunID
 		}
 	}
 	return nil

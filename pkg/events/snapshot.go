@@ -104,6 +104,9 @@ type RunSnapshot struct {
 	// Queued is set while the run is QUEUED: why its admission limit holds
 	// it, and since when.
 	Queued *QueueHold `json:"queued,omitempty"`
+	// Parent is, on a child run, the run and subPlan step that started
+	// it, from its RunApproved.
+	Parent *RunParent `json:"parent,omitempty"`
 }
 
 // QueueHold is why a QUEUED run waits, from its RunQueued.
@@ -143,6 +146,9 @@ type StepSnapshot struct {
 	// are not in the snapshot: they stay in the event log (StepDetails),
 	// so the snapshot grows by one small entry per child and no more.
 	ForEach *ForEachProgress `json:"forEach,omitempty"`
+	// ChildRunID is the child run the current attempt of a subPlan step
+	// started, from its StepScheduled.
+	ChildRunID string `json:"childRunId,omitempty"`
 }
 
 // ForEachProgress is the fan-out of a forEach step and how far its

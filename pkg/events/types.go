@@ -47,7 +47,7 @@ var CanonicalTypes = []Type{
 }
 
 // AdditiveTypes lists the types Weft adds to the canonical set.
-var AdditiveTypes = []Type{StepScheduled, StepRetryScheduled, RunQueued, SignalApplied}
+var AdditiveTypes = []Type{StepScheduled, StepRetryScheduled, RunQueued, SignalApplied, ChildRunEnded}
 
 // Known reports whether t is a type this version of Weft writes.
 func (t Type) Known() bool {

@@ -128,6 +128,23 @@ func (w *Write) Append(ctx context.Context, expectedHead *int64, evs ...events.E
 	return as[0], nil
 }
 
+// AppendIf queues the append of evs, all of one run, in order, at the
+// run's head, only if onlyIf, an SQL condition on the run (its id as $1),
+// holds once the run's head lock is taken (eventlog.RunAppend.OnlyIf):
+// otherwise nothing is appended, and no bus copy is sent. A key already in
+// the run persists nothing, as in Append. It is how the engine writes to
+// another run's log while that run has not ended.
+func (w *Write) AppendIf(ctx context.Context, onlyIf string, evs ...events.Event) (*Appended, error) {
+	if w.done {
+		return nil, ErrDone
+	}
+	as, err := w.queue(ctx, []eventlog.RunAppend{{OnlyIf: onlyIf, Events: evs}}, w.j.log.EventsAppendManyBatch)
+	if err != nil {
+		return nil, err
+	}
+	return as[0], nil
+}
+
 // AppendNew queues, as one statement (weft_events_append_new,
 // docs/event-log.md, "Appending many new events"), the append of parts
 // whose events the caller knows to be new and numbered: every part has an

@@ -115,6 +115,12 @@ const (
 	// schema (Validated.CheckInputSchema); its message names the schema
 	// keyword.
 	CodeInputMismatch = "INPUT_MISMATCH"
+	// CodeInvalidParentClose: a subPlan step's parentClose other than
+	// cancel and abandon.
+	CodeInvalidParentClose = "INVALID_PARENT_CLOSE"
+	// CodeRunTooDeep: a subPlan step's inline plan whose child run would
+	// nest deeper than Limits.MaxRunDepth.
+	CodeRunTooDeep = "RUN_TOO_DEEP"
 )
 
 // Problem is one reason a plan was rejected.

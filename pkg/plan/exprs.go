@@ -20,7 +20,8 @@ const ConditionFalse = "CONDITION_FALSE"
 // hasExpressions reports whether step s's input holds an expression
 // opener, read as text (under any schema version).
 func (s *Step) hasExpressions() bool {
-	return s.EffectiveKind() == KindActivity && bytes.Contains(s.Input, []byte(expr.Open))
+	k := s.EffectiveKind()
+	return (k == KindActivity || k == KindSubPlan) && bytes.Contains(s.Input, []byte(expr.Open))
 }
 
 // needsExpressions reports whether s uses what schema version 2 brought.
@@ -54,6 +55,9 @@ func (p *Plan) Expressive() bool {
 // schemaVersionFor returns the version ApplyDefaults gives a plan that
 // does not state one: the first version with what it uses.
 func (p *Plan) schemaVersionFor() int {
+	if p.usesSubPlans() {
+		return SchemaVersionSubPlans
+	}
 	if len(compactInput(p.InputSchema)) > 0 {
 		return SchemaVersionInputSchema
 	}

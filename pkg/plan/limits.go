@@ -46,6 +46,10 @@ type Limits struct {
 	// MaxInputSchemaBytes bounds the plan's InputSchema in its compact
 	// JSON form. Default 64 KiB.
 	MaxInputSchemaBytes int
+	// MaxRunDepth bounds how deep a plan's inline subPlan plans nest: a
+	// child run deeper than this is refused at submission. Default
+	// DefaultMaxRunDepth (8).
+	MaxRunDepth int
 }
 
 // DefaultLimits returns the limits the zero Limits stands for.
@@ -58,6 +62,7 @@ func DefaultLimits() Limits {
 		MaxIDBytes:          DefaultMaxIDBytes,
 		MaxExpressionBytes:  expr.DefaultMaxExpressionBytes,
 		MaxInputSchemaBytes: DefaultMaxInputSchemaBytes,
+		MaxRunDepth:         DefaultMaxRunDepth,
 	}
 }
 
@@ -73,5 +78,6 @@ func (l Limits) withDefaults() Limits {
 		MaxIDBytes:          cmp.Or(max(l.MaxIDBytes, 0), d.MaxIDBytes),
 		MaxExpressionBytes:  cmp.Or(max(l.MaxExpressionBytes, 0), d.MaxExpressionBytes),
 		MaxInputSchemaBytes: cmp.Or(max(l.MaxInputSchemaBytes, 0), d.MaxInputSchemaBytes),
+		MaxRunDepth:         cmp.Or(max(l.MaxRunDepth, 0), d.MaxRunDepth),
 	}
 }

@@ -164,7 +164,7 @@ func TestParseStrict(t *testing.T) {
 		{"object for an array", `{"planId":"p","planVersion":"1","steps":{"id":"a"}}`, CodeMalformed, "", "steps", "must be an array"},
 		{"string for an array", `{"planId":"p","planVersion":"1","steps":[{"id":"a","activity":"echo","dependsOn":"b"}]}`, CodeMalformed, "a", "dependsOn", "must be an array"},
 		{"null array element", `{"planId":"p","planVersion":"1","steps":[null]}`, CodeMalformed, "", "steps[0]", "not null"},
-		{"newer schema version", `{"schemaVersion":4,"planId":"p","planVersion":"1","triggers":[],` + steps + `}`, CodeUnsupportedSchemaVersion, "", "schemaVersion", "upgrade"},
+		{"newer schema version", `{"schemaVersion":5,"planId":"p","planVersion":"1","triggers":[],` + steps + `}`, CodeUnsupportedSchemaVersion, "", "schemaVersion", "upgrade"},
 		{"schema version as a string", `{"schemaVersion":"1","planId":"p","planVersion":"1",` + steps + `}`, CodeMalformed, "", "schemaVersion", "integer"},
 		{"negative schema version", `{"schemaVersion":-1,"planId":"p","planVersion":"1",` + steps + `}`, CodeUnsupportedSchemaVersion, "", "schemaVersion", ""},
 	}
@@ -211,9 +211,9 @@ func TestLimitsDefaults(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, DefaultLimits(), Limits{}.withDefaults())
 	require.Equal(t, DefaultLimits(), Limits{MaxPlanBytes: -1, MaxSteps: -1, MaxStepInputBytes: -1, MaxDepth: -1, MaxIDBytes: -1, MaxExpressionBytes: -1,
-		MaxInputSchemaBytes: -1}.withDefaults())
+		MaxInputSchemaBytes: -1, MaxRunDepth: -1}.withDefaults())
 	require.Equal(t, Limits{MaxPlanBytes: 1 << 20, MaxSteps: 1000, MaxStepInputBytes: 64 << 10, MaxDepth: 64, MaxIDBytes: 128, MaxExpressionBytes: 4 << 10,
-		MaxInputSchemaBytes: 64 << 10}, DefaultLimits())
+		MaxInputSchemaBytes: 64 << 10, MaxRunDepth: 8}, DefaultLimits())
 }
 
 // padTo pads a JSON document with spaces to exactly n bytes.

@@ -9,8 +9,9 @@ import (
 // rejects a plan whose schemaVersion is higher. Version 2 reads the
 // expressions of step inputs (SchemaVersionExpressions); version 3 holds
 // an input schema, which types the expressions' input
-// (SchemaVersionInputSchema).
-const SchemaVersion = 3
+// (SchemaVersionInputSchema); version 4 holds subPlan steps, which start
+// child runs (SchemaVersionSubPlans).
+const SchemaVersion = 4
 
 // Defaults applied by ApplyDefaults (and so by Parse) to activity steps.
 const (
@@ -66,13 +67,20 @@ const (
 	// KindWaitSignal completes when a signal with the step's Signal name
 	// arrives; the signal's payload is the step's output.
 	KindWaitSignal Kind = "waitSignal"
+	// KindSubPlan starts a child run of another plan, named by PlanRef or
+	// carried inline in Plan, with the step's Input as the child's input;
+	// the step ends with the child run: its output is the child's, and a
+	// child that fails or is cancelled fails it (docs/plans.md, "Child
+	// runs"). Schema version 4 (SchemaVersionSubPlans).
+	KindSubPlan Kind = "subPlan"
 )
 
 // Step is one node of a plan.
 type Step struct {
 	// ID names the step within the plan; required, obeys the id rules.
 	ID string `json:"id"`
-	// Kind is KindActivity (the default when empty) or KindWaitSignal.
+	// Kind is KindActivity (the default when empty), KindWaitSignal or
+	// KindSubPlan.
 	Kind Kind `json:"kind,omitempty"`
 	// Activity is the registered activity name. Required for activity
 	// steps, not allowed on waitSignal steps.
@@ -141,6 +149,18 @@ type Step struct {
 	// HEARTBEAT_TIMEOUT and is retried under Retry. Zero: no heartbeats
 	// needed. Schema version 2; activity steps only.
 	HeartbeatTimeout Duration `json:"heartbeatTimeout,omitempty"`
+	// PlanRef names the registered plan version a subPlan step's child
+	// runs ("latest": the newest not archived when the child starts).
+	// A subPlan step has PlanRef or Plan, not both. SubPlan steps only.
+	PlanRef *Ref `json:"planRef,omitempty"`
+	// Plan is the plan a subPlan step's child runs, carried inline and
+	// validated with the step's plan. SubPlan steps only.
+	Plan *Plan `json:"plan,omitempty"`
+	// ParentClose says what becomes of a subPlan step's child run that is
+	// still running when its parent is cancelled or fails:
+	// ParentCloseCancel (the default) cancels it, ParentCloseAbandon lets
+	// it run on. SubPlan steps only.
+	ParentClose ParentClose `json:"parentClose,omitempty"`
 }
 
 // SecretRef names a secret the worker resolves through a secrets provider
@@ -211,6 +231,10 @@ func (s *Step) applyDefaults() {
 		r := *s.Retry // a copy: plans built in Go may share one policy between steps
 		r.NonRetryableErrorCodes = nilIfEmpty(r.NonRetryableErrorCodes)
 		s.Retry = &r
+	}
+	if s.Kind == KindSubPlan {
+		s.applySubPlanDefaults()
+		return
 	}
 	if s.Kind != "" && s.Kind != KindActivity {
 		return

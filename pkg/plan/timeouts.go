@@ -35,7 +35,7 @@ func (p *Plan) timeouts(ps *problems) {
 			case !v2:
 				ps.add(s.ID, f.name, CodeFieldNotAllowed, "a %s needs schemaVersion %d", f.name, SchemaVersionExpressions)
 			case s.EffectiveKind() != KindActivity:
-				ps.add(s.ID, f.name, CodeFieldNotAllowed, "a waitSignal step runs no activity, so it takes no %s", f.name)
+				ps.add(s.ID, f.name, CodeFieldNotAllowed, "a %s step runs no activity, so it takes no %s", s.EffectiveKind(), f.name)
 			case f.d < 0:
 				ps.add(s.ID, f.name, CodeInvalidTimeout, "must not be negative")
 			}

@@ -62,7 +62,10 @@ type checked struct {
 }
 
 // validate is Validate with the limits l, defaults filled in.
-func (p *Plan) validate(l Limits) (checked, error) {
+func (p *Plan) validate(l Limits) (checked, error) { return p.validateAt(l, 0) }
+
+// validateAt is validate of a plan at child-run depth depth (stepValidator).
+func (p *Plan) validateAt(l Limits, depth int) (checked, error) {
 	var ps problems
 	var c checked
 	c.doc, c.encErr = p.validateHeader(&ps, l)
@@ -74,10 +77,11 @@ func (p *Plan) validate(l Limits) (checked, error) {
 		}
 	}
 	for i := range p.Steps {
-		v := stepValidator{ps: &ps, step: &p.Steps[i], index: i, limits: l}
+		v := stepValidator{ps: &ps, step: &p.Steps[i], index: i, limits: l, depth: depth}
 		v.validate(first)
 	}
 	p.timeouts(&ps)
+	p.subPlanVersion(&ps)
 	if len(p.Steps) <= l.MaxSteps {
 		cycles := newGraph(p).cycles()
 		for _, c := range cycles {
@@ -131,6 +135,9 @@ type stepValidator struct {
 	step   *Step
 	index  int
 	limits Limits
+	// depth is the child-run depth of the step's plan: 0 for the plan a
+	// run is started with, 1 for a subPlan step's inline plan, and so on.
+	depth int
 }
 
 func (v *stepValidator) add(field, code, format string, args ...any) {
@@ -160,8 +167,10 @@ func (v *stepValidator) validate(first map[string]int) {
 		v.activity()
 	case KindWaitSignal:
 		v.waitSignal()
+	case KindSubPlan:
+		v.subPlan()
 	default:
-		v.add("kind", CodeInvalidKind, "unknown kind %s; want %q or %q", quote(string(s.Kind)), KindActivity, KindWaitSignal)
+		v.add("kind", CodeInvalidKind, "unknown kind %s; want %q, %q or %q", quote(string(s.Kind)), KindActivity, KindWaitSignal, KindSubPlan)
 	}
 	if s.Timeout < 0 {
 		v.add("timeout", CodeInvalidTimeout, "must not be negative")
@@ -194,6 +203,7 @@ func (v *stepValidator) activity() {
 	}
 	v.secrets()
 	v.input()
+	v.noSubPlanFields()
 }
 
 func (v *stepValidator) waitSignal() {
@@ -206,19 +216,29 @@ func (v *stepValidator) waitSignal() {
 	case idProblem(s.Signal, v.limits.MaxIDBytes) != "":
 		v.add("signal", CodeInvalidSignal, "%s", idProblem(s.Signal, v.limits.MaxIDBytes))
 	}
-	for _, f := range []struct {
-		name string
-		set  bool
-	}{
+	v.notAllowed("a waitSignal step runs no activity", []setField{
 		{"activity", s.Activity != ""},
 		{"queue", s.Queue != ""},
 		{"retry", s.Retry != nil},
 		{"secrets", len(s.Secrets) > 0},
 		{"input", len(s.Input) > 0},
 		{"idempotencyKey", s.IdempotencyKey != ""},
-	} {
+	})
+	v.noSubPlanFields()
+}
+
+// setField is a field of a step, and whether the step sets it.
+type setField struct {
+	name string
+	set  bool
+}
+
+// notAllowed refuses each field of fields the step sets, which its kind
+// does not take: why says why ("a waitSignal step runs no activity").
+func (v *stepValidator) notAllowed(why string, fields []setField) {
+	for _, f := range fields {
 		if f.set {
-			v.add(f.name, CodeFieldNotAllowed, "a waitSignal step runs no activity, so it takes no %s", f.name)
+			v.add(f.name, CodeFieldNotAllowed, "%s, so it takes no %s", why, f.name)
 		}
 	}
 }

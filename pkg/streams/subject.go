@@ -75,9 +75,12 @@ const (
 )
 
 // EngineInput reports whether the engine reacts to events of type t:
-// RunApproved starts a run, SignalAccepted applies a signal. The engine
-// reads nothing else of the bus's events; its own rounds wrote the rest.
-func EngineInput(t events.Type) bool { return t == events.RunApproved || t == events.SignalAccepted }
+// RunApproved starts a run, SignalAccepted applies a signal,
+// ChildRunEnded ends the subPlan step of a parent run. The engine reads
+// nothing else of the bus's events; its own rounds wrote the rest.
+func EngineInput(t events.Type) bool {
+	return t == events.RunApproved || t == events.SignalAccepted || t == events.ChildRunEnded
+}
 
 // EventSubject returns weft.events.<class>.<runID>, the subject an event
 // of type t of the run is published on: class EventClassInput when the

@@ -19,9 +19,9 @@ import (
 )
 
 // eventRound maps an event from WEFT_EVENTS to its round: RunApproved
-// starts the run, SignalAccepted applies the signal (streams.EngineInput),
-// every other event needs nothing. The server delivers the engine those
-// two alone (EventInputsFilter), but for the events an older build stored
+// starts the run, SignalAccepted applies the signal, ChildRunEnded ends a
+// subPlan step (streams.EngineInput); every other event needs nothing. The
+// server delivers the engine those three alone (EventInputsFilter), but for the events an older build stored
 // (partitions.go, olderForms); the type is read from the header first, so
 // the engine decodes only the events it reacts to.
 func eventRound(m jetstream.Msg) (round.Round, bool, error) {
@@ -43,6 +43,9 @@ func eventRound(m jetstream.Msg) (round.Round, bool, error) {
 	if err := json.Unmarshal(m.Data(), &ev); err != nil {
 		return round.Round{}, false, fmt.Errorf("decode event: %w", err)
 	}
+	if typ == events.ChildRunEnded {
+		return childEndedRound(ev, now)
+	}
 	var d events.SignalAcceptedData
 	if err := ev.Data(&d); err != nil {
 		return round.Round{}, false, err
@@ -50,6 +53,22 @@ func eventRound(m jetstream.Msg) (round.Round, bool, error) {
 	return round.Round{RunID: ev.RunID, Input: decide.SignalAccepted{
 		SignalID: d.SignalID, Name: d.SignalName, Payload: d.Payload, EventID: ev.EventID, Now: now,
 	}}, true, nil
+}
+
+// childEndedRound is the round of a ChildRunEnded in a parent's log: the
+// end of the subPlan attempt its step and logical attempt name.
+func childEndedRound(ev events.Event, now time.Time) (round.Round, bool, error) {
+	var d events.ChildRunEndedData
+	if err := ev.Data(&d); err != nil {
+		return round.Round{}, false, err
+	}
+	attempt, err := strconv.Atoi(ev.LogicalAttemptID)
+	if err != nil || attempt < 1 {
+		return round.Round{}, false, fmt.Errorf("ChildRunEnded of run %s step %s: logicalAttemptId %q is not a positive integer",
+			ev.RunID, ev.StepID, ev.LogicalAttemptID)
+	}
+	return round.Round{RunID: ev.RunID, Input: decide.ChildEnded{StepID: ev.StepID, LogicalAttempt: attempt,
+		ChildRunEndedData: d, Now: now}}, true, nil
 }
 
 // maxErrorMessageBytes bounds the message of a failure the engine records;

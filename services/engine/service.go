@@ -107,6 +107,11 @@ type Config struct {
 	// runs a start, and QueueBatch how many per pass.
 	QueueInterval time.Duration
 	QueueBatch    int
+	// MaxRunDepth is how deep child runs nest: a subPlan step of a run at
+	// this depth fails with CHILD_RUN_REFUSED instead of starting a child
+	// (docs/plans.md, "Child runs"). Zero means plan.DefaultMaxRunDepth
+	// (8).
+	MaxRunDepth int
 	// MaxResultBytes bounds a completed result's output plus its
 	// artifacts, inclusive; a larger result fails its attempt with
 	// CodeResultTooLarge, not retryable. It must stay under the event
@@ -242,6 +247,7 @@ func roundConfig(js jetstream.JetStream, cfg Config) round.Config {
 		WarmRuns:        cfg.WarmRuns,
 		TaskSigner:      cfg.TaskKeys,
 		EnsureLanes:     newLaneStreams(js, cfg.Streams).ensure,
+		MaxRunDepth:     cfg.MaxRunDepth,
 	}
 }
 

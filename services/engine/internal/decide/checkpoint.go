@@ -47,6 +47,14 @@ type checkpointRecord struct {
 	Pending        []checkpointSignal        `json:"pending,omitempty"`
 	Buffered       []checkpointSignal        `json:"buffered,omitempty"`
 	Run            checkpointRun             `json:"run,omitzero"`
+	ChildEnds      []checkpointChildEnd      `json:"childEnds,omitempty"`
+}
+
+// checkpointChildEnd is a ChildEnded of State.ChildEnds.
+type checkpointChildEnd struct {
+	StepID         string                   `json:"stepId"`
+	LogicalAttempt int                      `json:"logicalAttempt"`
+	Data           events.ChildRunEndedData `json:"data"`
 }
 
 // checkpointRun is a RunInfo as a checkpoint records it.
@@ -57,6 +65,8 @@ type checkpointRun struct {
 	PlanID        string    `json:"planId,omitempty"`
 	Input         string    `json:"input,omitempty"`
 	StartedAt     time.Time `json:"startedAt,omitzero"`
+	// Parent is a child run's link to its parent's subPlan step.
+	Parent events.RunParent `json:"parent,omitzero"`
 }
 
 // checkpointStep is a StepState that left its initial state. It has
@@ -79,6 +89,7 @@ type checkpointStep struct {
 	Output             string            `json:"output,omitempty"`
 	Artifacts          string            `json:"artifacts,omitempty"`
 	SkippedByCondition string            `json:"skippedByCondition,omitempty"`
+	ChildRunID         string            `json:"childRunId,omitempty"`
 }
 
 // checkpointRef is a SignalRef as a checkpoint records it.
@@ -111,6 +122,9 @@ func MarshalCheckpoint(p *plan.Plan, s State) ([]byte, error) {
 		Pauses: s.Pauses, Resumes: s.Resumes, Failures: s.Failures, SignalsApplied: s.SignalsApplied,
 		Queued: s.Queued, DelayedUntil: s.DelayedUntil,
 		Pending: signalsOut(s.Pending), Buffered: signalsOut(s.Buffered), Run: checkpointRun(s.Run),
+	}
+	for _, e := range s.ChildEnds {
+		rec.ChildEnds = append(rec.ChildEnds, checkpointChildEnd{StepID: e.StepID, LogicalAttempt: e.LogicalAttempt, Data: e.ChildRunEndedData})
 	}
 	for id, st := range s.Steps {
 		if st != initialStep() {
@@ -157,6 +171,9 @@ func RestoreCheckpoint(p *plan.Plan, data []byte) (State, error) {
 	}
 	s.Pending, s.Buffered = signalsIn(rec.Pending), signalsIn(rec.Buffered)
 	s.Run = RunInfo(rec.Run)
+	for _, e := range rec.ChildEnds {
+		s.ChildEnds = append(s.ChildEnds, ChildEnded{StepID: e.StepID, LogicalAttempt: e.LogicalAttempt, ChildRunEndedData: e.Data})
+	}
 	for i := range p.Steps {
 		if id := p.Steps[i].ID; p.Steps[i].ForEach != "" && s.Steps[id].Scheduled {
 			s.setFan(id, s.newFan(id, s.Steps[id].Input))

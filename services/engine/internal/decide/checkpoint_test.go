@@ -170,7 +170,7 @@ func TestCheckpointCoversState(t *testing.T) {
 		return out
 	}
 	require.Equal(t, []string{"RunID", "Status", "Head", "Steps", "Signals", "Pauses", "Resumes", "Failures",
-		"SignalsApplied", "Queued", "DelayedUntil", "Pending", "Buffered", "Run", "Elements", "Fans"}, fields(State{}),
+		"SignalsApplied", "Queued", "DelayedUntil", "Pending", "Buffered", "Run", "Elements", "Fans", "ChildEnds"}, fields(State{}),
 		"a State field changed: record it in checkpointRecord (checkpoint.go) and update this list")
 	// Now is never set on a signal the state keeps (accept drops it).
 	require.Equal(t, []string{"SignalID", "Name", "Payload", "EventID", "Now"}, fields(SignalAccepted{}),

@@ -52,7 +52,12 @@ func decide(p *plan.Plan, s State, in Input) (Decision, State) {
 		d.timer(in)
 	case Resync:
 		d.resync(in)
+	case ChildEnded:
+		d.applyPending()
+		d.childEnded(in)
 	}
+	d.applyChildEnds()
+	d.closeRun(s.Status)
 	return d.out, d.s
 }
 
@@ -292,6 +297,9 @@ func (d *decider) setTimer(stepID string, attempt int, kind TimerKind, at time.T
 // retryPolicy returns an activity step's policy, DefaultRetryPolicy when
 // unset.
 func retryPolicy(ps *plan.Step) plan.RetryPolicy {
+	if ps.Retry == nil && ps.EffectiveKind() == plan.KindSubPlan {
+		return plan.RetryPolicy{MaxAttempts: 1} // a child run is not retried unless the step says so
+	}
 	if ps.Retry == nil {
 		return plan.DefaultRetryPolicy()
 	}

@@ -24,6 +24,16 @@ type Decision struct {
 	// the same transaction (docs/reconciliation.md). They never come
 	// without events.
 	Reconciliations []task.ReconcileRecord
+	// Starts are the child runs the decision's subPlan attempts start,
+	// whose RunApproved the shell appends in the same transaction
+	// (subruns.go). They never come without events.
+	Starts []ChildStart
+	// ToOtherRuns are events for the logs of other runs: a child's
+	// ChildRunEnded for its parent, a parent's CANCEL for its children.
+	// The shell appends each only while its run has not ended, at that
+	// run's head, where an event of the same idempotency key already in
+	// the log is kept instead. They never come without events.
+	ToOtherRuns []events.Spec
 }
 
 // Empty reports whether d decides nothing at all.

@@ -56,6 +56,8 @@ func factOf(e events.Event) (fact, error) {
 		f.data, err = decode[events.StepCompletedData](e)
 	case events.StepSkipped:
 		f.data, err = decode[stepSkippedData](e)
+	case events.ChildRunEnded:
+		f.data, err = decode[events.ChildRunEndedData](e)
 	default: // the other payloads hold nothing the state keeps
 	}
 	return f, err
@@ -89,6 +91,9 @@ func (s *State) apply(f fact) {
 		if d, ok := f.data.(runApprovedData); ok && s.Status == events.RunStatusPending {
 			s.Run = RunInfo{TenantID: d.TenantID, ProjectID: d.ProjectID, EnvironmentID: d.EnvironmentID,
 				PlanID: d.PlanID, Input: compactJSON(d.Input)}
+			if d.Parent != nil {
+				s.Run.Parent = *d.Parent
+			}
 		}
 		s.applyRun(f.typ)
 	case events.StepScheduled, events.StepStarted, events.StepCompleted, events.StepFailed,
@@ -97,6 +102,11 @@ func (s *State) apply(f fact) {
 			s.unbuffer(f.parent)
 		}
 		s.applyStep(f)
+		if st := s.Steps[f.stepID]; len(s.ChildEnds) > 0 && (st.Attempt != f.attempt || !st.InFlight()) {
+			s.ChildEnds = dropChildEnd(s.ChildEnds, f.stepID, f.attempt)
+		}
+	case events.ChildRunEnded:
+		s.childRunEnded(f)
 	case events.SignalApplied:
 		d, _ := f.data.(events.SignalAppliedData)
 		s.SignalsApplied++
@@ -112,6 +122,17 @@ func (s *State) apply(f fact) {
 		s.Queued = s.Status == events.RunStatusApproved
 	default: // SignalRejected and unknown types
 	}
+}
+
+// childRunEnded records the end of the child of a subPlan attempt in
+// flight, which the run's next round acts on (State.ChildEnds).
+func (s *State) childRunEnded(f fact) {
+	d, _ := f.data.(events.ChildRunEndedData)
+	st, ok := s.Steps[f.stepID]
+	if !ok || st.Attempt != f.attempt || !st.InFlight() || (st.ChildRunID != "" && st.ChildRunID != d.ChildRunID) {
+		return
+	}
+	s.ChildEnds = append(s.ChildEnds, ChildEnded{StepID: f.stepID, LogicalAttempt: f.attempt, ChildRunEndedData: d})
 }
 
 // buffer keeps the pending signal ref, with its payload, for a waitSignal
@@ -266,7 +287,7 @@ func nextStep(st StepState, f fact) StepState {
 	case events.StepScheduled:
 		d, _ := f.data.(stepScheduledData)
 		st.Scheduled, st.RetryAt, st.Deadline, st.ScheduledAt = true, time.Time{}, d.Deadline, f.at
-		st.Input = compactJSON(d.Input)
+		st.Input, st.ChildRunID = compactJSON(d.Input), d.ChildRunID
 	case events.StepStarted:
 		d := startedOf(f.data)
 		if st.Status == events.StepStatusPending {

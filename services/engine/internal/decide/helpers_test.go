@@ -148,6 +148,9 @@ func (b *bundle) stamp(in Input) Input {
 	case Resync:
 		v.Now = b.tick(v.Now)
 		return v
+	case ChildEnded:
+		v.Now = b.tick(v.Now)
+		return v
 	}
 	return in
 }

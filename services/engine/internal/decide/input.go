@@ -16,6 +16,9 @@ type Input interface {
 	now() time.Time
 }
 
+// Now is in's Now, the round's time.
+func Now(in Input) time.Time { return in.now() }
+
 // RunApproved asks the engine to start an approved run (the run's
 // RunApproved event was consumed, or the run queue released the run).
 type RunApproved struct {

@@ -53,11 +53,12 @@ type stepSkippedData struct {
 // runApprovedData is what the state reads of RunApproved's payload: the
 // run's identity and input, without its plan.
 type runApprovedData struct {
-	TenantID      string          `json:"tenantId"`
-	ProjectID     string          `json:"projectId"`
-	EnvironmentID string          `json:"environmentId"`
-	PlanID        string          `json:"planId"`
-	Input         json.RawMessage `json:"input,omitempty"`
+	TenantID      string            `json:"tenantId"`
+	ProjectID     string            `json:"projectId"`
+	EnvironmentID string            `json:"environmentId"`
+	PlanID        string            `json:"planId"`
+	Input         json.RawMessage   `json:"input,omitempty"`
+	Parent        *events.RunParent `json:"parent,omitempty"`
 }
 
 // startedOf returns the StepStarted payload in data, as the log or the

@@ -27,6 +27,10 @@ func (d *decider) schedule(id string) {
 		d.scheduleForEach(ps, attempt)
 		return
 	}
+	if ps.EffectiveKind() == plan.KindSubPlan {
+		d.scheduleSubRun(ps, attempt)
+		return
+	}
 	if ps.EffectiveKind() == plan.KindWaitSignal {
 		if d.takeBuffered(ps, attempt) {
 			return

@@ -61,6 +61,10 @@ type State struct {
 	// is scheduled; nil when there is none. Derived: a checkpoint does not
 	// record it.
 	Fans map[string]Fan
+	// ChildEnds lists the ChildRunEnded events of subPlan attempts in
+	// flight, in log order: what the run's next round ends the steps
+	// with (subruns.go). Nil when there is none.
+	ChildEnds []ChildEnded
 }
 
 // RunInfo is the identity and input of a run, from its RunApproved.
@@ -72,6 +76,9 @@ type RunInfo struct {
 	// last reopened by RETRY_STEP (RunResumed's), from which its plan's
 	// runTimeout counts; zero before.
 	StartedAt time.Time
+	// Parent is, for a child run, the subPlan step of its parent that
+	// started it; zero for a run a caller started.
+	Parent events.RunParent
 }
 
 // StepState is one step as of its current logical attempt.
@@ -115,6 +122,9 @@ type StepState struct {
 	// SkippedByCondition is, for a step skipped because a condition was
 	// false, the step whose condition it was; empty otherwise.
 	SkippedByCondition string
+	// ChildRunID is the child run Attempt of a subPlan step started
+	// (StepScheduled records it); empty otherwise.
+	ChildRunID string
 }
 
 // InFlight reports whether the attempt is dispatched and has no outcome.
@@ -222,6 +232,7 @@ func (s State) clone() State {
 	s.Elements = maps.Clone(s.Elements)
 	s.Pending = slices.Clone(s.Pending)
 	s.Buffered = slices.Clone(s.Buffered)
+	s.ChildEnds = slices.Clone(s.ChildEnds)
 	if s.Steps == nil {
 		s.Steps = map[string]StepState{}
 	}

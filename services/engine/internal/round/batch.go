@@ -135,6 +135,7 @@ func (x *Runner) decideAll(ctx context.Context, w *journal.Write, rounds []Round
 	var tasks []decide.Task
 	var taskTraces []trace.SpanContext
 	var cancels []decide.Cancel
+	var others []events.Spec
 	for i, r := range rounds {
 		run := runs[r.RunID]
 		if run.err != nil {
@@ -161,8 +162,16 @@ func (x *Runner) decideAll(ctx context.Context, w *journal.Write, rounds []Round
 		}
 		queueTimers(w.Batch(), d.Timers)
 		cancels = append(cancels, d.Cancels...)
+		others = append(others, d.ToOtherRuns...)
+	}
+	up, down := upAndDown(others)
+	if err := tellOthers(ctx, w, up); err != nil {
+		return nil, err
 	}
 	if _, err := w.AppendNew(ctx, parts...); err != nil {
+		return nil, err
+	}
+	if err := tellOthers(ctx, w, down); err != nil {
 		return nil, err
 	}
 	if err := x.enqueueTasks(ctx, w, tasks, taskTraces, cancels); err != nil {
@@ -227,7 +236,10 @@ func (x *Runner) step(ctx context.Context, w *journal.Write, r Round, run *runVi
 	if err != nil {
 		return Outcome{}, eventlog.RunAppend{}, err
 	}
-	d := decide.Decide(run.plan, run.state, in)
+	d, err := x.startChildren(ctx, w, r, run, decide.Decide(run.plan, run.state, in))
+	if err != nil {
+		return Outcome{}, eventlog.RunAppend{}, err
+	}
 	out := Outcome{Decision: d, Plan: run.plan, State: run.state}
 	if d.Empty() {
 		return out, eventlog.RunAppend{}, nil

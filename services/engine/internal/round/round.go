@@ -87,6 +87,13 @@ type Config struct {
 	// captures. It is called in the round's transaction, so it should
 	// remember the queues it ensured; an error fails the round.
 	EnsureLanes func(ctx context.Context, queue string) error
+	// MaxRunDepth is how deep child runs nest: a subPlan step of a run at
+	// this depth fails (CHILD_RUN_REFUSED) instead of starting a child.
+	// Zero means plan.DefaultMaxRunDepth.
+	MaxRunDepth int
+	// PlanLimits are the limits a child run's plan is validated against
+	// when its step starts it; the zero value means plan's defaults.
+	PlanLimits plan.Limits
 }
 
 // DefaultWarmRuns is Config.WarmRuns's default: a state is a few hundred
@@ -116,6 +123,7 @@ func New(pool *pgxpool.Pool, log *eventlog.Store, j *journal.Journal, cfg Config
 	cfg.CheckpointSteps = cmp.Or(cfg.CheckpointSteps, DefaultCheckpointSteps)
 	cfg.CheckpointBytes = cmp.Or(cfg.CheckpointBytes, DefaultCheckpointBytes)
 	cfg.WarmRuns = cmp.Or(cfg.WarmRuns, DefaultWarmRuns)
+	cfg.MaxRunDepth = cmp.Or(cfg.MaxRunDepth, plan.DefaultMaxRunDepth)
 	x := &Runner{pool: pool, log: log, journal: j, cfg: cfg}
 	x.warm.size = max(cfg.WarmRuns, 1)
 	return x
