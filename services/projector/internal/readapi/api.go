@@ -23,7 +23,8 @@ import (
 // Handler returns the read API (docs/read-api.md) and its OpenAPI
 // document (GET /openapi.json, no key needed), the UI's forwarding to
 // the gateway (its signals; the schedules list, pause, resume and delete;
-// the triggers list) and the UI itself. It serves no /metrics: the
+// the triggers list; the registered plans, their archive and restore, and
+// starts by planRef) and the UI itself. It serves no /metrics: the
 // metrics count every tenant's runs and go to the Meter, whose provider
 // the command serves on its ops listener only.
 func (a *API) Handler() http.Handler {
@@ -39,6 +40,12 @@ func (a *API) Handler() http.Handler {
 	mux.Handle("POST /gateway/v1/schedules/{scheduleId}/resume", gateway)
 	mux.Handle("DELETE /gateway/v1/schedules/{scheduleId}", gateway)
 	mux.Handle("GET /gateway/v1/triggers", gateway)
+	mux.Handle("GET /gateway/v1/plans", gateway)
+	mux.Handle("GET /gateway/v1/plans/{planId}", gateway)
+	mux.Handle("GET /gateway/v1/plans/{planId}/versions/{planVersion}", gateway)
+	mux.Handle("POST /gateway/v1/plans/{planId}/versions/{planVersion}/archive", gateway)
+	mux.Handle("POST /gateway/v1/plans/{planId}/versions/{planVersion}/restore", gateway)
+	mux.Handle("POST /gateway/v1/runs", gateway)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		httpserve.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

@@ -48,7 +48,8 @@ func assetPath(t *testing.T, h http.Handler, name string) string {
 func TestHandlerPages(t *testing.T) {
 	t.Parallel()
 	h := ui.Handler(ui.Options{})
-	for _, path := range []string{"/", "/runs/0193a1f4-7c41-7a8e-9d1f-3b2c5e8f4a10", "/runs/anything", "/?status=FAILED&plan=x", "/schedules", "/triggers"} {
+	for _, path := range []string{"/", "/runs/0193a1f4-7c41-7a8e-9d1f-3b2c5e8f4a10", "/runs/anything", "/?status=FAILED&plan=x", "/schedules", "/triggers",
+		"/plans", "/plans/orders?projectId=shop"} {
 		t.Run(path, func(t *testing.T) {
 			t.Parallel()
 			res := get(t, h, http.MethodGet, path, nil)
@@ -80,7 +81,7 @@ func TestHandlerNotFound(t *testing.T) {
 	t.Parallel()
 	h := ui.Handler(ui.Options{})
 	version := strings.Split(assetPath(t, h, "app.js"), "/")[2]
-	for _, path := range []string{"/runs", "/runs/", "/runs/a/b", "/v1/runs", "/schedules/", "/schedules/a", "/gateway/v1/schedules", "/favicon.ico", "/ui/", "/ui/" + version + "/nope.js", "/ui/" + version + "/index.html", "/ui/app.js"} {
+	for _, path := range []string{"/runs", "/runs/", "/runs/a/b", "/v1/runs", "/schedules/", "/schedules/a", "/plans/", "/plans/a/b", "/gateway/v1/schedules", "/favicon.ico", "/ui/", "/ui/" + version + "/nope.js", "/ui/" + version + "/index.html", "/ui/app.js"} {
 		require.Equal(t, http.StatusNotFound, get(t, h, http.MethodGet, path, nil).status, path)
 	}
 	require.Equal(t, http.StatusMethodNotAllowed, get(t, h, http.MethodPost, "/", nil).status)

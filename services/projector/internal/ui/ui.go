@@ -1,6 +1,7 @@
-// Package ui is the projector's web UI: a runs list, a run page and a
-// schedules list, written as plain HTML, CSS and JavaScript modules with no
-// build step, embedded in the binary and served by Handler.
+// Package ui is the projector's web UI: a runs list, a run page, the
+// schedules, triggers and registered plans, written as plain HTML, CSS
+// and JavaScript modules with no build step, embedded in the binary and
+// served by Handler.
 //
 // # Routes
 //
@@ -15,6 +16,11 @@
 //     /v1/whoami) also pauses, resumes and deletes them there.
 //   - GET /triggers is the triggers list, read from GET
 //     /gateway/v1/triggers the same way.
+//   - GET /plans is the list of registered plan versions, read from GET
+//     /gateway/v1/plans the same way, and GET /plans/{planId}?projectId=P
+//     a plan's page: its versions (…/plans/{planId}, …/versions/{v}), and
+//     for a key with run.start the start of a version by planRef (POST
+//     /gateway/v1/runs) and its archive and restore.
 //   - GET /ui/{version}/{file} are the assets. version is a hash of every
 //     embedded file, so an asset under the current version never changes and
 //     is cached for a year; any other version is served with no-cache.
@@ -106,7 +112,7 @@ type file struct {
 }
 
 // Handler returns the UI's handler: index.html for /, /runs/{runId},
-// /schedules and /triggers, the assets under /ui/, and 404 for any other path. Only GET
+// /schedules, /triggers, /plans and /plans/{planId}, the assets under /ui/, and 404 for any other path. Only GET
 // and HEAD are allowed. Every answer carries a Content-Type, a
 // Cache-Control and X-Content-Type-Options: nosniff; the pages also carry
 // ContentSecurityPolicy. The pages carry opts in <meta> elements. The
@@ -137,6 +143,8 @@ func Handler(opts Options) http.Handler {
 	mux.HandleFunc("GET /runs/{runId}", page)
 	mux.HandleFunc("GET /schedules", page)
 	mux.HandleFunc("GET /triggers", page)
+	mux.HandleFunc("GET /plans", page)
+	mux.HandleFunc("GET /plans/{planId}", page)
 	mux.HandleFunc("GET /ui/{version}/{name}", func(w http.ResponseWriter, r *http.Request) {
 		f, ok := files[r.PathValue("name")]
 		if !ok || f.name == "index.html" {

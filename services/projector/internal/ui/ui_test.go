@@ -35,6 +35,7 @@ const (
 	envScreenshot          = "WEFT_UI_SCREENSHOT"           // the run page of the rich fixture
 	envScreenshotList      = "WEFT_UI_SCREENSHOT_LIST"      // the runs list
 	envScreenshotSchedules = "WEFT_UI_SCREENSHOT_SCHEDULES" // the schedules list, one schedule's skips open
+	envScreenshotPlan      = "WEFT_UI_SCREENSHOT_PLAN"      // a plan's page, a refused start's problems shown
 )
 
 // ---- Browser tests --------------------------------------------------------

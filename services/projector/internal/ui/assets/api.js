@@ -196,3 +196,37 @@ export function runPath(runId) {
 export function schedulesPath(query) {
   return `/gateway/v1/schedules?${new URLSearchParams(query)}`;
 }
+
+// plansPath returns the path of a page of registered plan versions, newest
+// first (query: limit, cursor), read from the gateway like the schedules.
+export function plansPath(query) {
+  return `/gateway/v1/plans?${new URLSearchParams(query)}`;
+}
+
+// planPath returns the path of registered plan planId of project
+// projectId: a page of its versions, newest first, and latest (with
+// cursor, the page it names); with version, the path of that version
+// (with its plan), and with action too, of that action on it.
+export function planPath(projectId, planId, { version, action, cursor } = {}) {
+  const query = new URLSearchParams({ projectId });
+  if (cursor) query.set('cursor', cursor);
+  let path = `/gateway/v1/plans/${encodeURIComponent(planId)}`;
+  if (version !== undefined) path += `/versions/${encodeURIComponent(version)}${action ? `/${action}` : ''}`;
+  return `${path}?${query}`;
+}
+
+// planVersionAction archives ('archive') or restores ('restore') a plan
+// version through the projector's gateway route and returns the version;
+// the gateway decides whether the key may (run.start).
+export async function planVersionAction(projectId, planId, version, action) {
+  const res = await request('POST', planPath(projectId, planId, { version, action }), { body: {} });
+  return res.data || {};
+}
+
+// startRun posts a start (api.StartRunRequest) through the projector's
+// gateway route and returns the gateway's StartRunResult; a refusal
+// throws an ApiError whose details.problems list what is wrong.
+export async function startRun(start) {
+  const res = await request('POST', '/gateway/v1/runs', { body: start });
+  return res.data || {};
+}

@@ -6,6 +6,9 @@
 //   /schedules        schedules list, read from the gateway through the
 //                     projector's /gateway/ route (GET /gateway/v1/schedules)
 //   /triggers         triggers list, read the same way (GET /gateway/v1/triggers)
+//   /plans            registered plan versions, read the same way (GET /gateway/v1/plans)
+//   /plans/{planId}?projectId=P[&version=V]   a registered plan's page: its
+//                     versions, and the version shown's steps, schema and start
 // The API key comes from #token=KEY (never ?token=KEY) once, then from
 // localStorage "weft.token".
 //
@@ -22,7 +25,7 @@
 //   stale-pill              the STALE pill beside a stale run's status
 //   filter-status           the status filter <select> (values incl. STALE)
 //   filter-plan             the plan id filter <input>
-//   load-more               the "Load more" button (cursor pagination) of the runs and schedules lists
+//   load-more               the "Load more" button (cursor pagination) of the runs, schedules, triggers and plans lists
 //   stale-banner            the run page's STALE alert (role=alert), present only while stale
 //   run-error               the root cause of a FAILED run
 //   btn-pause, btn-resume, btn-cancel   the run's action buttons
@@ -42,7 +45,22 @@
 //   events-table            the event timeline
 //   event-row               one event; data-seq is its runSeq
 //   event-toggle            shows or hides an event's eventData
-//   nav-runs, nav-schedules, nav-triggers   the top nav's links; the current page's has aria-current="page"
+//   nav-runs, nav-schedules, nav-triggers, nav-plans   the top nav's links; the current page's has aria-current="page"
+//   plans-table, plan-row (data-plan-id, data-plan-version, data-project-id), plan-link (to the plan's page),
+//   plan-version, plan-project, plan-state (ACTIVE|ARCHIVED), plan-created, plan-digest,
+//   plans-summary, plans-empty, plans-error   the plans list, as the schedules'
+//   plan-id, plan-page-project, plan-error   a plan's page: its id and project; why it could not be shown
+//   plan-versions, plan-version-row (data-plan-version; aria-current on the one shown), plan-version-link,
+//   plan-version-state, plan-version-latest, plan-latest   its versions, newest first
+//   plan-version (data-plan-version), plan-version-shown, plan-version-shown-state   the version shown
+//   plan-archive, plan-restore   its Archive (asks in the confirm dialog) or Restore, for a key with run.start
+//   plan-schema (-json), plan-schema-none   its inputSchema, or the note that it has none
+//   plan-start-form, plan-start-env, plan-start-input, plan-start-submit   "Start run", for a key with run.start;
+//                           plan-start-denied instead for another, plan-start-archived under an archived version's
+//   plan-start-problems     what is wrong with the last Start: plan-start-json-error (input that is not JSON,
+//                           nothing sent) or plan-start-error (the gateway's refusal), and one plan-start-problem
+//                           per problem it names (data-path, data-keyword, data-code; cells problem-path,
+//                           problem-keyword, problem-message)
 //   triggers-table, trigger-row (data-trigger-id), trigger-plan, trigger-input, trigger-created,
 //   trigger-send, triggers-summary, triggers-empty, triggers-error   the triggers list, as the schedules'
 //   schedules-table         the schedules table
@@ -76,6 +94,8 @@
 
 import { captureTokenFromURL, clearToken, getToken, setToken } from './api.js';
 import { h, icon, replace } from './dom.js';
+import { mountPlan } from './plan.js';
+import { mountPlans } from './plans.js';
 import { mountRun } from './run.js';
 import { mountRuns } from './runs.js';
 import { mountSchedules } from './schedules.js';
@@ -119,13 +139,15 @@ function render(notice) {
   } else if (path === '/triggers') {
     document.title = 'Triggers · Weft';
     current = mountTriggers(app, view);
+  } else if (path === '/plans') {
+    document.title = 'Plans · Weft';
+    current = mountPlans(app, view);
+  } else if ((m = path.match(/^\/plans\/([^/]+)$/))) {
+    const planId = decodeSegment(m[1]);
+    document.title = `Plan ${planId} · Weft`;
+    current = mountPlan(app, view, planId, new URLSearchParams(location.search));
   } else if ((m = path.match(/^\/runs\/([^/]+)$/))) {
-    let runId = m[1];
-    try {
-      runId = decodeURIComponent(runId);
-    } catch {
-      // Keep it as it is.
-    }
+    const runId = decodeSegment(m[1]);
     document.title = `Run ${runId} · Weft`;
     current = mountRun(app, view, runId);
   } else {
@@ -137,10 +159,24 @@ function render(notice) {
   }
 }
 
+// decodeSegment decodes a path segment, or keeps it as it is when it is
+// not valid percent-encoding.
+function decodeSegment(segment) {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
 // markNav marks the top nav's link of the page at path as the current one:
-// Runs for the runs list and a run's page, Schedules and Triggers for theirs.
+// Runs for the runs list and a run's page, Plans for the plans list and a
+// plan's page, Schedules and Triggers for theirs.
 function markNav(path) {
-  const section = path === '/schedules' || path === '/triggers' ? path : path === '/' || path.startsWith('/runs/') ? '/' : null;
+  let section = null;
+  if (path === '/schedules' || path === '/triggers' || path === '/plans') section = path;
+  else if (path.startsWith('/plans/')) section = '/plans';
+  else if (path === '/' || path.startsWith('/runs/')) section = '/';
   for (const a of document.querySelectorAll('.topnav a')) {
     if (a.getAttribute('href') === section) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');

@@ -62,7 +62,9 @@ const AUTO_FIT_MIN = 0.6;
 // createDag returns {el, controls, update(snapshot, actions), destroy()}.
 // actions is {retry(stepId, button), signal(name, stepId, button),
 // details(stepId), selected()}: details opens a step's panel, selected
-// names the step it shows.
+// names the step it shows. With plain, the graph draws a plan that has no
+// run (a registered plan's page): update takes {plan} and no actions, and
+// the nodes show neither status nor buttons.
 //
 // However wide and deep the plan, the graph fits: el is a box no taller
 // than the viewport that scrolls both ways (drag its background to pan),
@@ -70,7 +72,7 @@ const AUTO_FIT_MIN = 0.6;
 // back to 100%. The graph is drawn at its natural size in a canvas scaled
 // by a transform; a sizer around it takes the scaled size, so the box
 // scrolls over exactly what is shown.
-export function createDag() {
+export function createDag({ plain = false } = {}) {
   const cols = h('div', { class: 'dag-cols' });
   const svg = s('svg', { class: 'dag-edges', 'aria-hidden': 'true' });
   const canvas = h('div', { class: 'dag-canvas' }, svg, cols);
@@ -221,11 +223,11 @@ export function createDag() {
     edges = g.edges;
     statusOf = new Map([...g.nodes.keys()].map((id) => [id, byId.get(id)?.status || 'PENDING']));
     if (g.nodes.size === 0) {
-      replace(cols, h('div', { class: 'empty', text: 'This run has no steps to show yet.' }));
+      replace(cols, h('div', { class: 'empty', text: plain ? 'This plan has no steps.' : 'This run has no steps to show yet.' }));
     } else {
       let index = 0;
       replace(cols, g.columns.map((col) => h('div', { class: 'dag-col' },
-        col.map((n) => node(n, byId.get(n.id), ++index, snap, actions)))));
+        col.map((n) => node(n, byId.get(n.id), ++index, snap, plain ? null : actions)))));
     }
     requestAnimationFrame(() => {
       if (g.nodes.size > 0) autoFit();
@@ -246,7 +248,8 @@ function edgeKind(status) {
 }
 
 // node renders one step: n from layout, st its StepSnapshot (or undefined
-// when it has not started).
+// when it has not started). Without actions (a plain graph) it shows the
+// step as the plan declares it: no status, chips or buttons.
 function node(n, st, index, snap, actions) {
   const p = n.plan || {};
   const status = st?.status || 'PENDING';
@@ -255,9 +258,11 @@ function node(n, st, index, snap, actions) {
   const engine = attemptNumber(st?.engineAttemptId);
   const ms = st?.startedAt ? between(st.startedAt, st.completedAt) : null;
 
-  const what = waits
-    ? h('div', { class: 'node-what' }, icon('send'), 'waits for signal ', h('code', { text: p.signal || '?' }))
-    : h('div', { class: 'node-what' }, h('span', { class: 'muted', text: 'activity ' }), h('code', { text: p.activity || (n.plan ? '—' : 'not in plan') }));
+  const what = nodeWhat(n);
+  if (!actions) {
+    return h('article', { class: 'node node-plain', testid: 'step', 'data-step-id': n.id, 'data-node': n.id },
+      nodeHead(n, index), what, nodeDeps(n));
+  }
 
   const chips = [];
   if (!st) chips.push(h('span', { class: 'chip chip-quiet', text: 'not started' }));
@@ -314,16 +319,36 @@ function node(n, st, index, snap, actions) {
   }
 
   return h('article', { class: `node node-${status.toLowerCase()}${actions.selected() === n.id ? ' is-selected' : ''}`, testid: 'step', 'data-step-id': n.id, 'data-node': n.id },
-    h('header', { class: 'node-head' },
-      h('span', { class: 'node-index', text: String(index) }),
-      h('span', { class: 'node-id', title: n.id, text: n.id }),
-      pill(status, 'step-status')),
+    nodeHead(n, index, pill(status, 'step-status')),
     what,
-    n.deps.length ? h('div', { class: 'node-deps' }, 'after ', n.deps.map((d, i) => [i ? ', ' : '', h('code', { text: d })])) : null,
+    nodeDeps(n),
     chips.length ? h('div', { class: 'chips' }, chips) : null,
     errorBox,
     artifacts,
     buttons.length ? h('div', { class: 'node-actions' }, buttons) : null);
+}
+
+// nodeHead is a node's header: its index, its id and, when given, its
+// status pill.
+function nodeHead(n, index, statusPill = null) {
+  return h('header', { class: 'node-head' },
+    h('span', { class: 'node-index', text: String(index) }),
+    h('span', { class: 'node-id', title: n.id, text: n.id }),
+    statusPill);
+}
+
+// nodeWhat says what a step does: the signal it waits for, or its activity.
+function nodeWhat(n) {
+  const p = n.plan || {};
+  if (p.kind === 'waitSignal') {
+    return h('div', { class: 'node-what' }, icon('send'), 'waits for signal ', h('code', { text: p.signal || '?' }));
+  }
+  return h('div', { class: 'node-what' }, h('span', { class: 'muted', text: 'activity ' }), h('code', { text: p.activity || (n.plan ? '—' : 'not in plan') }));
+}
+
+// nodeDeps names the steps a node waits for, or is null.
+function nodeDeps(n) {
+  return n.deps.length ? h('div', { class: 'node-deps' }, 'after ', n.deps.map((d, i) => [i ? ', ' : '', h('code', { text: d })])) : null;
 }
 
 // artifact renders an ArtifactRef: its uri as the link text when the scheme

@@ -184,8 +184,10 @@ export function pagedList(opts) {
 }
 
 // resourceList draws into root the list page of one of the gateway's
-// resources, whose list answer holds them in the field name ('schedules')
-// and counts them as one / name ("1 schedule", "3 schedules"), and returns
+// resources, whose list answer holds them in the field name ('schedules'),
+// or in opts.field when it is another ('versions' for the plans), and
+// counts them as one / name ("1 schedule", "3 schedules"; opts.many when
+// the plural is not name), and returns
 // its pagedList, not yet started. opts are listPage's title, intro and
 // table, the table's tbody, and pagedList's view, path, key, pollMs,
 // createRow, fillRow, dropRow and emptyRow; its optional onDraw runs after
@@ -194,9 +196,9 @@ export function resourceList(root, opts) {
   const { name, one, title, intro, table } = opts;
   const { summary, errorBox, loadMore } = listPage(root, { name, title, intro, table });
   return pagedList({
-    ...opts, errorBox, loadMore, field: name, noun: name,
+    ...opts, errorBox, loadMore, field: opts.field || name, noun: name,
     onDraw(drawn) {
-      summary.textContent = countText(drawn, one, name);
+      summary.textContent = countText(drawn, one, opts.many || name);
       opts.onDraw?.(drawn);
     },
   });
