@@ -74,6 +74,9 @@ const GenericPlansSQL = "set local plan_cache_mode = force_generic_plan"
 func (s *Store) EventsAppendManyBatch(b *pgx.Batch, parts []RunAppend) ([][]AppendResult, error) {
 	args := make([][][]any, len(parts))
 	for p, part := range parts {
+		if part.OnlyIf != "" && part.ExpectedHead != nil {
+			return nil, fmt.Errorf("%w: part %d has both OnlyIf and an expected head", ErrInvalidEvent, p)
+		}
 		args[p] = make([][]any, len(part.Events))
 		for i := range part.Events {
 			ev := &part.Events[i]
@@ -92,10 +95,7 @@ func (s *Store) EventsAppendManyBatch(b *pgx.Batch, parts []RunAppend) ([][]Appe
 	}
 	out := make([][]AppendResult, len(parts))
 	for p, part := range parts {
-		if part.OnlyIf != "" {
-			if part.ExpectedHead != nil {
-				return nil, fmt.Errorf("%w: part %d has both OnlyIf and an expected head", ErrInvalidEvent, p)
-			}
+		if part.OnlyIf != "" && len(part.Events) > 0 {
 			b.Queue(lockHeadSQL, part.Events[0].RunID)
 		}
 		out[p] = make([]AppendResult, len(part.Events))

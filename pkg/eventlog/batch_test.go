@@ -76,3 +76,42 @@ func TestEventsAppendManyBatchRefusesBeforeQueuing(t *testing.T) {
 	require.ErrorIs(t, err, eventlog.ErrInvalidEvent)
 	require.Zero(t, b.Len())
 }
+
+// A part with OnlyIf is appended at the run's head when its condition
+// holds once the head is locked, and not at all, with no error, when it
+// does not; it takes no expected head.
+func TestEventsAppendManyBatchOnlyIf(t *testing.T) {
+	t.Parallel()
+	db := weftest.NewDB(t)
+	s := eventlog.New(db.Pool)
+	ctx := t.Context()
+	runID := events.NewRunID()
+	_, err := db.Pool.Exec(ctx, `CREATE TABLE open_runs (run_id uuid PRIMARY KEY)`)
+	require.NoError(t, err)
+	const open = `EXISTS (SELECT 1 FROM open_runs WHERE run_id = $1)`
+	onlyIf := func(evs ...events.Event) []eventlog.AppendResult {
+		b := &pgx.Batch{}
+		res, err := s.EventsAppendManyBatch(b, []eventlog.RunAppend{{OnlyIf: open, Events: evs}})
+		require.NoError(t, err)
+		require.NoError(t, db.Pool.SendBatch(ctx, b).Close())
+		return res[0]
+	}
+	res := onlyIf(batchEvent(t, runID, "a"))
+	require.Equal(t, eventlog.AppendResult{}, res[0], "the run is not open: nothing appended")
+	head, err := s.RunHead(ctx, runID)
+	require.NoError(t, err)
+	require.Zero(t, head)
+
+	_, err = db.Pool.Exec(ctx, `INSERT INTO open_runs VALUES ($1)`, runID)
+	require.NoError(t, err)
+	res = onlyIf(batchEvent(t, runID, "a"), batchEvent(t, runID, "b"))
+	require.Equal(t, []int64{1, 2}, []int64{res[0].RunSeq, res[1].RunSeq})
+	require.True(t, res[0].Persisted && res[1].Persisted)
+	res = onlyIf(batchEvent(t, runID, "a"))
+	require.True(t, res[0].Idempotent, "a key already in the run is kept")
+
+	zero := int64(0)
+	_, err = s.EventsAppendManyBatch(&pgx.Batch{}, []eventlog.RunAppend{{OnlyIf: open, ExpectedHead: &zero,
+		Events: []events.Event{batchEvent(t, runID, "c")}}})
+	require.ErrorIs(t, err, eventlog.ErrInvalidEvent)
+}
