@@ -142,7 +142,7 @@ func (p *Plan) expressions(ps *problems, l Limits) {
 			_, more := expr.CompileCondition(s.If, "if", p.scope(s.ID, false), lim)
 			found = append(found, more...)
 		}
-		if s.ForEach != "" && s.EffectiveKind() == KindActivity {
+		if s.ForEach != "" && s.EffectiveKind() != KindWaitSignal {
 			l, more := expr.CompileList(s.ForEach, "forEach", p.scope(s.ID, false), lim)
 			found = append(found, more...)
 			constantList(ps, s.ID, l)

@@ -66,8 +66,8 @@ func (p *Plan) forEaches(ps *problems) {
 			continue
 		case !p.Expressive():
 			ps.add(s.ID, "forEach", CodeFieldNotAllowed, "forEach needs schemaVersion %d", SchemaVersionExpressions)
-		case s.EffectiveKind() != KindActivity:
-			ps.add(s.ID, "forEach", CodeInvalidForEach, "only an activity step loops over a list")
+		case s.EffectiveKind() != KindActivity && s.EffectiveKind() != KindSubPlan:
+			ps.add(s.ID, "forEach", CodeInvalidForEach, "only an activity or subPlan step loops over a list")
 		case s.MaxParallel < 0 || s.MaxParallel > MaxParallelLimit:
 			ps.add(s.ID, "maxParallel", CodeInvalidForEach, "%d is out of range; want 1 to %d (0: %d)",
 				s.MaxParallel, MaxParallelLimit, DefaultMaxParallel)

@@ -259,3 +259,20 @@ func TestSubPlanCrashStartsOneChild(t *testing.T) {
 		})
 	}
 }
+
+// forEach over a subPlan step starts one child run per element, and the
+// step's output lists theirs in element order.
+func TestForEachSubPlanRunsAChildPerElement(t *testing.T) {
+	t.Parallel()
+	s := setup(t, engine.Config{})
+	rawWorker(t, s.js, "default", echo)
+	runID := s.start(t, parsePlan(t, `{"planId":"orders","planVersion":"1","steps":[
+		{"id":"pay","kind":"subPlan","forEach":"${{ [3, 4, 5] }}","maxParallel":2,"plan":`+childOfEcho+`,
+		 "input":{"amount":"${{ item }}"}}],"output":"${{ steps.pay.output }}"}`))
+	evs := s.waitTerminal(t, runID)
+	require.Equal(t, events.RunCompleted, terminal(evs))
+	var done events.RunCompletedData
+	require.NoError(t, evs[len(evs)-1].Data(&done))
+	require.JSONEq(t, `[{"amount":3},{"amount":4},{"amount":5}]`, string(done.Output))
+	require.Len(t, s.children(t, runID), 3)
+}

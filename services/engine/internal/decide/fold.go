@@ -102,7 +102,7 @@ func (s *State) apply(f fact) {
 			s.unbuffer(f.parent)
 		}
 		s.applyStep(f)
-		if st := s.Steps[f.stepID]; len(s.ChildEnds) > 0 && (st.Attempt != f.attempt || !st.InFlight()) {
+		if st, _ := s.stepState(f.stepID); len(s.ChildEnds) > 0 && (st.Attempt != f.attempt || !st.InFlight()) {
 			s.ChildEnds = dropChildEnd(s.ChildEnds, f.stepID, f.attempt)
 		}
 	case events.ChildRunEnded:
@@ -128,7 +128,7 @@ func (s *State) apply(f fact) {
 // flight, which the run's next round acts on (State.ChildEnds).
 func (s *State) childRunEnded(f fact) {
 	d, _ := f.data.(events.ChildRunEndedData)
-	st, ok := s.Steps[f.stepID]
+	st, ok := s.stepState(f.stepID)
 	if !ok || st.Attempt != f.attempt || !st.InFlight() || (st.ChildRunID != "" && st.ChildRunID != d.ChildRunID) {
 		return
 	}

@@ -79,7 +79,11 @@ func (s State) activities(p *plan.Plan, f func(ps *plan.Step, st StepState)) {
 			f(ps, s.Steps[ps.ID])
 		}
 	}
-	s.elements(p, f)
+	s.elements(p, func(ps *plan.Step, st StepState) {
+		if ps.EffectiveKind() == plan.KindActivity {
+			f(ps, st)
+		}
+	})
 }
 
 // elements calls f with the step and state of every element of p's
@@ -179,6 +183,10 @@ func (d *decider) retryDue(ps *plan.Step) {
 func (d *decider) scheduleChild(ps *plan.Step, i int) {
 	c := childStep(ps, i)
 	attempt := d.s.child(ps.ID, i).Attempt
+	if c.EffectiveKind() == plan.KindSubPlan {
+		d.scheduleSubRun(c, attempt)
+		return
+	}
 	input, resolved, failure := d.inputOf(c)
 	if failure != nil {
 		d.emit(c.ID, attempt, events.StepFailed, events.StepFailedData{Error: *failure}, "")
@@ -204,6 +212,10 @@ func (d *decider) stopFan(ps *plan.Step, fan Fan) {
 		st := d.s.child(ps.ID, i)
 		switch childCategory(st) {
 		case childRunning:
+			if ps.EffectiveKind() == plan.KindSubPlan {
+				d.cancelChild(st.ChildRunID)
+				break
+			}
 			c := Cancel{RunID: d.s.RunID, StepID: id, LogicalAttempt: st.Attempt, Queue: queueOf(ps), Reason: stop.Message}
 			d.out.Cancels = append(d.out.Cancels, c)
 			d.reconcileCancelled([]Cancel{c}, stop.Message)

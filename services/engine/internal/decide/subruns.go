@@ -77,8 +77,9 @@ func ChildRunRefused(start ChildStart, message string, now time.Time) ChildEnded
 			Reason: message}}
 }
 
-// scheduleSubRun dispatches attempt of subPlan step ps: StepScheduled
-// with the child's id and input, StepStarted, and the child's start.
+// scheduleSubRun dispatches attempt of subPlan step ps, or of an element
+// of a forEach subPlan step: StepScheduled with the child's id and input,
+// StepStarted, and the child's start.
 func (d *decider) scheduleSubRun(ps *plan.Step, attempt int) {
 	input, _, failure := d.inputOf(ps)
 	if failure != nil {
@@ -141,9 +142,9 @@ func (d *decider) liveSubRun(stepID string, attempt int) (*plan.Step, StepState,
 	if d.s.Status != events.RunStatusRunning && d.s.Status != events.RunStatusPaused {
 		return nil, StepState{}, false
 	}
-	ps, ok := d.p.Step(stepID)
-	st := d.s.Steps[stepID]
-	if !ok || ps.EffectiveKind() != plan.KindSubPlan || st.Attempt != attempt || !st.InFlight() {
+	ps, ok := d.step(stepID)
+	st, _ := d.s.stepState(stepID)
+	if !ok || ps.EffectiveKind() != plan.KindSubPlan || ps.ForEach != "" || st.Attempt != attempt || !st.InFlight() {
 		return nil, StepState{}, false
 	}
 	return ps, st, true
@@ -176,11 +177,9 @@ func (d *decider) closeRun(was events.RunStatus) {
 	if (!ended || d.s.Status == events.RunStatusCompleted) && !failing {
 		return
 	}
-	for i := range d.p.Steps {
-		ps := &d.p.Steps[i]
-		st := d.s.Steps[ps.ID]
-		if ps.EffectiveKind() != plan.KindSubPlan || st.ChildRunID == "" || ps.EffectiveParentClose() != plan.ParentCloseCancel {
-			continue
+	d.s.subRuns(d.p, func(ps *plan.Step, st StepState) {
+		if st.ChildRunID == "" || ps.EffectiveParentClose() != plan.ParentCloseCancel {
+			return
 		}
 		// A run's timeout fails its in-flight attempts, and their children
 		// still run.
@@ -188,7 +187,23 @@ func (d *decider) closeRun(was events.RunStatus) {
 		if st.InFlight() || (ended && timedOut) {
 			d.cancelChild(st.ChildRunID)
 		}
+	})
+}
+
+// subRuns calls f with the plan step and state of every subPlan step of
+// p but forEach ones, whose elements it gives instead, as activities does
+// for activity steps.
+func (s State) subRuns(p *plan.Plan, f func(ps *plan.Step, st StepState)) {
+	for i := range p.Steps {
+		if ps := &p.Steps[i]; ps.EffectiveKind() == plan.KindSubPlan && ps.ForEach == "" {
+			f(ps, s.Steps[ps.ID])
+		}
 	}
+	s.elements(p, func(ps *plan.Step, st StepState) {
+		if ps.EffectiveKind() == plan.KindSubPlan {
+			f(ps, st)
+		}
+	})
 }
 
 // tellParent appends to the parent's log the ChildRunEnded of this run's

@@ -165,3 +165,37 @@ func TestRefusedChildFailsItsStep(t *testing.T) {
 	b.append(d.Events...)
 	require.Equal(t, CodeChildRunRefused, b.s.Steps["pay"].Error.Code)
 }
+
+// A forEach subPlan step starts one child per element, at most
+// maxParallel at once, and completes with their outputs in order; a
+// failed element under failFast cancels the running children.
+func TestForEachSubPlanStartsAChildPerElement(t *testing.T) {
+	t.Parallel()
+	s := sub("pay", `{"n":"${{ item }}"}`)
+	s.ForEach, s.MaxParallel = "[1, 2, 3]", 2
+	b := setup(t, s)
+	d := b.decide(approve())
+	require.Len(t, d.Starts, 2, "maxParallel children start")
+	require.Equal(t, "pay[0]", d.Starts[0].StepID)
+	require.JSONEq(t, `{"n":1}`, string(d.Starts[0].Input))
+	require.Empty(t, d.Tasks)
+
+	el := func(i int) StepState { st, _ := b.s.stepState(events.ChildStepID("pay", i)); return st }
+	d = b.decide(b.childEnd("pay[0]", el(0), events.ChildRunEndedData{Status: events.RunStatusCompleted, Output: json.RawMessage(`"a"`)}))
+	require.Len(t, d.Starts, 1, "the third child starts when the first ends")
+	require.Equal(t, "pay[2]", d.Starts[0].StepID)
+	b.decide(b.childEnd("pay[1]", el(1), events.ChildRunEndedData{Status: events.RunStatusCompleted, Output: json.RawMessage(`"b"`)}))
+	d = b.decide(b.childEnd("pay[2]", el(2), events.ChildRunEndedData{Status: events.RunStatusCompleted, Output: json.RawMessage(`"c"`)}))
+	require.Contains(t, descs(d.Events), "RunCompleted")
+	require.Equal(t, `["a","b","c"]`, b.s.Steps["pay"].Output)
+
+	f := sub("pay", `{}`)
+	f.ForEach = "[1, 2]"
+	b = setup(t, f)
+	b.decide(approve())
+	d = b.decide(b.childEnd("pay[0]", el(0), events.ChildRunEndedData{Status: events.RunStatusFailed, Reason: "boom"}))
+	require.Len(t, d.ToOtherRuns, 1, "the running child is cancelled")
+	require.Equal(t, el(1).ChildRunID, d.ToOtherRuns[0].RunID)
+	require.Equal(t, CodeForEachFailed, b.s.Steps["pay"].Error.Code)
+	require.Empty(t, d.Cancels, "no worker is asked to stop a child run")
+}
