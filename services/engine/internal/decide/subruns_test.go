@@ -2,12 +2,14 @@ package decide
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/plan"
+	"github.com/weftrun/weft/pkg/weftest/goldentest"
 )
 
 // childPlan is an inline plan of one activity.
@@ -198,4 +200,24 @@ func TestForEachSubPlanStartsAChildPerElement(t *testing.T) {
 	require.Equal(t, el(1).ChildRunID, d.ToOtherRuns[0].RunID)
 	require.Equal(t, CodeForEachFailed, b.s.Steps["pay"].Error.Code)
 	require.Empty(t, d.Cancels, "no worker is asked to stop a child run")
+}
+
+// TestPersistedGoldenCheckpointChildRun: a checkpoint of a child run with
+// a subPlan step in flight and its child's end not yet acted on records
+// the parent link, the step's child and the end, byte for byte as
+// testdata/persisted/Checkpoint_childRun.json holds it, and today's reader
+// restores the same state.
+func TestPersistedGoldenCheckpointChildRun(t *testing.T) {
+	t.Parallel()
+	parent := events.RunParent{RunID: "0190a8e2-7b3c-7def-8123-000000000001", StepID: "pay", LogicalAttemptID: "1", PlanVersion: "pv", Depth: 1}
+	b := setupWith(t, events.RunApprovedData{Parent: &parent}, sub("sub", `{}`))
+	b.decide(approve())
+	b.childEnd("sub", b.s.Steps["sub"], events.ChildRunEndedData{Status: events.RunStatusCompleted, Output: json.RawMessage(`{"ok":true}`)})
+	require.Len(t, b.s.ChildEnds, 1)
+	written, err := MarshalCheckpoint(b.p, b.s)
+	require.NoError(t, err)
+	golden := goldentest.Compare(t, filepath.Join("testdata", "persisted", "Checkpoint_childRun.json"), written)
+	got, err := RestoreCheckpoint(b.p, golden)
+	require.NoError(t, err)
+	require.Equal(t, b.s, got)
 }
