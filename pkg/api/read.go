@@ -67,7 +67,7 @@ type RunPlan struct {
 // PlanStep is one step of a run's plan graph.
 type PlanStep struct {
 	ID string `json:"id"`
-	// Kind is "activity" or "waitSignal".
+	// Kind is "activity", "waitSignal" or "subPlan".
 	Kind string `json:"kind,omitempty"`
 	// Activity is set on activity steps.
 	Activity string `json:"activity,omitempty"`
@@ -97,6 +97,11 @@ type RunSummary struct {
 	// for a run a trigger started); empty until the projector has recorded
 	// it (a run an older build projected, before a rebuild pass).
 	RunRequestID string `json:"runRequestId"`
+	// ParentRunID is, on a child run (one a subPlan step started), its
+	// parent's run id; empty on any other run, and on a child until the
+	// projector has recorded it (a run an older build projected, before a
+	// rebuild pass). The run's view carries the whole link (parent).
+	ParentRunID string `json:"parentRunId,omitempty"`
 }
 
 // ChildPage is the answer of GET /v1/runs/{runId}/steps/{stepId}/children:

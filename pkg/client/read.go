@@ -31,6 +31,9 @@ type RunFilter struct {
 	// TriggerID keeps the runs this trigger's events started (run request
 	// id "{triggerId}:{eventId}"). Empty: any run.
 	TriggerID string
+	// ParentRunID keeps the child runs the subPlan steps of this run
+	// started; it must be a run id. Empty: any run.
+	ParentRunID string
 	// Limit is the page size, 1 to 200; 0 means the server's default (50).
 	Limit int
 	// Cursor is the NextCursor of the previous page; empty for the first.
@@ -48,6 +51,9 @@ func (f RunFilter) query() url.Values {
 	}
 	if f.TriggerID != "" {
 		q.Set("trigger", f.TriggerID)
+	}
+	if f.ParentRunID != "" {
+		q.Set("parent", f.ParentRunID)
 	}
 	if f.ProjectID != "" {
 		q.Set("projectId", f.ProjectID)

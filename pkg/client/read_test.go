@@ -211,14 +211,14 @@ func TestListRunsSendsFilter(t *testing.T) {
 
 	got, err := b.client.ListRuns(context.Background(), client.RunFilter{
 		Status: []string{"FAILED", api.StatusStale}, PlanID: "hello", TriggerID: "orders",
-		ProjectID: "shop", EnvironmentID: "prod", Limit: 10, Cursor: "c1"})
+		ParentRunID: testRunID, ProjectID: "shop", EnvironmentID: "prod", Limit: 10, Cursor: "c1"})
 	require.NoError(t, err)
 	require.Equal(t, want, *got)
 	reqs := b.api.requests()
 	require.Len(t, reqs, 1)
 	require.Equal(t, "/v1/runs", reqs[0].escapedPath)
 	require.Equal(t, url.Values{"status": {"FAILED", "STALE"}, "plan": {"hello"}, "trigger": {"orders"},
-		"projectId": {"shop"}, "environmentId": {"prod"}, "limit": {"10"}, "cursor": {"c1"}}, reqs[0].query)
+		"parent": {testRunID}, "projectId": {"shop"}, "environmentId": {"prod"}, "limit": {"10"}, "cursor": {"c1"}}, reqs[0].query)
 }
 
 func TestRunsFollowsCursors(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/weftrun/weft/pkg/api"
@@ -153,9 +154,10 @@ func (s *Service) lagging(bus []events.Event, watermark int64, now time.Time) bo
 }
 
 // absorb records what the applied events tell beyond the snapshot: the
-// run's identity, plan and run request id from its RunApproved, and each event's
-// persistedAt. The row's lag_ms is the last event's lag as of now (the
-// batch's writes); the histogram measures to the commit (afterCommit).
+// run's identity, plan, run request id and parent run from its
+// RunApproved, and each event's persistedAt. The row's lag_ms is the last
+// event's lag as of now (the batch's writes); the histogram measures to
+// the commit (afterCommit).
 func (s *Service) absorb(r *runRow, applied []events.Event, now time.Time, ch *runChange) {
 	for _, e := range applied {
 		if !e.PersistedAt.IsZero() {
@@ -172,12 +174,28 @@ func (s *Service) absorb(r *runRow, applied []events.Event, now time.Time, ch *r
 		r.ident = api.RunIdentity{TenantID: d.TenantID, ProjectID: d.ProjectID, EnvironmentID: d.EnvironmentID,
 			PlanID: d.PlanID, PlanVersion: d.PlanVersion}
 		r.requestID = &d.RunRequestID
+		r.parentRunID = parentRunID(d.Parent)
 		var planned int
 		r.planSteps, planned = planGraph(d.Plan)
 		r.stepsTotal = max(r.stepsTotal, planned)
 		r.createdAt = cmp.Or(e.PersistedAt, e.EmittedAt)
 		ch.changed = true
 	}
+}
+
+// parentRunID is the run id of a child run's parent, canonical; nil for a
+// run without a parent, or whose parent's id is not a UUID (the column is
+// a uuid: such an id must not fail the batch's save).
+func parentRunID(p *events.RunParent) *string {
+	if p == nil {
+		return nil
+	}
+	id, err := uuid.Parse(p.RunID)
+	if err != nil {
+		return nil
+	}
+	s := id.String()
+	return &s
 }
 
 // setGap opens, keeps or closes r's gap: it is open while an event seen is

@@ -44,8 +44,10 @@ const (
 // rebuildScanSQL looks at the next $3 runs of the log with an id in
 // ($1, $2) and at least one event, through run_heads' primary key, and
 // returns how many it looked at, the last one's id, those without a
-// snapshot row, and those whose row has no run request id recorded (a
-// build older than migration 0012 projected them).
+// snapshot row, those whose row has no run request id recorded (a build
+// older than migration 0012 projected them), and the child runs whose row
+// has no parent run recorded (a build older than migration 0020 projected
+// them): those whose run request id is a child's (events.ChildRunRequestID).
 const rebuildScanSQL = `
 WITH page AS (
     SELECT run_id FROM run_heads
@@ -54,7 +56,9 @@ WITH page AS (
 SELECT count(*), coalesce((array_agg(p.run_id::text ORDER BY p.run_id DESC))[1], ''),
        coalesce(array_agg(p.run_id::text ORDER BY p.run_id) FILTER (WHERE s.run_id IS NULL), '{}'),
        coalesce(array_agg(p.run_id::text ORDER BY p.run_id)
-           FILTER (WHERE s.run_request_id IS NULL AND s.last_event_seq > 0), '{}')
+           FILTER (WHERE s.run_request_id IS NULL AND s.last_event_seq > 0), '{}'),
+       coalesce(array_agg(p.run_id::text ORDER BY p.run_id)
+           FILTER (WHERE s.parent_run_id IS NULL AND starts_with(s.run_request_id, 'child:')), '{}')
 FROM page p LEFT JOIN run_snapshots s USING (run_id)`
 
 // requestIDsFillSQL records the run request id of the rows of $1 that
@@ -66,6 +70,18 @@ UPDATE run_snapshots s SET run_request_id = coalesce(e.event_data->>'runRequestI
 FROM run_events e
 WHERE s.run_id = ANY($1::uuid[]) AND s.run_request_id IS NULL
   AND e.run_id = s.run_id AND e.event_type = 'RunApproved'`
+
+// parentsFillSQL records the parent run of the rows of $1 that have none,
+// from their run's RunApproved in the log. A row whose RunApproved names
+// no parent, or a parent whose id is not a UUID, stays NULL: a run a
+// trigger or schedule with the id "child" started, which the next passes
+// look at again.
+const parentsFillSQL = `
+UPDATE run_snapshots s SET parent_run_id = (e.event_data->'parent'->>'runId')::uuid
+FROM run_events e
+WHERE s.run_id = ANY($1::uuid[]) AND s.parent_run_id IS NULL
+  AND e.run_id = s.run_id AND e.event_type = 'RunApproved'
+  AND e.event_data->'parent'->>'runId' ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'`
 
 // RebuildStats is what a rebuild did.
 type RebuildStats struct {
@@ -92,23 +108,21 @@ type rebuildPass struct {
 }
 
 // rebuildPage scans the pass's next page, rebuilds its runs without a
-// snapshot and records the run request ids its rows lack. It returns
-// false when the pass has no run left.
+// snapshot and records the run request ids and parent runs its rows lack.
+// It returns false when the pass has no run left.
 func (s *Service) rebuildPage(ctx context.Context, p *rebuildPass) (bool, error) {
 	var n int
 	var last string
-	var missing, unnamed []string
-	err := s.pool.QueryRow(ctx, rebuildScanSQL, p.after, p.before, rebuildPage).Scan(&n, &last, &missing, &unnamed)
+	var missing, unnamed, orphaned []string
+	err := s.pool.QueryRow(ctx, rebuildScanSQL, p.after, p.before, rebuildPage).Scan(&n, &last, &missing, &unnamed, &orphaned)
 	if err != nil {
 		return false, fmt.Errorf("projector: scan the log's runs: %w", err)
 	}
 	if n == 0 {
 		return false, nil
 	}
-	if len(unnamed) > 0 {
-		if _, err := s.pool.Exec(ctx, requestIDsFillSQL, unnamed); err != nil {
-			return false, fmt.Errorf("projector: record run request ids: %w", err)
-		}
+	if err := s.fillFromLog(ctx, unnamed, orphaned); err != nil {
+		return false, err
 	}
 	p.stats.Scanned += n
 	rebuilt, err := s.rebuildMissing(ctx, missing)
@@ -118,6 +132,22 @@ func (s *Service) rebuildPage(ctx context.Context, p *rebuildPass) (bool, error)
 	}
 	p.after = last
 	return n == rebuildPage, nil
+}
+
+// fillFromLog records, from their runs' RunApproved, the run request ids
+// of the rows of unnamed and the parent runs of the rows of orphaned.
+func (s *Service) fillFromLog(ctx context.Context, unnamed, orphaned []string) error {
+	if len(unnamed) > 0 {
+		if _, err := s.pool.Exec(ctx, requestIDsFillSQL, unnamed); err != nil {
+			return fmt.Errorf("projector: record run request ids: %w", err)
+		}
+	}
+	if len(orphaned) > 0 {
+		if _, err := s.pool.Exec(ctx, parentsFillSQL, orphaned); err != nil {
+			return fmt.Errorf("projector: record parent runs: %w", err)
+		}
+	}
+	return nil
 }
 
 // rebuildMissing rebuilds runIDs in transactions of rebuildBatch runs,
@@ -232,7 +262,8 @@ func (s *Service) logRebuild(ctx context.Context, pass string, st RebuildStats, 
 
 // Rebuild is one whole pass over every run the log has: each without a
 // snapshot row is projected from its log, and each row without a run
-// request id gets its RunApproved's (`weft projector rebuild`). It
+// request id, or a child run's row without its parent run, gets its
+// RunApproved's (`weft projector rebuild`). It
 // is safe while projectors run; they keep applying live events. It
 // returns what it did so far when it fails or ctx ends.
 func (s *Service) Rebuild(ctx context.Context) (RebuildStats, error) {

@@ -27,6 +27,10 @@ type runRow struct {
 	// requestID is the run's run request id, set like planSteps only by
 	// a RunApproved applied in this batch (nil: the stored one stays).
 	requestID *string
+	// parentRunID is a child run's parent run id, set like requestID only
+	// by a RunApproved applied in this batch that names a parent (nil: the
+	// stored one stays).
+	parentRunID *string
 	// gapSeen is the runSeq of an event seen past a gap (0: no gap open),
 	// and gapSince when the gap was found.
 	gapSeen       int64
@@ -180,7 +184,7 @@ UPDATE run_snapshots SET
     status = $7, last_event_seq = $8, steps_total = $9, steps_done = $10, snapshot = $11,
     plan_steps = coalesce($12, plan_steps), gap_seen_seq = nullif($13, 0), gap_since = $14, created_at = $15,
     updated_at = clock_timestamp(), last_persisted_at = $16, lag_ms = $17,
-    run_request_id = coalesce($18, run_request_id)
+    run_request_id = coalesce($18, run_request_id), parent_run_id = coalesce($19::uuid, parent_run_id)
 WHERE run_id = $1`
 
 // queueSave queues the UPDATE that stores r, its watermark included.
@@ -193,7 +197,7 @@ func queueSave(b *pgx.Batch, r *runRow) error {
 		r.ident.PlanID, r.ident.PlanVersion, string(r.snap.Status), r.snap.LastEventSeq,
 		max(r.stepsTotal, len(r.snap.TopSteps())), r.snap.StepsDone(),
 		snap, nullJSON(r.planSteps), r.gapSeen, nullTime(r.gapSince), r.createdAt,
-		nullTime(r.lastPersisted), r.lagMs, r.requestID)
+		nullTime(r.lastPersisted), r.lagMs, r.requestID, r.parentRunID)
 	return nil
 }
 

@@ -83,6 +83,9 @@ func printRun(w io.Writer, v *api.RunView, details map[string]*events.StepDetail
 	tw.row("Run\t%s\n", v.RunID)
 	tw.row("Plan\t%s %s\n", v.PlanID, v.PlanVersion)
 	tw.row("Where\ttenant %s, project %s, environment %s\n", v.TenantID, v.ProjectID, v.EnvironmentID)
+	if p := v.Parent; p != nil {
+		tw.row("Parent\trun %s, step %s (attempt %s, depth %d)\n", p.RunID, p.StepID, p.LogicalAttemptID, p.Depth)
+	}
 	tw.row("Status\t%s\n", runStatusLine(v, now))
 	if v.Queued != nil {
 		tw.row("Queued\t%s\n", queuedText(v.Queued, now))
@@ -187,12 +190,19 @@ func newStepRow(ps api.PlanStep, s events.StepSnapshot) stepRow {
 	if f := s.ForEach; f != nil {
 		r.does += fmt.Sprintf(" ×%d (%d done, %d running, %d failed)", f.Count, f.Done, f.Running, f.Failed)
 	}
+	if s.ChildRunID != "" {
+		r.does = "child run " + s.ChildRunID
+	}
 	return r
 }
 
-// stepDoes says what a step does: its activity, or the signal it waits for.
+// stepDoes says what a step does: its activity, the signal it waits for,
+// or, for a subPlan step, that it starts a child run (newStepRow names
+// the child once it has one).
 func stepDoes(ps api.PlanStep) string {
 	switch {
+	case ps.Kind == "subPlan":
+		return "starts a child run"
 	case ps.Kind == "waitSignal":
 		return "waits for signal " + ps.Signal
 	case ps.Activity != "":

@@ -20,7 +20,7 @@ func RunsCommands() map[string]Command {
 	}
 }
 
-const lsSynopsis = "weft runs ls [--status S[,S…]] [--plan PLAN_ID] [--project ID] [--environment ID] [--limit N] [--cursor C] [-o json]"
+const lsSynopsis = "weft runs ls [--status S[,S…]] [--plan PLAN_ID] [--parent RUN_ID] [--project ID] [--environment ID] [--limit N] [--cursor C] [-o json]"
 
 // statusList is a flag that may be repeated and holds comma-separated
 // values: --status FAILED,CANCELLED --status STALE.
@@ -44,6 +44,7 @@ func runsList(ctx context.Context, env *Env, args []string) error {
 	var statuses statusList
 	cmd.Var(&statuses, "status", "keep runs of these statuses: PENDING APPROVED QUEUED RUNNING PAUSED COMPLETED FAILED CANCELLED, or STALE; repeatable or comma-separated")
 	cmd.StringVar(&filter.PlanID, "plan", "", "keep runs of this plan id")
+	cmd.StringVar(&filter.ParentRunID, "parent", "", "keep the child runs the subPlan steps of this run started")
 	cmd.StringVar(&filter.ProjectID, "project", "", "keep runs of this project id")
 	cmd.StringVar(&filter.EnvironmentID, "environment", "", "keep runs of this environment id")
 	addPageFlags(cmd.flags, "runs", 20, &filter.Limit, &filter.Cursor)
@@ -69,7 +70,7 @@ func nextPageCommand(f client.RunFilter, cursor string) string {
 	if len(f.Status) > 0 {
 		next = append(next, "--status", strings.Join(f.Status, ","))
 	}
-	for _, kv := range [][2]string{{"--plan", f.PlanID}, {"--project", f.ProjectID}, {"--environment", f.EnvironmentID}} {
+	for _, kv := range [][2]string{{"--plan", f.PlanID}, {"--parent", f.ParentRunID}, {"--project", f.ProjectID}, {"--environment", f.EnvironmentID}} {
 		if kv[1] != "" {
 			next = append(next, kv[0], kv[1])
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,6 +29,7 @@ type listQuery struct {
 	project  string // "": any project
 	env      string // "": any environment
 	trigger  string // "": any run; else the runs trigger started
+	parent   string // "": any run; else the child runs of run parent
 	limit    int
 	after    *cursor
 }
@@ -39,19 +41,20 @@ type cursor struct {
 }
 
 // runsListSQL lists a tenant's runs newest first, its %s standing for
-// the trigger filter: runsAllSQL has none, runsByTriggerSQL has
-// triggerCond, whose $10 is the trigger id. The project and environment
-// filters ($8, $9) have no index of their own: the list's index
-// (run_snapshots_list, or run_snapshots_source for a trigger) serves
-// them, newest first, as it serves the list without them. ORDER BY names the table's
-// run_id: a bare run_id would be the output column, run_id::text, which
-// no index orders, so every page would sort all the runs that match.
+// the filters that have an index of their own (listSQL): the trigger
+// filter (triggerCond) and the parent filter (parentCond). The project and
+// environment filters ($8, $9) have none: the list's index
+// (run_snapshots_list, or the index of the trigger or parent filter)
+// serves them, newest first, as it serves the list without them. ORDER BY
+// names the table's run_id: a bare run_id would be the output column,
+// run_id::text, which no index orders, so every page would sort all the
+// runs that match.
 const runsListSQL = `
 SELECT run_id::text, tenant_id, project_id, environment_id, plan_id, plan_version, status,
        gap_seen_seq IS NOT NULL, created_at, (snapshot->>'startedAt')::timestamptz,
        (snapshot->>'completedAt')::timestamptz, (snapshot->>'totalDurationMs')::bigint,
        updated_at, last_event_seq, steps_total, steps_done, coalesce((snapshot->>'failedSteps')::int, 0),
-       coalesce(run_request_id, '')
+       coalesce(run_request_id, ''), coalesce(parent_run_id::text, '')
 FROM run_snapshots
 WHERE tenant_id = $1
   AND ($2::text[] IS NULL OR status = ANY($2) OR ($3 AND gap_seen_seq IS NOT NULL))
@@ -63,16 +66,35 @@ WHERE tenant_id = $1
 ORDER BY created_at DESC, run_snapshots.run_id DESC
 LIMIT $7`
 
-// triggerCond keeps the runs trigger $10 started: those whose run request
-// id is "$10:{eventId}". It is the predicate and the expression of the
-// index run_snapshots_source (migration 0012), spelt as there so that the
-// index serves the list newest first, pages included.
-const triggerCond = `AND strpos(run_request_id, ':') > 0 AND split_part(run_request_id, ':', 1) = $10`
+// triggerCond keeps the runs the trigger whose id is its placeholder's
+// value started: those whose run request id is "{triggerId}:{eventId}".
+// It is the predicate and the expression of the index
+// run_snapshots_source (migration 0012), spelt as there so that the index
+// serves the list newest first, pages included.
+const triggerCond = `AND strpos(run_request_id, ':') > 0 AND split_part(run_request_id, ':', 1) = $%d`
 
-var (
-	runsAllSQL       = fmt.Sprintf(runsListSQL, "")
-	runsByTriggerSQL = fmt.Sprintf(runsListSQL, triggerCond)
-)
+// parentCond keeps the child runs of the run whose id is its
+// placeholder's value, which the index run_snapshots_parent (migration
+// 0020) serves newest first, pages included.
+const parentCond = `AND parent_run_id = $%d::uuid`
+
+// listSQL returns the query that lists q's page and its arguments: one
+// more run than q.limit, which tells whether a next page has any.
+func (q listQuery) listSQL() (string, []any) {
+	var afterAt, afterID any
+	if q.after != nil {
+		afterAt, afterID = q.after.CreatedAt, q.after.RunID
+	}
+	args := []any{q.tenant, q.statuses, q.stale, q.plan, afterAt, afterID, q.limit + 1, q.project, q.env}
+	var conds []string
+	for _, f := range [...]struct{ cond, value string }{{triggerCond, q.trigger}, {parentCond, q.parent}} {
+		if f.value != "" {
+			args = append(args, f.value)
+			conds = append(conds, fmt.Sprintf(f.cond, len(args)))
+		}
+	}
+	return fmt.Sprintf(runsListSQL, strings.Join(conds, "\n  ")), args
+}
 
 // handleRunsList answers GET /v1/runs.
 func (a *API) handleRunsList(w http.ResponseWriter, r *http.Request, p auth.Principal) {
@@ -94,14 +116,7 @@ func (a *API) handleRunsList(w http.ResponseWriter, r *http.Request, p auth.Prin
 }
 
 func (a *API) runsList(r *http.Request, q listQuery) (api.RunList, error) {
-	var afterAt, afterID any
-	if q.after != nil {
-		afterAt, afterID = q.after.CreatedAt, q.after.RunID
-	}
-	sql, args := runsAllSQL, []any{q.tenant, q.statuses, q.stale, q.plan, afterAt, afterID, q.limit + 1, q.project, q.env}
-	if q.trigger != "" {
-		sql, args = runsByTriggerSQL, append(args, q.trigger)
-	}
+	sql, args := q.listSQL()
 	rows, err := a.read.Query(r.Context(), sql, args...)
 	if err != nil {
 		return api.RunList{}, fmt.Errorf("projector: list runs: %w", err)
@@ -110,7 +125,7 @@ func (a *API) runsList(r *http.Request, q listQuery) (api.RunList, error) {
 		var v api.RunSummary
 		err := row.Scan(&v.RunID, &v.TenantID, &v.ProjectID, &v.EnvironmentID, &v.PlanID, &v.PlanVersion,
 			&v.Status, &v.Stale, &v.CreatedAt, &v.StartedAt, &v.CompletedAt, &v.TotalDurationMs,
-			&v.UpdatedAt, &v.LastEventSeq, &v.StepsTotal, &v.StepsDone, &v.FailedSteps, &v.RunRequestID)
+			&v.UpdatedAt, &v.LastEventSeq, &v.StepsTotal, &v.StepsDone, &v.FailedSteps, &v.RunRequestID, &v.ParentRunID)
 		return v, err
 	})
 	if err != nil {
@@ -130,18 +145,13 @@ var errOtherTenant = errors.New("tenant: a key reads only its own tenant's runs"
 // parseList reads and checks the list's query parameters.
 func parseList(r *http.Request, p auth.Principal) (listQuery, error) {
 	v := r.URL.Query()
-	q := listQuery{tenant: p.TenantID, plan: v.Get("plan"), trigger: v.Get("trigger"),
+	q := listQuery{tenant: p.TenantID, plan: v.Get("plan"), trigger: v.Get("trigger"), parent: v.Get("parent"),
 		project: v.Get("projectId"), env: v.Get("environmentId"), limit: DefaultListLimit}
 	if t := v.Get("tenant"); t != "" && t != p.TenantID {
 		return q, errOtherTenant
 	}
-	for _, name := range []string{"projectId", "environmentId"} {
-		if v.Has(name) && v.Get(name) == "" {
-			return q, fmt.Errorf("%s: want an id, not an empty one", name)
-		}
-	}
-	if v.Has("trigger") && (q.trigger == "" || strings.Contains(q.trigger, ":")) {
-		return q, fmt.Errorf("trigger %q: want a trigger id, which is not empty and holds no ':'", q.trigger)
+	if err := checkFilterIDs(v); err != nil {
+		return q, err
 	}
 	if v.Has("status") {
 		q.statuses = []string{}
@@ -168,6 +178,26 @@ func parseList(r *http.Request, p auth.Principal) (listQuery, error) {
 		q.after = &after
 	}
 	return q, nil
+}
+
+// checkFilterIDs checks the ids the list's filters name: an empty project
+// or environment id, a trigger id no trigger can have, and a parent that
+// is not a run id are refused.
+func checkFilterIDs(v url.Values) error {
+	for _, name := range []string{"projectId", "environmentId"} {
+		if v.Has(name) && v.Get(name) == "" {
+			return fmt.Errorf("%s: want an id, not an empty one", name)
+		}
+	}
+	if trigger := v.Get("trigger"); v.Has("trigger") && (trigger == "" || strings.Contains(trigger, ":")) {
+		return fmt.Errorf("trigger %q: want a trigger id, which is not empty and holds no ':'", trigger)
+	}
+	if v.Has("parent") {
+		if _, err := events.ParseRunID(v.Get("parent")); err != nil {
+			return fmt.Errorf("parent %q: want a run id (a lowercase UUID)", v.Get("parent"))
+		}
+	}
+	return nil
 }
 
 // RunStatuses are the statuses a run may have, in the order of its life:

@@ -23,7 +23,7 @@ type QueryParam struct {
 // these.
 var (
 	listParams = []QueryParam{{"status", true}, {"tenant", false}, {"plan", false}, {"trigger", false},
-		{"projectId", false}, {"environmentId", false}, {"limit", false}, {"cursor", false}}
+		{"parent", false}, {"projectId", false}, {"environmentId", false}, {"limit", false}, {"cursor", false}}
 	runParams      = []QueryParam{{"steps", false}, {"waitForSeq", false}, {"timeout", false}}
 	eventsParams   = []QueryParam{{"afterSeq", false}, {"limit", false}}
 	childrenParams = []QueryParam{{"afterIndex", false}, {"limit", false}}
