@@ -119,7 +119,7 @@ func TestExamplesParse(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob(example("*.yaml"))
 	require.NoError(t, err)
-	require.Len(t, files, 7)
+	require.Len(t, files, 9)
 	readme, err := os.ReadFile(example("README.md"))
 	require.NoError(t, err)
 	for _, f := range files {
@@ -143,6 +143,7 @@ func TestCLIAgainstTheDevStack(t *testing.T) {
 	t.Run("reads", func(t *testing.T) { testReads(t, s) })
 	t.Run("data flow", func(t *testing.T) { testDataFlow(t, s) })
 	t.Run("order pipeline", func(t *testing.T) { testOrderPipeline(t, s) })
+	t.Run("child runs", func(t *testing.T) { testChildRuns(t, s) })
 	t.Run("bad input", func(t *testing.T) { testBadInput(t, s) })
 	t.Run("dev token file", func(t *testing.T) { testDevTokenFile(t, s) })
 }

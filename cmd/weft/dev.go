@@ -59,6 +59,7 @@ type devConfig struct {
 	// Config they make, checked by runDev before anything starts.
 	checkpoints checkpointOptions
 	sweep       *sweepOptions
+	maxRunDepth *int
 	engine      engine.Config
 	// admission is the admission file, shared by the engine and the gateway.
 	admission *admissionOptions
@@ -87,6 +88,7 @@ func devFlags(env *environment) (*flags, *devConfig) {
 	cfg.checkpoints = checkpointFlags(f)
 	cfg.sweep = sweepFlags(f)
 	cfg.admission = admissionFlags(f)
+	cfg.maxRunDepth = runDepthFlag(f)
 	return f, cfg
 }
 
@@ -100,6 +102,9 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	}
 	var err error
 	if cfg.engine, err = cfg.sweep.apply(cfg.checkpoints.apply(engine.Config{})); err != nil {
+		return err
+	}
+	if cfg.engine, err = applyRunDepth(cfg.engine, "weft dev", *cfg.maxRunDepth); err != nil {
 		return err
 	}
 	if err := cfg.admission.open(env.logger); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/worker"
 	activityworker "github.com/weftrun/weft/services/activity-worker"
@@ -24,6 +25,7 @@ type engineOptions struct {
 	sweep       *sweepOptions
 	taskKeyFile *string
 	admission   *admissionOptions
+	maxRunDepth *int
 	// replyPrefixes are the reply subjects the engine answers lookups on
 	// (engine.Config.ReconcileReplyPrefixes), comma-separated.
 	replyPrefixes *string
@@ -77,6 +79,25 @@ type checkpointOptions struct {
 	steps, bytes *int
 }
 
+// runDepthFlag defines --max-run-depth on f: how deep child runs nest
+// (engine.Config.MaxRunDepth).
+func runDepthFlag(f *flags) *int {
+	p := new(int)
+	f.intVar(p, "max-run-depth", "WEFT_ENGINE_MAX_RUN_DEPTH", plan.DefaultMaxRunDepth,
+		"how deep child runs nest: a subPlan step of a run at this depth fails with CHILD_RUN_REFUSED (docs/plans.md, \"Child runs\")")
+	return p
+}
+
+// applyRunDepth sets depth, the value of --max-run-depth of command, on
+// cfg, or refuses a depth below 1.
+func applyRunDepth(cfg engine.Config, command string, depth int) (engine.Config, error) {
+	if depth < 1 {
+		return cfg, fmt.Errorf("%s --max-run-depth: %d is below 1", command, depth)
+	}
+	cfg.MaxRunDepth = depth
+	return cfg, nil
+}
+
 // checkpointFlags defines the checkpoint flags on f.
 func checkpointFlags(f *flags) checkpointOptions {
 	return checkpointOptions{
@@ -109,6 +130,7 @@ func engineFlags(env *environment) (*flags, engineOptions) {
 		sweep:       sweepFlags(f),
 		taskKeyFile: taskKeyFileFlag(f),
 		admission:   admissionFlags(f),
+		maxRunDepth: runDepthFlag(f),
 		replyPrefixes: f.stringDefault("reconcile-reply-prefixes", "WEFT_ENGINE_RECONCILE_REPLY_PREFIXES",
 			strings.Join(engine.DefaultReconcileReplyPrefixes, ","),
 			"reply subject prefixes the engine answers workers' reconciliation lookups on, comma-separated; a lookup with any other reply is dropped unanswered (the workers' inboxes, docs/security.md)"),
@@ -143,6 +165,9 @@ func runEngine(ctx context.Context, env *environment, args []string) error {
 	}
 	cfg, err := opt.sweep.apply(opt.checkpoints.apply(engine.Config{Concurrency: *opt.concurrency}))
 	if err != nil {
+		return err
+	}
+	if cfg, err = applyRunDepth(cfg, "weft engine", *opt.maxRunDepth); err != nil {
 		return err
 	}
 	if cfg.ReconcileReplyPrefixes, err = parseReplyPrefixes(*opt.replyPrefixes); err != nil {
