@@ -17,7 +17,7 @@ import (
 
 // This file is a fake of the projector's read API (docs/read-api.md) and of
 // the gateway route it forwards, enough to drive the UI: the runs list with
-// its filters and cursor, the run with ETag, If-None-Match and the
+// its filters (parent= among them) and cursor, the run with ETag, If-None-Match and the
 // waitForSeq long poll, the events with afterSeq, the alerts, signals,
 // which it records, and the gateway's schedules list with its keyset cursor.
 
@@ -28,7 +28,16 @@ func summaryOf(v api.RunView) api.RunSummary {
 		CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, CompletedAt: v.CompletedAt,
 		TotalDurationMs: v.TotalDurationMs, UpdatedAt: v.UpdatedAt, LastEventSeq: v.LastEventSeq,
 		StepsTotal: v.StepsTotal(), StepsDone: v.StepsDone(), FailedSteps: v.FailedSteps,
+		ParentRunID: parentRunID(v),
 	}
+}
+
+// parentRunID is a child run's parent's run id, "" for another run.
+func parentRunID(v api.RunView) string {
+	if v.Parent == nil {
+		return ""
+	}
+	return v.Parent.RunID
 }
 
 // listedRun is a run of GET /v1/runs: its summary and its run request id.
@@ -209,6 +218,9 @@ func (f *fakeAPI) list(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if p := q.Get("plan"); p != "" && v.PlanID != p {
+			continue
+		}
+		if q.Has("parent") && parentRunID(v) != q.Get("parent") {
 			continue
 		}
 		req := f.requestIDs[v.RunID]

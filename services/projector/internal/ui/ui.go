@@ -8,8 +8,10 @@
 // The UI uses path routing:
 //
 //   - GET / is the runs list; its filters live in the query
-//     (/?status=FAILED&plan=hello).
-//   - GET /runs/{runId} is the run page.
+//     (/?status=FAILED&plan=hello, /?parent=RUN_ID for a run's child runs).
+//   - GET /runs/{runId} is the run page; /runs/{runId}?step=STEP_ID opens
+//     the step's panel. A child run's page leads to its parent run and the
+//     subPlan step that started it; a subPlan step's, to its child run.
 //   - GET /schedules is the schedules list. Schedules live in the gateway:
 //     the page reads GET /gateway/v1/schedules, which the projector forwards
 //     to the gateway like the UI's signals. A key with run.start (GET

@@ -1,8 +1,9 @@
 // Weft UI: entry point, router, sign-in, toasts and the confirm dialog.
 //
 // Routes (path routing; the server answers index.html for each):
-//   /                 runs list; filters in the query: ?status=FAILED&plan=hello
-//   /runs/{runId}     run page
+//   /                 runs list; filters in the query: ?status=FAILED&plan=hello,
+//                     ?trigger=T (a trigger's runs), ?parent=RUN_ID (a run's child runs)
+//   /runs/{runId}     run page; ?step=STEP_ID opens the step's panel (and follows it)
 //   /schedules        schedules list, read from the gateway through the
 //                     projector's /gateway/ route (GET /gateway/v1/schedules)
 //   /triggers         triggers list, read the same way (GET /gateway/v1/triggers)
@@ -21,10 +22,15 @@
 //   signout                 the header's sign-out button
 //   runs-table              the runs table
 //   run-row                 one row; data-run-id is the full run id
+//   run-row-parent          in a child run's row, the link to its parent run (parentRunId)
 //   run-status              a run's status pill; text is exactly the status (COMPLETED)
 //   stale-pill              the STALE pill beside a stale run's status
 //   filter-status           the status filter <select> (values incl. STALE)
 //   filter-plan             the plan id filter <input>
+//   filter-trigger, filter-parent   the chips of the trigger= and parent= filters (text "trigger T",
+//                           "child runs of <short id>"; filter-parent's data-run-id is the parent),
+//                           each with its remove button: filter-trigger-remove, filter-parent-remove
+//   filter-clear            "Clear filters"
 //   load-more               the "Load more" button (cursor pagination) of the runs, schedules, triggers and plans lists
 //   stale-banner            the run page's STALE alert (role=alert), present only while stale
 //   run-error               the root cause of a FAILED run
@@ -42,6 +48,18 @@
 //   step-delivery           "delivery k" (present when engineAttemptId > 1)
 //   step-error              a step's error code and message
 //   step-artifact           an artifact link
+//   step-subplan            a subPlan step's line ("starts a child run of plan@v"); its node has
+//                           data-kind="subPlan" and the class node-subplan
+//   step-child-run          on a subPlan node, the link to the child run its current attempt started
+//                           (data-run-id); absent until it started one
+//   detail-child-run        in the step panel of a subPlan step: detail-child-run-link (the child's
+//                           page, data-run-id) or detail-child-run-none before it started;
+//                           foreach-child-run, the same per element of a forEach over a subPlan step
+//   run-parent              a child run's breadcrumb to its parent (data-run-id, data-step-id, data-depth):
+//                           run-parent-link (the parent's page), run-parent-step (the parent's page with
+//                           the step open: /runs/{parent}?step={stepId})
+//   run-depth               a child run's chip "child run · depth N"
+//   run-children-link       "Child runs" (/?parent=RUN_ID), on the page of a run with subPlan steps
 //   events-table            the event timeline
 //   event-row               one event; data-seq is its runSeq
 //   event-toggle            shows or hides an event's eventData

@@ -2,6 +2,7 @@
 // by SVG edges, each node showing the step's snapshot. Narrow screens get
 // the same nodes as an ordered list, each naming the steps it waits for.
 
+import { childRunLink, isSubPlan, subPlanWhat } from './childruns.js';
 import { h, icon, pill, replace, s } from './dom.js';
 import { attemptNumber, between, bytes, duration } from './format.js';
 import { canRetryStep, canSendStepSignal } from './signals.js';
@@ -259,8 +260,10 @@ function node(n, st, index, snap, actions) {
   const ms = st?.startedAt ? between(st.startedAt, st.completedAt) : null;
 
   const what = nodeWhat(n);
+  const child = isSubPlan(p) ? ' node-subplan' : '';
+  const kind = p.kind || null;
   if (!actions) {
-    return h('article', { class: 'node node-plain', testid: 'step', 'data-step-id': n.id, 'data-node': n.id },
+    return h('article', { class: `node node-plain${child}`, testid: 'step', 'data-step-id': n.id, 'data-node': n.id, 'data-kind': kind },
       nodeHead(n, index), what, nodeDeps(n));
   }
 
@@ -278,6 +281,8 @@ function node(n, st, index, snap, actions) {
     }));
   }
 
+  // The child run the current attempt started; none to open before then.
+  if (child && st?.childRunId && !st.forEach) chips.push(childRunLink(st.childRunId, 'step-child-run'));
   if (st?.forEach) {
     chips.push(h('span', { class: 'chip chip-foreach', testid: 'step-foreach', title: `forEach over ${st.forEach.count} elements`, text: progressText(st.forEach) }));
   }
@@ -318,7 +323,7 @@ function node(n, st, index, snap, actions) {
     buttons.push(b);
   }
 
-  return h('article', { class: `node node-${status.toLowerCase()}${actions.selected() === n.id ? ' is-selected' : ''}`, testid: 'step', 'data-step-id': n.id, 'data-node': n.id },
+  return h('article', { class: `node node-${status.toLowerCase()}${child}${actions.selected() === n.id ? ' is-selected' : ''}`, testid: 'step', 'data-step-id': n.id, 'data-node': n.id, 'data-kind': kind },
     nodeHead(n, index, pill(status, 'step-status')),
     what,
     nodeDeps(n),
@@ -337,9 +342,11 @@ function nodeHead(n, index, statusPill = null) {
     statusPill);
 }
 
-// nodeWhat says what a step does: the signal it waits for, or its activity.
+// nodeWhat says what a step does: the signal it waits for, the child run
+// it starts, or its activity.
 function nodeWhat(n) {
   const p = n.plan || {};
+  if (isSubPlan(p)) return subPlanWhat(p);
   if (p.kind === 'waitSignal') {
     return h('div', { class: 'node-what' }, icon('send'), 'waits for signal ', h('code', { text: p.signal || '?' }));
   }

@@ -72,9 +72,11 @@ export function fillCells(tr, cells) {
   });
 }
 
-// runHref is the address of runId's page in the UI.
-export function runHref(runId) {
-  return `/runs/${encodeURIComponent(runId)}`;
+// runHref is the address of runId's page in the UI; with stepId, of that
+// page with the step's panel open (/runs/{runId}?step={stepId}).
+export function runHref(runId, stepId) {
+  const page = `/runs/${encodeURIComponent(runId)}`;
+  return stepId ? `${page}?${new URLSearchParams({ step: stepId })}` : page;
 }
 
 // RUN_STATUSES are the run statuses of the read API, in lifecycle order.
@@ -115,6 +117,7 @@ export function icon(name) {
     check: 'M4 10.5l4 4 8-9',
     x: 'M5 5l10 10M15 5L5 15',
     chevron: 'M8 5l5 5-5 5',
+    child: 'M5 3v8a3 3 0 0 0 3 3h8M13 11l3 3-3 3',
     link: 'M8 12l4-4M7 9l-2 2a2.8 2.8 0 0 0 4 4l2-2M13 11l2-2a2.8 2.8 0 0 0-4-4L9 7',
   };
   return s('svg', { class: `icon icon-${name}`, viewBox: '0 0 20 20', 'aria-hidden': 'true' },

@@ -1,9 +1,12 @@
 // The run page: the snapshot's header, the STALE banner, the root cause of
 // a failure, the run's input and output, the steps graph with the panel of
 // the step opened from it, the event timeline and the run's actions.
-// It stays live with a long poll on the snapshot (waitForSeq).
+// It stays live with a long poll on the snapshot (waitForSeq). The step
+// whose panel is open is in the address, /runs/{runId}?step={stepId}, so
+// a link can open a step; a child run's breadcrumb leads to its parent.
 
 import { ApiError, get, runPath, sendSignal } from './api.js';
+import { childRunsHref, depthChip, hasSubPlans, parentCrumbs } from './childruns.js';
 import { createDag } from './dag.js';
 import { h, icon, isTerminal, pill, pollMs, replace, stalePill } from './dom.js';
 import { createTimeline } from './events.js';
@@ -45,11 +48,17 @@ export function mountRun(root, view, runId) {
   const timeline = createTimeline(runId, ac.signal);
   const waterfall = createWaterfall();
   timeline.onEvents(waterfall.add);
+  const parentSlot = h('span', { class: 'crumbs-parent-slot' });
+  const childrenLink = h('a', { href: childRunsHref(runId), 'data-nav': true, class: 'btn btn-sm', testid: 'run-children-link', hidden: true },
+    'Child runs');
+  let parentShown = null; // the parent the breadcrumb shows, as JSON
+  let opened = new URLSearchParams(location.search).get('step'); // the step to open with the first snapshot
   const copy = h('button', { type: 'button', class: 'btn btn-ghost btn-icon', title: 'Copy run id', 'aria-label': 'Copy run id' }, icon('copy'));
 
   replace(root,
     h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' },
       h('a', { href: '/', 'data-nav': true, text: 'Runs' }), h('span', { class: 'crumb-sep', text: '/' }),
+      parentSlot,
       h('span', { class: 'mono', title: runId, text: shortId(runId) })),
     banner,
     h('section', { class: 'card run-head' },
@@ -65,7 +74,7 @@ export function mountRun(root, view, runId) {
     failure,
     data,
     h('section', { class: 'card' },
-      h('div', { class: 'card-head' }, h('h2', { text: 'Steps' }), h('div', { class: 'card-head-end' }, dag.controls, stepsSummary)),
+      h('div', { class: 'card-head' }, h('h2', { text: 'Steps' }), h('div', { class: 'card-head-end' }, childrenLink, dag.controls, stepsSummary)),
       dag.el),
     panel.el,
     h('section', { class: 'card', testid: 'timing' },
@@ -116,8 +125,15 @@ export function mountRun(root, view, runId) {
     details: (stepId) => panel.select(stepId),
     selected: () => panel.selected(),
   };
-  // Opening or closing a step redraws the graph to mark the step shown.
-  panel.onSelect(() => { if (snap) dag.update(snap, stepActions); });
+  // Opening or closing a step redraws the graph to mark the step shown,
+  // and keeps the step in the address.
+  panel.onSelect((stepId) => {
+    if (snap) dag.update(snap, stepActions);
+    const url = new URL(location.href);
+    if (stepId) url.searchParams.set('step', stepId);
+    else url.searchParams.delete('step');
+    history.replaceState(history.state, '', url.pathname + url.search + url.hash);
+  });
 
   function drawActions(s) {
     const busy = (b) => b.classList.contains('is-busy');
@@ -132,7 +148,7 @@ export function mountRun(root, view, runId) {
   function apply(s) {
     snap = s;
     problem.hidden = true;
-    replace(pills, pill(s.status, 'run-status'), s.stale ? stalePill() : null);
+    replace(pills, pill(s.status, 'run-status'), s.stale ? stalePill() : null, depthChip(s.parent));
     drawActions(s);
     drawBanner(s);
     drawFailure(s);
@@ -143,7 +159,20 @@ export function mountRun(root, view, runId) {
     panel.update(s);
     waterfall.update(s, (stepId) => panel.select(stepId));
     drawStepsSummary(s);
+    drawFamily(s);
     timeline.sync();
+    if (opened) panel.select(opened);
+    opened = null;
+  }
+
+  // drawFamily links a child run to its parent in the breadcrumb, and a
+  // run with subPlan steps to its child runs (the runs list, /?parent=).
+  function drawFamily(s) {
+    childrenLink.hidden = !hasSubPlans(s.plan?.steps);
+    const shown = JSON.stringify(s.parent || null);
+    if (shown === parentShown) return;
+    parentShown = shown;
+    replace(parentSlot, parentCrumbs(s.parent));
   }
 
   // drawData shows the run's input and output; it redraws only when they

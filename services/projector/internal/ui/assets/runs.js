@@ -1,9 +1,11 @@
 // The runs list: GET /v1/runs with filters in the address, cursor
 // pagination and a refresh every 2 s while the tab is visible (the list
-// machinery is pagedlist.js), and the open alerts above it.
+// machinery is pagedlist.js), and the open alerts above it. The filters
+// set only from the address (trigger=, from the Triggers page; parent=,
+// from a run's "Child runs") show as chips, each with its own remove.
 
 import { get } from './api.js';
-import { RUN_STATUSES, fillCells, h, isTerminal, pill, pollMs, replace, runHref, stalePill } from './dom.js';
+import { RUN_STATUSES, fillCells, h, icon, isTerminal, pill, pollMs, replace, runHref, stalePill } from './dom.js';
 import { between, dateTime, duration, parseTime, relativeTime, shortId } from './format.js';
 import { pagedList } from './pagedlist.js';
 
@@ -17,7 +19,9 @@ export function mountRuns(root, view) {
     status: params.get('status') || '',
     plan: params.get('plan') || '',
     trigger: params.get('trigger') || '', // set only from the address (the Triggers page links here)
+    parent: params.get('parent') || '', // set only from the address (a run's "Child runs" links here)
   };
+  const filtered = () => state.status || state.plan || state.trigger || state.parent;
 
   // Toolbar.
   const statusSelect = h('select', { id: 'filter-status', class: 'select', testid: 'filter-status', 'aria-label': 'Status' },
@@ -30,8 +34,12 @@ export function mountRuns(root, view) {
     placeholder: 'Plan id', 'aria-label': 'Plan id', spellcheck: 'false', autocomplete: 'off',
   });
   planInput.value = state.plan;
-  const triggerChip = h('span', { class: 'chip mono small', testid: 'filter-trigger', hidden: !state.trigger,
-    text: `trigger ${state.trigger}` });
+  const triggerChip = filterChip('filter-trigger', `trigger ${state.trigger}`, 'Remove the trigger filter', () => dropFilter('trigger'));
+  const parentChip = filterChip('filter-parent', `child runs of ${shortId(state.parent)}`, 'Remove the parent run filter', () => dropFilter('parent'));
+  parentChip.title = `the child runs of run ${state.parent}`;
+  parentChip.dataset.runId = state.parent;
+  triggerChip.hidden = !state.trigger;
+  parentChip.hidden = !state.parent;
   const clearFilters = h('button', { type: 'button', class: 'linklike', text: 'Clear filters', testid: 'filter-clear' });
   const summary = h('span', { class: 'muted small', testid: 'runs-summary' });
 
@@ -51,7 +59,7 @@ export function mountRuns(root, view) {
       h('div', {}, h('h1', { text: 'Runs' }), h('p', { class: 'muted', text: 'Every run of your tenant, newest first.' }))),
     alerts,
     h('div', { class: 'toolbar' },
-      h('div', { class: 'toolbar-filters' }, statusSelect, planInput, triggerChip, clearFilters),
+      h('div', { class: 'toolbar-filters' }, statusSelect, planInput, triggerChip, parentChip, clearFilters),
       summary),
     errorBox,
     h('div', { class: 'card table-card' }, h('div', { class: 'table-scroll' }, table)),
@@ -63,6 +71,7 @@ export function mountRuns(root, view) {
     if (state.status) q.set('status', state.status);
     if (state.plan) q.set('plan', state.plan);
     if (state.trigger) q.set('trigger', state.trigger);
+    if (state.parent) q.set('parent', state.parent);
     for (const [k, v] of Object.entries(extra)) q.set(k, String(v));
     return q.toString();
   }
@@ -86,11 +95,10 @@ export function mountRuns(root, view) {
     fillRow: (row, run, now) => fillRow(row.nodes[0], run, now),
     emptyRow,
     onDraw({ items, nextCursor, loaded }) {
-      const filtered = state.status || state.plan || state.trigger;
       summary.textContent = loaded
-        ? `${items.length}${nextCursor ? '+' : ''} ${items.length === 1 ? 'run' : 'runs'}${filtered ? ' matching' : ''}`
+        ? `${items.length}${nextCursor ? '+' : ''} ${items.length === 1 ? 'run' : 'runs'}${filtered() ? ' matching' : ''}`
         : '';
-      clearFilters.hidden = !filtered;
+      clearFilters.hidden = !filtered();
     },
   });
 
@@ -104,11 +112,11 @@ export function mountRuns(root, view) {
   }
 
   function emptyRow() {
-    const filtered = state.status || state.plan || state.trigger;
+    const any = filtered();
     return h('tr', { class: 'empty-row' }, h('td', { colspan: COLUMNS },
       h('div', { class: 'empty' },
-        h('strong', { text: filtered ? 'No runs match these filters' : 'No runs yet' }),
-        h('span', { class: 'muted', text: filtered ? 'Try another status or plan id.' : 'Runs appear here as soon as the gateway approves them.' }))));
+        h('strong', { text: any ? 'No runs match these filters' : 'No runs yet' }),
+        h('span', { class: 'muted', text: any ? 'Try another status or plan id.' : 'Runs appear here as soon as the gateway approves them.' }))));
   }
 
   function drawAlerts(raised) {
@@ -121,15 +129,16 @@ export function mountRuns(root, view) {
   }
 
   // applyFilters reads the inputs, mirrors them in the address and reloads.
-  // clearing (Clear filters) drops the trigger filter too.
+  // clearing reloads even when the inputs did not change: Clear filters
+  // and a chip's remove change the address-only filters (trigger, parent).
   function applyFilters(clearing = false) {
     const status = statusSelect.value;
     const plan = planInput.value.trim();
     if (status === state.status && plan === state.plan && !clearing) return;
     state.status = status;
     state.plan = plan;
-    if (clearing) state.trigger = '';
     triggerChip.hidden = !state.trigger;
+    parentChip.hidden = !state.parent;
     const q = query({});
     history.replaceState(null, '', q ? `/?${q}` : '/');
     list.reset();
@@ -150,8 +159,16 @@ export function mountRuns(root, view) {
   clearFilters.addEventListener('click', () => {
     statusSelect.value = '';
     planInput.value = '';
+    state.trigger = '';
+    state.parent = '';
     applyFilters(true);
   });
+
+  // dropFilter removes the address-only filter name (a chip's remove).
+  function dropFilter(name) {
+    state[name] = '';
+    applyFilters(true);
+  }
   list.start();
 
   return {
@@ -177,9 +194,11 @@ function fillRow(tr, run, now) {
   }
   const age = relativeTime(created, now);
   fillCells(tr, [
-    [`${run.runId}|${run.projectId}|${run.environmentId}`, () => h('td', { class: 'cell-run' },
+    [`${run.runId}|${run.projectId}|${run.environmentId}|${run.parentRunId}`, () => h('td', { class: 'cell-run' },
       h('a', { href: runHref(run.runId), 'data-nav': true, class: 'mono run-link', title: run.runId, text: shortId(run.runId) }),
-      h('div', { class: 'sub', text: [run.projectId, run.environmentId].filter(Boolean).join(' · ') }))],
+      h('div', { class: 'sub', text: [run.projectId, run.environmentId].filter(Boolean).join(' · ') }),
+      run.parentRunId ? h('div', { class: 'sub' }, 'child of ',
+        h('a', { href: runHref(run.parentRunId), 'data-nav': true, class: 'mono', testid: 'run-row-parent', title: run.parentRunId, text: shortId(run.parentRunId) })) : null)],
     [`${run.planId}@${run.planVersion}`, () => h('td', { class: 'cell-plan' },
       h('span', { class: 'plan-id', text: run.planId || '—' }),
       run.planVersion ? h('span', { class: 'plan-version', text: `@${run.planVersion}` }) : null)],
@@ -202,6 +221,15 @@ function progress(done, failed, total) {
   ok.style.width = total ? `${(100 * done) / total}%` : '0';
   bad.style.width = total ? `${(100 * failed) / total}%` : '0';
   return h('span', { class: 'progress', role: 'img', 'aria-label': `${done} of ${total} steps done` }, ok, bad);
+}
+
+// filterChip is the chip of a filter set from the address: its label and
+// a button, named by removeLabel, that calls onRemove.
+function filterChip(testid, label, removeLabel, onRemove) {
+  const remove = h('button', { type: 'button', class: 'chip-remove', testid: `${testid}-remove`, 'aria-label': removeLabel, title: removeLabel },
+    icon('x'));
+  remove.addEventListener('click', onRemove);
+  return h('span', { class: 'chip chip-filter mono small', testid }, h('span', { class: 'chip-filter-label', text: label }), remove);
 }
 
 function titleCase(s) {

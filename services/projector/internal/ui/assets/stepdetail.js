@@ -1,12 +1,14 @@
 // The step panel of the run page: one step's detail (GET
 // /v1/runs/{runId}/steps/{stepId}): why it was skipped, its input and
-// output, its attempt history, and for a forEach step its children (GET
-// …/children, a page at a time: the run's snapshot comes without them),
-// which open in the same panel. The detail is read again whenever the
+// output, its attempt history, for a subPlan step the child run it
+// started, and for a forEach step its children (GET …/children, a page at
+// a time: the run's snapshot comes without them), which open in the same
+// panel. The detail is read again whenever the
 // step's snapshot changes while it is shown; a child's, whenever the run's
 // does.
 
 import { get, runPath } from './api.js';
+import { childRunDetail, childRunLink, isSubPlan } from './childruns.js';
 import { h, icon, pill, replace } from './dom.js';
 import { between, dateTime, duration } from './format.js';
 import { jsonBlock } from './jsonview.js';
@@ -59,6 +61,12 @@ export function createStepPanel(runId, signal) {
     const st = Array.isArray(snap?.steps) ? snap.steps.find((x) => x.stepId === id) : undefined;
     if (!st) return parseChildId(id) ? `run ${snap?.lastEventSeq}` : '';
     return [st.status, st.logicalAttemptId, st.engineAttemptId, st.attempts, st.completedAt, JSON.stringify(st.forEach || null)].join('|');
+  };
+  // planStepOf is the plan step of step id, a forEach child's being its
+  // parent's.
+  const planStepOf = (id) => {
+    const planId = parseChildId(id)?.parent ?? id;
+    return (Array.isArray(snap?.plan?.steps) ? snap.plan.steps : []).find((p) => p.id === planId);
   };
   const state = (field) => {
     const key = `${stepId}:${field}`;
@@ -150,6 +158,8 @@ export function createStepPanel(runId, signal) {
         h('code', { class: 'node-error-code', testid: 'detail-skip-reason', text: skip.reason || 'SKIPPED' }),
         skip.condition ? h('span', { class: 'node-error-msg' }, ' the condition (if) of step ', h('code', { text: skip.condition }), ' was false') : null) : null,
       st?.forEach ? children(st) : null,
+      // A forEach child's snapshot is known once its page of children is.
+      isSubPlan(planStepOf(stepId)) && !st?.forEach && (st || !parseChildId(stepId)) ? childRunDetail(st) : null,
       h('h3', { class: 'panel-sub', text: 'Data' }),
       h('div', { class: 'json-pair' },
         d.input !== undefined
@@ -165,6 +175,7 @@ export function createStepPanel(runId, signal) {
 
   function children(parent) {
     const f = parent.forEach;
+    const subPlan = isSubPlan(planStepOf(parent.stepId));
     const rows = kids.list.map((st) => ({ st, c: parseChildId(st.stepId) })).map(({ st, c }) => {
       const open = h('button', { type: 'button', class: 'btn btn-sm', testid: 'foreach-child-open', 'data-step-id': st.stepId, text: 'Open' });
       open.addEventListener('click', () => select(st.stepId));
@@ -173,6 +184,7 @@ export function createStepPanel(runId, signal) {
         h('td', {}, pill(st.status, 'foreach-child-status')),
         h('td', { class: 'muted small', text: st.startedAt ? duration(between(st.startedAt, st.completedAt)) : '—' }),
         h('td', { class: 'small' }, st.error ? h('code', { text: st.error.code || '' }) : null),
+        subPlan ? h('td', { class: 'small' }, childRunLink(st.childRunId, 'foreach-child-run')) : null,
         h('td', {}, open));
     });
     let more = null;
@@ -193,7 +205,8 @@ export function createStepPanel(runId, signal) {
         h('strong', { testid: 'detail-foreach-progress', text: progressText(f) }),
         h('span', { class: 'muted small', text: ` · at most ${f.maxParallel || 0} at once${f.failFast ? ' · stops at the first failure' : ''}` })),
       h('div', { class: 'table-scroll foreach-scroll' }, h('table', { class: 'table compact', testid: 'foreach-children' },
-        h('thead', {}, h('tr', {}, h('th', { class: 'num', text: 'Element' }), h('th', { text: 'Status' }), h('th', { text: 'Took' }), h('th', { text: 'Error' }), h('th', { text: '' }))),
+        h('thead', {}, h('tr', {}, h('th', { class: 'num', text: 'Element' }), h('th', { text: 'Status' }), h('th', { text: 'Took' }), h('th', { text: 'Error' }),
+          subPlan ? h('th', { text: 'Child run' }) : null, h('th', { text: '' }))),
         h('tbody', {}, rows))),
       more,
       waiting ? h('div', { class: 'muted small', testid: 'foreach-waiting', text: `${waiting} not scheduled yet` }) : null);
