@@ -51,7 +51,7 @@ func TestSpanChainFollowsRunAndSignal(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { require.NoError(t, tp.Shutdown(context.Background())) })
-	base, _ := startStack(t, tp)
+	base := startStack(t, tp).url
 
 	runCaller := weftest.RemoteParent(t, "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331")
 	status, body := post(t, base+"/v1/runs", runCaller, map[string]any{"tenantId": "acme", "projectId": "p",
@@ -163,7 +163,7 @@ func TestSpanChainFollowsNATSIngress(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { require.NoError(t, tp.Shutdown(context.Background())) })
-	_, nc := startStack(t, tp)
+	nc := startStack(t, tp).nc
 
 	caller := weftest.RemoteParent(t, "5bf92f3577b34da6a3ce929d0e0e4737", "10f067aa0ba902b8")
 	body, err := json.Marshal(map[string]any{"tenantId": "acme", "projectId": "p", "environmentId": "dev",
@@ -190,11 +190,18 @@ func TestSpanChainFollowsNATSIngress(t *testing.T) {
 	require.Equal(t, streams.RunStartSubject, attr(chain[0], "messaging.destination.name"))
 }
 
+// stack is a whole system of a test: the gateway's base URL, a NATS
+// connection to its bus, and its database.
+type stack struct {
+	url string
+	nc  *nats.Conn
+	db  *weftest.DB
+}
+
 // startStack runs the relay, engine, activity worker, projector and
 // gateway over a fresh database and JetStream, all traced by tp, until the
-// test ends, and returns the gateway's base URL and a NATS connection to
-// its bus.
-func startStack(t *testing.T, tp trace.TracerProvider) (string, *nats.Conn) {
+// test ends.
+func startStack(t *testing.T, tp trace.TracerProvider) stack {
 	t.Helper()
 	db, srv := weftest.NewDB(t), weftest.NewNATS(t)
 	js := srv.JetStream(t)
@@ -221,7 +228,7 @@ func startStack(t *testing.T, tp trace.TracerProvider) (string, *nats.Conn) {
 	require.NoError(t, err)
 	ln := listen(t)
 	runUntilCleanup(t, func(ctx context.Context) error { return gw.Serve(ctx, ln) })
-	return "http://" + ln.Addr().String(), srv.Conn(t)
+	return stack{url: "http://" + ln.Addr().String(), nc: srv.Conn(t), db: db}
 }
 
 func listen(t *testing.T) net.Listener {

@@ -49,6 +49,9 @@ type Request struct {
 	// Parent is set on a child run, which a subPlan step of the run it
 	// names starts (the engine's rounds, QueueChild).
 	Parent *events.RunParent
+	// RerunOf is set on a rerun: its source, and the outcomes its start
+	// copies (the gateway's intake.Rerun).
+	RerunOf *events.RerunOf
 }
 
 // Approver approves runs. The zero Admission means no limit of concurrent
@@ -89,7 +92,7 @@ func (a Approver) QueueChild(ctx context.Context, w *journal.Write, req Request)
 		Data: events.RunApprovedData{
 			TenantID: req.TenantID, ProjectID: req.ProjectID, EnvironmentID: req.EnvironmentID,
 			PlanID: req.Plan.PlanID(), PlanVersion: req.Plan.PlanVersion(), RunRequestID: req.RunRequestID,
-			Input: req.Input, Plan: req.Plan.JSON(), Parent: req.Parent,
+			Input: req.Input, Plan: req.Plan.JSON(), Parent: req.Parent, RerunOf: req.RerunOf,
 		},
 	})
 	if err != nil {

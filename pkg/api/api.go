@@ -174,6 +174,12 @@ const (
 	// version that is archived; restore it, or start another version.
 	// Nothing is written. HTTP 409, JSON-RPC -32009 (conflict).
 	CodePlanArchived = "PlanArchived"
+	// CodeRerunRefused: a rerun of a run that has not ended
+	// (details.status), or whose step to reuse has no outcome to copy in
+	// the source run's log: it did not succeed or was not skipped there
+	// (details.stepId, details.status), or retention removed the source's
+	// events. Nothing is written. HTTP 409, JSON-RPC -32009 (conflict).
+	CodeRerunRefused = "RerunRefused"
 	// CodeMethodNotAllowed: the path exists, the method does not. HTTP 405.
 	CodeMethodNotAllowed = "MethodNotAllowed"
 	// CodeInternal: a fault of the gateway or its database; retrying with
@@ -191,3 +197,19 @@ const (
 	// MaxSignalNameBytes is the longest signal name, in UTF-8 bytes.
 	MaxSignalNameBytes = 128
 )
+
+// RerunRequest starts a new run of a run's plan version from one of its
+// steps (POST /v1/runs/{runId}/rerun, JSON-RPC run.rerun; docs/api.md,
+// "Rerun from a step"): FromStepID and its descendants run anew, with
+// Input when it is given (else the source run's input), and every other
+// step's outcome in the source run is copied in. The answer is the new
+// run's StartRunResult; a repeat of RunRequestID with the same request
+// answers its run, marked duplicate.
+type RerunRequest struct {
+	// RunID is the source run. REST takes it from the path instead and
+	// refuses a body that carries it.
+	RunID        string          `json:"runId,omitempty"`
+	FromStepID   string          `json:"fromStepId"`
+	Input        json.RawMessage `json:"input,omitempty"`
+	RunRequestID string          `json:"runRequestId,omitempty"`
+}

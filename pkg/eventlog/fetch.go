@@ -96,3 +96,22 @@ func (s *Store) EventsFetchRunsTx(ctx context.Context, q Querier, runIDs []strin
 	}
 	return out, nil
 }
+
+const fetchSeqsSQL = `SELECT ` + eventColumns + `
+FROM run_events
+WHERE run_id = $1 AND run_seq = ANY($2::bigint[])
+ORDER BY run_seq`
+
+// EventsFetchSeqsTx returns the events of the run at the runSeqs seqs,
+// through q, in runSeq order, as EventsFetchAfter returns them; a runSeq
+// the run does not hold (never, or no longer) is left out.
+func (s *Store) EventsFetchSeqsTx(ctx context.Context, q Querier, runID string, seqs []int64) ([]events.Event, error) {
+	if err := checkRunID(runID); err != nil {
+		return nil, err
+	}
+	evs, err := queryEvents(ctx, q, fetchSeqsSQL, runID, seqs)
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: fetch %d events of run %s: %w", len(seqs), runID, err)
+	}
+	return evs, nil
+}

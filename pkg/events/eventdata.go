@@ -66,6 +66,10 @@ type RunApprovedData struct {
 	// Parent is set on a child run, which a subPlan step of its parent
 	// started (docs/plans.md, "Child runs").
 	Parent *RunParent `json:"parent,omitempty"`
+	// RerunOf is set on a rerun: the run it reruns, from which step, and
+	// the events of that run whose outcomes it copies (docs/api.md,
+	// "Rerun from a step").
+	RerunOf *RerunOf `json:"rerunOf,omitempty"`
 }
 
 // RunStartedData is the payload of RunStarted. EngineRunRef duplicates the
@@ -143,6 +147,10 @@ type StepCompletedData struct {
 	Output json.RawMessage `json:"output,omitempty"`
 	// Artifacts lists what the step produced.
 	Artifacts []ArtifactRef `json:"artifacts"`
+	// ReusedFrom is set on the completion a rerun copied from its source
+	// run (RerunOf): the source's event, whose output and artifacts these
+	// are. The step did not run in this run.
+	ReusedFrom *EventRef `json:"reusedFrom,omitempty"`
 }
 
 // StepFailedData is the payload of StepFailed: the attempt failed and will
@@ -154,6 +162,9 @@ type StepFailedData struct {
 // StepSkippedData is the payload of StepSkipped.
 type StepSkippedData struct {
 	Reason string `json:"reason"`
+	// ReusedFrom is set on the skip a rerun copied from its source run, as
+	// on StepCompletedData.
+	ReusedFrom *EventRef `json:"reusedFrom,omitempty"`
 }
 
 // StepRetryScheduledData is the payload of StepRetryScheduled: the attempt

@@ -173,8 +173,9 @@ func (p *projection) apply(e Event) error {
 // terminal check so that a malformed event is reported whatever the state.
 func (p *projection) applyRun(e Event) error {
 	var approved struct {
-		Input  json.RawMessage `json:"input"`
-		Parent *RunParent      `json:"parent"`
+		Input   json.RawMessage `json:"input"`
+		Parent  *RunParent      `json:"parent"`
+		RerunOf *RerunOf        `json:"rerunOf"`
 	}
 	var started RunStartedData
 	var completed RunCompletedData
@@ -209,6 +210,9 @@ func (p *projection) applyRun(e Event) error {
 		p.s.Status = RunStatusApproved
 		p.s.Input = slices.Clone(approved.Input)
 		p.s.Parent = clonePtr(approved.Parent)
+		if r := approved.RerunOf; r != nil {
+			p.s.RerunOf = &RunRerun{RunID: r.RunID, FromStepID: r.FromStepID}
+		}
 	case RunStarted:
 		p.start(e, started)
 	case RunPaused:

@@ -70,11 +70,14 @@ func (p *projection) applyStep(e Event) error {
 	case StepCompleted:
 		if st.finish(e, at, StepStatusSuccess, nil) {
 			st.Artifacts = cloneArtifacts(d.completed.Artifacts)
+			st.ReusedFrom = clonePtr(d.completed.ReusedFrom)
 		}
 	case StepFailed:
 		st.finish(e, at, StepStatusFailed, &d.failed.Error)
 	case StepSkipped:
-		st.finish(e, at, StepStatusSkipped, &StepError{Code: CodeSkipped, Message: d.skipped.Reason})
+		if st.finish(e, at, StepStatusSkipped, &StepError{Code: CodeSkipped, Message: d.skipped.Reason}) {
+			st.ReusedFrom = clonePtr(d.skipped.ReusedFrom)
+		}
 	case StepRetryScheduled:
 		st.retry(d.retry)
 	default: // StepScheduled: creating the step or attempt above, and a fan-out

@@ -107,6 +107,8 @@ type RunSnapshot struct {
 	// Parent is, on a child run, the run and subPlan step that started
 	// it, from its RunApproved.
 	Parent *RunParent `json:"parent,omitempty"`
+	// RerunOf is, on a rerun, the run it reruns and from which step.
+	RerunOf *RunRerun `json:"rerunOf,omitempty"`
 }
 
 // QueueHold is why a QUEUED run waits, from its RunQueued.
@@ -149,6 +151,9 @@ type StepSnapshot struct {
 	// ChildRunID is the child run the current attempt of a subPlan step
 	// started, from its StepScheduled.
 	ChildRunID string `json:"childRunId,omitempty"`
+	// ReusedFrom is set on a step a rerun did not run: the source run's
+	// event whose outcome it copied.
+	ReusedFrom *EventRef `json:"reusedFrom,omitempty"`
 }
 
 // ForEachProgress is the fan-out of a forEach step and how far its

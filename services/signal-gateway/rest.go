@@ -30,6 +30,7 @@ func (s *Service) routes() []route {
 	return []route{
 		{http.MethodPost, "/v1/runs", s.rest(jsonBody, s.restRunStart)},
 		{http.MethodPost, "/v1/runs/{runId}/signals", s.rest(jsonBody, s.restSignalSend)},
+		{http.MethodPost, "/v1/runs/{runId}/rerun", s.rest(jsonBody, s.restRerun)},
 		{http.MethodPost, "/v1/schedules", s.rest(jsonBody, s.restScheduleCreate)},
 		{http.MethodGet, "/v1/schedules", s.rest(noBody, s.restScheduleList)},
 		{http.MethodGet, "/v1/schedules/{scheduleId}", s.rest(noBody, s.restScheduleGet)},

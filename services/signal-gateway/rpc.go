@@ -52,6 +52,7 @@ func (s *Service) rpcMethods() map[string]jsonrpc.Method {
 	return map[string]jsonrpc.Method{
 		"run.start":       s.rpcRunStart,
 		"signal.send":     rpcCall(s, s.rpcSignalSend),
+		"run.rerun":       rpcCall(s, s.rpcRerun),
 		"schedule.create": rpcCall(s, s.rpcScheduleCreate),
 		"schedule.update": rpcCall(s, s.rpcScheduleUpdate),
 		"schedule.get": rpcCall(s, func(ctx context.Context, p auth.Principal, x idParams) (any, error) {
@@ -170,7 +171,7 @@ func rpcError(e *intake.Error) *jsonrpc.Error {
 	case api.CodeNotFound:
 		code = jsonrpc.CodeNotFound
 	case api.CodeSignalAcceptanceIndeterminate, api.CodeAlreadyExists, api.CodeQuotaExceeded, api.CodeRunTerminal,
-		api.CodeIdempotencyConflict, api.CodePlanVersionConflict, api.CodePlanArchived:
+		api.CodeIdempotencyConflict, api.CodePlanVersionConflict, api.CodePlanArchived, api.CodeRerunRefused:
 		code = jsonrpc.CodeConflict
 	case api.CodeRateLimited, api.CodeOverloaded:
 		code = jsonrpc.CodeRateLimited

@@ -159,7 +159,7 @@ func statusOf(code string) int {
 	case api.CodeRateLimited, api.CodeOverloaded:
 		return http.StatusTooManyRequests
 	case api.CodeSignalAcceptanceIndeterminate, api.CodeAlreadyExists, api.CodeQuotaExceeded, api.CodeRunTerminal,
-		api.CodeIdempotencyConflict, api.CodePlanVersionConflict, api.CodePlanArchived:
+		api.CodeIdempotencyConflict, api.CodePlanVersionConflict, api.CodePlanArchived, api.CodeRerunRefused:
 		return http.StatusConflict
 	case api.CodeMethodNotAllowed:
 		return http.StatusMethodNotAllowed

@@ -67,6 +67,8 @@ type checkpointRun struct {
 	StartedAt     time.Time `json:"startedAt,omitzero"`
 	// Parent is a child run's link to its parent's subPlan step.
 	Parent events.RunParent `json:"parent,omitzero"`
+	// Rerun is a rerun's source.
+	Rerun *events.RerunOf `json:"rerunOf,omitempty"`
 }
 
 // checkpointStep is a StepState that left its initial state. It has

@@ -34,7 +34,7 @@ func decide(p *plan.Plan, s State, in Input) (Decision, State) {
 	d := &decider{p: p, s: s.clone(), now: in.now(), order: p.TopoOrder()}
 	switch in := in.(type) {
 	case RunApproved:
-		d.start(in.Full, in.Hold, in.DelayUntil)
+		d.start(in.Full, in.Hold, in.DelayUntil, in.Rerun)
 		d.applyPending()
 	case ResultStarted:
 		d.applyPending()
@@ -97,8 +97,9 @@ func (d *decider) record(e events.Spec, attempt int) {
 
 // start handles RunApproved: an APPROVED run starts with its roots, or,
 // when its environment is full, is queued (once), or, under DELAY, starts
-// with its first dispatch held until delayUntil by a delay timer.
-func (d *decider) start(full bool, hold events.RunQueuedData, delayUntil time.Time) {
+// with its first dispatch held until delayUntil by a delay timer. A
+// rerun copies its source's outcomes right after RunStarted (rerun.go).
+func (d *decider) start(full bool, hold events.RunQueuedData, delayUntil time.Time, rerun Rerun) {
 	if d.s.Status != events.RunStatusApproved {
 		return
 	}
@@ -110,11 +111,16 @@ func (d *decider) start(full bool, hold events.RunQueuedData, delayUntil time.Ti
 	}
 	if d.now.Before(delayUntil) {
 		d.emit("", 0, events.RunStarted, events.RunStartedData{DelayedUntil: delayUntil}, "")
-		d.armRunTimeout()
-		d.setTimer("", 1, TimerDelay, delayUntil)
+		if d.copyReused(rerun) {
+			d.armRunTimeout()
+			d.setTimer("", 1, TimerDelay, delayUntil)
+		}
 		return
 	}
 	d.emit("", 0, events.RunStarted, nil, "")
+	if !d.copyReused(rerun) {
+		return
+	}
 	d.armRunTimeout()
 	d.dispatch()
 	d.settle()

@@ -94,6 +94,7 @@ func (s *State) apply(f fact) {
 			if d.Parent != nil {
 				s.Run.Parent = *d.Parent
 			}
+			s.Run.Rerun = d.RerunOf
 		}
 		s.applyRun(f.typ)
 	case events.StepScheduled, events.StepStarted, events.StepCompleted, events.StepFailed,

@@ -32,7 +32,9 @@ type RunApproved struct {
 	// DelayUntil, when set, starts the run at once but dispatches nothing
 	// before it (admission, DELAY policy, into a full environment).
 	DelayUntil time.Time
-	Now        time.Time
+	// Rerun is what a rerun's start copies from its source (rerun.go).
+	Rerun Rerun
+	Now   time.Time
 }
 
 // ResultStarted reports that a worker began an attempt.
@@ -134,6 +136,7 @@ type Resync struct {
 	Full       bool
 	Hold       events.RunQueuedData
 	DelayUntil time.Time
+	Rerun      Rerun
 	Now        time.Time
 }
 

@@ -59,6 +59,7 @@ type runApprovedData struct {
 	PlanID        string            `json:"planId"`
 	Input         json.RawMessage   `json:"input,omitempty"`
 	Parent        *events.RunParent `json:"parent,omitempty"`
+	RerunOf       *events.RerunOf   `json:"rerunOf,omitempty"`
 }
 
 // startedOf returns the StepStarted payload in data, as the log or the

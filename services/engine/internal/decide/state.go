@@ -79,6 +79,9 @@ type RunInfo struct {
 	// Parent is, for a child run, the subPlan step of its parent that
 	// started it; zero for a run a caller started.
 	Parent events.RunParent
+	// Rerun is, for a rerun, its source and the outcomes its start copies
+	// (rerun.go); nil otherwise.
+	Rerun *events.RerunOf
 }
 
 // StepState is one step as of its current logical attempt.

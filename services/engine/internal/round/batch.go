@@ -233,6 +233,9 @@ func (x *Runner) ensureLanes(ctx context.Context, tasks []decide.Task) error {
 // caller's.
 func (x *Runner) step(ctx context.Context, w *journal.Write, r Round, run *runView) (Outcome, eventlog.RunAppend, error) {
 	in, err := x.admit(ctx, w, r.Input, run)
+	if err == nil {
+		in, err = x.withRerun(ctx, w, in, run)
+	}
 	if err != nil {
 		return Outcome{}, eventlog.RunAppend{}, err
 	}

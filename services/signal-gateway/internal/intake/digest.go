@@ -44,7 +44,9 @@ const (
 // newRunRequest), the plan (unless withPlan is false) and the input, the
 // two in canonical JSON (canonicalJSON), so a repeat that differs only
 // in key order, white space or string escapes has the same digest. An
-// absent input is null.
+// absent input is null. A rerun's digest covers its source run and step
+// too (events.RerunOf), so a repeat of its runRequestId that reruns
+// another run, or from another step, conflicts.
 func requestDigest(start runstart.Request, key []byte, withPlan bool) []byte {
 	h := sha256.New()
 	h.Write(key)
@@ -53,6 +55,10 @@ func requestDigest(start runstart.Request, key []byte, withPlan bool) []byte {
 	}
 	h.Write([]byte{'\n'}) // compact JSON holds no raw newline
 	h.Write(canonicalJSON(start.Input))
+	if start.RerunOf != nil { // a rerun of another run, or from another step, is another request
+		h.Write([]byte{'\n'})
+		h.Write([]byte(start.RerunOf.RunID + "\n" + start.RerunOf.FromStepID))
+	}
 	return h.Sum(nil)
 }
 
