@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -182,12 +181,7 @@ func call(t *testing.T, base, method, path, body string) (int, []byte) {
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+operatorToken)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer func() { _ = resp.Body.Close() }()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, b
+	return send(t, req)
 }
 
 // waitEnd waits until run runID's log ends, and returns it.

@@ -92,6 +92,12 @@ func post(t *testing.T, url string, caller trace.SpanContext, body any) (int, []
 	req.Header.Set("Authorization", "Bearer "+operatorToken)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("traceparent", "00-"+caller.TraceID().String()+"-"+caller.SpanID().String()+"-01")
+	return send(t, req)
+}
+
+// send sends req and returns the answer's status and body.
+func send(t *testing.T, req *http.Request) (int, []byte) {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer func() { _ = resp.Body.Close() }()
