@@ -24,7 +24,7 @@ const parkedEnv = "WEFT_BENCH_PARKED"
 const defaultParked = 10_000
 
 // parkedPlan waits for the signal "go", then echoes its payload.
-var parkedPlan = benchPlan{"parked", json.RawMessage(`{"planId":"parked","planVersion":"1","steps":[
+var parkedPlan = benchPlan{id: "parked", doc: json.RawMessage(`{"planId":"parked","planVersion":"1","steps":[
 	{"id":"w","kind":"waitSignal","signal":"go"},
 	{"id":"c","activity":"echo","dependsOn":["w"],"input":{"got":"${{ steps.w.output }}"}}]}`)}
 

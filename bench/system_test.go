@@ -31,16 +31,18 @@ const (
 // openLoopRates are the fixed start rates of the open loop, runs/s.
 var openLoopRates = []int{100, 200, 500}
 
-// benchPlan is a plan the system benchmarks start runs of.
+// benchPlan is a plan the system benchmarks start runs of: carried in
+// every start, or, with ref set, registered and named by ref.
 type benchPlan struct {
 	id  string
 	doc json.RawMessage
+	ref *api.PlanRef
 }
 
 // systemPlan is three echo steps in a line, data flowing through them: the
 // first echoes the run's input, each next one the previous one's output,
 // and the run's output is the last one's.
-var systemPlan = benchPlan{"system3", json.RawMessage(`{"planId":"system3","planVersion":"1","steps":[
+var systemPlan = benchPlan{id: "system3", doc: json.RawMessage(`{"planId":"system3","planVersion":"1","steps":[
 	{"id":"a","activity":"echo","input":{"order":"${{ input }}"}},
 	{"id":"b","activity":"echo","dependsOn":["a"],"input":{"from_a":"${{ steps.a.output }}"}},
 	{"id":"c","activity":"echo","dependsOn":["b"],"input":{"from_b":"${{ steps.b.output }}"}}],
@@ -167,11 +169,15 @@ func (s *devStack) openLoop(b *testing.B, p benchPlan, rate int, d time.Duration
 
 // startRun starts a run of p with the i-th input and returns its id.
 func (s *devStack) startRun(ctx context.Context, p benchPlan, i int) (string, error) {
-	res, err := s.client.StartRun(ctx, api.StartRunRequest{
+	req := api.StartRunRequest{
 		TenantID: "default", ProjectID: "bench", EnvironmentID: "bench",
 		PlanID: p.id, PlanVersion: "1", Plan: p.doc,
 		Input: json.RawMessage(fmt.Sprintf(`{"n":%d,"sku":"sku-%d"}`, i, i%100)),
-	})
+	}
+	if p.ref != nil {
+		req.PlanID, req.PlanVersion, req.Plan, req.PlanRef = "", "", nil, p.ref
+	}
+	res, err := s.client.StartRun(ctx, req)
 	if err != nil {
 		return "", err
 	}

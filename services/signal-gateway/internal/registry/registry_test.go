@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -103,4 +104,42 @@ func TestResolve(t *testing.T) {
 	intaketest.RequireRefused(t, err, api.CodeNotFound, "")
 	_, err = svc.Resolve(ctx, intaketest.Stranger, "acme", "p", api.PlanRef{PlanID: "hello", PlanVersion: "1"})
 	intaketest.RequireRefused(t, err, api.CodePermissionDenied, "")
+}
+
+// A planRef's resolution is reused for the ResolveTTL, so that a change
+// made elsewhere (here, straight in the table, as another gateway would)
+// is seen once it passes; a change through this registry is seen at once.
+func TestResolveReusesResolutionsForTheTTL(t *testing.T) {
+	t.Parallel()
+	db := weftest.NewDB(t)
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+	svc := registry.New(db.Pool, intaketest.New(t, db, intake.Config{}), auth.RoleAuthorizer{},
+		registry.Config{Now: clock, ResolveTTL: time.Second})
+	_, _, err := svc.Push(t.Context(), intaketest.Operator, push("echo"))
+	require.NoError(t, err)
+	tenant := intaketest.Operator.TenantID
+	latest := api.PlanRef{PlanID: "hello", PlanVersion: api.PlanVersionLatest}
+	resolve := func() error {
+		_, err := svc.Resolve(t.Context(), intaketest.Operator, tenant, "p", latest)
+		return err
+	}
+	require.NoError(t, resolve())
+	_, err = db.Pool.Exec(t.Context(), `UPDATE plan_versions SET archived_at = now()`)
+	require.NoError(t, err)
+	advance(999 * time.Millisecond)
+	require.NoError(t, resolve(), "within the TTL the resolution is reused")
+	advance(time.Millisecond)
+	var e *intake.Error
+	require.ErrorAs(t, resolve(), &e, "past the TTL the registry is read again")
+	require.Equal(t, api.CodePlanArchived, e.Code)
+
+	_, err = svc.Restore(t.Context(), intaketest.Operator, "p", "hello", "1")
+	require.NoError(t, err)
+	require.NoError(t, resolve())
+	_, err = svc.Archive(t.Context(), intaketest.Operator, "p", "hello", "1")
+	require.NoError(t, err)
+	require.ErrorAs(t, resolve(), &e, "an archive through the registry is seen at once")
 }

@@ -17,12 +17,17 @@ import (
 // tenant before anything is read, so that a caller of another tenant
 // learns nothing of its plans. An unknown version, or a plan without
 // versions, is NotFound; an archived version, or "latest" of a plan whose
-// every version is archived, is refused with CodePlanArchived.
+// every version is archived, is refused with CodePlanArchived. A
+// resolution is reused for Config.ResolveTTL (resolveCache); a refusal is
+// not.
 func (s *Service) Resolve(ctx context.Context, p auth.Principal, tenant, project string, ref api.PlanRef) (api.PlanVersion, error) {
 	if err := s.authorize(ctx, p, auth.ActionRunStart, tenant); err != nil {
 		return api.PlanVersion{}, err
 	}
 	k := planversions.Key{TenantID: tenant, ProjectID: project, PlanID: ref.PlanID, PlanVersion: ref.PlanVersion}
+	if v, ok := s.resolved.get(k); ok {
+		return v, nil
+	}
 	r, err := planversions.Resolve(ctx, s.pool, k)
 	if archived, ok := errors.AsType[*planversions.ArchivedError](err); ok {
 		if archived.AllArchived {
@@ -36,6 +41,7 @@ func (s *Service) Resolve(ctx context.Context, p auth.Principal, tenant, project
 	if err != nil {
 		return api.PlanVersion{}, err
 	}
+	s.resolved.put(k, r.PlanVersion)
 	return r.PlanVersion, nil
 }
 

@@ -24,15 +24,21 @@ import (
 type Config struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// ResolveTTL is how long a planRef's resolution is reused by later
+	// starts of this gateway (resolveCache): a push, archive or restore
+	// through another gateway is seen by this one's starts within it.
+	// Zero means DefaultResolveTTL; negative resolves every start anew.
+	ResolveTTL time.Duration
 }
 
 // Service keeps the registered plans: push, list, get, archive, restore,
 // and the resolution of a start's planRef. Safe for concurrent use.
 type Service struct {
-	pool   *pgxpool.Pool
-	intake *intake.Intake
-	authz  auth.Authorizer
-	now    func() time.Time
+	pool     *pgxpool.Pool
+	intake   *intake.Intake
+	authz    auth.Authorizer
+	now      func() time.Time
+	resolved resolveCache
 }
 
 // New returns the registry of pool, checking plans with in (as a start
@@ -42,7 +48,11 @@ func New(pool *pgxpool.Pool, in *intake.Intake, authz auth.Authorizer, cfg Confi
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{pool: pool, intake: in, authz: authz, now: now}
+	ttl := cfg.ResolveTTL
+	if ttl == 0 {
+		ttl = DefaultResolveTTL
+	}
+	return &Service{pool: pool, intake: in, authz: authz, now: now, resolved: resolveCache{ttl: ttl, now: now}}
 }
 
 // Push stores the plan version req carries for p, or refuses req with an
@@ -64,6 +74,9 @@ func (s *Service) Push(ctx context.Context, p auth.Principal, req api.PlanPushRe
 	k := planversions.Key{TenantID: tenant, ProjectID: req.ProjectID, PlanID: pl.PlanID(), PlanVersion: pl.PlanVersion()}
 	sum := sha256.Sum256(intake.CanonicalJSON(pl.JSON()))
 	r, err := planversions.Insert(ctx, s.pool, k, pl.JSON(), sum[:], s.stamp())
+	if r != nil {
+		s.resolved.forget(k)
+	}
 	if err != nil || r != nil {
 		return versionOr(r), r != nil, err
 	}
@@ -234,6 +247,7 @@ func (s *Service) setArchived(ctx context.Context, p auth.Principal, k planversi
 		return api.PlanVersion{}, err
 	}
 	r, err := planversions.SetArchived(ctx, s.pool, k, at)
+	s.resolved.forget(k)
 	if err != nil || r == nil {
 		return api.PlanVersion{}, cmpErr(err, notFound(k))
 	}
