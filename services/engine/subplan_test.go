@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/internal/policy/admission"
 	"github.com/weftrun/weft/internal/runstart"
 	"github.com/weftrun/weft/internal/store/planversions"
 	"github.com/weftrun/weft/pkg/events"
@@ -275,4 +276,19 @@ func TestForEachSubPlanRunsAChildPerElement(t *testing.T) {
 	require.NoError(t, evs[len(evs)-1].Data(&done))
 	require.JSONEq(t, `[{"amount":3},{"amount":4},{"amount":5}]`, string(done.Output))
 	require.Len(t, s.children(t, runID), 3)
+}
+
+// A child run is never held by its environment's admission limit: a
+// parent that holds the environment's one place, waiting for its child,
+// would otherwise wait for ever.
+func TestChildRunIsNotHeldByTheAdmissionLimit(t *testing.T) {
+	t.Parallel()
+	s := setup(t, engine.Config{Admission: admission.Limits{Default: admission.Limit{MaxConcurrentRuns: 1, Policy: admission.Queue}}})
+	rawWorker(t, s.js, "default", echo)
+	runID := s.start(t, parsePlan(t, nestedPlan(2, false)))
+	require.Equal(t, events.RunCompleted, terminal(s.waitTerminal(t, runID)))
+	kid := s.children(t, runID)[0]
+	evs, err := s.log.EventsFetchAfter(t.Context(), kid, 0, 0)
+	require.NoError(t, err)
+	require.NotContains(t, types(evs), events.RunQueued)
 }

@@ -267,9 +267,9 @@ func (x *Runner) step(ctx context.Context, w *journal.Write, r Round, run *runVi
 // limit that holds it (the run is queued), and DELAY gives it a
 // DelayUntil (the run starts, its dispatch waits). It checks only rounds that could start an approved run, and then
 // holds the environment's admission lock until tx ends, so the check and
-// the start commit together.
+// the start commit together. A child run starts at once (isChild).
 func (x *Runner) admit(ctx context.Context, w *journal.Write, in decide.Input, run *runView) (decide.Input, error) {
-	if !mayStart(in, run) {
+	if !mayStart(in, run) || isChild(run) {
 		return in, nil
 	}
 	switch v := in.(type) {
@@ -299,12 +299,17 @@ func (x *Runner) admissions(rounds []Round, runs map[string]*runView) []string {
 	var envs []string
 	for _, r := range rounds {
 		run := runs[r.RunID]
-		if run.err == nil && mayStart(r.Input, run) && x.cfg.Admission.For(run.environment).MaxConcurrentRuns > 0 {
+		if run.err == nil && mayStart(r.Input, run) && !isChild(run) && x.cfg.Admission.For(run.environment).MaxConcurrentRuns > 0 {
 			envs = append(envs, run.environment)
 		}
 	}
 	return envs
 }
+
+// isChild reports whether run is a child run, which its environment's
+// admission limit never holds: its parent, which holds a place, waits for
+// it, so holding it could hold both for ever.
+func isChild(run *runView) bool { return run.state.Run.Parent.RunID != "" }
 
 // mayStart reports whether in could start run: an APPROVED run's
 // approval, or a resync of it.
