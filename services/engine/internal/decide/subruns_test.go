@@ -221,3 +221,19 @@ func TestPersistedGoldenCheckpointChildRun(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, b.s, got)
 }
+
+// RETRY_STEP of a failed subPlan step reopens the run and starts a new
+// child for the step's next attempt.
+func TestRetryStepOfASubPlanStepStartsANewChild(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sub("pay", `{}`))
+	b.decide(approve())
+	first := b.s.Steps["pay"].ChildRunID
+	b.decide(b.childEnd("pay", b.s.Steps["pay"], events.ChildRunEndedData{Status: events.RunStatusFailed, Reason: "boom"}))
+	require.Equal(t, events.RunStatusFailed, b.s.Status)
+	d := b.decide(retryStep(1, "pay"))
+	require.Len(t, d.Starts, 1)
+	require.Equal(t, 2, d.Starts[0].LogicalAttempt)
+	require.NotEqual(t, first, d.Starts[0].RunID)
+	require.Equal(t, events.RunStatusRunning, b.s.Status)
+}
