@@ -52,7 +52,8 @@
 // EventID when the caller leaves it empty, before the first attempt. A
 // create repeating an existing id with the same definition returns the
 // existing schedule or trigger; a redelivered event returns its first
-// run with Duplicate set.
+// run with Duplicate set. Rerun (a new run of a run from one of its steps)
+// is idempotent on RerunRequest.RunRequestID, set the same way.
 //
 // # Registered plans
 //

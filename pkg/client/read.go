@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -34,6 +36,23 @@ type RunFilter struct {
 	// ParentRunID keeps the child runs the subPlan steps of this run
 	// started; it must be a run id. Empty: any run.
 	ParentRunID string
+	// PlanVersion keeps runs of this version of PlanID, which it needs.
+	// Empty: any version.
+	PlanVersion string
+	// Labels keeps the runs that carry every one of these labels (each
+	// sent as label=KEY=VALUE). Empty: any run.
+	Labels map[string]string
+	// ScheduleID keeps the runs this schedule's fires started (run request
+	// id "{scheduleId}:{scheduledFor}"). Empty: any run.
+	ScheduleID string
+	// RerunOf keeps the reruns of this run; it must be a run id. Empty:
+	// any run.
+	RerunOf string
+	// CreatedAfter and CreatedBefore keep the runs created in
+	// [CreatedAfter, CreatedBefore); EndedAfter and EndedBefore those that
+	// ended (COMPLETED, FAILED or CANCELLED) in [EndedAfter, EndedBefore).
+	// A zero time is no bound.
+	CreatedAfter, CreatedBefore, EndedAfter, EndedBefore time.Time
 	// Limit is the page size, 1 to 200; 0 means the server's default (50).
 	Limit int
 	// Cursor is the NextCursor of the previous page; empty for the first.
@@ -46,26 +65,28 @@ func (f RunFilter) query() url.Values {
 	for _, s := range f.Status {
 		q.Add("status", s)
 	}
-	if f.PlanID != "" {
-		q.Set("plan", f.PlanID)
+	for _, p := range [...]struct{ name, value string }{
+		{"plan", f.PlanID}, {"planVersion", f.PlanVersion}, {"trigger", f.TriggerID}, {"schedule", f.ScheduleID},
+		{"parent", f.ParentRunID}, {"rerunOf", f.RerunOf}, {"projectId", f.ProjectID}, {"environmentId", f.EnvironmentID},
+		{"cursor", f.Cursor},
+	} {
+		if p.value != "" {
+			q.Set(p.name, p.value)
+		}
 	}
-	if f.TriggerID != "" {
-		q.Set("trigger", f.TriggerID)
+	for _, k := range slices.Sorted(maps.Keys(f.Labels)) {
+		q.Add("label", k+"="+f.Labels[k])
 	}
-	if f.ParentRunID != "" {
-		q.Set("parent", f.ParentRunID)
-	}
-	if f.ProjectID != "" {
-		q.Set("projectId", f.ProjectID)
-	}
-	if f.EnvironmentID != "" {
-		q.Set("environmentId", f.EnvironmentID)
+	for _, p := range [...]struct {
+		name string
+		at   time.Time
+	}{{"createdAfter", f.CreatedAfter}, {"createdBefore", f.CreatedBefore}, {"endedAfter", f.EndedAfter}, {"endedBefore", f.EndedBefore}} {
+		if !p.at.IsZero() {
+			q.Set(p.name, p.at.Format(time.RFC3339Nano))
+		}
 	}
 	if f.Limit != 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))
-	}
-	if f.Cursor != "" {
-		q.Set("cursor", f.Cursor)
 	}
 	return q
 }

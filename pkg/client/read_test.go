@@ -211,14 +211,21 @@ func TestListRunsSendsFilter(t *testing.T) {
 
 	got, err := b.client.ListRuns(context.Background(), client.RunFilter{
 		Status: []string{"FAILED", api.StatusStale}, PlanID: "hello", TriggerID: "orders",
-		ParentRunID: testRunID, ProjectID: "shop", EnvironmentID: "prod", Limit: 10, Cursor: "c1"})
+		ParentRunID: testRunID, ProjectID: "shop", EnvironmentID: "prod", Limit: 10, Cursor: "c1",
+		PlanVersion: "v2", Labels: map[string]string{"team": "data", "env": "prod", "note": ""}, ScheduleID: "nightly",
+		RerunOf: testRunID, CreatedAfter: time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC),
+		CreatedBefore: time.Date(2026, 1, 3, 0, 0, 0, 0, time.FixedZone("", 3600)),
+		EndedAfter:    time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC), EndedBefore: time.Date(2026, 1, 4, 0, 0, 0, 0, time.UTC)})
 	require.NoError(t, err)
 	require.Equal(t, want, *got)
 	reqs := b.api.requests()
 	require.Len(t, reqs, 1)
 	require.Equal(t, "/v1/runs", reqs[0].escapedPath)
 	require.Equal(t, url.Values{"status": {"FAILED", "STALE"}, "plan": {"hello"}, "trigger": {"orders"},
-		"parent": {testRunID}, "projectId": {"shop"}, "environmentId": {"prod"}, "limit": {"10"}, "cursor": {"c1"}}, reqs[0].query)
+		"parent": {testRunID}, "projectId": {"shop"}, "environmentId": {"prod"}, "limit": {"10"}, "cursor": {"c1"},
+		"planVersion": {"v2"}, "label": {"env=prod", "note=", "team=data"}, "schedule": {"nightly"}, "rerunOf": {testRunID},
+		"createdAfter": {"2026-01-02T03:04:05.0000006Z"}, "createdBefore": {"2026-01-03T00:00:00+01:00"},
+		"endedAfter": {"2026-01-02T00:00:00Z"}, "endedBefore": {"2026-01-04T00:00:00Z"}}, reqs[0].query)
 }
 
 func TestRunsFollowsCursors(t *testing.T) {

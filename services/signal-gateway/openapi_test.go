@@ -22,6 +22,7 @@ import (
 var routes = []string{
 	"POST /v1/runs",
 	"POST /v1/runs/{runId}/signals",
+	"POST /v1/runs/{runId}/rerun",
 	"POST /v1/schedules",
 	"GET /v1/schedules",
 	"GET /v1/schedules/{scheduleId}",
@@ -74,18 +75,21 @@ func checkRoutes(t *testing.T, s *stack, d *openapitest.Doc) {
 	require.ElementsMatch(t, routes, slices.Collect(maps.Keys(ops)))
 
 	runPath := "/v1/runs/" + uuid.NewString() + "/signals"
+	rerunPath := "/v1/runs/" + uuid.NewString() + "/rerun"
 	probes := []struct {
 		route, path, token, body, code string
 	}{
 		// Without a key every POST is refused before its body is read.
 		{"POST /v1/runs", "/v1/runs", "", "{}", api.CodeUnauthenticated},
 		{"POST /v1/runs/{runId}/signals", runPath, "", "{}", api.CodeUnauthenticated},
+		{"POST /v1/runs/{runId}/rerun", rerunPath, "", "{}", api.CodeUnauthenticated},
 		{"POST /rpc", "/rpc", "", "{}", ""},
 		{"GET /v1/schedules", "/v1/schedules", "", "", api.CodeUnauthenticated},
 		{"DELETE /v1/triggers/{triggerId}", "/v1/triggers/t", "", "", api.CodeUnauthenticated},
 		// With a key, requests that change nothing.
 		{"POST /v1/runs", "/v1/runs", operatorToken, "{}", api.CodeInvalidArgument},
 		{"POST /v1/runs/{runId}/signals", runPath, operatorToken, `{"signalName":"go"}`, api.CodeNotFound},
+		{"POST /v1/runs/{runId}/rerun", rerunPath, operatorToken, `{"fromStepId":"a"}`, api.CodeNotFound},
 		{"POST /v1/schedules", "/v1/schedules", operatorToken, "{}", api.CodeInvalidArgument},
 		{"GET /v1/schedules", "/v1/schedules", operatorToken, "", ""},
 		{"GET /v1/schedules/{scheduleId}", "/v1/schedules/none", operatorToken, "", api.CodeNotFound},
@@ -170,7 +174,7 @@ func checkErrorCodes(t *testing.T, doc map[string]any) {
 		api.CodeUnauthenticated, api.CodePermissionDenied, api.CodeNotFound,
 		api.CodeRateLimited, api.CodeOverloaded, api.CodeSignalAcceptanceIndeterminate,
 		api.CodeUnknownSignal, api.CodeRunTerminal, api.CodeIdempotencyConflict,
-		api.CodeAlreadyExists, api.CodeQuotaExceeded, api.CodePlanVersionConflict, api.CodePlanArchived, api.CodeMethodNotAllowed, api.CodeInternal, api.CodeUnavailable,
+		api.CodeAlreadyExists, api.CodeQuotaExceeded, api.CodePlanVersionConflict, api.CodePlanArchived, api.CodeRerunRefused, api.CodeMethodNotAllowed, api.CodeInternal, api.CodeUnavailable,
 	}, code["enum"])
 
 	rpcCode := object(t, object(t, object(t, schemas, "JsonRpcError"), "properties"), "code")

@@ -83,8 +83,14 @@ func printRun(w io.Writer, v *api.RunView, details map[string]*events.StepDetail
 	tw.row("Run\t%s\n", v.RunID)
 	tw.row("Plan\t%s %s\n", v.PlanID, v.PlanVersion)
 	tw.row("Where\ttenant %s, project %s, environment %s\n", v.TenantID, v.ProjectID, v.EnvironmentID)
+	if len(v.Labels) > 0 {
+		tw.row("Labels\t%s\n", formatLabels(v.Labels))
+	}
 	if p := v.Parent; p != nil {
 		tw.row("Parent\trun %s, step %s (attempt %s, depth %d)\n", p.RunID, p.StepID, p.LogicalAttemptID, p.Depth)
+	}
+	if r := v.RerunOf; r != nil {
+		tw.row("Rerun of\trun %s from step %s\n", r.RunID, r.FromStepID)
 	}
 	tw.row("Status\t%s\n", runStatusLine(v, now))
 	if v.Queued != nil {
@@ -193,6 +199,9 @@ func newStepRow(ps api.PlanStep, s events.StepSnapshot) stepRow {
 	if s.ChildRunID != "" {
 		r.does = "child run " + s.ChildRunID
 	}
+	if s.ReusedFrom != nil {
+		r.status += " (reused from run " + s.ReusedFrom.RunID + ")"
+	}
 	return r
 }
 
@@ -268,7 +277,7 @@ func shorten(s string, n int) string {
 // lists the next page, if there is one.
 func printRunList(w io.Writer, list *api.RunList, nextPage string) error {
 	tw := newTable(w)
-	tw.row("RUN\tPLAN\tSTATUS\tSTEPS\tCREATED\tDURATION\n")
+	tw.row("RUN\tPLAN\tSTATUS\tSTEPS\tCREATED\tDURATION\tLABELS\n")
 	for _, r := range list.Runs {
 		status := string(r.Status)
 		if r.Stale {
@@ -278,8 +287,8 @@ func printRunList(w io.Writer, list *api.RunList, nextPage string) error {
 		if r.TotalDurationMs != nil {
 			dur = (time.Duration(*r.TotalDurationMs) * time.Millisecond).String()
 		}
-		tw.row("%s\t%s %s\t%s\t%d/%d\t%s\t%s\n", r.RunID, r.PlanID, r.PlanVersion, status,
-			r.StepsDone, r.StepsTotal, r.CreatedAt.Local().Format(time.DateTime), dur)
+		tw.row("%s\t%s %s\t%s\t%d/%d\t%s\t%s\t%s\n", r.RunID, r.PlanID, r.PlanVersion, status,
+			r.StepsDone, r.StepsTotal, r.CreatedAt.Local().Format(time.DateTime), dur, cmp.Or(formatLabels(r.Labels), "-"))
 	}
 	if err := tw.flush(); err != nil {
 		return err

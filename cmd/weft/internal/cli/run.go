@@ -21,13 +21,14 @@ import (
 func RunCommands() map[string]Command {
 	return map[string]Command{
 		"start":  {"start a run of a plan file, and with --wait follow it to its end", runStart},
+		"rerun":  {"start a new run of a run from one of its steps, copying the other steps' outcomes", runRerun},
 		"get":    {"show a run: its status and each step's", runGet},
 		"watch":  {"follow a run's progress until it ends; exit with its outcome", runWatch},
 		"events": {"list a run's events from the event log", runEvents},
 	}
 }
 
-const startSynopsis = "weft run start (-f PLAN_FILE | --plan PLAN_ID[@VERSION]) [--input JSON] [--wait [--timeout D]] [--run-request-id ID] [-o json]"
+const startSynopsis = "weft run start (-f PLAN_FILE | --plan PLAN_ID[@VERSION]) [--input JSON] [--label K=V…] [--wait [--timeout D]] [--run-request-id ID] [-o json]"
 
 // runStart is `weft run start`.
 func runStart(ctx context.Context, env *Env, args []string) error {
@@ -38,6 +39,7 @@ func runStart(ctx context.Context, env *Env, args []string) error {
 	cmd.StringVar(&sf.planRef, "plan", "", "start a registered plan (weft plan push) instead of a file: PLAN_ID@VERSION, or PLAN_ID or PLAN_ID@latest for its newest version not archived")
 	cmd.StringVar(&sf.input, "input", "", "the run's input, a JSON document, @FILE, or - for stdin")
 	cmd.StringVar(&sf.runRequestID, "run-request-id", "", "your id for this start: repeating it starts no second run (default: a fresh id)")
+	cmd.Var(&sf.labels, "label", "a label of the run, KEY=VALUE; repeatable")
 	wait := cmd.Bool("wait", false, "follow the run's progress until it ends, and exit with its outcome")
 	timeout := cmd.Duration("timeout", 0, "with --wait: stop waiting after this long and exit 4 (default: wait as long as the run takes)")
 	sf.where = addWhereFlags(cmd.flags, " of the run")
@@ -79,6 +81,7 @@ const (
 // startFlags are the flags of `weft run start` that make its request.
 type startFlags struct {
 	file, planRef, input, runRequestID string
+	labels                             labelFlags
 	where                              whereFlags
 }
 
@@ -113,7 +116,7 @@ func (sf startFlags) request() (api.StartRunRequest, error) {
 	if err != nil {
 		return req, err
 	}
-	req.Input = input
+	req.Input, req.Labels = input, sf.labels
 	req.TenantID, req.ProjectID, req.EnvironmentID = sf.where.ids()
 	return req, nil
 }
@@ -218,8 +221,7 @@ func printStarted(w io.Writer, format outputFormat, req api.StartRunRequest, res
 	return printAs(w, format, res, func(w io.Writer, res *api.StartRunResult) error {
 		var err error
 		if res.Duplicate {
-			_, err = fmt.Fprintf(w, "Run %s was already started for run request %s (status %s); nothing new was started.\n",
-				res.RunID, res.RunRequestID, res.Status)
+			err = printDuplicateStart(w, res)
 		} else {
 			_, err = fmt.Fprintf(w, "Started run %s of %s.\n", res.RunID, startedPlan(req))
 		}
@@ -228,6 +230,14 @@ func printStarted(w io.Writer, format outputFormat, req api.StartRunRequest, res
 		}
 		return err
 	})
+}
+
+// printDuplicateStart says that res repeats an earlier start (or rerun)
+// and started nothing.
+func printDuplicateStart(w io.Writer, res *api.StartRunResult) error {
+	_, err := fmt.Fprintf(w, "Run %s was already started for run request %s (status %s); nothing new was started.\n",
+		res.RunID, res.RunRequestID, res.Status)
+	return err
 }
 
 // startedPlan names the plan of a start for people: "plan hello 1", or

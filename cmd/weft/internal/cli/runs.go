@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,7 +22,9 @@ func RunsCommands() map[string]Command {
 	}
 }
 
-const lsSynopsis = "weft runs ls [--status S[,S…]] [--plan PLAN_ID] [--parent RUN_ID] [--project ID] [--environment ID] [--limit N] [--cursor C] [-o json]"
+const lsSynopsis = "weft runs ls [--status S[,S…]] [--plan PLAN_ID [--plan-version V]] [--label K=V…] [--trigger ID] [--schedule ID] " +
+	"[--parent RUN_ID] [--rerun-of RUN_ID] [--created-after T] [--created-before T] [--ended-after T] [--ended-before T] " +
+	"[--project ID] [--environment ID] [--limit N] [--cursor C] [-o json]"
 
 // statusList is a flag that may be repeated and holds comma-separated
 // values: --status FAILED,CANCELLED --status STALE.
@@ -42,16 +46,18 @@ func runsList(ctx context.Context, env *Env, args []string) error {
 	cmd := newAPICommand(env, "runs ls", lsSynopsis, "")
 	var filter client.RunFilter
 	var statuses statusList
+	var labels labelFlags
 	cmd.Var(&statuses, "status", "keep runs of these statuses: PENDING APPROVED QUEUED RUNNING PAUSED COMPLETED FAILED CANCELLED, or STALE; repeatable or comma-separated")
 	cmd.StringVar(&filter.PlanID, "plan", "", "keep runs of this plan id")
 	cmd.StringVar(&filter.ParentRunID, "parent", "", "keep the child runs the subPlan steps of this run started")
+	addListFilterFlags(cmd, &filter, &labels)
 	cmd.StringVar(&filter.ProjectID, "project", "", "keep runs of this project id")
 	cmd.StringVar(&filter.EnvironmentID, "environment", "", "keep runs of this environment id")
 	addPageFlags(cmd.flags, "runs", 20, &filter.Limit, &filter.Cursor)
 	if _, err := cmd.parse(args); err != nil {
 		return err
 	}
-	filter.Status = statuses
+	filter.Status, filter.Labels = statuses, labels
 	return callAPI(cmd, "list runs", func(c *cliClient) (*api.RunList, error) {
 		list, err := c.ListRuns(ctx, filter)
 		if list != nil && list.Runs == nil {
@@ -70,12 +76,47 @@ func nextPageCommand(f client.RunFilter, cursor string) string {
 	if len(f.Status) > 0 {
 		next = append(next, "--status", strings.Join(f.Status, ","))
 	}
-	for _, kv := range [][2]string{{"--plan", f.PlanID}, {"--parent", f.ParentRunID}, {"--project", f.ProjectID}, {"--environment", f.EnvironmentID}} {
+	for _, kv := range [][2]string{{"--plan", f.PlanID}, {"--plan-version", f.PlanVersion}, {"--trigger", f.TriggerID},
+		{"--schedule", f.ScheduleID}, {"--parent", f.ParentRunID}, {"--rerun-of", f.RerunOf}, {"--project", f.ProjectID},
+		{"--environment", f.EnvironmentID}} {
 		if kv[1] != "" {
 			next = append(next, kv[0], kv[1])
 		}
 	}
+	for _, k := range slices.Sorted(maps.Keys(f.Labels)) {
+		next = append(next, "--label", k+"="+f.Labels[k])
+	}
+	for _, kv := range []struct {
+		flag string
+		at   time.Time
+	}{{"--created-after", f.CreatedAfter}, {"--created-before", f.CreatedBefore}, {"--ended-after", f.EndedAfter}, {"--ended-before", f.EndedBefore}} {
+		if !kv.at.IsZero() {
+			next = append(next, kv.flag, kv.at.Format(time.RFC3339Nano))
+		}
+	}
 	return pageCommand(cursor, f.Limit, next...)
+}
+
+// addListFilterFlags adds to cmd the flags of `weft runs ls` that filter
+// by plan version, label, source, rerun and time range, into f and
+// labels.
+func addListFilterFlags(cmd *apiCommand, f *client.RunFilter, labels *labelFlags) {
+	cmd.StringVar(&f.PlanVersion, "plan-version", "", "with --plan: keep runs of this version of it")
+	cmd.Var(labels, "label", "keep runs that carry this label, KEY=VALUE; repeatable: runs that carry every one")
+	cmd.StringVar(&f.TriggerID, "trigger", "", "keep the runs this trigger's events started")
+	cmd.StringVar(&f.ScheduleID, "schedule", "", "keep the runs this schedule's fires started")
+	cmd.StringVar(&f.RerunOf, "rerun-of", "", "keep the reruns of this run")
+	for _, t := range []struct {
+		name, usage string
+		at          *time.Time
+	}{
+		{"created-after", "keep runs created at or after this RFC 3339 time", &f.CreatedAfter},
+		{"created-before", "keep runs created before this RFC 3339 time", &f.CreatedBefore},
+		{"ended-after", "keep runs that ended at or after this RFC 3339 time", &f.EndedAfter},
+		{"ended-before", "keep runs that ended before this RFC 3339 time", &f.EndedBefore},
+	} {
+		cmd.Var(timeFlag{t.at}, t.name, t.usage)
+	}
 }
 
 const signalSynopsis = "weft signal RUN_ID NAME [--payload JSON] [--signal-id ID] [--no-wait | --timeout D] [-o json]"

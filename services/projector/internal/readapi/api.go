@@ -35,6 +35,7 @@ func (a *API) Handler() http.Handler {
 	mux.HandleFunc("GET /openapi.json", serveOpenAPI)
 	gateway := a.gatewayProxy()
 	mux.Handle("POST /gateway/v1/runs/{runId}/signals", gateway)
+	mux.Handle("POST /gateway/v1/runs/{runId}/rerun", gateway)
 	mux.Handle("GET /gateway/v1/schedules", gateway)
 	mux.Handle("POST /gateway/v1/schedules/{scheduleId}/pause", gateway)
 	mux.Handle("POST /gateway/v1/schedules/{scheduleId}/resume", gateway)

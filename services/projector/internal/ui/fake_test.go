@@ -17,7 +17,8 @@ import (
 
 // This file is a fake of the projector's read API (docs/read-api.md) and of
 // the gateway route it forwards, enough to drive the UI: the runs list with
-// its filters (parent= among them) and cursor, the run with ETag, If-None-Match and the
+// its filters (parent=, label=, planVersion= and the created range among
+// them) and cursor, the run with ETag, If-None-Match and the
 // waitForSeq long poll, the events with afterSeq, the alerts, signals,
 // which it records, and the gateway's schedules list with its keyset cursor.
 
@@ -28,7 +29,7 @@ func summaryOf(v api.RunView) api.RunSummary {
 		CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, CompletedAt: v.CompletedAt,
 		TotalDurationMs: v.TotalDurationMs, UpdatedAt: v.UpdatedAt, LastEventSeq: v.LastEventSeq,
 		StepsTotal: v.StepsTotal(), StepsDone: v.StepsDone(), FailedSteps: v.FailedSteps,
-		ParentRunID: parentRunID(v),
+		ParentRunID: parentRunID(v), Labels: v.Labels,
 	}
 }
 
@@ -227,6 +228,9 @@ func (f *fakeAPI) list(w http.ResponseWriter, r *http.Request) {
 		if tr := q.Get("trigger"); q.Has("trigger") && !strings.HasPrefix(req, tr+":") {
 			continue
 		}
+		if !matchesListFilters(q, v) {
+			continue
+		}
 		rows = append(rows, listedRun{summaryOf(v), req})
 	}
 	f.mu.Unlock()
@@ -243,6 +247,29 @@ func (f *fakeAPI) list(w http.ResponseWriter, r *http.Request) {
 		body["nextCursor"] = strconv.Itoa(end)
 	}
 	writeJSON(w, http.StatusOK, body)
+}
+
+// matchesListFilters reports whether v passes the list's filters by
+// planVersion, label (each KEY=VALUE, ANDed) and created range
+// (createdAfter inclusive, createdBefore exclusive), as the projector
+// applies them.
+func matchesListFilters(q url.Values, v api.RunView) bool {
+	if q.Has("planVersion") && v.PlanVersion != q.Get("planVersion") {
+		return false
+	}
+	for _, l := range q["label"] {
+		k, val, _ := strings.Cut(l, "=")
+		if got, ok := v.Labels[k]; !ok || got != val {
+			return false
+		}
+	}
+	if after, err := time.Parse(time.RFC3339Nano, q.Get("createdAfter")); err == nil && v.CreatedAt.Before(after) {
+		return false
+	}
+	if before, err := time.Parse(time.RFC3339Nano, q.Get("createdBefore")); err == nil && !v.CreatedAt.Before(before) {
+		return false
+	}
+	return true
 }
 
 // find returns the run and the channel the next update closes.

@@ -37,6 +37,7 @@ type stack struct {
 	// the operator's key.
 	client *client.Client
 	rec    *recorder
+	db     *weftest.DB
 }
 
 // setupStack starts a stack and a browser; everything stops when the test
@@ -68,7 +69,7 @@ func setupStack(t *testing.T) *stack {
 	c, err := client.New(gatewayURL, client.WithToken(token), client.WithReadURL(front.URL))
 	require.NoError(t, err)
 	ctx, console := browsertest.New(t)
-	return &stack{bundle: &bundle{t: t, url: front.URL, ctx: ctx, console: console}, client: c, rec: rec}
+	return &stack{bundle: &bundle{t: t, url: front.URL, ctx: ctx, console: console}, client: c, rec: rec, db: db}
 }
 
 // recorder keeps the method and path of every request its handler is sent.

@@ -230,3 +230,12 @@ export async function startRun(start) {
   const res = await request('POST', '/gateway/v1/runs', { body: start });
   return res.data || {};
 }
+
+// rerunRun posts a rerun of run runId (api.RerunRequest: fromStepId,
+// input, runRequestId) through the projector's gateway route and returns
+// the gateway's StartRunResult for the new run; a refusal throws an
+// ApiError (RerunRefused, InvalidArgument with details.problems, …).
+export async function rerunRun(runId, rerun) {
+  const res = await request('POST', `/gateway/v1/runs/${encodeURIComponent(runId)}/rerun`, { body: rerun });
+  return res.data || {};
+}

@@ -37,6 +37,17 @@
 //   btn-pause, btn-resume, btn-cancel   the run's action buttons
 //   btn-retry-step          "Retry step" on a FAILED step; data-step-id
 //   btn-signal              "Send <signal>" on a RUNNING waitSignal step; data-step-id, data-signal
+//   btn-rerun-step          "Rerun from here" on every step of an ended run, for a key with run.start; data-step-id
+//   steps-card              the Steps card; data-rerun is "unknown" until GET /v1/whoami answered, then
+//                           "true" when its steps offer a rerun, else "false"
+//   rerun-form              the rerun card: rerun-from (the step), rerun-input (the JSON editor, the run's
+//                           input), rerun-submit, rerun-close; rerun-problems holds rerun-json-error (input
+//                           that is not JSON, nothing sent) or rerun-error (the gateway's refusal) and one
+//                           rerun-problem per problem it names (cells as plan-start-problem's)
+//   run-rerun-of            a rerun's "Rerun of <run> from <step>" (data-run-id, data-step-id): run-rerun-of-link
+//                           (the source's page), run-rerun-of-step (the source's page with the step open)
+//   step-reused             on a step a rerun copied rather than ran, "reused, not run" (data-run-id), with
+//                           step-reused-link to the run whose outcome it holds
 //   confirm-ok, confirm-dismiss         the buttons of the confirm dialog (CANCEL)
 //   action-result           the toast with the last action's result; data-kind success|error
 //   dag                     the steps graph: a box that scrolls both ways (drag to pan); data-scale is its zoom

@@ -7,6 +7,7 @@ import { h, icon, pill, replace, s } from './dom.js';
 import { attemptNumber, between, bytes, duration } from './format.js';
 import { canRetryStep, canSendStepSignal } from './signals.js';
 import { progressText, topSteps } from './stepdetail.js';
+import { rerunButton, reusedChip } from './rerun.js';
 
 // layout orders the steps of a plan (and any snapshot steps the plan does
 // not name, but for the children of forEach steps) into columns: a step's column is one more than the deepest of
@@ -62,8 +63,9 @@ const AUTO_FIT_MIN = 0.6;
 
 // createDag returns {el, controls, update(snapshot, actions), destroy()}.
 // actions is {retry(stepId, button), signal(name, stepId, button),
-// details(stepId), selected()}: details opens a step's panel, selected
-// names the step it shows. With plain, the graph draws a plan that has no
+// details(stepId), selected(), rerun(stepId)?, mayRerun()?}: details
+// opens a step's panel, selected names the step it shows; rerun opens the
+// rerun from a step, offered on every step while mayRerun() holds. With plain, the graph draws a plan that has no
 // run (a registered plan's page): update takes {plan} and no actions, and
 // the nodes show neither status nor buttons.
 //
@@ -281,6 +283,8 @@ function node(n, st, index, snap, actions) {
     }));
   }
 
+  // A step a rerun did not run: the run whose outcome it copied.
+  if (st?.reusedFrom) chips.push(reusedChip(st.reusedFrom));
   // The child run the current attempt started; none to open before then.
   if (child && st?.childRunId && !st.forEach) chips.push(childRunLink(st.childRunId, 'step-child-run'));
   if (st?.forEach) {
@@ -322,6 +326,9 @@ function node(n, st, index, snap, actions) {
     b.addEventListener('click', () => actions.signal(p.signal, n.id, b));
     buttons.push(b);
   }
+
+  const rerun = rerunButton(n.id, actions);
+  if (rerun) buttons.push(rerun);
 
   return h('article', { class: `node node-${status.toLowerCase()}${child}${actions.selected() === n.id ? ' is-selected' : ''}`, testid: 'step', 'data-step-id': n.id, 'data-node': n.id, 'data-kind': kind },
     nodeHead(n, index, pill(status, 'step-status')),

@@ -85,29 +85,30 @@ export function createStartForm(view, version) {
   return form;
 }
 
-// refusal is what showProblems shows of a failed start: the problems of
-// a 400, else the error.
-function refusal(err) {
+// refusal is what showProblems shows of a failed request, a start unless
+// what names another: the problems of a 400, else the error.
+export function refusal(err, what = 'start') {
   if (!(err instanceof ApiError)) return { text: String(err) };
   const list = Array.isArray(err.details?.problems) ? err.details.problems : [];
-  return list.length ? { text: `The gateway refused the start — ${err.code}:`, list } : { text: err.describe() };
+  return list.length ? { text: `The gateway refused the ${what} — ${err.code}:`, list } : { text: err.describe() };
 }
 
 // showProblems shows in box what is wrong ({text, testid, list}: list
-// holds api.Problems), or hides it for null.
-function showProblems(box, what) {
+// holds api.Problems), or hides it for null. The head's testid is
+// what.testid, else prefix-error; each problem's row is prefix-problem.
+export function showProblems(box, what, prefix = 'plan-start') {
   box.hidden = !what;
   if (!what) {
     replace(box);
     return;
   }
   replace(box,
-    h('div', { class: 'start-problems-head', testid: what.testid || 'plan-start-error' }, icon('alert'), what.text),
+    h('div', { class: 'start-problems-head', testid: what.testid || `${prefix}-error` }, icon('alert'), what.text),
     what.list
       ? h('table', { class: 'table compact start-problems-table' },
         h('thead', {}, h('tr', {}, ['Path', 'Keyword', 'Message'].map((text) => h('th', { text })))),
         h('tbody', {}, what.list.map((p) => h('tr', {
-          testid: 'plan-start-problem', 'data-path': p.path ?? '', 'data-keyword': p.keyword ?? '', 'data-code': p.code ?? '',
+          testid: `${prefix}-problem`, 'data-path': p.path ?? '', 'data-keyword': p.keyword ?? '', 'data-code': p.code ?? '',
         },
         h('td', {}, h('code', { testid: 'problem-path', text: p.path || '(the whole body)' })),
         h('td', { testid: 'problem-keyword', text: p.keyword || p.code || '' }),

@@ -5,13 +5,14 @@
 // whose panel is open is in the address, /runs/{runId}?step={stepId}, so
 // a link can open a step; a child run's breadcrumb leads to its parent.
 
-import { ApiError, get, runPath, sendSignal } from './api.js';
+import { ApiError, get, runPath, sendSignal, whoami } from './api.js';
 import { childRunsHref, depthChip, hasSubPlans, parentCrumbs } from './childruns.js';
 import { createDag } from './dag.js';
 import { h, icon, isTerminal, pill, pollMs, replace, stalePill } from './dom.js';
 import { createTimeline } from './events.js';
 import { between, dateTime, duration, relativeTime, shortId } from './format.js';
 import { jsonBlock } from './jsonview.js';
+import { createRerunForm, mayRerun, rerunOfMark } from './rerun.js';
 import { runSignal } from './signals.js';
 import { createWaterfall, waterfallLegend } from './waterfall.js';
 import { createStepPanel, topSteps } from './stepdetail.js';
@@ -54,6 +55,15 @@ export function mountRun(root, view, runId) {
   let parentShown = null; // the parent the breadcrumb shows, as JSON
   let opened = new URLSearchParams(location.search).get('step'); // the step to open with the first snapshot
   const copy = h('button', { type: 'button', class: 'btn btn-ghost btn-icon', title: 'Copy run id', 'aria-label': 'Copy run id' }, icon('copy'));
+  const rerunOf = h('div', { class: 'run-rerun-slot' });
+  let rerunOfShown = null; // the source the header names, as JSON
+  const rerun = createRerunForm(view, runId);
+  // stepsCard's data-rerun is "unknown" until GET /v1/whoami has answered,
+  // then whether its steps offer "Rerun from here".
+  const stepsCard = h('section', { class: 'card', testid: 'steps-card', 'data-rerun': 'unknown' },
+    h('div', { class: 'card-head' }, h('h2', { text: 'Steps' }), h('div', { class: 'card-head-end' }, childrenLink, dag.controls, stepsSummary)),
+    dag.el);
+  let me = null; // the key's GET /v1/whoami answer, once it came
 
   replace(root,
     h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' },
@@ -66,16 +76,16 @@ export function mountRun(root, view, runId) {
         h('div', { class: 'run-title-main' },
           h('div', { class: 'eyebrow', text: 'Run' }),
           h('h1', { class: 'run-id' }, h('span', { class: 'mono', testid: 'run-id', text: runId }), copy),
-          h('div', { class: 'run-sub' }, pills, scope)),
+          h('div', { class: 'run-sub' }, pills, scope),
+          rerunOf),
         h('div', { class: 'run-actions', role: 'group', 'aria-label': 'Run actions' }, buttons.PAUSE, buttons.RESUME, buttons.CANCEL)),
       meta),
     problem,
     queued,
     failure,
     data,
-    h('section', { class: 'card' },
-      h('div', { class: 'card-head' }, h('h2', { text: 'Steps' }), h('div', { class: 'card-head-end' }, childrenLink, dag.controls, stepsSummary)),
-      dag.el),
+    stepsCard,
+    rerun.el,
     panel.el,
     h('section', { class: 'card', testid: 'timing' },
       h('div', { class: 'card-head' }, h('h2', { text: 'Timing' }), waterfallLegend()),
@@ -124,7 +134,15 @@ export function mountRun(root, view, runId) {
     signal: (name, _stepId, button) => send(name, undefined, button),
     details: (stepId) => panel.select(stepId),
     selected: () => panel.selected(),
+    rerun: (stepId) => rerun.open(stepId, snap),
+    mayRerun: () => Boolean(snap) && mayRerun(me, snap.status),
   };
+  // Without whoami's answer the steps offer no rerun.
+  whoami().then((who) => {
+    me = who;
+    if (snap && !ac.signal.aborted) dag.update(snap, stepActions);
+    drawRerun();
+  }, () => {});
   // Opening or closing a step redraws the graph to mark the step shown,
   // and keeps the step in the address.
   panel.onSelect((stepId) => {
@@ -134,6 +152,16 @@ export function mountRun(root, view, runId) {
     else url.searchParams.delete('step');
     history.replaceState(history.state, '', url.pathname + url.search + url.hash);
   });
+
+  // drawRerun says on the steps card whether its steps offer a rerun, and
+  // names the run a rerun reruns in the header.
+  function drawRerun() {
+    if (me) stepsCard.dataset.rerun = String(stepActions.mayRerun());
+    const shown = JSON.stringify(snap?.rerunOf || null);
+    if (shown === rerunOfShown) return;
+    rerunOfShown = shown;
+    replace(rerunOf, rerunOfMark(snap?.rerunOf));
+  }
 
   function drawActions(s) {
     const busy = (b) => b.classList.contains('is-busy');
@@ -160,6 +188,7 @@ export function mountRun(root, view, runId) {
     waterfall.update(s, (stepId) => panel.select(stepId));
     drawStepsSummary(s);
     drawFamily(s);
+    drawRerun();
     timeline.sync();
     if (opened) panel.select(opened);
     opened = null;
