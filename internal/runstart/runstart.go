@@ -52,6 +52,9 @@ type Request struct {
 	// RerunOf is set on a rerun: its source, and the outcomes its start
 	// copies (the gateway's intake.Rerun).
 	RerunOf *events.RerunOf
+	// Labels are the run's labels, which its RunApproved carries; the
+	// caller has checked them (api.CheckLabels).
+	Labels map[string]string
 }
 
 // Approver approves runs. The zero Admission means no limit of concurrent
@@ -93,6 +96,7 @@ func (a Approver) QueueChild(ctx context.Context, w *journal.Write, req Request)
 			TenantID: req.TenantID, ProjectID: req.ProjectID, EnvironmentID: req.EnvironmentID,
 			PlanID: req.Plan.PlanID(), PlanVersion: req.Plan.PlanVersion(), RunRequestID: req.RunRequestID,
 			Input: req.Input, Plan: req.Plan.JSON(), Parent: req.Parent, RerunOf: req.RerunOf,
+			Labels: req.Labels,
 		},
 	})
 	if err != nil {

@@ -43,6 +43,10 @@ type StartRunRequest struct {
 	PlanRef *PlanRef `json:"planRef,omitempty"`
 	// Input is the run's input document: any JSON value, references only.
 	Input json.RawMessage `json:"input,omitempty"`
+	// Labels are the run's labels, within the limits CheckLabels holds
+	// (MaxLabels, MaxLabelKeyBytes, MaxLabelValueBytes); the runs list
+	// filters by them (GET /v1/runs?label=KEY=VALUE).
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // StartRunResult answers a start: 201 for a new run, 200 with Duplicate

@@ -102,6 +102,11 @@ type RunSummary struct {
 	// projector has recorded it (a run an older build projected, before a
 	// rebuild pass). The run's view carries the whole link (parent).
 	ParentRunID string `json:"parentRunId,omitempty"`
+	// RerunOf is, on a rerun, the run it reruns; empty on any other run.
+	RerunOf string `json:"rerunOf,omitempty"`
+	// Labels are the run's labels (StartRunRequest.Labels); absent when it
+	// has none.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // ChildPage is the answer of GET /v1/runs/{runId}/steps/{stepId}/children:

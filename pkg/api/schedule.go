@@ -106,6 +106,9 @@ type ScheduleRequest struct {
 	OverlapPolicy string `json:"overlapPolicy,omitempty"`
 	// Paused creates the schedule paused; on update nil keeps its state.
 	Paused *bool `json:"paused,omitempty"`
+	// Labels are the labels of every run the schedule starts (CheckLabels
+	// holds them to its limits); on update they replace the old ones.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // Schedule is a schedule as the gateway holds it: its definition and what
@@ -125,12 +128,14 @@ type Schedule struct {
 	// then is absent.
 	PlanRef *PlanRef `json:"planRef,omitempty"`
 	// Plan and Input are left out of lists.
-	Plan          json.RawMessage `json:"plan,omitempty"`
-	Input         json.RawMessage `json:"input,omitempty"`
-	MisfirePolicy string          `json:"misfirePolicy"`
-	MaxCatchup    int             `json:"maxCatchup"`
-	OverlapPolicy string          `json:"overlapPolicy"`
-	Paused        bool            `json:"paused"`
+	Plan  json.RawMessage `json:"plan,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
+	// Labels are the labels of every run the schedule starts.
+	Labels        map[string]string `json:"labels,omitempty"`
+	MisfirePolicy string            `json:"misfirePolicy"`
+	MaxCatchup    int               `json:"maxCatchup"`
+	OverlapPolicy string            `json:"overlapPolicy"`
+	Paused        bool              `json:"paused"`
 	// NextFireAt is the earliest fire time not yet handled; nil when the
 	// expression has no fire time left.
 	NextFireAt *time.Time `json:"nextFireAt,omitempty"`
@@ -246,6 +251,9 @@ type TriggerRequest struct {
 	// type-checked at create. Without it the event's payload is the run's
 	// input.
 	Input string `json:"input,omitempty"`
+	// Labels are the labels of every run the trigger starts (CheckLabels
+	// holds them to its limits).
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // Trigger is a trigger as the gateway holds it.
@@ -264,8 +272,10 @@ type Trigger struct {
 	// Plan is left out of lists.
 	Plan json.RawMessage `json:"plan,omitempty"`
 	// Input is the trigger's input expression, if it has one.
-	Input     string    `json:"input,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
+	Input string `json:"input,omitempty"`
+	// Labels are the labels of every run the trigger starts.
+	Labels    map[string]string `json:"labels,omitempty"`
+	CreatedAt time.Time         `json:"createdAt"`
 }
 
 // TriggerList is a page of triggers (GET /v1/triggers), ordered by

@@ -70,6 +70,10 @@ type RunApprovedData struct {
 	// the events of that run whose outcomes it copies (docs/api.md,
 	// "Rerun from a step").
 	RerunOf *RerunOf `json:"rerunOf,omitempty"`
+	// Labels are the run's labels: string keys and values within the
+	// limits of api.CheckLabels, which the gateway checked; absent when
+	// the run has none.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // RunStartedData is the payload of RunStarted. EngineRunRef duplicates the

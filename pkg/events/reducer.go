@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 )
@@ -173,9 +174,10 @@ func (p *projection) apply(e Event) error {
 // terminal check so that a malformed event is reported whatever the state.
 func (p *projection) applyRun(e Event) error {
 	var approved struct {
-		Input   json.RawMessage `json:"input"`
-		Parent  *RunParent      `json:"parent"`
-		RerunOf *RerunOf        `json:"rerunOf"`
+		Input   json.RawMessage   `json:"input"`
+		Parent  *RunParent        `json:"parent"`
+		RerunOf *RerunOf          `json:"rerunOf"`
+		Labels  map[string]string `json:"labels"`
 	}
 	var started RunStartedData
 	var completed RunCompletedData
@@ -213,6 +215,7 @@ func (p *projection) applyRun(e Event) error {
 		if r := approved.RerunOf; r != nil {
 			p.s.RerunOf = &RunRerun{RunID: r.RunID, FromStepID: r.FromStepID}
 		}
+		p.s.Labels = maps.Clone(approved.Labels)
 	case RunStarted:
 		p.start(e, started)
 	case RunPaused:

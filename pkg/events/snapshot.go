@@ -109,6 +109,9 @@ type RunSnapshot struct {
 	Parent *RunParent `json:"parent,omitempty"`
 	// RerunOf is, on a rerun, the run it reruns and from which step.
 	RerunOf *RunRerun `json:"rerunOf,omitempty"`
+	// Labels are the run's labels, from its RunApproved; absent when it
+	// has none.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // QueueHold is why a QUEUED run waits, from its RunQueued.

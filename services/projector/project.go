@@ -190,7 +190,12 @@ func parentRunID(p *events.RunParent) *string {
 	if p == nil {
 		return nil
 	}
-	id, err := uuid.Parse(p.RunID)
+	return canonicalRunID(p.RunID)
+}
+
+// canonicalRunID is runID in canonical form; nil when it is not a UUID.
+func canonicalRunID(runID string) *string {
+	id, err := uuid.Parse(runID)
 	if err != nil {
 		return nil
 	}

@@ -47,7 +47,9 @@ const (
 // snapshot row, those whose row has no run request id recorded (a build
 // older than migration 0012 projected them), and the child runs whose row
 // has no parent run recorded (a build older than migration 0020 projected
-// them): those whose run request id is a child's (events.ChildRunRequestID).
+// them): those whose run request id is a child's (events.ChildRunRequestID),
+// and the ended runs whose row has no end time (a build older than
+// migration 0021 saved them last).
 const rebuildScanSQL = `
 WITH page AS (
     SELECT run_id FROM run_heads
@@ -58,7 +60,9 @@ SELECT count(*), coalesce((array_agg(p.run_id::text ORDER BY p.run_id DESC))[1],
        coalesce(array_agg(p.run_id::text ORDER BY p.run_id)
            FILTER (WHERE s.run_request_id IS NULL AND s.last_event_seq > 0), '{}'),
        coalesce(array_agg(p.run_id::text ORDER BY p.run_id)
-           FILTER (WHERE s.parent_run_id IS NULL AND starts_with(s.run_request_id, 'child:')), '{}')
+           FILTER (WHERE s.parent_run_id IS NULL AND starts_with(s.run_request_id, 'child:')), '{}'),
+       coalesce(array_agg(p.run_id::text ORDER BY p.run_id)
+           FILTER (WHERE s.ended_at IS NULL AND s.status IN ('COMPLETED', 'FAILED', 'CANCELLED')), '{}')
 FROM page p LEFT JOIN run_snapshots s USING (run_id)`
 
 // requestIDsFillSQL records the run request id of the rows of $1 that
@@ -82,6 +86,18 @@ FROM run_events e
 WHERE s.run_id = ANY($1::uuid[]) AND s.parent_run_id IS NULL
   AND e.run_id = s.run_id AND e.event_type = 'RunApproved'
   AND e.event_data->'parent'->>'runId' ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'`
+
+// filterColumnsFillSQL records, from their stored snapshots, the columns
+// of migration 0021 of the ended rows of $1 that have no end time: the
+// end time (completedAt), the labels and the source of a rerun. A
+// source whose id is not a UUID stays NULL.
+const filterColumnsFillSQL = `
+UPDATE run_snapshots SET ended_at = (snapshot->>'completedAt')::timestamptz,
+    labels = coalesce(labels, snapshot->'labels'),
+    rerun_of = coalesce(rerun_of, CASE WHEN snapshot->'rerunOf'->>'runId'
+        ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+        THEN (snapshot->'rerunOf'->>'runId')::uuid END)
+WHERE run_id = ANY($1::uuid[]) AND ended_at IS NULL`
 
 // RebuildStats is what a rebuild did.
 type RebuildStats struct {
@@ -108,13 +124,14 @@ type rebuildPass struct {
 }
 
 // rebuildPage scans the pass's next page, rebuilds its runs without a
-// snapshot and records the run request ids and parent runs its rows lack.
+// snapshot and records the run request ids, parent runs and filter
+// columns (filterColumnsFillSQL) its rows lack.
 // It returns false when the pass has no run left.
 func (s *Service) rebuildPage(ctx context.Context, p *rebuildPass) (bool, error) {
 	var n int
 	var last string
-	var missing, unnamed, orphaned []string
-	err := s.pool.QueryRow(ctx, rebuildScanSQL, p.after, p.before, rebuildPage).Scan(&n, &last, &missing, &unnamed, &orphaned)
+	var missing, unnamed, orphaned, unended []string
+	err := s.pool.QueryRow(ctx, rebuildScanSQL, p.after, p.before, rebuildPage).Scan(&n, &last, &missing, &unnamed, &orphaned, &unended)
 	if err != nil {
 		return false, fmt.Errorf("projector: scan the log's runs: %w", err)
 	}
@@ -123,6 +140,11 @@ func (s *Service) rebuildPage(ctx context.Context, p *rebuildPass) (bool, error)
 	}
 	if err := s.fillFromLog(ctx, unnamed, orphaned); err != nil {
 		return false, err
+	}
+	if len(unended) > 0 {
+		if _, err := s.pool.Exec(ctx, filterColumnsFillSQL, unended); err != nil {
+			return false, fmt.Errorf("projector: record end times, labels and rerun sources: %w", err)
+		}
 	}
 	p.stats.Scanned += n
 	rebuilt, err := s.rebuildMissing(ctx, missing)

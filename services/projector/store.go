@@ -184,10 +184,13 @@ UPDATE run_snapshots SET
     status = $7, last_event_seq = $8, steps_total = $9, steps_done = $10, snapshot = $11,
     plan_steps = coalesce($12, plan_steps), gap_seen_seq = nullif($13, 0), gap_since = $14, created_at = $15,
     updated_at = clock_timestamp(), last_persisted_at = $16, lag_ms = $17,
-    run_request_id = coalesce($18, run_request_id), parent_run_id = coalesce($19::uuid, parent_run_id)
+    run_request_id = coalesce($18, run_request_id), parent_run_id = coalesce($19::uuid, parent_run_id),
+    labels = $20, rerun_of = $21::uuid, ended_at = $22
 WHERE run_id = $1`
 
-// queueSave queues the UPDATE that stores r, its watermark included.
+// queueSave queues the UPDATE that stores r, its watermark included, and
+// the columns the runs list filters by that the snapshot gives: its
+// labels, the source of a rerun and when it ended (completedAt).
 func queueSave(b *pgx.Batch, r *runRow) error {
 	snap, err := json.Marshal(r.snap)
 	if err != nil {
@@ -197,8 +200,28 @@ func queueSave(b *pgx.Batch, r *runRow) error {
 		r.ident.PlanID, r.ident.PlanVersion, string(r.snap.Status), r.snap.LastEventSeq,
 		max(r.stepsTotal, len(r.snap.TopSteps())), r.snap.StepsDone(),
 		snap, nullJSON(r.planSteps), r.gapSeen, nullTime(r.gapSince), r.createdAt,
-		nullTime(r.lastPersisted), r.lagMs, r.requestID, r.parentRunID)
+		nullTime(r.lastPersisted), r.lagMs, r.requestID, r.parentRunID,
+		nullLabels(r.snap.Labels), rerunOf(r.snap.RerunOf), r.snap.CompletedAt)
 	return nil
+}
+
+// nullLabels is a run's labels as the labels column holds them: NULL
+// when it has none.
+func nullLabels(labels map[string]string) any {
+	if len(labels) == 0 {
+		return nil
+	}
+	return labels
+}
+
+// rerunOf is the run id of a rerun's source, canonical, as the rerun_of
+// column holds it; nil for a run that is not a rerun, or whose source's id
+// is not a UUID (as parentRunID).
+func rerunOf(r *events.RunRerun) *string {
+	if r == nil {
+		return nil
+	}
+	return canonicalRunID(r.RunID)
 }
 
 // sortedKeys returns m's keys in order.

@@ -26,13 +26,23 @@ type listQuery struct {
 	statuses []string // nil: any
 	stale    bool     // STALE was among the statuses
 	plan     string
-	project  string // "": any project
-	env      string // "": any environment
-	trigger  string // "": any run; else the runs trigger started
-	parent   string // "": any run; else the child runs of run parent
-	limit    int
-	after    *cursor
+	version  string            // "": any version; else the runs of version version of plan
+	project  string            // "": any project
+	env      string            // "": any environment
+	trigger  string            // "": any run; else the runs trigger started
+	schedule string            // "": any run; else the runs schedule's fires started
+	parent   string            // "": any run; else the child runs of run parent
+	rerunOf  string            // "": any run; else the reruns of run rerunOf
+	labels   map[string]string // nil: any run; else the runs that carry every one of them
+	// created and ended bound the runs' creation and end times.
+	created, ended timeRange
+	limit          int
+	after          *cursor
 }
+
+// timeRange is a half-open range of times, [from, to); a zero bound is
+// none.
+type timeRange struct{ from, to time.Time }
 
 // cursor is the position after the last run of a page.
 type cursor struct {
@@ -41,8 +51,9 @@ type cursor struct {
 }
 
 // runsListSQL lists a tenant's runs newest first, its %s standing for
-// the filters that have an index of their own (listSQL): the trigger
-// filter (triggerCond) and the parent filter (parentCond). The project and
+// the filters that have an index of their own (listSQL): the trigger and
+// schedule filters (triggerCond, scheduleCond), the parent, rerunOf,
+// planVersion and label filters and the time ranges. The project and
 // environment filters ($8, $9) have none: the list's index
 // (run_snapshots_list, or the index of the trigger or parent filter)
 // serves them, newest first, as it serves the list without them. ORDER BY
@@ -54,7 +65,7 @@ SELECT run_id::text, tenant_id, project_id, environment_id, plan_id, plan_versio
        gap_seen_seq IS NOT NULL, created_at, (snapshot->>'startedAt')::timestamptz,
        (snapshot->>'completedAt')::timestamptz, (snapshot->>'totalDurationMs')::bigint,
        updated_at, last_event_seq, steps_total, steps_done, coalesce((snapshot->>'failedSteps')::int, 0),
-       coalesce(run_request_id, ''), coalesce(parent_run_id::text, '')
+       coalesce(run_request_id, ''), coalesce(parent_run_id::text, ''), coalesce(rerun_of::text, ''), labels
 FROM run_snapshots
 WHERE tenant_id = $1
   AND ($2::text[] IS NULL OR status = ANY($2) OR ($3 AND gap_seen_seq IS NOT NULL))
@@ -73,10 +84,30 @@ LIMIT $7`
 // serves the list newest first, pages included.
 const triggerCond = `AND strpos(run_request_id, ':') > 0 AND split_part(run_request_id, ':', 1) = $%d`
 
-// parentCond keeps the child runs of the run whose id is its
-// placeholder's value, which the index run_snapshots_parent (migration
-// 0020) serves newest first, pages included.
-const parentCond = `AND parent_run_id = $%d::uuid`
+// scheduleCond keeps the runs the schedule whose id is its placeholder's
+// value started: those whose run request id is that of one of its fires,
+// "{scheduleId}:{scheduledFor}" with the fire time in RFC 3339 UTC to the
+// second. run_snapshots_source serves it as it serves triggerCond.
+const scheduleCond = triggerCond + `
+  AND run_request_id ~ '^[^:]+:[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$'`
+
+// The other filters' conditions, each on its placeholder's value:
+// parentCond, served newest first by run_snapshots_parent (migration
+// 0020), rerunOfCond by run_snapshots_rerun_of and versionCond (with the
+// plan) by run_snapshots_plan_version (migration 0021); labelsCond, one
+// containment for every label, by the GIN index run_snapshots_labels;
+// the ended range by run_snapshots_ended, the created range by the list's
+// own index.
+const (
+	parentCond        = `AND parent_run_id = $%d::uuid`
+	rerunOfCond       = `AND rerun_of = $%d::uuid`
+	versionCond       = `AND plan_version = $%d`
+	labelsCond        = `AND labels @> $%d::jsonb`
+	createdFromCond   = `AND created_at >= $%d`
+	createdBeforeCond = `AND created_at < $%d`
+	endedFromCond     = `AND ended_at >= $%d`
+	endedBeforeCond   = `AND ended_at < $%d`
+)
 
 // listSQL returns the query that lists q's page and its arguments: one
 // more run than q.limit, which tells whether a next page has any.
@@ -87,10 +118,26 @@ func (q listQuery) listSQL() (string, []any) {
 	}
 	args := []any{q.tenant, q.statuses, q.stale, q.plan, afterAt, afterID, q.limit + 1, q.project, q.env}
 	var conds []string
-	for _, f := range [...]struct{ cond, value string }{{triggerCond, q.trigger}, {parentCond, q.parent}} {
+	add := func(cond string, value any) {
+		args = append(args, value)
+		conds = append(conds, fmt.Sprintf(cond, len(args)))
+	}
+	for _, f := range [...]struct{ cond, value string }{{triggerCond, q.trigger}, {scheduleCond, q.schedule},
+		{parentCond, q.parent}, {rerunOfCond, q.rerunOf}, {versionCond, q.version}} {
 		if f.value != "" {
-			args = append(args, f.value)
-			conds = append(conds, fmt.Sprintf(f.cond, len(args)))
+			add(f.cond, f.value)
+		}
+	}
+	if len(q.labels) > 0 {
+		doc, _ := json.Marshal(q.labels) // a map of strings always encodes
+		add(labelsCond, string(doc))
+	}
+	for _, f := range [...]struct {
+		cond string
+		at   time.Time
+	}{{createdFromCond, q.created.from}, {createdBeforeCond, q.created.to}, {endedFromCond, q.ended.from}, {endedBeforeCond, q.ended.to}} {
+		if !f.at.IsZero() {
+			add(f.cond, f.at)
 		}
 	}
 	return fmt.Sprintf(runsListSQL, strings.Join(conds, "\n  ")), args
@@ -125,7 +172,8 @@ func (a *API) runsList(r *http.Request, q listQuery) (api.RunList, error) {
 		var v api.RunSummary
 		err := row.Scan(&v.RunID, &v.TenantID, &v.ProjectID, &v.EnvironmentID, &v.PlanID, &v.PlanVersion,
 			&v.Status, &v.Stale, &v.CreatedAt, &v.StartedAt, &v.CompletedAt, &v.TotalDurationMs,
-			&v.UpdatedAt, &v.LastEventSeq, &v.StepsTotal, &v.StepsDone, &v.FailedSteps, &v.RunRequestID, &v.ParentRunID)
+			&v.UpdatedAt, &v.LastEventSeq, &v.StepsTotal, &v.StepsDone, &v.FailedSteps, &v.RunRequestID, &v.ParentRunID,
+			&v.RerunOf, &v.Labels)
 		return v, err
 	})
 	if err != nil {
@@ -145,12 +193,16 @@ var errOtherTenant = errors.New("tenant: a key reads only its own tenant's runs"
 // parseList reads and checks the list's query parameters.
 func parseList(r *http.Request, p auth.Principal) (listQuery, error) {
 	v := r.URL.Query()
-	q := listQuery{tenant: p.TenantID, plan: v.Get("plan"), trigger: v.Get("trigger"), parent: v.Get("parent"),
+	q := listQuery{tenant: p.TenantID, plan: v.Get("plan"), version: v.Get("planVersion"), trigger: v.Get("trigger"),
+		schedule: v.Get("schedule"), parent: v.Get("parent"), rerunOf: v.Get("rerunOf"),
 		project: v.Get("projectId"), env: v.Get("environmentId"), limit: DefaultListLimit}
 	if t := v.Get("tenant"); t != "" && t != p.TenantID {
 		return q, errOtherTenant
 	}
 	if err := checkFilterIDs(v); err != nil {
+		return q, err
+	}
+	if err := q.parseFilters(v); err != nil {
 		return q, err
 	}
 	if v.Has("status") {
@@ -181,20 +233,24 @@ func parseList(r *http.Request, p auth.Principal) (listQuery, error) {
 }
 
 // checkFilterIDs checks the ids the list's filters name: an empty project
-// or environment id, a trigger id no trigger can have, and a parent that
-// is not a run id are refused.
+// or environment id, a trigger or schedule id none can have, and a parent
+// or rerunOf that is not a run id are refused.
 func checkFilterIDs(v url.Values) error {
 	for _, name := range []string{"projectId", "environmentId"} {
 		if v.Has(name) && v.Get(name) == "" {
 			return fmt.Errorf("%s: want an id, not an empty one", name)
 		}
 	}
-	if trigger := v.Get("trigger"); v.Has("trigger") && (trigger == "" || strings.Contains(trigger, ":")) {
-		return fmt.Errorf("trigger %q: want a trigger id, which is not empty and holds no ':'", trigger)
+	for _, name := range []string{"trigger", "schedule"} {
+		if id := v.Get(name); v.Has(name) && (id == "" || strings.Contains(id, ":")) {
+			return fmt.Errorf("%s %q: want a %s id, which is not empty and holds no ':'", name, id, name)
+		}
 	}
-	if v.Has("parent") {
-		if _, err := events.ParseRunID(v.Get("parent")); err != nil {
-			return fmt.Errorf("parent %q: want a run id (a lowercase UUID)", v.Get("parent"))
+	for _, name := range []string{"parent", "rerunOf"} {
+		if v.Has(name) {
+			if _, err := events.ParseRunID(v.Get(name)); err != nil {
+				return fmt.Errorf("%s %q: want a run id (a lowercase UUID)", name, v.Get(name))
+			}
 		}
 	}
 	return nil

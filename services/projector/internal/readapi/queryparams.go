@@ -22,8 +22,10 @@ type QueryParam struct {
 // with any other is refused (checkQuery); openapi.json documents exactly
 // these.
 var (
-	listParams = []QueryParam{{"status", true}, {"tenant", false}, {"plan", false}, {"trigger", false},
-		{"parent", false}, {"projectId", false}, {"environmentId", false}, {"limit", false}, {"cursor", false}}
+	listParams = []QueryParam{{"status", true}, {"tenant", false}, {"plan", false}, {"planVersion", false},
+		{"label", true}, {"trigger", false}, {"schedule", false}, {"parent", false}, {"rerunOf", false},
+		{"createdAfter", false}, {"createdBefore", false}, {"endedAfter", false}, {"endedBefore", false},
+		{"projectId", false}, {"environmentId", false}, {"limit", false}, {"cursor", false}}
 	runParams      = []QueryParam{{"steps", false}, {"waitForSeq", false}, {"timeout", false}}
 	eventsParams   = []QueryParam{{"afterSeq", false}, {"limit", false}}
 	childrenParams = []QueryParam{{"afterIndex", false}, {"limit", false}}

@@ -46,7 +46,9 @@ const (
 // in key order, white space or string escapes has the same digest. An
 // absent input is null. A rerun's digest covers its source run and step
 // too (events.RerunOf), so a repeat of its runRequestId that reruns
-// another run, or from another step, conflicts.
+// another run, or from another step, conflicts; so does a repeat with
+// other labels. A start without labels digests as it did before labels
+// existed, so the stored digests of earlier starts still match.
 func requestDigest(start runstart.Request, key []byte, withPlan bool) []byte {
 	h := sha256.New()
 	h.Write(key)
@@ -59,7 +61,18 @@ func requestDigest(start runstart.Request, key []byte, withPlan bool) []byte {
 		h.Write([]byte{'\n'})
 		h.Write([]byte(start.RerunOf.RunID + "\n" + start.RerunOf.FromStepID))
 	}
+	if len(start.Labels) > 0 { // a start with other labels is another request
+		h.Write([]byte("\nlabels\n"))
+		h.Write(canonicalLabels(start.Labels))
+	}
 	return h.Sum(nil)
+}
+
+// canonicalLabels is labels as a JSON object, its keys sorted
+// (encoding/json sorts a map's keys).
+func canonicalLabels(labels map[string]string) []byte {
+	out, _ := json.Marshal(labels) // a map of strings always encodes
+	return out
 }
 
 // CanonicalJSON is doc in canonical JSON (canonicalJSON), the form the

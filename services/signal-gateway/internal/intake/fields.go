@@ -25,7 +25,8 @@ import (
 // compare them with. The input is held to the plan's input schema
 // (inputProblems), an absent one as JSON null, except under refFromPlan,
 // where an absent input is one not known yet (a trigger's, which each
-// event gives) and is not checked.
+// event gives) and is not checked. The labels are held to
+// api.CheckLabels, each problem at its label's path ("labels.team").
 func (in *Intake) startProblems(req api.StartRunRequest, refFromPlan bool) (plan.Validated, []api.Problem) {
 	var ps []api.Problem
 	for _, f := range []struct{ name, value string }{
@@ -50,6 +51,7 @@ func (in *Intake) startProblems(req api.StartRunRequest, refFromPlan bool) (plan
 			ps = append(ps, problem(f.name, api.ProblemInvalid, `must not contain the escape \u0000 (Postgres jsonb cannot hold it)`))
 		}
 	}
+	ps = append(ps, api.CheckLabels(req.Labels)...)
 	pl, pps := in.planProblems(req.Plan, hasPlan, req.Input)
 	if len(pps) > 0 {
 		return plan.Validated{}, append(ps, pps...)

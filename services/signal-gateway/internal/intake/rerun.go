@@ -153,7 +153,7 @@ func (in *Intake) rerunStart(src rerunSourceRun, req api.RerunRequest) (runstart
 	}
 	a := src.approved
 	return runstart.Request{TenantID: a.TenantID, ProjectID: a.ProjectID, EnvironmentID: a.EnvironmentID,
-		RunRequestID: cmpOrNew(req.RunRequestID), Plan: src.plan, Input: input,
+		RunRequestID: cmpOrNew(req.RunRequestID), Plan: src.plan, Input: input, Labels: a.Labels,
 		RerunOf: &events.RerunOf{RunID: req.RunID, FromStepID: req.FromStepID, Reuse: reuse}}, nil
 }
 
