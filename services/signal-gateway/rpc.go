@@ -50,9 +50,16 @@ func (s *Service) handleRPC(w http.ResponseWriter, r *http.Request) {
 // rpcMethods are the gateway's JSON-RPC methods (docs/api.md).
 func (s *Service) rpcMethods() map[string]jsonrpc.Method {
 	return map[string]jsonrpc.Method{
-		"run.start":       s.rpcRunStart,
-		"signal.send":     rpcCall(s, s.rpcSignalSend),
-		"run.rerun":       rpcCall(s, s.rpcRerun),
+		"run.start":   s.rpcRunStart,
+		"signal.send": rpcCall(s, s.rpcSignalSend),
+		"run.rerun":   rpcCall(s, s.rpcRerun),
+		"bulk.start":  rpcCall(s, s.rpcBulkStart),
+		"bulk.get": rpcCall(s, func(ctx context.Context, p auth.Principal, x bulkIDParams) (any, error) {
+			return s.bulk.Get(ctx, p, x.BulkID)
+		}),
+		"bulk.cancel": rpcCall(s, func(ctx context.Context, p auth.Principal, x bulkIDParams) (any, error) {
+			return s.bulk.Cancel(ctx, p, x.BulkID)
+		}),
 		"schedule.create": rpcCall(s, s.rpcScheduleCreate),
 		"schedule.update": rpcCall(s, s.rpcScheduleUpdate),
 		"schedule.get": rpcCall(s, func(ctx context.Context, p auth.Principal, x idParams) (any, error) {

@@ -34,6 +34,7 @@ import (
 	"github.com/weftrun/weft/pkg/periodic"
 	"github.com/weftrun/weft/pkg/startstop"
 	"github.com/weftrun/weft/pkg/tracing"
+	"github.com/weftrun/weft/services/signal-gateway/internal/bulk"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
 	"github.com/weftrun/weft/services/signal-gateway/internal/jsonrpc"
 	"github.com/weftrun/weft/services/signal-gateway/internal/registry"
@@ -59,6 +60,9 @@ type ScheduleConfig = schedule.Config
 // TriggerConfig tunes event triggers; see Config.Triggers.
 type TriggerConfig = trigger.Config
 
+// BulkConfig tunes bulk jobs; see Config.Bulk.
+type BulkConfig = bulk.Config
+
 // Config tunes the gateway. The zero value of each field means its
 // default; Keys is required.
 type Config struct {
@@ -79,6 +83,10 @@ type Config struct {
 	DisableScheduler bool
 	// Triggers tunes event triggers. Its Now defaults to Intake.Now.
 	Triggers TriggerConfig
+	// Bulk tunes bulk jobs (docs/api.md, "Bulk operations"): the rate at
+	// which a job acts on runs, the runs it may match. Its Now defaults to
+	// Intake.Now.
+	Bulk BulkConfig
 	// MaxBodyBytes bounds a request body (HTTP) or message (NATS).
 	MaxBodyBytes int64
 	// MaxDepth bounds the nesting of a body's JSON.
@@ -182,6 +190,7 @@ func (c Config) checkIngress() error {
 // Service is the signal gateway.
 type Service struct {
 	cfg       Config
+	bulk      *bulk.Service
 	nc        *nats.Conn
 	intake    *intake.Intake
 	schedules *schedule.Service
@@ -236,6 +245,12 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config) (*Service, error) {
 	if s.triggers, err = trigger.New(pool, in, planResolver{s}, cfg.Authorizer, cfg.Triggers); err != nil {
 		return nil, err
 	}
+	bulkCfg := cfg.Bulk
+	if bulkCfg.Now == nil {
+		bulkCfg.Now = cfg.Intake.Now
+	}
+	bulkCfg.Logger = cmp.Or(bulkCfg.Logger, s.logger)
+	s.bulk = bulk.New(pool, in, cfg.Authorizer, bulkCfg)
 	s.rpc, err = jsonrpc.NewServer(s.rpcMethods(), jsonrpc.Options{MaxBatch: cfg.MaxBatch}, s.logger)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
@@ -268,7 +283,7 @@ func (s *Service) Start(ctx context.Context, ln net.Listener) error {
 		}
 		return func() {
 			defer unsubscribe()
-			loops := []func(context.Context){s.retain}
+			loops := []func(context.Context){s.retain, s.bulk.Run}
 			if !s.cfg.DisableScheduler {
 				loops = append(loops, s.schedules.Run)
 			}
