@@ -121,6 +121,9 @@ const (
 	// CodeRunTooDeep: a subPlan step's inline plan whose child run would
 	// nest deeper than Limits.MaxRunDepth.
 	CodeRunTooDeep = "RUN_TOO_DEEP"
+	// CodeInvalidLabels: a subPlan step's labels that break the limits of
+	// a run's labels (api.CheckLabels); the field is the label's path.
+	CodeInvalidLabels = "INVALID_LABELS"
 )
 
 // Problem is one reason a plan was rejected.

@@ -161,6 +161,10 @@ type Step struct {
 	// ParentCloseCancel (the default) cancels it, ParentCloseAbandon lets
 	// it run on. SubPlan steps only.
 	ParentClose ParentClose `json:"parentClose,omitempty"`
+	// Labels are the labels of the child run a subPlan step starts, under
+	// the limits of a start's labels (api.CheckLabels); a child carries
+	// none of its parent's. SubPlan steps only.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // SecretRef names a secret the worker resolves through a secrets provider
@@ -227,6 +231,9 @@ func (s *Step) applyDefaults() {
 	s.Handles = nilIfEmpty(s.Handles)
 	s.Secrets = nilIfEmpty(s.Secrets)
 	s.Input = compactInput(s.Input)
+	if len(s.Labels) == 0 {
+		s.Labels = nil
+	}
 	if s.Retry != nil {
 		r := *s.Retry // a copy: plans built in Go may share one policy between steps
 		r.NonRetryableErrorCodes = nilIfEmpty(r.NonRetryableErrorCodes)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/weftrun/weft/pkg/api"
 )
 
 // SchemaVersionSubPlans is the first plan schema version whose steps may
@@ -94,6 +96,9 @@ func (v *stepValidator) subPlan() {
 	if s.Retry != nil {
 		v.retry(s.Retry)
 	}
+	for _, p := range api.CheckLabels(s.Labels) {
+		v.add(p.Path, CodeInvalidLabels, "%s", p.Message)
+	}
 	v.notAllowed("a subPlan step runs a child run, not an activity", []setField{
 		{"activity", s.Activity != ""},
 		{"signal", s.Signal != ""},
@@ -159,6 +164,7 @@ func (v *stepValidator) noSubPlanFields() {
 		{"planRef", v.step.PlanRef != nil},
 		{"plan", v.step.Plan != nil},
 		{"parentClose", v.step.ParentClose != ""},
+		{"labels", len(v.step.Labels) > 0},
 	})
 }
 

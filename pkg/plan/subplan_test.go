@@ -66,6 +66,9 @@ func TestSubPlanStepProblems(t *testing.T) {
 		"ref elsewhere": {Step{ID: "s", Activity: "echo", PlanRef: &Ref{PlanID: "c", PlanVersion: "1"}}, CodeFieldNotAllowed, "planRef"},
 		"policy elsewhere": {Step{ID: "s", Kind: KindWaitSignal, Signal: "go", ParentClose: ParentCloseAbandon},
 			CodeFieldNotAllowed, "parentClose"},
+		"bad label": {Step{ID: "s", Kind: KindSubPlan, Plan: planWith(step("a")), Labels: map[string]string{"Team": "a"}},
+			CodeInvalidLabels, "labels.Team"},
+		"labels elsewhere": {Step{ID: "s", Activity: "echo", Labels: map[string]string{"team": "a"}}, CodeFieldNotAllowed, "labels"},
 	} {
 		p := planWith(tc.step)
 		got := requireOnly(t, p.Validate(Limits{}), tc.code)

@@ -83,7 +83,7 @@ func TestSubPlanRunsAChildAndTakesItsOutput(t *testing.T) {
 	s := setup(t, engine.Config{})
 	rawWorker(t, s.js, "default", echo)
 	runID := s.start(t, parsePlan(t, `{"planId":"order","planVersion":"1","steps":[
-		{"id":"pay","kind":"subPlan","plan":`+childOfEcho+`,"input":{"amount":5}},
+		{"id":"pay","kind":"subPlan","plan":`+childOfEcho+`,"input":{"amount":5},"labels":{"team":"pay"}},
 		{"id":"ship","activity":"echo","dependsOn":["pay"],"input":{"paid":"${{ steps.pay.output.amount }}"}}],
 		"output":"${{ steps.ship.output }}"}`))
 	evs := s.waitTerminal(t, runID)
@@ -99,6 +99,7 @@ func TestSubPlanRunsAChildAndTakesItsOutput(t *testing.T) {
 	child := s.snapshot(t, kids[0])
 	require.Equal(t, events.RunStatusCompleted, child.Status)
 	require.Equal(t, &events.RunParent{RunID: runID, StepID: "pay", LogicalAttemptID: "1", PlanVersion: "1", Depth: 1}, child.Parent)
+	require.Equal(t, map[string]string{"team": "pay"}, child.Labels, "the child carries its step's labels")
 	require.Contains(t, types(evs), events.ChildRunEnded)
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -77,6 +78,7 @@ func (x *Runner) childRequest(ctx context.Context, w *journal.Write, run *runVie
 	return runstart.Request{
 		TenantID: run.tenant, ProjectID: run.state.Run.ProjectID, EnvironmentID: run.environment,
 		RunRequestID: start.RunRequestID, Plan: v, Input: start.Input, RunID: start.RunID, Parent: &parent,
+		Labels: maps.Clone(start.Step.Labels),
 	}, "", nil
 }
 
