@@ -276,6 +276,23 @@ type Trigger struct {
 	// Labels are the labels of every run the trigger starts.
 	Labels    map[string]string `json:"labels,omitempty"`
 	CreatedAt time.Time         `json:"createdAt"`
+	// RefusedEvents counts the events the trigger refused, and
+	// RecentRefusals are the last MaxTriggerRefusals of them, newest
+	// first: what a refused event, which starts nothing, leaves.
+	RefusedEvents  int64          `json:"refusedEvents"`
+	RecentRefusals []RefusedEvent `json:"recentRefusals"`
+}
+
+// MaxTriggerRefusals is how many refused events a trigger keeps.
+const MaxTriggerRefusals = 50
+
+// RefusedEvent is an event a trigger refused: its id, the refusal's code
+// and message, and when.
+type RefusedEvent struct {
+	EventID string    `json:"eventId"`
+	Code    string    `json:"code"`
+	Message string    `json:"message"`
+	At      time.Time `json:"at"`
 }
 
 // TriggerList is a page of triggers (GET /v1/triggers), ordered by

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -77,9 +80,38 @@ func (s *Service) Send(ctx context.Context, p auth.Principal, id string, ev Even
 		return err
 	})
 	if err != nil {
-		return api.TriggerEventResult{}, false, eventConflict(err, id, eventID)
+		err = eventConflict(err, id, eventID)
+		s.recordRefusal(ctx, p.TenantID, id, eventID, err)
+		return api.TriggerEventResult{}, false, err
 	}
 	return res, created, nil
+}
+
+// refusedCodes are the refusals of an event a trigger records: those of
+// the event itself, once the trigger was found, and not those a retry
+// may get past (a rate, an overload, a lost connection).
+var refusedCodes = []string{api.CodeInvalidArgument, api.CodePlanArchived, api.CodeIdempotencyConflict, api.CodePayloadTooLarge}
+
+// recordRefusal records, with trigger id of tenant, that it refused event
+// eventID with err, when err is such a refusal (refusedCodes) of a
+// trigger that exists. A failure to record is logged: the caller gets
+// the refusal either way.
+func (s *Service) recordRefusal(ctx context.Context, tenant, id, eventID string, err error) {
+	var ie *intake.Error
+	if !errors.As(err, &ie) || !slices.Contains(refusedCodes, ie.Code) {
+		return
+	}
+	entry, merr := json.Marshal([]api.RefusedEvent{{EventID: eventID, Code: ie.Code, Message: ie.Message, At: s.cfg.Now().UTC().Truncate(time.Microsecond)}})
+	if merr != nil {
+		return
+	}
+	_, uerr := s.pool.Exec(context.WithoutCancel(ctx), `UPDATE triggers SET refused_events = refused_events + 1,
+		recent_refusals = (SELECT coalesce(jsonb_agg(e ORDER BY n), '[]') FROM (
+		    SELECT e, n FROM jsonb_array_elements($3::jsonb || recent_refusals) WITH ORDINALITY AS r(e, n) WHERE n <= $4) x)
+		WHERE tenant_id = $1 AND trigger_id = $2`, tenant, id, string(entry), api.MaxTriggerRefusals)
+	if uerr != nil {
+		slog.Default().WarnContext(ctx, "trigger: record a refused event", "trigger_id", id, "event_id", eventID, "err", uerr)
+	}
 }
 
 // repeatOf is how the start of an event to tr tells a redelivery, which
@@ -120,14 +152,14 @@ func triggerColumns(withPlan bool) string {
 		plan = "plan"
 	}
 	return `trigger_id, tenant_id, project_id, environment_id, plan_id, plan_version, ` + plan +
-		`, plan_ref_id, plan_ref_version, coalesce(input_expr, ''), created_at, labels`
+		`, plan_ref_id, plan_ref_version, coalesce(input_expr, ''), created_at, labels, refused_events, recent_refusals`
 }
 
 func scanTrigger(row pgx.Row) (api.Trigger, error) {
 	var tr api.Trigger
 	var refID, refVersion *string
 	err := row.Scan(&tr.TriggerID, &tr.TenantID, &tr.ProjectID, &tr.EnvironmentID, &tr.PlanID, &tr.PlanVersion,
-		&tr.Plan, &refID, &refVersion, &tr.Input, &tr.CreatedAt, &tr.Labels)
+		&tr.Plan, &refID, &refVersion, &tr.Input, &tr.CreatedAt, &tr.Labels, &tr.RefusedEvents, &tr.RecentRefusals)
 	tr.CreatedAt = tr.CreatedAt.UTC()
 	if refID != nil && refVersion != nil {
 		tr.PlanRef = &api.PlanRef{PlanID: *refID, PlanVersion: *refVersion}

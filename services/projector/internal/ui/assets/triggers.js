@@ -4,7 +4,10 @@
 // row shows the trigger's plan, its input expression, how to send it an
 // event, and its last events with the runs they started: the runs whose
 // run request id is "{triggerId}:{eventId}" (GET /v1/runs?trigger=ID),
-// read again with every refresh of the list.
+// read again with every refresh of the list. A trigger that refused events
+// (a payload its plan's schema refused, an archived planRef, …) shows how
+// many, and the last ones with their reasons, as a schedule shows its
+// skipped fires.
 
 import { get, triggersPath } from './api.js';
 import { fillCells, h, pill, pollMs, replace, runHref } from './dom.js';
@@ -111,10 +114,12 @@ function drawEvents(cell, triggerId, runs, now) {
 function fillRow(row, tr, now) {
   const created = parseTime(tr.createdAt);
   const createdRel = created ? relativeTime(created, now) : '';
+  const refused = tr.refusedEvents || 0;
   fillCells(row, [
-    [`${tr.triggerId}|${tr.projectId}|${tr.environmentId}`, () => h('td', { class: 'cell-schedule' },
+    [`${tr.triggerId}|${tr.projectId}|${tr.environmentId}|${refused}`, () => h('td', { class: 'cell-schedule' },
       h('span', { class: 'mono schedule-id', title: tr.triggerId, text: tr.triggerId }),
-      h('div', { class: 'sub', text: [tr.projectId, tr.environmentId].filter(Boolean).join(' · ') }))],
+      h('div', { class: 'sub', text: [tr.projectId, tr.environmentId].filter(Boolean).join(' · ') }),
+      refused > 0 ? refusals(tr, now) : null)],
     [`${tr.planId}@${tr.planVersion}`, () => h('td', { class: 'cell-plan', testid: 'trigger-plan' },
       h('span', { class: 'plan-id', text: tr.planId || '—' }),
       tr.planVersion ? h('span', { class: 'plan-version', text: `@${tr.planVersion}` }) : null)],
@@ -125,6 +130,25 @@ function fillRow(row, tr, now) {
     [tr.triggerId, () => h('td', { testid: 'trigger-send' },
       h('code', { class: 'small', text: `weft trigger send ${tr.triggerId}` }))],
   ]);
+}
+
+// REFUSALS_SHOWN is how many of a trigger's last refused events its row
+// lists.
+const REFUSALS_SHOWN = 5;
+
+// refusals renders trigger tr's refused events: their count, and the last
+// ones with the reason each was refused.
+function refusals(tr, now) {
+  const n = tr.refusedEvents;
+  return h('details', { class: 'trigger-refusals', testid: 'trigger-refusals' },
+    h('summary', { class: 'small warn', text: n === 1 ? '1 refused event' : `${n} refused events` }),
+    h('ul', {}, (tr.recentRefusals || []).slice(0, REFUSALS_SHOWN).map((r) => {
+      const at = parseTime(r.at);
+      return h('li', { testid: 'trigger-refusal', 'data-event-id': r.eventId },
+        h('span', { class: 'mono small', text: r.eventId }), ' ',
+        h('span', { class: 'small', text: `${r.code}: ${r.message}` }), ' ',
+        at ? h('time', { class: 'sub', datetime: r.at, title: dateTime(r.at), text: relativeTime(at, now) }) : null);
+    })));
 }
 
 function emptyRow() {
