@@ -18,6 +18,7 @@ import (
 	"github.com/weftrun/weft/pkg/schema"
 	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/services/engine"
+	gateway "github.com/weftrun/weft/services/signal-gateway"
 )
 
 // shutdownTimeout bounds how long Ctrl-C waits for the stack to drain.
@@ -60,6 +61,7 @@ type devConfig struct {
 	checkpoints checkpointOptions
 	sweep       *sweepOptions
 	maxRunDepth *int
+	bulk        gateway.BulkConfig
 	engine      engine.Config
 	// admission is the admission file, shared by the engine and the gateway.
 	admission *admissionOptions
@@ -89,6 +91,7 @@ func devFlags(env *environment) (*flags, *devConfig) {
 	cfg.sweep = sweepFlags(f)
 	cfg.admission = admissionFlags(f)
 	cfg.maxRunDepth = runDepthFlag(f)
+	bulkFlags(f, &cfg.bulk)
 	return f, cfg
 }
 

@@ -28,6 +28,7 @@ type gatewayOptions struct {
 	triggers  gateway.TriggerConfig
 	scheduler *bool
 	keyRate   keylimit.Limit
+	bulk      gateway.BulkConfig
 	maxBatch  int
 	admission *admissionOptions
 	readAPI   *string
@@ -50,6 +51,7 @@ func gatewayFlags(env *environment) (*flags, *gatewayOptions) {
 	f.intVar(&in.MaxSignalsPerRunMinute, "max-signals-per-run-minute", "WEFT_MAX_SIGNALS_PER_RUN_MINUTE", 0, "signals one run accepts per minute (0: 60)")
 	opt.scheduler = schedulerFlags(f, "WEFT_GATEWAY_SCHEDULER", &opt.schedules, &opt.triggers)
 	keyRateFlags(f, &opt.keyRate)
+	bulkFlags(f, &opt.bulk)
 	f.intVar(&opt.maxBatch, "max-rpc-batch", "WEFT_MAX_RPC_BATCH", 0, "largest JSON-RPC batch; a longer one is refused whole (0: 100)")
 	opt.admission = admissionFlags(f)
 	opt.readAPI = f.string("read-api-url", "WEFT_READ_API_URL",
@@ -63,6 +65,15 @@ func keyRateFlags(f *flags, l *keylimit.Limit) {
 	f.Float64Var(&l.Rate, "key-rate", 0, "requests per second one API key may make to this gateway, all transports together; a JSON-RPC batch counts each call (0: 100; negative: no limit)"+envNote("WEFT_GATEWAY_KEY_RATE"))
 	f.fromEnv("key-rate", "WEFT_GATEWAY_KEY_RATE")
 	f.intVar(&l.Burst, "key-burst", "WEFT_GATEWAY_KEY_BURST", 0, "requests one API key may make at once, after an idle spell (0: 200)")
+}
+
+// bulkFlags adds the flags of bulk jobs (gateway.Config.Bulk, docs/api.md
+// "Bulk operations") to f.
+func bulkFlags(f *flags, c *gateway.BulkConfig) {
+	f.intVar(&c.Rate, "bulk-rate", "WEFT_BULK_RATE", 0,
+		fmt.Sprintf("runs one bulk job acts on per second, so that it leaves room to live traffic (0: %d)", gateway.DefaultBulkRate))
+	f.intVar(&c.MaxRuns, "bulk-max-runs", "WEFT_BULK_MAX_RUNS", 0,
+		fmt.Sprintf("runs one bulk job may match; a filter matching more is refused with 400 (0: %d)", gateway.DefaultBulkMaxRuns))
 }
 
 // schedulerFlags adds the flags of schedules and triggers to f: whether
@@ -109,7 +120,7 @@ func runGateway(ctx context.Context, env *environment, args []string) error {
 			Addr: *opt.addr, Keys: keys, Intake: opt.intake,
 			Logger: env.logger, MeterProvider: o.meters, TracerProvider: o.tracer,
 			Schedules: opt.schedules, Triggers: opt.triggers, DisableScheduler: !*opt.scheduler,
-			KeyRate: opt.keyRate, MaxBatch: opt.maxBatch, ReadAPIURL: *opt.readAPI,
+			KeyRate: opt.keyRate, MaxBatch: opt.maxBatch, ReadAPIURL: *opt.readAPI, Bulk: opt.bulk,
 		})
 		if err != nil {
 			return err
@@ -174,6 +185,7 @@ func startDevGateway(ctx context.Context, logger *slog.Logger, pool *pgxpool.Poo
 	}
 	gw, err := gateway.New(pool, nc, gateway.Config{Keys: keys, Logger: logger, MeterProvider: o.meters, TracerProvider: o.tracer,
 		KeyRate: cfg.keyRate, DisableScheduler: !cfg.scheduler, Intake: gateway.IntakeConfig{Admission: cfg.admission.limits()},
+		Bulk: cfg.bulk,
 		ReadAPIURL: listenURL(cfg.uiAddr)})
 	if err != nil {
 		return devGateway{}, err

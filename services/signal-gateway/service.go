@@ -63,6 +63,12 @@ type TriggerConfig = trigger.Config
 // BulkConfig tunes bulk jobs; see Config.Bulk.
 type BulkConfig = bulk.Config
 
+// The defaults of BulkConfig's limits.
+const (
+	DefaultBulkRate    = bulk.DefaultRate
+	DefaultBulkMaxRuns = bulk.DefaultMaxRuns
+)
+
 // Config tunes the gateway. The zero value of each field means its
 // default; Keys is required.
 type Config struct {
