@@ -185,7 +185,7 @@ func startDevGateway(ctx context.Context, logger *slog.Logger, pool *pgxpool.Poo
 	}
 	gw, err := gateway.New(pool, nc, gateway.Config{Keys: keys, Logger: logger, MeterProvider: o.meters, TracerProvider: o.tracer,
 		KeyRate: cfg.keyRate, DisableScheduler: !cfg.scheduler, Intake: gateway.IntakeConfig{Admission: cfg.admission.limits()},
-		Bulk: cfg.bulk,
+		Bulk:       cfg.bulk,
 		ReadAPIURL: listenURL(cfg.uiAddr)})
 	if err != nil {
 		return devGateway{}, err
