@@ -330,6 +330,11 @@ func (s *Service) retain(ctx context.Context) {
 	loop := periodic.Loop{Interval: s.cfg.RetentionInterval, Logger: s.logger, Failed: "retention job failed"}
 	loop.Run(ctx, func(ctx context.Context) error {
 		n, err := s.intake.ExpiredDelete(ctx, 1000)
+		if err == nil {
+			var jobs int64
+			jobs, err = s.bulk.ExpiredDelete(ctx, 1000)
+			n += jobs
+		}
 		if err == nil && n > 0 {
 			s.logger.InfoContext(ctx, "expired records removed", "count", n)
 		}

@@ -206,3 +206,33 @@ func TestBulkRefusals(t *testing.T) {
 	require.Equal(t, int64(2), job.Matched)
 	_ = json.Valid
 }
+
+// A job that ended is kept for the Retention, and then removed with its
+// runs' list; a running job is kept whatever its age.
+func TestBulkJobRetention(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.start(t, 2, events.RunStatusRunning, `{}`)
+	svc := bulk.New(f.db.Pool, f.in, auth.RoleAuthorizer{}, bulk.Config{Now: f.clock.Now, Retention: time.Hour})
+	for _, id := range []string{"ended", "running"} {
+		_, _, err := svc.Create(t.Context(), intaketest.Operator, api.BulkRequest{BulkID: id, Action: api.BulkPause})
+		require.NoError(t, err)
+	}
+	_, err := svc.Cancel(t.Context(), intaketest.Operator, "ended")
+	require.NoError(t, err)
+	f.clock.Add(time.Hour - time.Microsecond)
+	n, err := svc.ExpiredDelete(t.Context(), 10)
+	require.NoError(t, err)
+	require.Zero(t, n, "within the retention")
+	f.clock.Add(time.Microsecond)
+	n, err = svc.ExpiredDelete(t.Context(), 10)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+	_, err = svc.Get(t.Context(), intaketest.Operator, "ended")
+	intaketest.RequireRefused(t, err, api.CodeNotFound, "")
+	_, err = svc.Get(t.Context(), intaketest.Operator, "running")
+	require.NoError(t, err)
+	var runs int
+	require.NoError(t, f.db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM bulk_job_runs WHERE bulk_id = 'ended'`).Scan(&runs))
+	require.Zero(t, runs)
+}

@@ -33,6 +33,8 @@ const (
 	DefaultLease = 15 * time.Second
 	// DefaultPollInterval is Config.PollInterval's default.
 	DefaultPollInterval = 500 * time.Millisecond
+	// DefaultRetention is Config.Retention's default.
+	DefaultRetention = 7 * 24 * time.Hour
 )
 
 // Config tunes bulk jobs. The zero value of each field means its default.
@@ -52,6 +54,10 @@ type Config struct {
 	Lease time.Duration
 	// PollInterval is how often an idle Runner looks for a job to take.
 	PollInterval time.Duration
+	// Retention is how long a job that ended is kept, with its runs'
+	// list, for GET /v1/bulk/{id} and repeats of its bulkId
+	// (ExpiredDelete); after it the bulkId is free again.
+	Retention time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger receives the runner's failures; nil means slog.Default.
@@ -67,6 +73,7 @@ func (c Config) withDefaults() Config {
 	c.Batch = cmp.Or(max(c.Batch, 0), DefaultBatch)
 	c.Lease = cmp.Or(max(c.Lease, 0), DefaultLease)
 	c.PollInterval = cmp.Or(max(c.PollInterval, 0), DefaultPollInterval)
+	c.Retention = cmp.Or(max(c.Retention, 0), DefaultRetention)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -219,4 +226,23 @@ func checkRequest(req api.BulkRequest) error {
 		}
 	}
 	return nil
+}
+
+// ExpiredDelete removes the jobs that ended more than Retention ago, with
+// their runs' lists, batch at a time, and returns how many. Safe to run
+// from any number of gateways at once.
+func (s *Service) ExpiredDelete(ctx context.Context, batch int) (int64, error) {
+	var total int64
+	for {
+		tag, err := s.pool.Exec(ctx, `DELETE FROM bulk_jobs WHERE (tenant_id, bulk_id) IN (
+			SELECT tenant_id, bulk_id FROM bulk_jobs WHERE ended_at <= $1 LIMIT $2)`,
+			s.cfg.Now().Add(-s.cfg.Retention), max(batch, 1))
+		if err != nil {
+			return total, fmt.Errorf("bulk: delete expired jobs: %w", err)
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < int64(max(batch, 1)) {
+			return total, nil
+		}
+	}
 }
