@@ -2,25 +2,64 @@ package bulk_test
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/internal/policy/auth"
 	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/pkg/weftest"
 	"github.com/weftrun/weft/services/signal-gateway/internal/bulk"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intaketest"
 )
 
-func TestMain(m *testing.M) { weftest.Main(m) }
+func TestMain(m *testing.M) { weftest.MainWithChild(m, childDBEnv, dyingGateway) }
+
+// The gateway process TestBulkJobSurvivesItsGatewaysDeath kills: when
+// childDBEnv names a database, the test binary runs dyingGateway instead
+// of the tests.
+const (
+	childDBEnv = "WEFT_BULK_CHILD_DB"
+	childExit  = 3
+)
+
+// dyingGateway runs bulk jobs on the database childDBEnv names, batches
+// of 4, and exits with childExit once its second batch's actions are
+// done, before their progress is recorded.
+func dyingGateway() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, os.Getenv(childDBEnv))
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	log := eventlog.New(pool)
+	in, err := intake.New(pool, log, journal.New(log), auth.RoleAuthorizer{}, intake.Config{})
+	if err != nil {
+		return err
+	}
+	var batches atomic.Int32
+	svc := bulk.New(pool, in, auth.RoleAuthorizer{}, bulk.Config{Batch: 4, BeforeRecord: func() {
+		if batches.Add(1) == 2 {
+			os.Exit(childExit)
+		}
+	}})
+	svc.Run(ctx)
+	return errors.New("the gateway never died")
+}
 
 // fixture is a database with runs started through the intake and
 // snapshots as the projector writes them.
@@ -129,32 +168,31 @@ func TestBulkCancel(t *testing.T) {
 	intaketest.RequireRefused(t, err, api.CodeIdempotencyConflict, "")
 }
 
-// A gateway that dies after a batch's signals and before its progress is
+// A gateway killed after a batch's signals and before its progress is
 // recorded leaves the job to another, which takes it over when the lease
 // runs out: no run is signalled twice, and the progress is exact.
 func TestBulkJobSurvivesItsGatewaysDeath(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	runs := f.start(t, 10, events.RunStatusRunning, `{}`)
-	var batches atomic.Int32
-	ctx, die := context.WithCancel(t.Context())
-	first := bulk.New(f.db.Pool, f.in, auth.RoleAuthorizer{}, bulk.Config{Batch: 4, Now: f.clock.Now,
-		BeforeRecord: func() {
-			if batches.Add(1) == 2 {
-				die() // the second batch's signals are sent; its progress never is
-			}
-		}})
-	_, _, err := first.Create(t.Context(), intaketest.Operator, api.BulkRequest{BulkID: "b2", Action: api.BulkCancel})
+	svc := bulk.New(f.db.Pool, f.in, auth.RoleAuthorizer{}, bulk.Config{Batch: 4})
+	_, _, err := svc.Create(t.Context(), intaketest.Operator, api.BulkRequest{BulkID: "b2", Action: api.BulkCancel})
 	require.NoError(t, err)
-	first.Run(ctx)
-	job, err := first.Get(t.Context(), intaketest.Operator, "b2")
+
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childDBEnv+"="+f.db.URL)
+	out, err := cmd.CombinedOutput()
+	var exitErr *exec.ExitError
+	require.ErrorAs(t, err, &exitErr, "child output:\n%s", out)
+	require.Equal(t, childExit, exitErr.ExitCode(), "the gateway died at its second batch; output:\n%s", out)
+	job, err := svc.Get(t.Context(), intaketest.Operator, "b2")
 	require.NoError(t, err)
 	require.Equal(t, api.BulkRunning, job.Status)
 	require.Equal(t, int64(4), job.Done, "only the first batch was recorded")
 	require.Len(t, f.cancels(t, runs), 8, "two batches were signalled")
 
-	f.clock.Add(bulk.DefaultLease)
-	second := bulk.New(f.db.Pool, f.in, auth.RoleAuthorizer{}, bulk.Config{Batch: 4, Now: f.clock.Now})
+	later := func() time.Time { return time.Now().Add(bulk.DefaultLease) } // the dead gateway's lease has run out
+	second := bulk.New(f.db.Pool, f.in, auth.RoleAuthorizer{}, bulk.Config{Batch: 4, Now: later})
 	job = runJob(t, second, "b2")
 	require.Equal(t, api.BulkDone, job.Status)
 	require.Equal(t, int64(10), job.Done, "every run counted once")
@@ -204,7 +242,6 @@ func TestBulkRefusals(t *testing.T) {
 		Filter: api.BulkFilter{Status: []string{"RUNNING"}}})
 	require.NoError(t, err, "exactly the limit")
 	require.Equal(t, int64(2), job.Matched)
-	_ = json.Valid
 }
 
 // A job that ended is kept for the Retention, and then removed with its
