@@ -44,6 +44,10 @@ type devStack struct {
 	// ops is the base URL of the stack's /metrics (and, with WEFT_PPROF,
 	// /debug/pprof/); client reaches the read API.
 	ops string
+	// gateway and read are the base URLs of the gateway's HTTP API and of
+	// the read API, for the requests client has no method for, or whose
+	// answer the benchmark reads raw.
+	gateway, read string
 }
 
 // devEndpoints is what the stack's endpoints.json says (cmd/weft's
@@ -172,7 +176,7 @@ func connectDevStack(b *testing.B, db *weftest.DB, cmd *exec.Cmd, ep devEndpoint
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &devStack{db: db, cmd: cmd, client: c, hc: hc, js: js, ops: ep.Ops}
+	return &devStack{db: db, cmd: cmd, client: c, hc: hc, js: js, ops: ep.Ops, gateway: ep.Gateway, read: ep.ReadAPI}
 }
 
 // waitEnded waits until n runs have ended (completed, failed or

@@ -97,10 +97,19 @@ func envCount(b *testing.B, name string, def int) int {
 // signal, the stack is quiet and the bus has forgotten the burst
 // (forgetBurst); it returns their ids.
 func (s *devStack) park(b *testing.B, n int) []string {
+	ids := s.parkRuns(b, parkedPlan, n)
+	s.forgetBurst(b)
+	return ids
+}
+
+// parkRuns starts n runs of p, a plan whose step "w" waits for a signal,
+// on a stack that has no other such run, and waits until each waits for
+// its signal and the stack is quiet; it returns their ids.
+func (s *devStack) parkRuns(b *testing.B, p benchPlan, n int) []string {
 	ctx := context.Background()
 	ids := make([]string, n)
 	parallel(b, systemClients, n, func(_, i int) error {
-		id, err := s.startRun(ctx, parkedPlan, i)
+		id, err := s.startRun(ctx, p, i)
 		ids[i] = id
 		return err
 	})
@@ -116,7 +125,6 @@ func (s *devStack) park(b *testing.B, n int) []string {
 			if err := s.waitQuiet(ctx, 30*time.Minute); err != nil {
 				b.Fatal(err)
 			}
-			s.forgetBurst(b)
 			return ids
 		}
 		if time.Now().After(deadline) {

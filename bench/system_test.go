@@ -37,6 +37,8 @@ type benchPlan struct {
 	id  string
 	doc json.RawMessage
 	ref *api.PlanRef
+	// labels are the labels every start carries; nil for none.
+	labels map[string]string
 }
 
 // systemPlan is three echo steps in a line, data flowing through them: the
@@ -107,6 +109,17 @@ type systemLoad struct {
 // closedLoop starts n runs of p from clients clients, each waiting for
 // its answer, and waits until every run has ended.
 func (s *devStack) closedLoop(b *testing.B, p benchPlan, n, clients int) systemLoad {
+	l := s.closedStarts(b, p, n, clients)
+	if err := s.waitEnded(context.Background(), l.start, n, 5*time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	return l
+}
+
+// closedStarts starts n runs of p from clients clients, each waiting for
+// its answer, and returns once every start is answered: the runs may not
+// have ended yet.
+func (s *devStack) closedStarts(b *testing.B, p benchPlan, n, clients int) systemLoad {
 	ctx := context.Background()
 	ids := make([]string, n)
 	var answers latencies
@@ -119,9 +132,6 @@ func (s *devStack) closedLoop(b *testing.B, p benchPlan, n, clients int) systemL
 		return err
 	})
 	offered := float64(n) / time.Since(start).Seconds()
-	if err := s.waitEnded(ctx, start, n, 5*time.Minute); err != nil {
-		b.Fatal(err)
-	}
 	return systemLoad{runIDs: ids, start: start, startP99: answers.percentile(0.99), offered: offered}
 }
 
@@ -171,7 +181,7 @@ func (s *devStack) openLoop(b *testing.B, p benchPlan, rate int, d time.Duration
 func (s *devStack) startRun(ctx context.Context, p benchPlan, i int) (string, error) {
 	req := api.StartRunRequest{
 		TenantID: "default", ProjectID: "bench", EnvironmentID: "bench",
-		PlanID: p.id, PlanVersion: "1", Plan: p.doc,
+		PlanID: p.id, PlanVersion: "1", Plan: p.doc, Labels: p.labels,
 		Input: json.RawMessage(fmt.Sprintf(`{"n":%d,"sku":"sku-%d"}`, i, i%100)),
 	}
 	if p.ref != nil {

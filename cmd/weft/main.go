@@ -42,6 +42,7 @@ var errUsage = cli.ErrUsage
 
 func commands() map[string]command {
 	return map[string]command{
+		"bulk":      {"show or cancel a bulk job that weft runs cancel (pause, resume, ...) started", cliGroup("bulk", cli.BulkCommands())},
 		"dev":       {"run the whole system in one process on embedded defaults", runDev},
 		"engine":    {"run the engine (drives runs: rounds, timers, sweeps)", runEngine},
 		"gateway":   {"run the signal gateway (REST, JSON-RPC and NATS ingress)", runGateway},
@@ -53,7 +54,7 @@ func commands() map[string]command {
 		"projector": {"run the snapshot projector with the read API and the web UI (projector rebuild: refold runs without a snapshot)", runProjector},
 		"relay":     {"run the outbox relay (Postgres outbox to JetStream)", runRelay},
 		"run":       {"start, show, watch a run, or list its events (docs/cli.md)", cliGroup("run", cli.RunCommands())},
-		"runs":      {"list runs (runs ls)", cliGroup("runs", cli.RunsCommands())},
+		"runs":      {"list runs (runs ls), or act on every run a filter matches (runs cancel, pause, resume, retry-failed, rerun-failed)", cliGroup("runs", cli.RunsCommands())},
 		"secrets":   {"write the compose topology's secrets into a folder (secrets init; docs/deploy.md)", commandGroup("secrets", secretsSubcommands())},
 		"schedule":  {"create, list, show, pause, resume or delete schedules (docs/schedules.md)", cliGroup("schedule", cli.ScheduleCommands())},
 		"signal":    {"send a signal to a run: PAUSE, RESUME, CANCEL, RETRY_STEP, or the signal a waitSignal step waits for", cliCommand(cli.Signal)},

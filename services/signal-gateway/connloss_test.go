@@ -45,7 +45,7 @@ func setupCut(t *testing.T, conns int32) *cutStack {
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	// Nothing but the test's requests uses the pool.
-	gcfg := gateway.Config{DisableScheduler: true, RetentionInterval: time.Hour}
+	gcfg := gateway.Config{DisableScheduler: true, DisableBulkRunner: true, RetentionInterval: time.Hour}
 	return &cutStack{stack: setupOn(t, db, pool, gcfg), pool: pool, app: app}
 }
 

@@ -23,6 +23,9 @@ var routes = []string{
 	"POST /v1/runs",
 	"POST /v1/runs/{runId}/signals",
 	"POST /v1/runs/{runId}/rerun",
+	"POST /v1/bulk",
+	"GET /v1/bulk/{bulkId}",
+	"POST /v1/bulk/{bulkId}/cancel",
 	"POST /v1/schedules",
 	"GET /v1/schedules",
 	"GET /v1/schedules/{scheduleId}",
@@ -90,6 +93,9 @@ func checkRoutes(t *testing.T, s *stack, d *openapitest.Doc) {
 		{"POST /v1/runs", "/v1/runs", operatorToken, "{}", api.CodeInvalidArgument},
 		{"POST /v1/runs/{runId}/signals", runPath, operatorToken, `{"signalName":"go"}`, api.CodeNotFound},
 		{"POST /v1/runs/{runId}/rerun", rerunPath, operatorToken, `{"fromStepId":"a"}`, api.CodeNotFound},
+		{"POST /v1/bulk", "/v1/bulk", operatorToken, "{}", api.CodeInvalidArgument},
+		{"GET /v1/bulk/{bulkId}", "/v1/bulk/none", operatorToken, "", api.CodeNotFound},
+		{"POST /v1/bulk/{bulkId}/cancel", "/v1/bulk/none/cancel", operatorToken, "", api.CodeNotFound},
 		{"POST /v1/schedules", "/v1/schedules", operatorToken, "{}", api.CodeInvalidArgument},
 		{"GET /v1/schedules", "/v1/schedules", operatorToken, "", ""},
 		{"GET /v1/schedules/{scheduleId}", "/v1/schedules/none", operatorToken, "", api.CodeNotFound},
@@ -136,7 +142,7 @@ func checkRoutes(t *testing.T, s *stack, d *openapitest.Doc) {
 
 	// The methods the document leaves out are not served.
 	for tmpl, item := range paths {
-		path := strings.NewReplacer("{runId}", uuid.NewString(), "{scheduleId}", "s", "{triggerId}", "t", "{planId}", "p", "{planVersion}", "1").Replace(tmpl)
+		path := strings.NewReplacer("{runId}", uuid.NewString(), "{scheduleId}", "s", "{triggerId}", "t", "{bulkId}", "b", "{planId}", "p", "{planVersion}", "1").Replace(tmpl)
 		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 			if _, ok := item.(map[string]any)[strings.ToLower(m)]; ok {
 				continue

@@ -93,6 +93,10 @@ type Config struct {
 	// which a job acts on runs, the runs it may match. Its Now defaults to
 	// Intake.Now.
 	Bulk BulkConfig
+	// DisableBulkRunner keeps this gateway from working on bulk jobs; the
+	// bulk API still takes them. Some gateway of the database must run
+	// them; any number may, the lease keeps them apart.
+	DisableBulkRunner bool
 	// MaxBodyBytes bounds a request body (HTTP) or message (NATS).
 	MaxBodyBytes int64
 	// MaxDepth bounds the nesting of a body's JSON.
@@ -275,7 +279,8 @@ func (s *Service) Run(ctx context.Context) error {
 
 // Start serves HTTP on ln, the NATS ingress when the gateway has a NATS
 // connection, the retention job and, unless DisableScheduler, the
-// scheduler, until Stop (or the end of ctx) ends them. It returns once the
+// scheduler, and unless DisableBulkRunner, the bulk jobs' runner, until
+// Stop (or the end of ctx) ends them. It returns once the
 // ingress is subscribed, with its error; the gateway serves once
 // (startstop's contract: a second Start is startstop.ErrAlreadyStarted).
 func (s *Service) Start(ctx context.Context, ln net.Listener) error {
@@ -289,9 +294,12 @@ func (s *Service) Start(ctx context.Context, ln net.Listener) error {
 		}
 		return func() {
 			defer unsubscribe()
-			loops := []func(context.Context){s.retain, s.bulk.Run}
+			loops := []func(context.Context){s.retain}
 			if !s.cfg.DisableScheduler {
 				loops = append(loops, s.schedules.Run)
+			}
+			if !s.cfg.DisableBulkRunner {
+				loops = append(loops, s.bulk.Run)
 			}
 			s.served = httpserve.ServeWith(soft, ln, s.Handler(), s.cfg.HTTP, "gateway", s.logger, loops...)
 		}, nil

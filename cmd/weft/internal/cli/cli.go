@@ -4,8 +4,8 @@
 // registered plans, schedules and triggers, the read API to read runs.
 // They never open the database. docs/cli.md is the reference. Each is an
 // apiCommand; cmd/weft's main dispatches to the maps RunCommands,
-// RunsCommands, PlanCommands, ScheduleCommands, TriggerCommands and to
-// Signal.
+// RunsCommands, BulkCommands, PlanCommands, ScheduleCommands,
+// TriggerCommands and to Signal.
 package cli
 
 import (

@@ -15,11 +15,12 @@ import (
 	"github.com/weftrun/weft/pkg/events"
 )
 
-// RunsCommands are the subcommands of `weft runs`.
+// RunsCommands are the subcommands of `weft runs`: ls, and the bulk
+// actions (cancel, pause, resume, retry-failed, rerun-failed).
 func RunsCommands() map[string]Command {
-	return map[string]Command{
-		"ls": {"list runs, newest first", runsList},
-	}
+	cmds := bulkRunsCommands()
+	cmds["ls"] = Command{"list runs, newest first", runsList}
+	return cmds
 }
 
 const lsSynopsis = "weft runs ls [--status S[,S…]] [--plan PLAN_ID [--plan-version V]] [--label K=V…] [--trigger ID] [--schedule ID] " +

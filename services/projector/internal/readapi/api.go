@@ -47,6 +47,9 @@ func (a *API) Handler() http.Handler {
 	mux.Handle("POST /gateway/v1/plans/{planId}/versions/{planVersion}/archive", gateway)
 	mux.Handle("POST /gateway/v1/plans/{planId}/versions/{planVersion}/restore", gateway)
 	mux.Handle("POST /gateway/v1/runs", gateway)
+	mux.Handle("POST /gateway/v1/bulk", gateway)
+	mux.Handle("GET /gateway/v1/bulk/{bulkId}", gateway)
+	mux.Handle("POST /gateway/v1/bulk/{bulkId}/cancel", gateway)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		httpserve.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

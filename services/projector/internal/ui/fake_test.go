@@ -81,6 +81,7 @@ type fakeAPI struct {
 	schedCalls  []string          // "POST /v1/schedules/{id}/pause" …, as the gateway sees them
 	triggers    []api.Trigger     // by triggerId
 	requestIDs  map[string]string // runId → runRequestId (setRequestIDs)
+	bulk        fakeBulk          // the gateway's bulk jobs and reruns (fakebulk_test.go)
 	changed     chan struct{}     // closed and replaced by every update
 	closed      chan struct{}
 }
@@ -106,6 +107,7 @@ func (f *fakeAPI) register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /gateway/v1/runs/{runId}/signals", f.auth(f.signal))
 	mux.HandleFunc("GET /gateway/v1/schedules", f.auth(f.scheduleList))
 	f.registerManage(mux)
+	f.registerBulk(mux)
 }
 
 // close ends every long poll; call it before closing the server.

@@ -112,3 +112,28 @@ func TestTriggersShowLastEvents(t *testing.T) {
 	b.waitFor(`location.pathname === ` + js("/runs/"+runs[2].RunID))
 	b.console.RequireNoErrors(t)
 }
+
+// A trigger that refused events shows how many, and the last ones with
+// their reasons; one that refused none shows nothing of the kind.
+func TestTriggersShowRefusedEvents(t *testing.T) {
+	t.Parallel()
+	now := time.Now().UTC().Truncate(time.Second)
+	b := setup(t)
+	b.api.setTriggers(
+		api.Trigger{TriggerID: "typed", TenantID: "acme", ProjectID: "shop", EnvironmentID: "prod", PlanID: "typed", PlanVersion: "1",
+			CreatedAt: now.Add(-time.Hour), RefusedEvents: 7, RecentRefusals: []api.RefusedEvent{
+				{EventID: "e7", Code: api.CodeInvalidArgument, Message: "input.total minimum: got -1, want 0", At: now.Add(-time.Minute)},
+				{EventID: "e6", Code: api.CodePlanArchived, Message: "typed@1 is archived", At: now.Add(-2 * time.Minute)}}},
+		api.Trigger{TriggerID: "clean", TenantID: "acme", PlanID: "x", PlanVersion: "1", CreatedAt: now.Add(-time.Hour)})
+	b.open("/triggers")
+	b.waitFor(`document.querySelectorAll('[data-testid="trigger-row"]').length === 2`)
+	require.Equal(t, 1, eval[int](b, `document.querySelectorAll('[data-testid="trigger-refusals"]').length`))
+	require.Equal(t, "7 refused events", eval[string](b, `document.querySelector('[data-trigger-id="typed"] [data-testid="trigger-refusals"] summary').textContent`))
+	type refusal struct{ ID, Text string }
+	got := eval[[]refusal](b, `[...document.querySelectorAll('[data-testid="trigger-refusal"]')].map(li => ({ID: li.dataset.eventId, Text: li.textContent}))`)
+	require.Len(t, got, 2)
+	require.Equal(t, "e7", got[0].ID)
+	require.Contains(t, got[0].Text, "InvalidArgument: input.total minimum")
+	require.Contains(t, got[1].Text, "PlanArchived")
+	b.console.RequireNoErrors(t)
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/time/rate"
@@ -85,11 +86,7 @@ func (s *Service) work(ctx context.Context, k jobKey, token string) error {
 		if err := limit.WaitN(ctx, max(len(batch), 1)); err != nil {
 			return err
 		}
-		var pr progress
-		for _, r := range batch {
-			s.act(ctx, p, job, r, &pr)
-			pr.last = r.seq
-		}
+		pr := s.actAll(ctx, p, job, batch)
 		if len(batch) == 0 {
 			pr.last = cursorOf(ctx, s, k)
 		}
@@ -101,6 +98,34 @@ func (s *Service) work(ctx context.Context, k jobKey, token string) error {
 			return err
 		}
 	}
+}
+
+// actAll acts on every run of batch, Concurrency at a time (the intake
+// groups signals sent together into shared transactions), and returns
+// what came of them, its cursor at the batch's last run.
+func (s *Service) actAll(ctx context.Context, p auth.Principal, job api.BulkJob, batch []jobRun) progress {
+	var (
+		mu  sync.Mutex
+		wg  sync.WaitGroup
+		pr  progress
+		sem = make(chan struct{}, s.cfg.Concurrency)
+	)
+	for _, r := range batch {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			var one progress
+			s.act(ctx, p, job, r, &one)
+			mu.Lock()
+			pr.add(one)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if len(batch) > 0 {
+		pr.last = batch[len(batch)-1].seq
+	}
+	return pr
 }
 
 // cursorOf is job k's cursor, for a batch that found no run.

@@ -33,6 +33,8 @@ const (
 	DefaultLease = 15 * time.Second
 	// DefaultPollInterval is Config.PollInterval's default.
 	DefaultPollInterval = 500 * time.Millisecond
+	// DefaultConcurrency is Config.Concurrency's default.
+	DefaultConcurrency = 32
 	// DefaultRetention is Config.Retention's default.
 	DefaultRetention = 7 * 24 * time.Hour
 )
@@ -49,6 +51,8 @@ type Config struct {
 	// progress: what a crash can make a gateway act on again (answered as
 	// duplicates).
 	Batch int
+	// Concurrency is how many of a batch's runs a job acts on at once.
+	Concurrency int
 	// Lease is how long a gateway holds a job it works on without
 	// renewing it; another takes it over after.
 	Lease time.Duration
@@ -72,6 +76,7 @@ func (c Config) withDefaults() Config {
 	c.MaxRuns = cmp.Or(max(c.MaxRuns, 0), DefaultMaxRuns)
 	c.Batch = cmp.Or(max(c.Batch, 0), DefaultBatch)
 	c.Lease = cmp.Or(max(c.Lease, 0), DefaultLease)
+	c.Concurrency = cmp.Or(max(c.Concurrency, 0), DefaultConcurrency)
 	c.PollInterval = cmp.Or(max(c.PollInterval, 0), DefaultPollInterval)
 	c.Retention = cmp.Or(max(c.Retention, 0), DefaultRetention)
 	if c.Now == nil {

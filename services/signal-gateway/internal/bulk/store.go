@@ -95,6 +95,17 @@ type progress struct {
 	last                  int64 // the seq of the batch's last run
 }
 
+// add adds o's counts to p's.
+func (p *progress) add(o progress) {
+	p.done, p.skipped, p.failed = p.done+o.done, p.skipped+o.skipped, p.failed+o.failed
+	for reason, n := range o.reasons {
+		if p.reasons == nil {
+			p.reasons = map[string]int{}
+		}
+		p.reasons[reason] += n
+	}
+}
+
 // skip counts a run skipped for reason.
 func (p *progress) skip(reason string) {
 	p.skipped++

@@ -2,18 +2,26 @@
 // editor prefilled with an example built from the version's inputSchema
 // (exampleInput), and Start, which posts a start by planRef (POST
 // /gateway/v1/runs, api.StartRunRequest) and opens the new run's page.
-// Input that is not JSON is reported before anything is sent; the
-// gateway's answer is the truth about the schema: a refusal lists every
-// problem it names (path, keyword, message) beside the editor.
+// As the input is edited (CHECK_DELAY after the last change) and when
+// Start is pressed, it is checked in the browser: input that is not JSON
+// is reported, and is never sent; input that breaks the inputSchema has
+// each problem listed (inputschema.js: path, keyword, message, as the
+// gateway names them), labelled as checked in the browser, and Start
+// still sends it. The gateway's answer is the truth about the schema: a
+// refusal lists every problem it names in their place.
 
 import { ApiError, newSignalId, startRun } from './api.js';
 import { h, icon, replace, runHref } from './dom.js';
+import { checkInput, resolveRef } from './inputschema.js';
 import { pretty } from './jsonview.js';
 
 // ENV_KEY is the localStorage key of the environment last started in.
 const ENV_KEY = 'weft.environment';
 // EXAMPLE_DEPTH bounds how deep exampleInput follows properties and $refs.
 const EXAMPLE_DEPTH = 8;
+// CHECK_DELAY is how long, in ms, the editor waits after a change before
+// checking the input in the browser.
+const CHECK_DELAY = 300;
 
 // createStartForm returns the start form of version (an api.PlanVersion
 // with its plan; the start goes to its tenant and project); view is the
@@ -50,6 +58,27 @@ export function createStartForm(view, version) {
   env.addEventListener('input', fresh);
   editor.addEventListener('input', fresh);
 
+  const schema = version.plan?.inputSchema;
+  let pending = null; // the timer of the check after the last change
+  // check shows what the browser finds wrong with the editor's input and
+  // returns the input parsed, or undefined when it is not JSON.
+  const check = () => {
+    clearTimeout(pending);
+    let input;
+    try {
+      input = JSON.parse(editor.value);
+    } catch (err) {
+      showProblems(problems, { text: `The input is not valid JSON: ${err.message}`, testid: 'plan-start-json-error' });
+      return undefined;
+    }
+    showProblems(problems, schemaProblems(schema, input), 'plan-start-local');
+    return input;
+  };
+  editor.addEventListener('input', () => {
+    clearTimeout(pending);
+    pending = setTimeout(check, CHECK_DELAY);
+  });
+
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     const environmentId = env.value.trim();
@@ -58,15 +87,11 @@ export function createStartForm(view, version) {
       env.focus();
       return;
     }
-    let input;
-    try {
-      input = JSON.parse(editor.value);
-    } catch (err) {
-      showProblems(problems, { text: `The input is not valid JSON: ${err.message}`, testid: 'plan-start-json-error' });
+    const input = check();
+    if (input === undefined) {
       editor.focus();
       return;
     }
-    showProblems(problems, null);
     submit.disabled = true;
     try {
       const res = await startRun({
@@ -91,6 +116,15 @@ export function refusal(err, what = 'start') {
   if (!(err instanceof ApiError)) return { text: String(err) };
   const list = Array.isArray(err.details?.problems) ? err.details.problems : [];
   return list.length ? { text: `The gateway refused the ${what} — ${err.code}:`, list } : { text: err.describe() };
+}
+
+// schemaProblems is what showProblems shows of input's problems against
+// schema found in the browser (checkInput), or null when it finds none.
+function schemaProblems(schema, input) {
+  const list = checkInput(schema, input);
+  if (!list.length) return null;
+  const n = list.length === 1 ? '1 problem' : `${list.length} problems`;
+  return { text: `Checked in the browser: ${n} with the input schema. Start still sends it; the gateway decides.`, list };
 }
 
 // showProblems shows in box what is wrong ({text, testid, list}: list
@@ -153,18 +187,6 @@ function example(schema, root, depth) {
     case 'null': return null;
     default: return undefined;
   }
-}
-
-// resolveRef returns the schema a "#/…" $ref points to inside root (a JSON
-// pointer), or undefined.
-function resolveRef(root, ref) {
-  if (!ref.startsWith('#')) return undefined;
-  let at = root;
-  for (const part of ref.slice(1).split('/').slice(1)) {
-    const key = decodeURIComponent(part).replaceAll('~1', '/').replaceAll('~0', '~');
-    at = at && typeof at === 'object' ? at[key] : undefined;
-  }
-  return at;
 }
 
 function lastEnvironment() {

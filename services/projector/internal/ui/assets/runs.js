@@ -7,15 +7,17 @@
 // filters set only from the address (trigger=, from the Triggers page;
 // parent=, from a run's "Child runs"; schedule=, rerunOf= and the ended
 // range) show as chips, each with its own remove. Each row shows the
-// run's labels; a click on one filters by it.
+// run's labels; a click on one filters by it. A key that may send
+// signals also gets a checkbox per row and the bulk action bar (bulk.js).
 
 import { get } from './api.js';
+import { bulkControls } from './bulk.js';
 import { RUN_STATUSES, fillCells, h, icon, isTerminal, pill, pollMs, replace, runHref, stalePill } from './dom.js';
 import { between, dateTime, duration, parseTime, relativeTime, shortId } from './format.js';
 import { pagedList } from './pagedlist.js';
 
 const POLL_MS = pollMs(2000);
-const COLUMNS = 6;
+const COLUMNS = 7;
 
 // ADDRESS_ONLY are the filters set only from the address, each shown as a
 // chip: its query parameter, test id and label.
@@ -32,11 +34,13 @@ const ADDRESS_ONLY = [
 
 let cssLoaded = false;
 
-// loadCSS links runs.css, next to this module, once.
+// loadCSS links runs.css and bulk.css, next to this module, once.
 function loadCSS() {
   if (cssLoaded) return;
   cssLoaded = true;
-  document.head.append(h('link', { rel: 'stylesheet', href: new URL('./runs.css', import.meta.url).href }));
+  for (const file of ['./runs.css', './bulk.css']) {
+    document.head.append(h('link', { rel: 'stylesheet', href: new URL(file, import.meta.url).href }));
+  }
 }
 
 // mountRuns draws the runs list into root and returns {unmount}.
@@ -55,6 +59,7 @@ export function mountRuns(root, view) {
   for (const f of ADDRESS_ONLY) state[f.name] = params.get(f.name) || '';
   const filtered = () => Boolean(state.status || state.plan || state.labels.length || state.createdAfter || state.createdBefore ||
     ADDRESS_ONLY.some((f) => state[f.name]));
+  const bulk = bulkControls(view, { filters: () => state, refresh: () => list.refresh() });
 
   // Toolbar.
   const statusSelect = h('select', { id: 'filter-status', class: 'select', testid: 'filter-status', 'aria-label': 'Status' },
@@ -100,7 +105,7 @@ export function mountRuns(root, view) {
   // Table.
   const tbody = h('tbody');
   const table = h('table', { class: 'table runs-table', testid: 'runs-table' },
-    h('thead', {}, h('tr', {},
+    h('thead', {}, h('tr', {}, bulk.headCell,
       h('th', { text: 'Run' }), h('th', { text: 'Plan' }), h('th', { text: 'Status' }),
       h('th', { text: 'Steps' }), h('th', { text: 'Created' }), h('th', { class: 'num', text: 'Duration' }))),
     tbody);
@@ -116,6 +121,7 @@ export function mountRuns(root, view) {
       h('div', { class: 'toolbar-filters' }, statusSelect, planInput, versionInput, labelInput, labelChips,
         h('span', { class: 'created-range muted small' }, 'created', createdAfter, '–', createdBefore), chips, clearFilters),
       summary),
+    bulk.bar,
     errorBox,
     h('div', { class: 'card table-card' }, h('div', { class: 'table-scroll' }, table)),
     h('div', { class: 'list-foot' }, loadMore));
@@ -150,13 +156,14 @@ export function mountRuns(root, view) {
       });
       return { nodes: [tr] };
     },
-    fillRow: (row, run, now) => fillRow(row.nodes[0], run, now, addLabel),
+    fillRow: (row, run, now) => fillRow(row.nodes[0], run, now, addLabel, bulk.cell(run)),
     emptyRow,
     onDraw({ items, nextCursor, loaded }) {
       summary.textContent = loaded
         ? `${items.length}${nextCursor ? '+' : ''} ${items.length === 1 ? 'run' : 'runs'}${filtered() ? ' matching' : ''}`
         : '';
       clearFilters.hidden = !filtered();
+      bulk.drawn({ items, nextCursor, loaded });
     },
   });
 
@@ -264,6 +271,7 @@ export function mountRuns(root, view) {
   return {
     unmount() {
       list.stop();
+      bulk.unmount();
       clearTimeout(debounce);
     },
   };
@@ -272,7 +280,8 @@ export function mountRuns(root, view) {
 // fillRow renders run into tr, cell by cell: a cell whose content did not
 // change is left alone, so a focused link keeps its focus across refreshes.
 // A click on one of the run's labels calls onLabel with it (KEY=VALUE).
-function fillRow(tr, run, now, onLabel) {
+// first is the row's first cell, a [sig, build] pair (bulk.js's).
+function fillRow(tr, run, now, onLabel, first) {
   const created = parseTime(run.createdAt);
   const total = Number(run.stepsTotal) || 0;
   const done = Math.min(Number(run.stepsDone) || 0, total);
@@ -285,6 +294,7 @@ function fillRow(tr, run, now, onLabel) {
   }
   const age = relativeTime(created, now);
   fillCells(tr, [
+    first,
     [`${run.runId}|${run.projectId}|${run.environmentId}|${run.parentRunId}`, () => h('td', { class: 'cell-run' },
       h('a', { href: runHref(run.runId), 'data-nav': true, class: 'mono run-link', title: run.runId, text: shortId(run.runId) }),
       h('div', { class: 'sub', text: [run.projectId, run.environmentId].filter(Boolean).join(' · ') }),
