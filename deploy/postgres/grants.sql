@@ -61,6 +61,14 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON schedules, triggers TO weft_gateway;
 -- start's planRef; versions are never deleted.
 GRANT SELECT, INSERT, UPDATE ON plan_versions TO weft_gateway;
 GRANT USAGE ON SEQUENCE plan_versions_seq_seq TO weft_gateway;
+-- The engine resolves a child run's planRef (docs/plans.md, "Child runs").
+GRANT SELECT ON plan_versions TO weft_engine;
+
+-- Bulk jobs: the gateway records them with the runs they match, which it
+-- reads from the projector's snapshots, works through them under a lease
+-- and deletes them past their retention (docs/api.md, "Bulk operations").
+GRANT SELECT, INSERT, UPDATE, DELETE ON bulk_jobs, bulk_job_runs TO weft_gateway;
+GRANT SELECT ON run_snapshots TO weft_gateway;
 
 -- The projector's snapshots and alerts.
 GRANT SELECT, INSERT, UPDATE ON run_snapshots TO weft_projector;
