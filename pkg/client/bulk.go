@@ -21,12 +21,8 @@ import (
 // api.CodeIdempotencyConflict; a bad field, or a filter matching more runs
 // than the gateway's limit, with api.CodeInvalidArgument.
 func (c *Client) StartBulk(ctx context.Context, req api.BulkRequest) (*api.BulkJob, bool, error) {
-	if req.BulkID == "" {
-		id, err := newID()
-		if err != nil {
-			return nil, false, err
-		}
-		req.BulkID = id
+	if err := ensureID(&req.BulkID); err != nil {
+		return nil, false, err
 	}
 	var job api.BulkJob
 	status, err := c.callStatus(ctx, http.MethodPost, "/v1/bulk", req, &job)

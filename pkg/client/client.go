@@ -76,12 +76,8 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 // An HTTP error answer yields an error wrapping *Error; see the package
 // documentation for what is retried.
 func (c *Client) StartRun(ctx context.Context, req api.StartRunRequest) (*api.StartRunResult, error) {
-	if req.RunRequestID == "" {
-		id, err := newID()
-		if err != nil {
-			return nil, err
-		}
-		req.RunRequestID = id
+	if err := ensureID(&req.RunRequestID); err != nil {
+		return nil, err
 	}
 	var res api.StartRunResult
 	if err := c.call(ctx, http.MethodPost, "/v1/runs", req, &res); err != nil {
@@ -105,19 +101,12 @@ func (c *Client) StartRun(ctx context.Context, req api.StartRunRequest) (*api.St
 // api.CodeSignalAcceptanceIndeterminate (409) is never retried: see its
 // documentation before sending the signal again.
 func (c *Client) Signal(ctx context.Context, runID string, req api.SignalRequest) (*api.AcceptedSignalResult, error) {
-	switch {
-	case !validRunID(runID):
-		return nil, fmt.Errorf("%w: runID %q", ErrInvalidRequest, runID)
-	case req.WorkflowID != "" && req.WorkflowID != runID:
-		return nil, fmt.Errorf("%w: WorkflowID %q is not runID %q", ErrInvalidRequest, req.WorkflowID, runID)
+	if err := checkRunTarget(runID, "WorkflowID", req.WorkflowID); err != nil {
+		return nil, err
 	}
 	req.WorkflowID = ""
-	if req.SignalID == "" {
-		id, err := newID()
-		if err != nil {
-			return nil, err
-		}
-		req.SignalID = id
+	if err := ensureID(&req.SignalID); err != nil {
+		return nil, err
 	}
 	var res api.AcceptedSignalResult
 	if err := c.call(ctx, http.MethodPost, runPath(runID)+"/signals", req, &res); err != nil {
@@ -126,13 +115,31 @@ func (c *Client) Signal(ctx context.Context, runID string, req api.SignalRequest
 	return &res, nil
 }
 
-// newID returns a fresh UUIDv7.
-func newID() (string, error) {
-	id, err := uuid.NewV7()
-	if err != nil {
-		return "", fmt.Errorf("client: generate id: %w", err)
+// ensureID sets *id, when it is empty, to a fresh UUIDv7: the id a
+// request keeps on every retry, so that retries are repeats.
+func ensureID(id *string) error {
+	if *id != "" {
+		return nil
 	}
-	return id.String(), nil
+	u, err := uuid.NewV7()
+	if err != nil {
+		return fmt.Errorf("client: generate id: %w", err)
+	}
+	*id = u.String()
+	return nil
+}
+
+// checkRunTarget refuses, with ErrInvalidRequest, a runID that cannot name
+// a run in a path, and a request body whose own run id (field, bodyID) is
+// set to another run: the path names the run, the body does not carry it.
+func checkRunTarget(runID, field, bodyID string) error {
+	switch {
+	case !validRunID(runID):
+		return fmt.Errorf("%w: runID %q", ErrInvalidRequest, runID)
+	case bodyID != "" && bodyID != runID:
+		return fmt.Errorf("%w: %s %q is not runID %q", ErrInvalidRequest, field, bodyID, runID)
+	}
+	return nil
 }
 
 // do sends req with the client's headers and decodes a 2xx answer into

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 
 	"github.com/weftrun/weft/pkg/api"
@@ -29,19 +28,12 @@ import (
 // api.CodeRerunRefused (409, not retried); an unknown step is
 // api.CodeInvalidArgument.
 func (c *Client) Rerun(ctx context.Context, runID string, req api.RerunRequest) (*api.StartRunResult, error) {
-	switch {
-	case !validRunID(runID):
-		return nil, fmt.Errorf("%w: runID %q", ErrInvalidRequest, runID)
-	case req.RunID != "" && req.RunID != runID:
-		return nil, fmt.Errorf("%w: RunID %q is not runID %q", ErrInvalidRequest, req.RunID, runID)
+	if err := checkRunTarget(runID, "RunID", req.RunID); err != nil {
+		return nil, err
 	}
 	req.RunID = ""
-	if req.RunRequestID == "" {
-		id, err := newID()
-		if err != nil {
-			return nil, err
-		}
-		req.RunRequestID = id
+	if err := ensureID(&req.RunRequestID); err != nil {
+		return nil, err
 	}
 	var res api.StartRunResult
 	if err := c.call(ctx, http.MethodPost, runPath(runID)+"/rerun", req, &res); err != nil {

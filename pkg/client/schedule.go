@@ -51,12 +51,8 @@ func withQuery(base string, q url.Values) string {
 // definition returns that schedule; with another definition it fails
 // with code api.CodeAlreadyExists.
 func (c *Client) CreateSchedule(ctx context.Context, req api.ScheduleRequest) (*api.Schedule, error) {
-	if req.ScheduleID == "" {
-		id, err := newID()
-		if err != nil {
-			return nil, err
-		}
-		req.ScheduleID = id
+	if err := ensureID(&req.ScheduleID); err != nil {
+		return nil, err
 	}
 	return into(func(s *api.Schedule) error {
 		return c.call(ctx, http.MethodPost, "/v1/schedules", req, s)
@@ -120,12 +116,8 @@ func (c *Client) DeleteSchedule(ctx context.Context, id string) error {
 // as CreateSchedule is: an empty TriggerID is set to a fresh UUIDv7 before
 // the first attempt.
 func (c *Client) CreateTrigger(ctx context.Context, req api.TriggerRequest) (*api.Trigger, error) {
-	if req.TriggerID == "" {
-		id, err := newID()
-		if err != nil {
-			return nil, err
-		}
-		req.TriggerID = id
+	if err := ensureID(&req.TriggerID); err != nil {
+		return nil, err
 	}
 	return into(func(tr *api.Trigger) error {
 		return c.call(ctx, http.MethodPost, "/v1/triggers", req, tr)
@@ -161,12 +153,8 @@ func (c *Client) DeleteTrigger(ctx context.Context, id string) error {
 // in the result. Give the event's own stable id to dedupe redeliveries
 // from your source too.
 func (c *Client) SendTriggerEvent(ctx context.Context, id string, ev api.TriggerEvent) (*api.TriggerEventResult, error) {
-	if ev.EventID == "" {
-		eid, err := newID()
-		if err != nil {
-			return nil, err
-		}
-		ev.EventID = eid
+	if err := ensureID(&ev.EventID); err != nil {
+		return nil, err
 	}
 	return into(func(res *api.TriggerEventResult) error {
 		return c.resourceCall(ctx, http.MethodPost, "/v1/triggers/", id, "/events", ev, res)
