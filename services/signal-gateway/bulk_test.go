@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
 	gateway "github.com/weftrun/weft/services/signal-gateway"
+	"github.com/weftrun/weft/services/signal-gateway/internal/intaketest"
 	"github.com/weftrun/weft/services/signal-gateway/internal/jsonrpc"
 )
 
@@ -32,10 +32,7 @@ func (s *stack) labeledRuns(t *testing.T, n int, labels map[string]string) []str
 		a := s.post(t, "/v1/runs", labeledStart(events.NewRunID(), labels))
 		require.Equal(t, http.StatusCreated, a.status, "%s", a.body)
 		ids[i] = decodeAs[api.StartRunResult](t, a.body).RunID
-		_, err := s.db.Pool.Exec(context.Background(), `INSERT INTO run_snapshots (run_id, tenant_id, plan_id, plan_version, status,
-			last_event_seq, snapshot, labels, created_at) VALUES ($1, 'acme', 'hello', '1', 'RUNNING', 1, '{"steps":[]}', $2, now())`,
-			ids[i], mustJSON(t, labels))
-		require.NoError(t, err)
+		intaketest.PutSnapshot(t, s.db.Pool, ids[i], events.RunStatusRunning, string(mustJSON(t, labels)), time.Now())
 	}
 	return ids
 }
@@ -43,19 +40,7 @@ func (s *stack) labeledRuns(t *testing.T, n int, labels map[string]string) []str
 // cancels counts the CANCEL signals accepted in each run's log.
 func (s *stack) cancels(t *testing.T, runs []string) map[string]int {
 	t.Helper()
-	out := map[string]int{}
-	rows, err := s.db.Pool.Query(context.Background(), `SELECT run_id::text, count(*) FROM run_events
-		WHERE run_id = ANY($1::uuid[]) AND event_type = 'SignalAccepted' AND event_data->>'signalName' = 'CANCEL' GROUP BY run_id`, runs)
-	require.NoError(t, err)
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var n int
-		require.NoError(t, rows.Scan(&id, &n))
-		out[id] = n
-	}
-	require.NoError(t, rows.Err())
-	return out
+	return intaketest.SignalsAccepted(t, s.db.Pool, runs, "CANCEL")
 }
 
 // getBulk reads job id over REST as the operator.

@@ -89,12 +89,7 @@ func (f *fixture) start(t *testing.T, n int, status events.RunStatus, labels str
 			Plan: intaketest.PlanWaitingFor("go")})
 		require.NoError(t, err)
 		ids[i] = res.RunID
-		_, err = f.db.Pool.Exec(t.Context(), `INSERT INTO run_snapshots (run_id, tenant_id, plan_id, plan_version, status,
-			last_event_seq, snapshot, labels, created_at) VALUES ($1, 'acme', 'hello', '1', $2, 1, '{"steps":[]}', $3::jsonb, $4)
-			ON CONFLICT (run_id) DO UPDATE SET tenant_id = 'acme', plan_id = 'hello', plan_version = '1', status = $2,
-			snapshot = '{"steps":[]}', labels = $3::jsonb, created_at = $4`,
-			res.RunID, string(status), labels, f.clock.Now().Add(time.Duration(f.runs)*time.Millisecond))
-		require.NoError(t, err)
+		intaketest.PutSnapshot(t, f.db.Pool, res.RunID, status, labels, f.clock.Now().Add(time.Duration(f.runs)*time.Millisecond))
 	}
 	return ids
 }
@@ -102,18 +97,7 @@ func (f *fixture) start(t *testing.T, n int, status events.RunStatus, labels str
 // cancels counts the CANCEL signals accepted in each of runs' logs.
 func (f *fixture) cancels(t *testing.T, runs []string) map[string]int {
 	t.Helper()
-	out := map[string]int{}
-	rows, err := f.db.Pool.Query(t.Context(), `SELECT run_id::text, count(*) FROM run_events
-		WHERE run_id = ANY($1::uuid[]) AND event_type = 'SignalAccepted' AND event_data->>'signalName' = 'CANCEL' GROUP BY run_id`, runs)
-	require.NoError(t, err)
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var n int
-		require.NoError(t, rows.Scan(&id, &n))
-		out[id] = n
-	}
-	return out
+	return intaketest.SignalsAccepted(t, f.db.Pool, runs, "CANCEL")
 }
 
 // runJob runs svc's runner until job id is no longer RUNNING.

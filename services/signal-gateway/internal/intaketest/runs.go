@@ -59,3 +59,30 @@ func EndRun(t testing.TB, pool *pgxpool.Pool, runID string, end events.Type) {
 		return nil
 	}))
 }
+
+// PutSnapshot writes run runID's snapshot row as the projector would for
+// a run of tenant acme's plan hello@1 in status with labels (a JSON
+// object), created at: what the bulk jobs match runs against.
+func PutSnapshot(t testing.TB, pool *pgxpool.Pool, runID string, status events.RunStatus, labels string, at time.Time) {
+	t.Helper()
+	_, err := pool.Exec(context.Background(), `INSERT INTO run_snapshots (run_id, tenant_id, plan_id, plan_version, status,
+		last_event_seq, snapshot, labels, created_at) VALUES ($1, 'acme', 'hello', '1', $2, 1, '{"steps":[]}', $3::jsonb, $4)
+		ON CONFLICT (run_id) DO UPDATE SET tenant_id = 'acme', plan_id = 'hello', plan_version = '1', status = $2,
+		snapshot = '{"steps":[]}', labels = $3::jsonb, created_at = $4`, runID, string(status), labels, at)
+	require.NoError(t, err)
+}
+
+// SignalsAccepted counts, for each of runs, the signals named name its
+// log accepted; a run with none is left out.
+func SignalsAccepted(t testing.TB, pool *pgxpool.Pool, runs []string, name string) map[string]int {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT run_id::text, count(*) FROM run_events
+		WHERE run_id = ANY($1::uuid[]) AND event_type = 'SignalAccepted' AND event_data->>'signalName' = $2 GROUP BY run_id`, runs, name)
+	require.NoError(t, err)
+	out := map[string]int{}
+	var id string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&id, &n}, func() error { out[id] = n; return nil })
+	require.NoError(t, err)
+	return out
+}
