@@ -55,7 +55,7 @@ func (p *Plan) Expressive() bool {
 // schemaVersionFor returns the version ApplyDefaults gives a plan that
 // does not state one: the first version with what it uses.
 func (p *Plan) schemaVersionFor() int {
-	if p.usesSubPlans() {
+	if p.UsesSubPlans() {
 		return SchemaVersionSubPlans
 	}
 	if len(compactInput(p.InputSchema)) > 0 {

@@ -62,8 +62,8 @@ func (s *Step) applySubPlanDefaults() {
 	}
 }
 
-// usesSubPlans reports whether a step of p is a subPlan step.
-func (p *Plan) usesSubPlans() bool {
+// UsesSubPlans reports whether a step of p is a subPlan step.
+func (p *Plan) UsesSubPlans() bool {
 	for i := range p.Steps {
 		if p.Steps[i].Kind == KindSubPlan {
 			return true

@@ -173,6 +173,9 @@ func (d *decider) closeRun(was events.RunStatus) {
 	if ended && d.s.Run.Parent.RunID != "" {
 		d.tellParent()
 	}
+	if !d.p.UsesSubPlans() {
+		return // no child to cancel: the common run pays no more
+	}
 	failing := (d.s.Status == events.RunStatusRunning || d.s.Status == events.RunStatusPaused) && d.blockingFailure() != ""
 	if (!ended || d.s.Status == events.RunStatusCompleted) && !failing {
 		return

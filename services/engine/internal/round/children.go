@@ -82,10 +82,10 @@ func (x *Runner) childRequest(ctx context.Context, w *journal.Write, run *runVie
 	}, "", nil
 }
 
-// childValidated returns doc validated against Config.PlanLimits, or why
-// it is not valid.
+// childValidated returns doc validated against Config.PlanLimits (once
+// per document: childPlans), or why it is not valid.
 func (x *Runner) childValidated(doc json.RawMessage) (plan.Validated, string) {
-	v, err := plan.ParseValidated(doc, x.cfg.PlanLimits)
+	v, err := x.childPlans.ParseValidated(doc)
 	if err != nil {
 		return plan.Validated{}, "the child's plan is not valid: " + err.Error()
 	}

@@ -113,6 +113,9 @@ type Runner struct {
 	covered memo[int64]
 	// warm holds the runs as this Runner last committed them (warm.go).
 	warm memo[warmRun]
+	// childPlans holds the child runs' plans validated (children.go): the
+	// elements of a forEach subPlan step start children of one plan.
+	childPlans *plan.Cache
 }
 
 // New returns a Runner over pool, whose database has the Weft schema,
@@ -124,7 +127,7 @@ func New(pool *pgxpool.Pool, log *eventlog.Store, j *journal.Journal, cfg Config
 	cfg.CheckpointBytes = cmp.Or(cfg.CheckpointBytes, DefaultCheckpointBytes)
 	cfg.WarmRuns = cmp.Or(cfg.WarmRuns, DefaultWarmRuns)
 	cfg.MaxRunDepth = cmp.Or(cfg.MaxRunDepth, plan.DefaultMaxRunDepth)
-	x := &Runner{pool: pool, log: log, journal: j, cfg: cfg}
+	x := &Runner{pool: pool, log: log, journal: j, cfg: cfg, childPlans: plan.NewCache(cfg.PlanLimits, 0)}
 	x.warm.size = max(cfg.WarmRuns, 1)
 	return x
 }

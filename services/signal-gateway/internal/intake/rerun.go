@@ -2,12 +2,14 @@ package intake
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 
 	"github.com/weftrun/weft/internal/policy/auth"
 	"github.com/weftrun/weft/internal/runstart"
 	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/plan"
 )
@@ -86,7 +88,8 @@ func (in *Intake) rerunSource(ctx context.Context, p auth.Principal, runID strin
 	if src.plan, err = in.plans.ParseValidated(src.approved.Plan); err != nil {
 		return rerunSourceRun{}, fmt.Errorf("intake: rerun of %s: its plan: %w", runID, err)
 	}
-	if src.steps, err = plan.Parse(src.plan.JSON(), plan.Limits{}); err != nil {
+	src.steps = new(plan.Plan)
+	if err = json.Unmarshal(src.plan.JSON(), src.steps); err != nil { // validated just now: its graph is all that is read
 		return rerunSourceRun{}, fmt.Errorf("intake: rerun of %s: its plan: %w", runID, err)
 	}
 	if src.snap, err = events.Project(runID, evs); err != nil {
@@ -105,7 +108,7 @@ func (in *Intake) fetchRun(ctx context.Context, runID string) ([]events.Event, e
 			return nil, fmt.Errorf("intake: read run %s: %w", runID, err)
 		}
 		all = append(all, page...)
-		if len(page) == 0 || len(page) < 1000 {
+		if len(page) < eventlog.DefaultFetchLimit {
 			return all, nil
 		}
 	}
