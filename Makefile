@@ -27,6 +27,10 @@ browser: ## Install headless Chromium for the browser tests when missing
 bench: ## Run every benchmark of ./bench for about 14 minutes (real Postgres and JetStream) and print the figures BENCHMARKS.md records
 	go test -run '^$$' -bench . -benchtime 4s ./bench
 
+.PHONY: bench-peers
+bench-peers: ## Run the DBOS peer (bench/peers/dbos) and BenchmarkSystem in interleaved pairs (PEER_PAIRS=2) and print them side by side
+	PEER_PAIRS=$(or $(PEER_PAIRS),2) ./bench/peers/run.sh
+
 soak: ## Soak the topology as processes under seeded faults (SOAK_DURATION=5m, SOAK_SEED, SOAK_FAULTS; docs/reliability.md)
 	go run ./soak/cmd/soak
 
