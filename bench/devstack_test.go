@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/weftrun/weft/internal/boot/httpserve"
 	"github.com/weftrun/weft/pkg/client"
 	"github.com/weftrun/weft/pkg/weftest"
 )
@@ -159,7 +160,7 @@ func waitDevReady(dir string, exited chan struct{}) (devEndpoints, error) {
 // connectDevStack makes the clients the benchmark reaches the stack with.
 func connectDevStack(b *testing.B, db *weftest.DB, cmd *exec.Cmd, ep devEndpoints) *devStack {
 	hc := &http.Client{Timeout: time.Minute}
-	c, err := client.New(ep.Gateway, client.WithToken(devToken), client.WithReadURL(ep.ReadAPI))
+	c, err := client.New(ep.Gateway, client.WithToken(devToken), client.WithReadURL(ep.ReadAPI), client.WithHTTPClient(loadHTTPClient()))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -177,6 +178,17 @@ func connectDevStack(b *testing.B, db *weftest.DB, cmd *exec.Cmd, ep devEndpoint
 		b.Fatal(err)
 	}
 	return &devStack{db: db, cmd: cmd, client: c, hc: hc, js: js, ops: ep.Ops, gateway: ep.Gateway, read: ep.ReadAPI}
+}
+
+// loadHTTPClient is the HTTP client the benchmarks start runs with: one
+// client host, so it opens at most the connections a gateway takes from
+// one address (httpserve.DefaultMaxConnsPerAddr; past them it answers 503)
+// and a start past them waits for one, the wait counted in its answer's
+// time.
+func loadHTTPClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxConnsPerHost, tr.MaxIdleConnsPerHost = httpserve.DefaultMaxConnsPerAddr, httpserve.DefaultMaxConnsPerAddr
+	return &http.Client{Timeout: client.DefaultAttemptTimeout, Transport: tr}
 }
 
 // waitEnded waits until n runs have ended (completed, failed or

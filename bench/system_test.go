@@ -71,15 +71,26 @@ var systemPlan = benchPlan{id: "system3", doc: json.RawMessage(`{"planId":"syste
 //   - open=R: R runs/s are started at a fixed pace for openLoopFor,
 //     whatever the answers' pace (open loop: a slow answer does not slow
 //     the next start); the latency is what a user offering R runs/s sees.
+//
+// Each load also reports cpu_ms/run: the whole machine's CPU from its
+// first start to its last run's end, less this load generator's, per run
+// (whatever else the machine ran included).
 func BenchmarkSystem(b *testing.B) {
-	s := startDevStack(b, nil)
+	systemLoads(b, startDevStack(b, nil))
+}
+
+// systemLoads measures s's insert ceiling, then runs and reports
+// BenchmarkSystem's loads on s, as sub-benchmarks closed and open=R.
+func systemLoads(b *testing.B, s *devStack) {
 	ceiling := insertCeiling(b, s.db, 3*time.Second)
 	stopPoller := s.pollLikeTheUI()
 	defer stopPoller()
 	b.Run("closed", func(b *testing.B) {
 		for range b.N {
 			lagBefore := s.lagHistogram(b)
+			cpu := machineCPU(b)
 			load := s.closedLoop(b, systemPlan, systemRuns, systemClients)
+			b.ReportMetric(ms(machineCPU(b)-cpu)/float64(len(load.runIDs)), "cpu_ms/run")
 			load.report(b, s, ceiling)
 			lag := s.lagHistogram(b).minus(lagBefore)
 			b.ReportMetric(lag.percentile(0.99)*1000, "lag_p99_ms")
@@ -89,7 +100,9 @@ func BenchmarkSystem(b *testing.B) {
 	for _, rate := range openLoopRates {
 		b.Run(fmt.Sprintf("open=%d", rate), func(b *testing.B) {
 			for range b.N {
+				cpu := machineCPU(b)
 				load := s.openLoop(b, systemPlan, rate, openLoopFor)
+				b.ReportMetric(ms(machineCPU(b)-cpu)/float64(len(load.runIDs)), "cpu_ms/run")
 				load.report(b, s, ceiling)
 			}
 		})

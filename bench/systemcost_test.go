@@ -7,11 +7,9 @@ import (
 	"maps"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,36 +21,52 @@ import (
 )
 
 // costProfileFor is how long BenchmarkSystemCost profiles weft dev's CPU,
-// from the start of the load: shorter than the load on any host so far.
+// from the start of the closed load: shorter than the load on any host so
+// far.
 const costProfileFor = 10 * time.Second
 
 // costParkedEnv sets how many runs BenchmarkSystemCost parks before its
 // load (none unless set).
 const costParkedEnv = "WEFT_BENCH_COST_PARKED"
 
-// BenchmarkSystemCost is BenchmarkSystem's closed loop on a private
-// Postgres with pg_stat_statements, its cost per run broken down and
-// printed:
+// costOpenRate is the rate BenchmarkSystemCost's open load offers, runs/s,
+// for openLoopFor: the low load issue #40's budgets hold at as well.
+const costOpenRate = 100
+
+// BenchmarkSystemCost measures issue #40's budget per three-step run at
+// two loads on a private Postgres with pg_stat_statements: BenchmarkSystem's
+// closed loop (saturation) and costOpenRate runs/s offered for openLoopFor
+// (an open loop). Each load has its own counters before and after, and
+// reports the same metrics, the open one's names suffixed "@100"
+// (cpu_ms/run@100, commits/run@100, …); the log ends with the budget table
+// (costBudget): each row at both loads beside its budget. Per load it
+// prints:
 //
 //   - Postgres statements per run (top-level, as pg_stat_statements counts
 //     them: a plpgsql function's inner statements are its call's), the
 //     costliest ones with calls, rows and milliseconds per run;
 //   - rows written per run per table (pg_stat_user_tables: inserted,
-//     updated and deleted), transactions committed per run, and the
-//     WAL's bytes and flushes per run;
+//     updated and deleted), snapshot writes per run (run_snapshots rows
+//     inserted and updated), transactions committed per run, and the WAL's
+//     bytes and flushes per run;
 //   - bus messages per run per stream (the streams' last sequence);
-//   - CPU per run by process (weft dev, Postgres, this load generator)
-//     and, from a CPU profile of weft dev, by service: the dev stack labels
-//     each service's goroutines (service=relay, engine, …); the embedded
-//     NATS server, the shared NATS connection and the Go runtime's
-//     collector are told apart by their frames.
+//   - CPU per run: the whole machine's less this load generator's
+//     (cpu_ms/run), and by process (weft dev, Postgres, this load
+//     generator; weft dev's and Postgres's together are proc_cpu_ms/run,
+//     the figure to read when the machine runs something else too).
+//
+// For the closed load it also profiles weft dev's CPU and prints it by
+// service: the dev stack labels each service's goroutines (service=relay,
+// engine, …); the embedded NATS server, the shared NATS connection and the
+// Go runtime's collector are told apart by their frames.
 //
 // With WEFT_BENCH_COST_PARKED=N it first parks N runs on a waitSignal
 // step (as BenchmarkSystemParked does), so the cost of new runs with
 // many runs waiting can be set beside the cost with none.
 //
 // It is a diagnostic: the private server is not the shared one the
-// headline runs on, and the profile costs weft dev some CPU.
+// headline runs on, the profile costs weft dev some CPU, and the machine's
+// CPU counts whatever else the machine runs.
 func BenchmarkSystemCost(b *testing.B) {
 	inst, db := privateDB(b, "shared_preload_libraries=pg_stat_statements")
 	s := startDevStack(b, db)
@@ -65,19 +79,19 @@ func BenchmarkSystemCost(b *testing.B) {
 		s.park(b, n)
 	}
 	for range b.N {
-		before := s.costCounters(b, inst)
-		if _, err := db.Pool.Exec(ctx, "/* bench */ SELECT pg_stat_statements_reset()"); err != nil {
-			b.Fatal(err)
-		}
-		prof := s.cpuProfile(costProfileFor)
-		load := s.closedLoop(b, systemPlan, systemRuns, systemClients)
-		time.Sleep(11 * time.Second) // idle backends flush their table counters within 10 s
-		after := s.costCounters(b, inst)
-		load.report(b, s, ceiling)
-		runs := float64(len(load.runIDs))
-		after.reportSince(b, before, runs)
-		reportStatements(b, db, runs)
+		var prof <-chan *profile.Profile
+		closed := s.measureCost(b, inst, costLoad{label: "closed", run: func() systemLoad {
+			prof = s.cpuProfile(costProfileFor)
+			return s.closedLoop(b, systemPlan, systemRuns, systemClients)
+		}})
+		closed.load.report(b, s, ceiling)
 		reportProfile(b, <-prof)
+		open := s.measureCost(b, inst, costLoad{label: fmt.Sprintf("%d runs/s offered", costOpenRate),
+			suffix: fmt.Sprintf("@%d", costOpenRate), run: func() systemLoad {
+				return s.openLoop(b, systemPlan, costOpenRate, openLoopFor)
+			}})
+		b.ReportMetric(open.load.offered, "offered/s"+open.suffix)
+		reportBudget(closed, open)
 	}
 }
 
@@ -98,122 +112,6 @@ func privateDB(b *testing.B, settings ...string) (*pgboot.Instance, *weftest.DB)
 	return inst, &weftest.DB{Pool: pool, URL: inst.URL(), Name: "postgres"}
 }
 
-// costCounters are the cumulative counters BenchmarkSystemCost reads
-// before and after a load.
-type costCounters struct {
-	rows map[string]int64 // rows written per table
-	// updates and hotUpdates are the rows updated per table, and of them
-	// the HOT ones (heap-only: no index entry written, the new version on
-	// the old one's page).
-	updates, hotUpdates map[string]int64
-	msgs                map[string]uint64 // last sequence per stream
-	cpu                 map[string]time.Duration
-	machine             time.Duration // every CPU's busy time
-	commits             int64         // the database's committed transactions
-	// walBytes and walSyncs are the server's WAL written and its flushes
-	// to disk (pg_stat_wal): a flush is what a durable commit waits for,
-	// and one flush serves every commit waiting at once. walFPIs are the
-	// whole pages it wrote: the first change to a page after a checkpoint
-	// logs the page.
-	walBytes, walSyncs, walFPIs int64
-}
-
-func (s *devStack) costCounters(b *testing.B, inst *pgboot.Instance) costCounters {
-	ctx := context.Background()
-	c := costCounters{rows: map[string]int64{}, updates: map[string]int64{}, hotUpdates: map[string]int64{},
-		msgs: map[string]uint64{}}
-	rows, err := s.db.Pool.Query(ctx, `/* bench */ SELECT relname, n_tup_ins + n_tup_upd + n_tup_del,
-		n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables`)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for rows.Next() {
-		var table string
-		var n, upd, hot int64
-		if err := rows.Scan(&table, &n, &upd, &hot); err != nil {
-			b.Fatal(err)
-		}
-		c.rows[table], c.updates[table], c.hotUpdates[table] = n, upd, hot
-	}
-	if err := rows.Err(); err != nil {
-		b.Fatal(err)
-	}
-	// The benchmark's own polls commit too: about 4 a second.
-	err = s.db.Pool.QueryRow(ctx, `/* bench */ SELECT xact_commit, wal_bytes::bigint, wal_sync, wal_fpi
-		FROM pg_stat_database, pg_stat_wal WHERE datname = current_database()`).Scan(&c.commits, &c.walBytes, &c.walSyncs, &c.walFPIs)
-	if err != nil {
-		b.Fatal(err)
-	}
-	names := s.js.StreamNames(ctx)
-	for name := range names.Name() {
-		st, err := s.js.Stream(ctx, name)
-		if err != nil {
-			b.Fatal(err)
-		}
-		c.msgs[name] = st.CachedInfo().State.LastSeq
-	}
-	if err := names.Err(); err != nil {
-		b.Fatal(err)
-	}
-	c.cpu = s.cpuByProcess(b, inst)
-	c.machine = machineBusy(b)
-	return c
-}
-
-// cpuByProcess is the CPU time so far of the topology's processes: weft
-// dev, inst's server, and this load generator.
-func (s *devStack) cpuByProcess(b *testing.B, inst *pgboot.Instance) map[string]time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return map[string]time.Duration{
-		"weft dev":       procCPU(s.cmd.Process.Pid),
-		"postgres":       postgresCPU(b, inst),
-		"load generator": time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
-	}
-}
-
-// reportSince logs what c counted since before, per run.
-func (c costCounters) reportSince(b *testing.B, before costCounters, runs float64) {
-	var total int64
-	var lines []string
-	for _, t := range slices.Sorted(maps.Keys(c.rows)) {
-		if d := c.rows[t] - before.rows[t]; d > 0 {
-			total += d
-			lines = append(lines, fmt.Sprintf("%s %.2f", t, float64(d)/runs))
-		}
-	}
-	say("rows written per run: %.2f (%s)", float64(total)/runs, strings.Join(lines, ", "))
-	lines = lines[:0]
-	for _, t := range slices.Sorted(maps.Keys(c.updates)) {
-		if d := c.updates[t] - before.updates[t]; d > 0 {
-			hot := c.hotUpdates[t] - before.hotUpdates[t]
-			lines = append(lines, fmt.Sprintf("%s %.2f (%.0f %% HOT)", t, float64(d)/runs, 100*float64(hot)/float64(d)))
-		}
-	}
-	say("rows updated per run, and the share of heap-only (HOT) updates, which write no index entry: %s", strings.Join(lines, ", "))
-	say("transactions committed per run: %.2f (read-only ones included); WAL per run: %.0f bytes, %.2f whole pages, %.2f flushes",
-		float64(c.commits-before.commits)/runs, float64(c.walBytes-before.walBytes)/runs,
-		float64(c.walFPIs-before.walFPIs)/runs, float64(c.walSyncs-before.walSyncs)/runs)
-	b.ReportMetric(float64(c.walBytes-before.walBytes)/runs, "wal_bytes/run")
-	b.ReportMetric(float64(c.commits-before.commits)/runs, "commits/run")
-	b.ReportMetric(float64(total)/runs, "rows/run")
-	lines = lines[:0]
-	var msgs uint64
-	for _, st := range slices.Sorted(maps.Keys(c.msgs)) {
-		d := c.msgs[st] - before.msgs[st]
-		msgs += d
-		lines = append(lines, fmt.Sprintf("%s %.2f", st, float64(d)/runs))
-	}
-	say("bus messages per run: %.2f (%s)", float64(msgs)/runs, strings.Join(lines, ", "))
-	b.ReportMetric(float64(msgs)/runs, "msgs/run")
-	lines = lines[:0]
-	for _, p := range []string{"weft dev", "postgres", "load generator"} {
-		lines = append(lines, fmt.Sprintf("%s %.2f", p, ms(c.cpu[p]-before.cpu[p])/runs))
-	}
-	say("CPU ms per run: machine %.2f; %s", ms(c.machine-before.machine)/runs, strings.Join(lines, ", "))
-	b.ReportMetric(ms(c.machine-before.machine)/runs, "cpu_ms/run")
-}
-
 // say prints one line of the breakdown to stdout: a benchmark's own log
 // keeps only its first ten lines.
 func say(format string, args ...any) {
@@ -222,9 +120,11 @@ func say(format string, args ...any) {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// reportStatements logs the statements Postgres ran per run (weft dev's:
-// the benchmark's own are marked /* bench */), the costliest first.
-func reportStatements(b *testing.B, db *weftest.DB, runs float64) {
+// statementsSinceReset logs the statements Postgres ran per run since
+// pg_stat_statements was last reset (weft dev's: the benchmark's own are
+// marked /* bench */), the costliest first, under label, and returns their
+// number per run.
+func statementsSinceReset(b *testing.B, db *weftest.DB, label string, runs float64) float64 {
 	ctx := context.Background()
 	rows, err := db.Pool.Query(ctx, `/* bench */
 		SELECT left(regexp_replace(query, '\s+', ' ', 'g'), 90), calls, rows, total_exec_time
@@ -253,8 +153,8 @@ func reportStatements(b *testing.B, db *weftest.DB, runs float64) {
 	if err := rows.Err(); err != nil {
 		b.Fatal(err)
 	}
-	say("Postgres statements per run: %.2f, executing %.2f ms per run; the costliest:\n%s", float64(calls)/runs, execMS/runs, strings.Join(top, "\n"))
-	b.ReportMetric(float64(calls)/runs, "stmts/run")
+	say("%s: Postgres statements per run: %.2f, executing %.2f ms per run; the costliest:\n%s", label, float64(calls)/runs, execMS/runs, strings.Join(top, "\n"))
+	return float64(calls) / runs
 }
 
 // cpuProfile takes a CPU profile of weft dev for d, from now; the channel
@@ -326,73 +226,4 @@ func serviceOf(s *profile.Sample) string {
 		}
 	}
 	return "other"
-}
-
-// procCPU is a process's user and system CPU time so far (0 when it is
-// gone).
-func procCPU(pid int) time.Duration {
-	f := procStat(pid)
-	if len(f) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * time.Second / clockTicks
-}
-
-// procStat is /proc/<pid>/stat's fields after the command's name (which is
-// in parentheses and may hold spaces): the state is [0], the parent's pid
-// [1]. Nil when the process is gone.
-func procStat(pid int) []string {
-	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return nil
-	}
-	return strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
-}
-
-// clockTicks is Linux's USER_HZ, the unit of /proc's CPU times.
-const clockTicks = 100
-
-// postgresCPU is the CPU time of inst's server: its postmaster and every
-// process it started that still runs.
-func postgresCPU(b *testing.B, inst *pgboot.Instance) time.Duration {
-	raw, err := os.ReadFile(filepath.Join(inst.DataDir(), "data", "postmaster.pid"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	postmaster, err := strconv.Atoi(strings.SplitN(string(raw), "\n", 2)[0])
-	if err != nil {
-		b.Fatal(err)
-	}
-	total := procCPU(postmaster)
-	parent := strconv.Itoa(postmaster)
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if f := procStat(pid); len(f) > 1 && f[1] == parent {
-			total += procCPU(pid)
-		}
-	}
-	return total
-}
-
-// machineBusy is the time every CPU of the machine has spent not idle.
-func machineBusy(b *testing.B) time.Duration {
-	raw, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		b.Fatal(err)
-	}
-	f := strings.Fields(strings.SplitN(string(raw), "\n", 2)[0])[1:] // cpu user nice system idle iowait irq softirq steal
-	var busy int64
-	for i, v := range f {
-		n, _ := strconv.ParseInt(v, 10, 64)
-		if i != 3 && i != 4 && i < 8 { // not idle, not iowait
-			busy += n
-		}
-	}
-	return time.Duration(busy) * time.Second / clockTicks
 }
