@@ -101,6 +101,35 @@ func (v replicasValue) Set(s string) error {
 	return nil
 }
 
+// eventFormFlag adds --event-form to f, for a service that writes events
+// (gateway, engine, dev). A form streams.ParseEventForm refuses fails the
+// parse, before the command touches anything.
+func eventFormFlag(f *flags, p *streams.EventForm) {
+	*p = streams.EventFormBatch
+	f.Var(eventFormValue{p}, "event-form",
+		"bus messages of the events written: batch (a round's events of a run in one message) or event (one message per event, for subscribers that read no batch; docs/api.md, \"Subscribing to a run's events\")"+envNote("WEFT_EVENT_FORM"))
+	f.fromEnv("event-form", "WEFT_EVENT_FORM")
+}
+
+// eventFormValue is --event-form: a streams.EventForm.
+type eventFormValue struct{ p *streams.EventForm }
+
+func (v eventFormValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return string(*v.p)
+}
+
+func (v eventFormValue) Set(s string) error {
+	form, err := streams.ParseEventForm(s)
+	if err != nil {
+		return err
+	}
+	*v.p = form
+	return nil
+}
+
 // config is the streams' configuration the flags ask for.
 func (o *streamOptions) config() streams.Config { return streams.Config{Replicas: o.replicas} }
 

@@ -63,6 +63,7 @@ type devConfig struct {
 	maxRunDepth *int
 	bulk        gateway.BulkConfig
 	engine      engine.Config
+	eventForm   streams.EventForm // the engine's and the gateway's
 	// admission is the admission file, shared by the engine and the gateway.
 	admission *admissionOptions
 }
@@ -92,6 +93,7 @@ func devFlags(env *environment) (*flags, *devConfig) {
 	cfg.admission = admissionFlags(f)
 	cfg.maxRunDepth = runDepthFlag(f)
 	bulkFlags(f, &cfg.bulk)
+	eventFormFlag(f, &cfg.eventForm)
 	return f, cfg
 }
 
@@ -114,6 +116,7 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 		return fmt.Errorf("weft dev %w", err)
 	}
 	cfg.engine.Admission = cfg.admission.limits()
+	cfg.engine.EventForm = cfg.eventForm
 	if err := devStack(ctx, env, *cfg); err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -70,21 +69,24 @@ func demoRun(ctx context.Context, env *environment, pool *pgxpool.Pool, js jetst
 	}
 }
 
-// logDemoEvent logs one relayed event and reports the run's end on done.
+// logDemoEvent logs the events of one relayed message, of either form
+// (streams.DecodeEvents), and reports the run's end on done.
 func logDemoEvent(ctx context.Context, env *environment, m jetstream.Msg, done chan<- events.Type) {
-	var ev events.Event
-	if err := json.Unmarshal(m.Data(), &ev); err != nil {
+	evs, err := streams.DecodeEvents(m.Headers(), m.Data())
+	if err != nil {
 		env.logger.ErrorContext(ctx, "demo: undecodable event", "err", err)
 		return
 	}
-	env.logger.InfoContext(ctx, "relayed event", "run_id", ev.RunID, "run_seq", ev.RunSeq,
-		"event_type", ev.EventType, "step_id", ev.StepID, "logical_attempt_id", ev.LogicalAttemptID)
-	switch ev.EventType {
-	case events.RunCompleted, events.RunFailed, events.RunCancelled:
-		select {
-		case done <- ev.EventType:
+	for _, ev := range evs {
+		env.logger.InfoContext(ctx, "relayed event", "run_id", ev.RunID, "run_seq", ev.RunSeq,
+			"event_type", ev.EventType, "step_id", ev.StepID, "logical_attempt_id", ev.LogicalAttemptID)
+		switch ev.EventType {
+		case events.RunCompleted, events.RunFailed, events.RunCancelled:
+			select {
+			case done <- ev.EventType:
+			default:
+			}
 		default:
 		}
-	default:
 	}
 }

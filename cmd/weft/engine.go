@@ -29,6 +29,7 @@ type engineOptions struct {
 	// replyPrefixes are the reply subjects the engine answers lookups on
 	// (engine.Config.ReconcileReplyPrefixes), comma-separated.
 	replyPrefixes *string
+	eventForm     *streams.EventForm
 }
 
 // sweepOptions are the flags of the engine's sweep timings
@@ -121,7 +122,7 @@ func (o checkpointOptions) apply(cfg engine.Config) engine.Config {
 // is generated from them (configdoc_test.go).
 func engineFlags(env *environment) (*flags, engineOptions) {
 	f := newFlags("engine", env)
-	return f, engineOptions{
+	opt := engineOptions{
 		urls:        backendFlags(f),
 		streams:     streamFlags(f),
 		ops:         opsFlag(f, "WEFT_ENGINE_OPS_ADDR", engineOpsAddr),
@@ -134,7 +135,10 @@ func engineFlags(env *environment) (*flags, engineOptions) {
 		replyPrefixes: f.stringDefault("reconcile-reply-prefixes", "WEFT_ENGINE_RECONCILE_REPLY_PREFIXES",
 			strings.Join(engine.DefaultReconcileReplyPrefixes, ","),
 			"reply subject prefixes the engine answers workers' reconciliation lookups on, comma-separated; a lookup with any other reply is dropped unanswered (the workers' inboxes, docs/security.md)"),
+		eventForm: new(streams.EventForm),
 	}
+	eventFormFlag(f, opt.eventForm)
+	return f, opt
 }
 
 // parseReplyPrefixes splits value, a comma-separated list of reply subject
@@ -178,6 +182,7 @@ func runEngine(ctx context.Context, env *environment, args []string) error {
 	}
 	cfg.Admission = opt.admission.limits()
 	cfg.Streams = opt.streams.config() // the lanes streams and the heartbeat bucket
+	cfg.EventForm = *opt.eventForm
 	o, err := newOps(ctx, env, "weft-engine", *opt.ops, opsHint(f))
 	if err != nil {
 		return err

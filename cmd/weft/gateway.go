@@ -14,6 +14,7 @@ import (
 
 	"github.com/weftrun/weft/internal/policy/auth"
 	"github.com/weftrun/weft/internal/policy/keylimit"
+	"github.com/weftrun/weft/pkg/streams"
 	gateway "github.com/weftrun/weft/services/signal-gateway"
 )
 
@@ -32,6 +33,7 @@ type gatewayOptions struct {
 	maxBatch  int
 	admission *admissionOptions
 	readAPI   *string
+	eventForm streams.EventForm
 }
 
 // gatewayFlags defines the flags of `weft gateway`; docs/configuration.md
@@ -54,6 +56,7 @@ func gatewayFlags(env *environment) (*flags, *gatewayOptions) {
 	bulkFlags(f, &opt.bulk)
 	f.intVar(&opt.maxBatch, "max-rpc-batch", "WEFT_MAX_RPC_BATCH", 0, "largest JSON-RPC batch; a longer one is refused whole (0: 100)")
 	opt.admission = admissionFlags(f)
+	eventFormFlag(f, &opt.eventForm)
 	opt.readAPI = f.string("read-api-url", "WEFT_READ_API_URL",
 		"the read API's base URL (weft projector), named in the 404 of a read sent to the gateway (empty: none)")
 	return f, opt
@@ -121,6 +124,7 @@ func runGateway(ctx context.Context, env *environment, args []string) error {
 			Logger: env.logger, MeterProvider: o.meters, TracerProvider: o.tracer,
 			Schedules: opt.schedules, Triggers: opt.triggers, DisableScheduler: !*opt.scheduler,
 			KeyRate: opt.keyRate, MaxBatch: opt.maxBatch, ReadAPIURL: *opt.readAPI, Bulk: opt.bulk,
+			EventForm: opt.eventForm,
 		})
 		if err != nil {
 			return err
@@ -185,7 +189,7 @@ func startDevGateway(ctx context.Context, logger *slog.Logger, pool *pgxpool.Poo
 	}
 	gw, err := gateway.New(pool, nc, gateway.Config{Keys: keys, Logger: logger, MeterProvider: o.meters, TracerProvider: o.tracer,
 		KeyRate: cfg.keyRate, DisableScheduler: !cfg.scheduler, Intake: gateway.IntakeConfig{Admission: cfg.admission.limits()},
-		Bulk:       cfg.bulk,
+		Bulk: cfg.bulk, EventForm: cfg.engine.EventForm,
 		ReadAPIURL: listenURL(cfg.uiAddr)})
 	if err != nil {
 		return devGateway{}, err

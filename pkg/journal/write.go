@@ -281,7 +281,7 @@ func (w *Write) messages(ctx context.Context) ([]outbox.Message, error) {
 	msgs := w.msgs[:len(w.msgs):len(w.msgs)]
 	for _, a := range w.appends {
 		var err error
-		if msgs, err = appendMessages(ctx, msgs, a.evs, a.res, a.trace); err != nil {
+		if msgs, err = w.j.appendMessages(ctx, msgs, a.evs, a.res, a.trace); err != nil {
 			return nil, err
 		}
 	}

@@ -93,7 +93,7 @@ func newTimedRunner(pool *pgxpool.Pool, cfg Config, rc round.Config) (timedRunne
 		rc.Conflicted = func(ctx context.Context) { m.conflicts.Add(ctx, 1) }
 	}
 	log := eventlog.New(pool)
-	j := journal.New(log, journal.WithMetrics(appended))
+	j := journal.New(log, journal.WithMetrics(appended), journal.WithEventForm(cfg.EventForm))
 	return timedRunner{Runner: round.New(pool, log, j, rc), m: m}, nil
 }
 

@@ -185,6 +185,10 @@ type Config struct {
 	// per task queue (streams.TaskLanes); the zero value means
 	// streams.Config's defaults, as `weft migrate` gives the other streams.
 	Streams streams.Config
+	// EventForm is the form of the bus messages of the events the rounds
+	// write (streams.EventForm); empty means streams.EventFormBatch, one
+	// message per round and run.
+	EventForm streams.EventForm
 	// ReconcileReplyPrefixes are the reply subjects the engine answers
 	// reconciliation lookups on (reconcile_reply.go); a lookup with any
 	// other reply is dropped unanswered. Empty means

@@ -3,7 +3,6 @@ package projector
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -36,7 +35,7 @@ func (s *Service) consume(ctx context.Context) (*shards.Shards, error) {
 		return nil, fmt.Errorf("projector: consumer %s: %w", Consumer, err)
 	}
 	context.AfterFunc(ctx, func() { _ = keeper.Close() })
-	settler := batch.New[events.Event](applyHandler{s}, batch.Config{
+	settler := batch.New[[]events.Event](applyHandler{s}, batch.Config{
 		Name: "projector", AckWait: s.cfg.AckWait, RetryDelay: s.cfg.RetryDelay, Logger: s.logger,
 	})
 	l := shards.New(keeper, s.cfg.Concurrency, s.cfg.MaxBatch, func(msgs []jetstream.Msg) {
@@ -58,27 +57,33 @@ func (s *Service) consume(ctx context.Context) (*shards.Shards, error) {
 // left half done is a no-op.
 type applyHandler struct{ s *Service }
 
-// Decode returns m's event; one without a run is undecodable.
-func (applyHandler) Decode(m jetstream.Msg) (events.Event, bool, error) {
-	var ev events.Event
-	if err := json.Unmarshal(m.Data(), &ev); err != nil {
-		return ev, false, err
+// Decode returns m's events, of either form (streams.DecodeEvents); one
+// without a run is undecodable.
+func (applyHandler) Decode(m jetstream.Msg) ([]events.Event, bool, error) {
+	evs, err := streams.DecodeEvents(m.Headers(), m.Data())
+	if err != nil {
+		return nil, false, err
 	}
-	if ev.RunID == "" {
-		return ev, false, errNoRunID
+	for _, ev := range evs {
+		if ev.RunID == "" {
+			return nil, false, errNoRunID
+		}
 	}
-	return ev, true, nil
+	return evs, true, nil
 }
 
 // errNoRunID makes an event without a run id undecodable.
 var errNoRunID = errors.New("projector: event without a run id")
 
-// Handle applies evs in one transaction (applyRuns), in a span per
-// message, and terminates the messages of forged events.
-func (h applyHandler) Handle(ctx context.Context, evs []events.Event, msgs []jetstream.Msg) ([]batch.Verdict, error) {
+// Handle applies the messages' events in one transaction (applyRuns), in
+// a span per message, and terminates a message any of whose events is
+// forged.
+func (h applyHandler) Handle(ctx context.Context, items [][]events.Event, msgs []jetstream.Msg) ([]batch.Verdict, error) {
 	byRun := map[string][]events.Event{}
-	for _, ev := range evs {
-		byRun[ev.RunID] = append(byRun[ev.RunID], ev)
+	for _, evs := range items {
+		for _, ev := range evs {
+			byRun[ev.RunID] = append(byRun[ev.RunID], ev)
+		}
 	}
 	spans := startApplySpans(ctx, h.s.cfg.TracerProvider, msgs)
 	changes, err := h.s.applyRuns(ctx, byRun)
@@ -86,11 +91,13 @@ func (h applyHandler) Handle(ctx context.Context, evs []events.Event, msgs []jet
 	if err != nil {
 		return nil, err
 	}
-	verdicts := make([]batch.Verdict, len(evs))
-	for i, ev := range evs {
+	verdicts := make([]batch.Verdict, len(items))
+	for i, evs := range items {
 		verdicts[i] = batch.Ack
-		if changes[ev.RunID].isForged(ev) {
-			verdicts[i] = batch.Term
+		for _, ev := range evs {
+			if changes[ev.RunID].isForged(ev) {
+				verdicts[i] = batch.Term
+			}
 		}
 	}
 	return verdicts, nil

@@ -39,7 +39,9 @@ func TestProjectorCrashMidBatch(t *testing.T) {
 			s := newStack(t)
 			runs := []string{s.approve(t, "crash-a"), s.approve(t, "crash-b")}
 			for _, runID := range runs {
-				s.appendBus(t, lifecycle(t, runID)...)
+				for _, ev := range lifecycle(t, runID) { // a message each, so many batches
+					s.appendBus(t, ev)
+				}
 			}
 
 			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^$")

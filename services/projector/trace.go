@@ -31,7 +31,7 @@ func startApplySpans(ctx context.Context, tp trace.TracerProvider, msgs []jetstr
 		_, spans[i] = tracer.Start(tracing.ExtractNATS(ctx, m.Headers()), "projector apply",
 			trace.WithSpanKind(trace.SpanKindConsumer),
 			trace.WithAttributes(attribute.String("messaging.source.name", m.Subject()),
-				attribute.String("weft.event_type", m.Headers().Get(streams.HeaderEventType)),
+				attribute.String("weft.event_type", messageTypes(m)),
 				attribute.Int("weft.batch_size", len(msgs))))
 	}
 	return spans
@@ -45,4 +45,13 @@ func (s applySpans) end(err error) {
 		}
 		span.End()
 	}
+}
+
+// messageTypes returns the event type of an event message, or the types of
+// a batch, comma-separated (streams.HeaderEventTypes).
+func messageTypes(m jetstream.Msg) string {
+	if t := m.Headers().Get(streams.HeaderEventType); t != "" {
+		return t
+	}
+	return m.Headers().Get(streams.HeaderEventTypes)
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/weftrun/weft/pkg/journal"
 	"github.com/weftrun/weft/pkg/periodic"
 	"github.com/weftrun/weft/pkg/startstop"
+	"github.com/weftrun/weft/pkg/streams"
 	"github.com/weftrun/weft/pkg/tracing"
 	"github.com/weftrun/weft/services/signal-gateway/internal/bulk"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intake"
@@ -131,6 +132,11 @@ type Config struct {
 	// http://localhost:8081), named in the 404 of a read sent to the
 	// gateway (GET /v1/runs/{runId}). Empty: the answer names no URL.
 	ReadAPIURL string
+	// EventForm is the form of the bus messages of the events the gateway
+	// writes (streams.EventForm); empty means streams.EventFormBatch.
+	// Its inputs (RunApproved, SignalAccepted) are one event a message
+	// in both.
+	EventForm streams.EventForm
 	// HTTP holds the server's timeouts, header limit and shutdown drain:
 	// a slow client cannot hold a connection longer than these.
 	HTTP httpserve.Limits
@@ -239,7 +245,7 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config) (*Service, error) {
 	icfg := cfg.Intake
 	icfg.Logger = cmp.Or(icfg.Logger, logger)
 	log := eventlog.New(pool)
-	in, err := intake.New(pool, log, journal.New(log, journal.WithMetrics(appended)), cfg.Authorizer, icfg)
+	in, err := intake.New(pool, log, journal.New(log, journal.WithMetrics(appended), journal.WithEventForm(cfg.EventForm)), cfg.Authorizer, icfg)
 	if err != nil {
 		return nil, err
 	}
