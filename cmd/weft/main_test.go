@@ -79,6 +79,8 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"migrate", "--stream-replicas", "0"}, nil, "0 replicas: a stream has 1 to 5"},
 		{[]string{"engine", "--stream-replicas", "6"}, nil, "6 replicas: a stream has 1 to 5"},
 		{[]string{"relay"}, map[string]string{"WEFT_STREAM_REPLICAS": "three"}, `WEFT_STREAM_REPLICAS="three"`},
+		{[]string{"engine", "--event-form", "events"}, nil, `event form "events" is neither "batch" nor "event"`},
+		{[]string{"gateway"}, map[string]string{"WEFT_EVENT_FORM": "Batch"}, `WEFT_EVENT_FORM="Batch"`},
 	}
 	for _, c := range cases {
 		var out, errOut weftest.Buffer
