@@ -20,6 +20,9 @@ import (
 // accepted before it and not yet applied, in acceptance order; duplicate
 // and stale inputs then add nothing, so with no signal pending they give
 // the zero Decision. See the package documentation for the rules.
+// A plan decided on again and again (every round of its runs) is better
+// Prepared once: Prepared.Decide is Decide without working out again what
+// depends on the plan alone.
 func Decide(p *plan.Plan, s State, in Input) Decision {
 	d, _ := decide(p, s, in)
 	return d
@@ -28,6 +31,11 @@ func Decide(p *plan.Plan, s State, in Input) Decision {
 // decide is Decide that also returns its working state: s with the
 // decision's events folded in.
 func decide(p *plan.Plan, s State, in Input) (Decision, State) {
+	return decideWith(&Prepared{Plan: p}, s, in)
+}
+
+// decideWith is decide on a prepared plan.
+func decideWith(p *Prepared, s State, in Input) (Decision, State) {
 	if s.RunID == "" || in == nil {
 		return Decision{}, s
 	}
@@ -64,7 +72,7 @@ func decide(p *plan.Plan, s State, in Input) (Decision, State) {
 // decider is one Decide call: a working copy of the state into which every
 // emitted event is folded at once, so later rules see earlier effects.
 type decider struct {
-	p     *plan.Plan
+	p     *Prepared
 	s     State
 	now   time.Time
 	order []string

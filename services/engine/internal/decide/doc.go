@@ -44,6 +44,17 @@
 // any signal) before acting on it. A signal whose message comes late or
 // never so takes effect at the run's next round at the latest.
 //
+// # Prepared plans
+//
+// What a decision reads of its plan alone (the steps' topological order,
+// each step's ancestors and dependants, the compiled expressions) is the
+// same in every round of every run of the plan. Prepare works it out once,
+// as decisions first need it, and Prepared.Decide decides as Decide does
+// without working it out again: the engine keeps one Prepared per plan
+// document. State.ApplyDecided folds a decision's events into the state
+// from the decision's own payloads, without decoding the events' encoded
+// ones.
+//
 // # Fast path
 //
 // A duplicate or stale input (a result of an older logical attempt, a

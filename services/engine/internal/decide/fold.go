@@ -2,6 +2,7 @@ package decide
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strconv"
 	"time"
@@ -24,13 +25,31 @@ type fact struct {
 	data    any       // the decoded payload, for the types the state reads
 }
 
-// factOf decodes an event into a fact.
-func factOf(e events.Event) (fact, error) {
+// envelopeOf is the fact of e without its payload.
+func envelopeOf(e events.Event) fact {
 	f := fact{typ: e.EventType, stepID: e.StepID, engine: e.EngineAttemptID, signal: e.CausedBySignalID,
 		parent: e.ParentEventID, eventID: e.EventID, at: e.EmittedAt}
 	if n, err := strconv.Atoi(e.LogicalAttemptID); err == nil && n > 0 {
 		f.attempt = n
 	}
+	return f
+}
+
+// factOfDecided is the fact of e, built from spec, with spec's payload
+// as it is, undecoded (State.ApplyDecided).
+func factOfDecided(e events.Event, spec events.Spec) (fact, error) {
+	if e.EventType != spec.Type || e.StepID != spec.StepID || e.LogicalAttemptID != spec.LogicalAttemptID {
+		return fact{}, &events.MalformedEventError{RunID: e.RunID, RunSeq: e.RunSeq, Type: e.EventType,
+			Err: fmt.Errorf("not built from its decision's %s of step %q attempt %q", spec.Type, spec.StepID, spec.LogicalAttemptID)}
+	}
+	f := envelopeOf(e)
+	f.data = spec.Data
+	return f, nil
+}
+
+// factOf decodes an event into a fact.
+func factOf(e events.Event) (fact, error) {
+	f := envelopeOf(e)
 	var err error
 	switch e.EventType {
 	case events.StepScheduled:

@@ -31,6 +31,9 @@ type bundle struct {
 	log  []events.Event
 	snap events.RunSnapshot
 	now  time.Time
+	// pp is p prepared, once for all its rounds, as the engine prepares
+	// a run's plan.
+	pp *Prepared
 }
 
 // setup validates a plan of copies of steps (planId "p", planVersion "v1")
@@ -92,6 +95,10 @@ func (b *bundle) decide(in Input) Decision {
 	before := cloneState(b.s)
 	d, working := decide(b.p, b.s, in)
 	require.Equal(b.t, d, Decide(b.p, b.s, in), "Decide is deterministic")
+	if b.pp == nil || b.pp.Plan != b.p {
+		b.pp = Prepare(b.p)
+	}
+	require.Equal(b.t, d, b.pp.Decide(b.s, in), "a prepared plan decides the same")
 	require.Equal(b.t, before, b.s, "Decide leaves its state alone")
 	b.append(d.Events...)
 	if len(d.Events) > 0 {

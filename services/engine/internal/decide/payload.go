@@ -92,11 +92,24 @@ func completedOf(data any) events.StepCompletedData {
 // a document folded from the log and the same document as the decider
 // emitted it give the same text; empty for none or JSON null.
 func compactJSON(doc json.RawMessage) string {
-	var b bytes.Buffer
-	if len(doc) == 0 || json.Compact(&b, doc) != nil || b.String() == "null" {
+	if len(doc) == 0 {
 		return ""
 	}
-	return b.String()
+	if !bytes.ContainsAny(doc, " \t\r\n") { // compact already, if it is JSON
+		if !json.Valid(doc) || string(doc) == "null" {
+			return ""
+		}
+		return string(doc)
+	}
+	var b bytes.Buffer
+	b.Grow(len(doc))
+	if json.Compact(&b, doc) != nil {
+		return ""
+	}
+	if s := b.String(); s != "null" {
+		return s
+	}
+	return ""
 }
 
 // artifactsJSON returns the artifacts as JSON text; empty for none.

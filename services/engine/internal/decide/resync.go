@@ -14,7 +14,7 @@ func (d *decider) resync(in Resync) {
 	}
 	d.start(in.Full, in.Hold, in.DelayUntil, in.Rerun)
 	d.applyPending()
-	d.s.activities(d.p, func(ps *plan.Step, st StepState) {
+	d.s.activities(d.p.Plan, func(ps *plan.Step, st StepState) {
 		if !d.lost(st, ps, in) {
 			return
 		}

@@ -151,7 +151,7 @@ func (d *decider) applySignal(in SignalAccepted) verdict {
 func (d *decider) cancel() verdict {
 	reason := "cancelled by signal " + d.cause
 	d.emit("", 0, events.RunCancelled, events.RunCancelledData{Reason: reason}, "")
-	d.out.Cancels = d.s.InFlight(d.p, reason)
+	d.out.Cancels = d.s.InFlight(d.p.Plan, reason)
 	d.reconcileCancelled(d.out.Cancels, reason)
 	return verdict{reason: cancelledReason(len(d.out.Cancels))}
 }

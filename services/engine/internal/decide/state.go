@@ -165,8 +165,33 @@ func Fold(p *plan.Plan, evs []events.Event) (State, error) {
 // events of steps the plan does not have, and step events without a
 // decimal logicalAttemptId change nothing but Head.
 func (s State) Apply(evs ...events.Event) (State, error) {
+	return s.applyAll(evs, nil)
+}
+
+// ApplyDecided returns s after evs, the events of d, a decision Decide
+// made on s: evs[i] is d.Events[i] as events.New built it, with the runSeq
+// and the emittedAt the log stores. It is s.Apply(evs...) without decoding
+// the payloads it just encoded: it reads each payload from d.Events[i].Data,
+// the value evs[i].EventData was encoded from, and everything else from
+// evs[i]. It returns the state Apply returns, but for the text of the JSON
+// documents the state keeps (outputs, resolved inputs): Apply's is the
+// text of the encoding, which escapes <, > and &, ApplyDecided's the text
+// the decision carries. They are the same documents, as are those of a
+// fold of the log read back, whose jsonb rewrites their text. Apply's
+// checks apply; an event that is not its spec's (another type, step or
+// attempt) is an error.
+func (s State) ApplyDecided(d Decision, evs []events.Event) (State, error) {
+	if len(evs) != len(d.Events) {
+		return s, fmt.Errorf("decide: %d events for a decision of %d", len(evs), len(d.Events))
+	}
+	return s.applyAll(evs, d.Events)
+}
+
+// applyAll is Apply, with the payload of evs[i] read from specs[i] when
+// specs is not nil (ApplyDecided).
+func (s State) applyAll(evs []events.Event, specs []events.Spec) (State, error) {
 	s = s.clone()
-	for _, e := range evs {
+	for i, e := range evs {
 		switch {
 		case s.RunID != "" && e.RunID != s.RunID:
 			return s, fmt.Errorf("%w: %s event at runSeq %d is for run %q, state is for run %q",
@@ -178,7 +203,13 @@ func (s State) Apply(evs ...events.Event) (State, error) {
 		case events.DetectGap(s.Head, e.RunSeq):
 			return s, &events.GapError{RunID: e.RunID, LastEventSeq: s.Head, NextSeq: e.RunSeq}
 		}
-		f, err := factOf(e)
+		var f fact
+		var err error
+		if specs != nil {
+			f, err = factOfDecided(e, specs[i])
+		} else {
+			f, err = factOf(e)
+		}
 		if err != nil {
 			return s, err
 		}

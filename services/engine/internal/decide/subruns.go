@@ -180,7 +180,7 @@ func (d *decider) closeRun(was events.RunStatus) {
 	if (!ended || d.s.Status == events.RunStatusCompleted) && !failing {
 		return
 	}
-	d.s.subRuns(d.p, func(ps *plan.Step, st StepState) {
+	d.s.subRuns(d.p.Plan, func(ps *plan.Step, st StepState) {
 		if st.ChildRunID == "" || ps.EffectiveParentClose() != plan.ParentCloseCancel {
 			return
 		}
@@ -285,6 +285,11 @@ func dropChildEnd(ends []ChildEnded, id string, attempt int) []ChildEnded {
 // appended: the shell's way to act in the same round on what it learned
 // while writing d, a child run it could not start (ChildRunRefused).
 func After(p *plan.Plan, s State, d Decision, ins ...Input) Decision {
+	return afterWith(&Prepared{Plan: p}, s, d, ins...)
+}
+
+// afterWith is After on a prepared plan.
+func afterWith(p *Prepared, s State, d Decision, ins ...Input) Decision {
 	after := s.clone()
 	for _, e := range d.Events {
 		n, _ := strconv.Atoi(e.LogicalAttemptID)
@@ -292,7 +297,7 @@ func After(p *plan.Plan, s State, d Decision, ins ...Input) Decision {
 	}
 	for _, in := range ins {
 		var more Decision
-		more, after = decide(p, after, in)
+		more, after = decideWith(p, after, in)
 		d = d.merge(more)
 	}
 	return d

@@ -142,13 +142,13 @@ func (d *decider) runTimedOut() {
 	}
 	e := events.StepError{Code: CodeRunTimeout, Category: categoryTimeout,
 		Message: fmt.Sprintf("the run did not end within its runTimeout of %s", d.p.RunTimeout)}
-	cancels := d.s.InFlight(d.p, e.Code+": "+e.Message)
+	cancels := d.s.InFlight(d.p.Plan, e.Code+": "+e.Message)
 	for i := range cancels {
 		cancels[i].Notice = CodeRunTimeout
 	}
 	d.reconcileCancelled(cancels, e.Message)
 	d.out.Cancels = append(d.out.Cancels, cancels...)
-	d.s.elements(d.p, func(ps *plan.Step, st StepState) {
+	d.s.elements(d.p.Plan, func(ps *plan.Step, st StepState) {
 		if c := childCategory(st); c == childRunning || c == childWaiting {
 			d.emit(ps.ID, st.Attempt, events.StepFailed, events.StepFailedData{Error: e}, "")
 		}

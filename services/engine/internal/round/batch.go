@@ -13,7 +13,6 @@ import (
 	"github.com/weftrun/weft/pkg/eventlog"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/journal"
-	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/services/engine/internal/decide"
 )
 
@@ -83,7 +82,7 @@ func (x *Runner) commit(ctx context.Context, w *journal.Write, results []Result)
 // runView is one run as a transaction sees it: its plan, tenant,
 // environment and state so far, or why it cannot be loaded.
 type runView struct {
-	plan        *plan.Plan
+	plan        *decide.Prepared
 	tenant      string
 	environment string
 	state       decide.State
@@ -229,8 +228,9 @@ func (x *Runner) ensureLanes(ctx context.Context, tasks []decide.Task) error {
 // events as the part to append, numbered from the run's head with the
 // gap-free runSeqs the append authority will give them (the append
 // refuses any other), and folds them into run's state, so a later round
-// of the run in the same batch decides from them. Tasks and timers are the
-// caller's.
+// of the run in the same batch decides from them: from the decision's
+// payloads, without decoding what buildEvents just encoded
+// (decide.State.ApplyDecided). Tasks and timers are the caller's.
 func (x *Runner) step(ctx context.Context, w *journal.Write, r Round, run *runView) (Outcome, eventlog.RunAppend, error) {
 	in, err := x.admit(ctx, w, r.Input, run)
 	if err == nil {
@@ -239,11 +239,11 @@ func (x *Runner) step(ctx context.Context, w *journal.Write, r Round, run *runVi
 	if err != nil {
 		return Outcome{}, eventlog.RunAppend{}, err
 	}
-	d, err := x.startChildren(ctx, w, r, run, decide.Decide(run.plan, run.state, in))
+	d, err := x.startChildren(ctx, w, r, run, run.plan.Decide(run.state, in))
 	if err != nil {
 		return Outcome{}, eventlog.RunAppend{}, err
 	}
-	out := Outcome{Decision: d, Plan: run.plan, State: run.state}
+	out := Outcome{Decision: d, Plan: run.plan.Plan, State: run.state}
 	if d.Empty() {
 		return out, eventlog.RunAppend{}, nil
 	}
@@ -255,7 +255,7 @@ func (x *Runner) step(ctx context.Context, w *journal.Write, r Round, run *runVi
 	for i := range evs {
 		evs[i].RunSeq = head + int64(i) + 1
 	}
-	if run.state, err = run.state.Apply(evs...); err != nil {
+	if run.state, err = run.state.ApplyDecided(d, evs); err != nil {
 		return out, eventlog.RunAppend{}, err
 	}
 	run.cp.tally(evs)

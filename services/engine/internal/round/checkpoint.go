@@ -274,15 +274,15 @@ func (x *Runner) replayRuns(ctx context.Context, tx pgx.Tx, ids []string, cps ma
 // run that cannot load at all (ErrUnknownRun) has it as the view's err.
 func (x *Runner) restoreRun(id string, cp *checkpointView, evs []events.Event) (*runView, error) {
 	run := &runView{cp: cp}
-	var approved events.RunApprovedData
-	run.plan, approved, run.err = x.plans.planOf(id, evs)
-	run.tenant, run.environment = approved.TenantID, approved.EnvironmentID
+	var approved approval
+	approved, run.err = x.plans.planOf(id, evs)
+	run.plan, run.tenant, run.environment = approved.plan, approved.tenant, approved.environment
 	if run.err != nil {
 		return run, nil //nolint:nilerr // a run that cannot load carries its error in run.err
 	}
-	run.state = decide.NewState(run.plan)
+	run.state = decide.NewState(run.plan.Plan)
 	if cp.covered > 0 {
-		s, err := decide.RestoreCheckpoint(run.plan, cp.data)
+		s, err := decide.RestoreCheckpoint(run.plan.Plan, cp.data)
 		if err == nil && (s.RunID != id || s.Head != cp.covered) {
 			err = fmt.Errorf("%w: record of run %s at %d, row of run %s at %d", decide.ErrCheckpoint, s.RunID, s.Head, id, cp.covered)
 		}
@@ -423,7 +423,7 @@ func (x *Runner) rotateTx(ctx context.Context, tx pgx.Tx, id string, run *runVie
 	if !due || cp.readOnly {
 		return nil
 	}
-	data, err := decide.MarshalCheckpoint(run.plan, run.state)
+	data, err := decide.MarshalCheckpoint(run.plan.Plan, run.state)
 	if err != nil {
 		return fmt.Errorf("round: checkpoint run %s: %w", id, err)
 	}

@@ -53,7 +53,7 @@ func (x *Runner) startChildren(ctx context.Context, w *journal.Write, r Round, r
 	if len(refused) == 0 {
 		return d, nil
 	}
-	return decide.After(run.plan, run.state, d, refused...), nil
+	return run.plan.After(run.state, d, refused...), nil
 }
 
 // childRequest returns the approval of the child run start asks for, or

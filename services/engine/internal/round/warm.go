@@ -2,7 +2,6 @@ package round
 
 import (
 	"github.com/weftrun/weft/pkg/events"
-	"github.com/weftrun/weft/pkg/plan"
 	"github.com/weftrun/weft/services/engine/internal/decide"
 )
 
@@ -18,7 +17,7 @@ import (
 // against the run's head, so a round never acts on a state the log has
 // moved past. A failed transaction forgets its runs.
 type warmRun struct {
-	plan        *plan.Plan
+	plan        *decide.Prepared
 	tenant      string
 	environment string
 	state       decide.State
@@ -55,9 +54,12 @@ func coolMoved(warm map[string]warmRun, cps map[string]*checkpointView) {
 // ok is false when evs do not fold onto w (a gap: the run was deleted and
 // begun again); the run is then folded from runSeq 1.
 func (w warmRun) restore(cp *checkpointView, evs []events.Event) (*runView, bool) {
-	state, err := w.state.Apply(evs...)
-	if err != nil {
-		return nil, false
+	state := w.state // shared: states are values, which rounds replace and never modify
+	if len(evs) > 0 {
+		var err error
+		if state, err = w.state.Apply(evs...); err != nil {
+			return nil, false
+		}
 	}
 	cp.data, cp.steps, cp.bytes, cp.warm = nil, w.steps, w.bytes, true
 	cp.tally(evs)

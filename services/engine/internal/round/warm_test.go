@@ -1,11 +1,14 @@
 package round_test
 
 import (
+	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/services/engine/internal/decide"
 	"github.com/weftrun/weft/services/engine/internal/round"
 )
 
@@ -56,4 +59,32 @@ func TestWarmRunOfADeletedRunIsDropped(t *testing.T) {
 	_, err := x.Run(t.Context(), round.Round{RunID: b.runID, Input: started(b.stepID(1))})
 	require.ErrorIs(t, err, round.ErrUnknownRun)
 	require.Empty(t, b.events())
+}
+
+// The state a warm run's round decides from is the one the Runner's last
+// round of the run left, folded from that round's own decision
+// (decide.State.ApplyDecided), not from its events read back: it is the
+// fold of the log, as the next engine to load the run folds it, whatever
+// the outputs hold (markup that JSON encoding escapes, insignificant
+// spaces) and whatever the rounds' clocks read below the microsecond.
+func TestWarmStateIsTheFoldOfTheLog(t *testing.T) {
+	t.Parallel()
+	b := newBench(t, 3)
+	x := newRunner(b.db.Pool, round.Config{})
+	b.start(x)
+	outputs := []string{`{"html": "<a href=\"x\">&amp;</a>"}`, `[1, 2, {"a": null}]`, `"done"`}
+	check := func(in decide.Input) {
+		t.Helper()
+		out := b.run(x, in)
+		require.True(t, out.Checkpoint.Warm)
+		fold, err := decide.Fold(out.Plan, b.events()[:out.State.Head])
+		require.NoError(t, err)
+		require.Equal(t, fold, out.State, "the state decided from is the fold of the log up to runSeq %d", out.State.Head)
+	}
+	for i, output := range outputs {
+		check(decide.ResultCompleted{StepID: b.stepID(i), LogicalAttempt: 1, EngineAttemptID: "1",
+			Output: json.RawMessage(output), Now: time.Now().UTC()})
+	}
+	check(completed(b.stepID(0))) // a stale result: it decides nothing, from the last state
+	require.Equal(t, events.RunCompleted, b.events()[len(b.events())-1].EventType)
 }
