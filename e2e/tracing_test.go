@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,7 +132,8 @@ func findChain(spans tracetest.SpanStubs, caller trace.SpanContext, eventType st
 		}
 	}
 	for _, leaf := range byID {
-		if leaf.Name != "projector apply" || attr(leaf, "weft.event_type") != eventType {
+		// A batch's span names its types, comma-separated (streams.EventBatch).
+		if leaf.Name != "projector apply" || !slices.Contains(strings.Split(attr(leaf, "weft.event_type"), ","), eventType) {
 			continue
 		}
 		var chain tracetest.SpanStubs
