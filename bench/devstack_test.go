@@ -63,19 +63,26 @@ type devEndpoints struct {
 }
 
 // weftBinary builds ./cmd/weft once per process.
-var weftBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "weft-bench-bin-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "weft")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/weft")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/weft: %w: %s", err, out)
-	}
-	return bin, nil
-})
+var weftBinary = buildOnce("./cmd/weft", "weft")
+
+// buildOnce returns a function that builds pkg, a package of the
+// repository's module or of one it requires, into a binary named name in a
+// temporary folder, once per process, and returns its path.
+func buildOnce(pkg, name string) func() (string, error) {
+	return sync.OnceValues(func() (string, error) {
+		dir, err := os.MkdirTemp("", "weft-bench-"+name+"-")
+		if err != nil {
+			return "", err
+		}
+		bin := filepath.Join(dir, name)
+		build := exec.Command("go", "build", "-o", bin, pkg)
+		build.Dir = ".."
+		if out, err := build.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("go build %s: %w: %s", pkg, err, out)
+		}
+		return bin, nil
+	})
+}
 
 // startDevStack starts `weft dev` on db (a fresh database of the shared
 // server when nil) and waits until it is ready; it is stopped with SIGINT,

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -68,19 +67,7 @@ var natsUsers = []string{"migrate", "relay", "engine", "worker", "projector", "g
 
 // natsServerBinary builds the nats-server of go.mod's nats-server/v2 (the
 // module weft dev embeds) once per process.
-var natsServerBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "weft-bench-nats-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "nats-server")
-	build := exec.Command("go", "build", "-o", bin, "github.com/nats-io/nats-server/v2")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build nats-server: %w: %s", err, out)
-	}
-	return bin, nil
-})
+var natsServerBinary = buildOnce("github.com/nats-io/nats-server/v2", "nats-server")
 
 // startTopology starts nats-server, runs `weft migrate` (the streams; the
 // schema is the test database's already) and starts the services, each
