@@ -25,7 +25,12 @@ const (
 	DefaultAckTimeout        = 5 * time.Second
 	DefaultPollInterval      = 2 * time.Second
 	DefaultLockRetryInterval = 2 * time.Second
+	DefaultIdleGrace         = 5 * time.Millisecond
 )
+
+// MaxIdleGrace is the longest IdleGrace a RelayConfig may set: the grace
+// delays each row that arrives during it by up to that much.
+const MaxIdleGrace = 100 * time.Millisecond
 
 // ErrInvalidConfig is wrapped by every error NewRelay returns for a bad
 // RelayConfig.
@@ -60,6 +65,15 @@ type RelayConfig struct {
 	// backstop for notifications lost while the relay's session was down.
 	// Work normally arrives by NOTIFY. Default 2s.
 	PollInterval time.Duration
+	// IdleGrace is how long a partition worker waits, after a claim that
+	// found fewer than BatchSize rows, before it claims again, so rows
+	// written meanwhile share one claim and one settlement instead of one
+	// each; and how long it waits once more after an empty claim before it
+	// arms the partition (see docs/outbox.md, "Waking the relay"). A row
+	// written during the grace waits for it, up to IdleGrace. Default 5ms;
+	// a negative value turns the grace off (claim again at once); at most
+	// MaxIdleGrace.
+	IdleGrace time.Duration
 	// LockRetryInterval is how often a relay retries the partition locks it
 	// does not hold (so a standby takes over a dead relay's partitions) and
 	// checks that its session is alive. Default 2s.
@@ -110,6 +124,7 @@ func (c RelayConfig) WithDefaults() RelayConfig {
 	c.Jitter = cmp.Or(c.Jitter, DefaultJitter) // a negative value (off) is kept
 	c.AckTimeout = cmp.Or(c.AckTimeout, DefaultAckTimeout)
 	c.PollInterval = cmp.Or(c.PollInterval, DefaultPollInterval)
+	c.IdleGrace = cmp.Or(c.IdleGrace, DefaultIdleGrace) // a negative value (off) is kept
 	c.LockRetryInterval = cmp.Or(c.LockRetryInterval, DefaultLockRetryInterval)
 	c.DuplicateWindow = cmp.Or(c.DuplicateWindow, streams.DefaultDuplicates)
 	if c.Logger == nil {
@@ -145,6 +160,9 @@ func (c RelayConfig) Validate() error {
 	}
 	if c.MaxBackoff < c.InitialBackoff {
 		return fmt.Errorf("%w: MaxBackoff %v is below InitialBackoff %v", ErrInvalidConfig, c.MaxBackoff, c.InitialBackoff)
+	}
+	if c.IdleGrace > MaxIdleGrace {
+		return fmt.Errorf("%w: IdleGrace %v is above MaxIdleGrace %v", ErrInvalidConfig, c.IdleGrace, MaxIdleGrace)
 	}
 	if c.Jitter > 1 {
 		return fmt.Errorf("%w: Jitter %v is above 1", ErrInvalidConfig, c.Jitter)

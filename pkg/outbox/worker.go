@@ -10,10 +10,12 @@ import (
 
 // worker serves one partition for as long as the relay holds its lock:
 // claim the next rows in id order, publish them, settle the outcome, and
-// claim again at once while claims find rows. When a claim finds none, the
-// worker arms the partition (writers notify from then on) and claims once
-// more; only an empty claim while armed lets it sleep until a wake-up. Any
-// rows found disarm it again, so writers of a busy partition never notify.
+// claim again while claims find rows: at once after a full batch, after
+// IdleGrace after a partial one. When a claim finds none, the worker waits
+// IdleGrace once more, then arms the partition (writers notify from then
+// on) and claims once more; only an empty claim while armed lets it sleep
+// until a wake-up. Any rows found disarm it again, so writers of a busy
+// partition never notify.
 type worker struct {
 	r         *Relay
 	partition int
@@ -24,6 +26,7 @@ type worker struct {
 	armed     bool               // writers notify this partition (see setArmed)
 	armKnown  bool               // armed matches outbox_wake (false until the first setArmed)
 	settled   bool               // armed, and no writer that missed the arming is still open
+	lingered  bool               // the last claim was followed by an IdleGrace wait
 }
 
 // startWorker runs a worker for partition until soft ends (after the batch
@@ -48,9 +51,12 @@ func (w *worker) run(ctx, soft context.Context) {
 	defer close(w.done)
 	for soft.Err() == nil && ctx.Err() == nil {
 		res, err := w.step(ctx)
+		linger := false
 		if err == nil && res.transport == nil {
-			// Busy after rows, idle (arm, then claim once more) after none.
-			err = w.setArmed(ctx, res.claimed == 0)
+			// Busy after rows, idle (arm, then claim once more) after none
+			// and the grace.
+			linger = w.lingers(res.claimed)
+			err = w.setArmed(ctx, res.claimed == 0 && !linger)
 		}
 		switch {
 		case ctx.Err() != nil:
@@ -62,6 +68,9 @@ func (w *worker) run(ctx, soft context.Context) {
 			d := w.r.cfg.backoff(w.pauses)
 			w.logPause(ctx, d, cmp.Or(err, res.transport))
 			w.sleep(ctx, soft, d, false)
+		case linger:
+			w.pauses = 0
+			w.sleep(ctx, soft, w.r.cfg.IdleGrace, true)
 		case !res.sleep:
 			w.pauses = 0 // rows may be waiting, or the arming needs its claim: no sleep
 		default:
@@ -73,6 +82,27 @@ func (w *worker) run(ctx, soft context.Context) {
 			w.sleep(ctx, soft, d, true)
 		}
 	}
+}
+
+// lingers reports whether the worker waits IdleGrace before its next
+// claim, given the rows the last claim found: not after a full batch (more
+// rows are waiting); after a partial one, so the rows written meanwhile
+// share the next claim and settlement; after an empty one, once, unless
+// the claim before it lingered too or the partition is armed (the worker
+// is on its way to sleep). With the grace off it never does.
+func (w *worker) lingers(claimed int) bool {
+	grace := w.r.cfg.IdleGrace > 0
+	switch {
+	case claimed >= w.r.cfg.BatchSize:
+		w.lingered = false
+	case claimed > 0:
+		w.lingered = grace
+	case w.lingered || w.armed || !grace:
+		w.lingered = false
+	default:
+		w.lingered = true
+	}
+	return w.lingered
 }
 
 // logPause logs why the worker pauses. A full stream is logged as an error
