@@ -237,6 +237,9 @@ func TestNewValidatesConfig(t *testing.T) {
 		{projector.Config{Keys: keys, StepsPerToken: -1}, "StepsPerToken"},
 		{projector.Config{Keys: keys, MaxChildrenPage: -1}, "MaxChildrenPage"},
 		{projector.Config{Keys: keys, SnapshotCacheSteps: -1}, ""}, // off
+		{projector.Config{Keys: keys, BatchLinger: projector.MaxBatchLinger + 1}, "BatchLinger"},
+		{projector.Config{Keys: keys, BatchLinger: projector.MaxBatchLinger}, ""},
+		{projector.Config{Keys: keys, BatchLinger: -1}, ""}, // off
 		{projector.Config{Keys: keys, GatewayURL: "https://gateway.example:8443"}, ""},
 		{projector.Config{Keys: keys}, ""},
 	} {

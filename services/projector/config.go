@@ -29,6 +29,8 @@ const (
 	DefaultAddr           = ":8081"
 	DefaultConcurrency    = 1
 	DefaultMaxBatch       = 256
+	DefaultBatchLinger    = 20 * time.Millisecond
+	MaxBatchLinger        = time.Second
 	DefaultAckWait        = 30 * time.Second
 	DefaultRetryDelay     = time.Second
 	DefaultLagAlert       = 5 * time.Second  // execution-semantics §1.5: P2 above 5 s
@@ -102,6 +104,13 @@ type Config struct {
 	Concurrency int
 	// MaxBatch bounds the messages one transaction applies.
 	MaxBatch int
+	// BatchLinger is how long a shard with fewer than MaxBatch messages
+	// waiting waits for more before it applies them (shards.Linger): under
+	// a light load a run's rounds, and many runs, share one transaction and
+	// one snapshot write. It adds up to BatchLinger to projection lag, not
+	// to runs. Default 20ms; a negative value applies what is waiting at
+	// once; at most MaxBatchLinger.
+	BatchLinger time.Duration
 	// AckWait is the consumer's ack wait; RetryDelay is the delay before a
 	// batch whose transaction failed is redelivered.
 	AckWait, RetryDelay time.Duration
@@ -216,6 +225,7 @@ func (c Config) withDefaults() Config {
 	c.Addr = cmp.Or(c.Addr, DefaultAddr)
 	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
 	c.MaxBatch = cmp.Or(c.MaxBatch, DefaultMaxBatch)
+	c.BatchLinger = cmp.Or(c.BatchLinger, DefaultBatchLinger) // a negative value (off) is kept
 	c.AckWait = cmp.Or(c.AckWait, DefaultAckWait)
 	c.RetryDelay = cmp.Or(c.RetryDelay, DefaultRetryDelay)
 	c.LagAlert = cmp.Or(c.LagAlert, DefaultLagAlert)
@@ -249,6 +259,8 @@ func (c Config) validate() error {
 	case c.LagAlert <= 0, c.ResyncLag <= 0, c.ResyncEvery <= 0, c.MaxWait <= 0, c.WaitRecheck <= 0, c.ForgedAlertFor <= 0,
 		c.ReplicaLagEvery <= 0:
 		return errors.New("projector: LagAlert, ResyncLag, ResyncEvery, MaxWait, WaitRecheck, ForgedAlertFor and ReplicaLagEvery must be positive")
+	case c.BatchLinger > MaxBatchLinger:
+		return fmt.Errorf("projector: BatchLinger %v is above MaxBatchLinger %v", c.BatchLinger, MaxBatchLinger)
 	}
 	if c.GatewayURL != "" {
 		u, err := url.Parse(c.GatewayURL)

@@ -40,7 +40,7 @@ func (s *Service) consume(ctx context.Context) (*shards.Shards, error) {
 	})
 	l := shards.New(keeper, s.cfg.Concurrency, s.cfg.MaxBatch, func(msgs []jetstream.Msg) {
 		settler.Settle(ctx, msgs)
-	})
+	}, shards.Linger(s.cfg.BatchLinger))
 	// The shards outlive ctx by their drain (Serve stops them once ctx
 	// ends): ending Start's context would be a hard stop.
 	if err := l.Start(context.WithoutCancel(ctx)); err != nil {

@@ -4,7 +4,9 @@
 // hashes to, so one process handles a run's messages one batch at a time,
 // in the order JetStream delivers them, while different runs proceed in
 // parallel. Each shard hands its handler the messages already waiting, up
-// to a batch limit, so one transaction can settle many.
+// to a batch limit, so one transaction can settle many; with Linger, a
+// shard that finds fewer waiting waits a bounded time for more, so a light
+// load is settled in batches too.
 //
 // Shards consume one consumer (New) or a changing set of them (NewShared,
 // Add, Remove: an engine's partitions, docs/scaling.md). Each consumer is
@@ -20,6 +22,7 @@ import (
 	"hash/fnv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -38,6 +41,7 @@ type Shards struct {
 	initial  *streams.Keeper // New's consumer, fed from Start; nil for NewShared
 	n        int
 	maxBatch int
+	linger   time.Duration
 	batch    func([]jetstream.Msg)
 	shards   []chan delivery
 	wg       sync.WaitGroup // the shards' goroutines
@@ -62,17 +66,31 @@ type delivery struct {
 // shards, each calling handle with batches of 1 to maxBatch messages of the
 // shards' runs. handle settles the messages; the shards never interrupt it,
 // so it must bound its own work.
-func New(keeper *streams.Keeper, n, maxBatch int, handle func([]jetstream.Msg)) *Shards {
-	l := NewShared(n, maxBatch, handle)
+func New(keeper *streams.Keeper, n, maxBatch int, handle func([]jetstream.Msg), opts ...Option) *Shards {
+	l := NewShared(n, maxBatch, handle, opts...)
 	l.initial = keeper
 	return l
 }
 
 // NewShared returns shards with no consumer: once started, Add and Remove
 // change the consumers they consume. Otherwise as New.
-func NewShared(n, maxBatch int, handle func([]jetstream.Msg)) *Shards {
-	return &Shards{n: n, maxBatch: maxBatch, batch: handle, feeds: map[string]*feed{}}
+func NewShared(n, maxBatch int, handle func([]jetstream.Msg), opts ...Option) *Shards {
+	l := &Shards{n: n, maxBatch: maxBatch, batch: handle, feeds: map[string]*feed{}}
+	for _, o := range opts {
+		o(l)
+	}
+	return l
 }
+
+// Option tunes Shards.
+type Option func(*Shards)
+
+// Linger makes a shard that has fewer than maxBatch messages waiting wait
+// up to d from its batch's first message for more before it calls the
+// handler: a batch's first message is handled up to d later, and a light
+// load costs fewer, larger batches. Zero or less (the default) hands over
+// what is waiting at once. Keep d well under the consumers' AckWait.
+func Linger(d time.Duration) Option { return func(l *Shards) { l.linger = d } }
 
 // Start starts the shards and, for shards made by New, the keeper's
 // consumer, kept until Stop or ctx's end (see Add).
@@ -204,6 +222,9 @@ func (l *Shards) stopFeeds() {
 func (l *Shards) serve(hard context.Context, shard chan delivery) {
 	for d := range shard {
 		batch := drain(d, shard, l.maxBatch)
+		if l.linger > 0 && len(batch) < l.maxBatch {
+			batch = gather(hard, batch, shard, l.maxBatch, l.linger)
+		}
 		if hard.Err() == nil {
 			msgs := make([]jetstream.Msg, len(batch))
 			for i, d := range batch {
@@ -265,6 +286,27 @@ func drain(first delivery, shard <-chan delivery, limit int) []delivery {
 			}
 			batch = append(batch, d)
 		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// gather adds to batch the deliveries that reach shard within d, up to
+// limit, and returns early when shard closes or hard ends.
+func gather(hard context.Context, batch []delivery, shard <-chan delivery, limit int, d time.Duration) []delivery {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for len(batch) < limit {
+		select {
+		case d, ok := <-shard:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, d)
+		case <-t.C:
+			return batch
+		case <-hard.Done():
 			return batch
 		}
 	}
