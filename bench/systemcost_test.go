@@ -21,8 +21,8 @@ import (
 )
 
 // costProfileFor is how long BenchmarkSystemCost profiles weft dev's CPU,
-// from the start of the closed load: shorter than the load on any host so
-// far.
+// from the start of each load: shorter than the closed load on any host so
+// far, and no longer than the open one (openLoopFor).
 const costProfileFor = 10 * time.Second
 
 // costParkedEnv sets how many runs BenchmarkSystemCost parks before its
@@ -55,7 +55,7 @@ const costOpenRate = 100
 //     generator; weft dev's and Postgres's together are proc_cpu_ms/run,
 //     the figure to read when the machine runs something else too).
 //
-// For the closed load it also profiles weft dev's CPU and prints it by
+// For each load it also profiles weft dev's CPU and prints it by
 // service: the dev stack labels each service's goroutines (service=relay,
 // engine, …); the embedded NATS server, the shared NATS connection and the
 // Go runtime's collector are told apart by their frames.
@@ -85,12 +85,14 @@ func BenchmarkSystemCost(b *testing.B) {
 			return s.closedLoop(b, systemPlan, systemRuns, systemClients)
 		}})
 		closed.load.report(b, s, ceiling)
-		reportProfile(b, <-prof)
+		reportProfile(b, closed.label, <-prof)
 		open := s.measureCost(b, inst, costLoad{label: fmt.Sprintf("%d runs/s offered", costOpenRate),
 			suffix: fmt.Sprintf("@%d", costOpenRate), run: func() systemLoad {
+				prof = s.cpuProfile(costProfileFor)
 				return s.openLoop(b, systemPlan, costOpenRate, openLoopFor)
 			}})
 		b.ReportMetric(open.load.offered, "offered/s"+open.suffix)
+		reportProfile(b, open.label, <-prof)
 		reportBudget(closed, open)
 	}
 }
@@ -179,8 +181,9 @@ func (s *devStack) cpuProfile(d time.Duration) <-chan *profile.Profile {
 	return out
 }
 
-// reportProfile logs the share of weft dev's CPU per service.
-func reportProfile(b *testing.B, p *profile.Profile) {
+// reportProfile logs the share of weft dev's CPU per service during the
+// load labelled label.
+func reportProfile(b *testing.B, label string, p *profile.Profile) {
 	if p == nil {
 		b.Error("no CPU profile of weft dev (is WEFT_PPROF served?)")
 		return
@@ -197,7 +200,7 @@ func reportProfile(b *testing.B, p *profile.Profile) {
 	for _, svc := range slices.SortedFunc(maps.Keys(by), func(x, y string) int { return int(by[y] - by[x]) }) {
 		lines = append(lines, fmt.Sprintf("%s %.1f %%", svc, 100*float64(by[svc])/float64(total)))
 	}
-	say("weft dev's CPU by service (%.1f s of CPU in %v): %s", float64(total)/1e9,
+	say("%s: weft dev's CPU by service (%.1f s of CPU in %v): %s", label, float64(total)/1e9,
 		time.Duration(p.DurationNanos), strings.Join(lines, ", "))
 	if f, err := os.CreateTemp("", "weft-dev-cpu-*.pprof"); err == nil {
 		if err := errors.Join(p.Write(f), f.Close()); err == nil {
