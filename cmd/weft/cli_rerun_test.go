@@ -26,8 +26,8 @@ func reusedFrom(v *api.RunView, id string) string {
 
 // `weft run rerun RUN_ID --from STEP` starts a new run of the run's plan
 // version in which STEP and its descendants run anew and the other steps'
-// outcomes are copied; --wait follows it; a repeat of --request-id starts
-// nothing; `weft run get` names the source and marks the reused steps;
+// outcomes are copied; --wait follows it; a repeat of --run-request-id
+// (or of its deprecated name --request-id) starts nothing; `weft run get` names the source and marks the reused steps;
 // what the gateway refuses is reported with its message.
 func TestCLIRerun(t *testing.T) {
 	t.Parallel()
@@ -62,13 +62,15 @@ func TestCLIRerun(t *testing.T) {
 	// From order, with the input from a file: every step sees it.
 	file := filepath.Join(t.TempDir(), "bob.json")
 	require.NoError(t, os.WriteFile(file, []byte(bob), 0o600))
-	args := []string{"run", "rerun", src, "--from", "order", "--input", "@" + file, "--request-id", "rerun-bob"}
-	r = s.weft(t, args...)
+	args := []string{"run", "rerun", src, "--from", "order", "--input", "@" + file}
+	r = s.weft(t, append(args, "--run-request-id", "rerun-bob")...)
 	require.Equal(t, cli.ExitOK, r.code, "err: %v\nstderr: %s", r.err, r.errOut)
 	require.Contains(t, r.out, "a rerun of run "+src+" from step order.")
 	require.Contains(t, r.out, "Follow it: weft run watch ")
-	again := s.weft(t, append(args, "-o", "json")...)
+	require.NotContains(t, r.errOut, "deprecated")
+	again := s.weft(t, append(args, "--request-id", "rerun-bob", "-o", "json")...)
 	require.Equal(t, cli.ExitOK, again.code, "err: %v\nstderr: %s", again.err, again.errOut)
+	require.Contains(t, again.errOut, "--request-id is deprecated: use --run-request-id")
 	dup := decode[api.StartRunResult](t, again)
 	require.True(t, dup.Duplicate)
 	require.Contains(t, r.out, "Started run "+dup.RunID+",", "a repeat answers the first rerun's run")

@@ -69,6 +69,9 @@ var registry = map[string]entry{
 	"api.RunList":              of[api.RunList](),
 	"api.RunView":              of[api.RunView](),
 	"api.EventPage":            of[api.EventPage](),
+	"api.RerunRequest":         of[api.RerunRequest](),
+	"api.BulkRequest":          of[api.BulkRequest](),
+	"api.BulkJob":              of[api.BulkJob](),
 	// A fire's run input is the schedule's own input (any members) with
 	// the fire's keys set.
 	"api.ScheduleFireInput": {new: func() any { return new(api.ScheduleFireInput) }, opts: doccheck.Options{Open: true}},
@@ -178,7 +181,7 @@ func checkProblems(example []byte, v any) error {
 
 // The check fails what issue 19 found: Go field names for wire names, a
 // member the encoder leaves out, an unmarked example, a marker naming no
-// known type.
+// known type; and a wrong name or type in the rerun and bulk examples.
 func TestCheckCatchesWrongExamples(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct{ doc, want string }{
@@ -193,7 +196,12 @@ func TestCheckCatchesWrongExamples(t *testing.T) {
 		"unknown type": {doc: "<!-- type: api.Nope -->\n```json\n{}\n```\n", want: "api.Nope"},
 		"a key the source lacks": {doc: "<!-- type: weft.devEndpoints -->\n```json\n{\"gateway\": \"http://x\", \"readAPI\": \"http://y\"}\n```\n",
 			want: `keys "readAPI" name no field of Endpoints`},
-		"wrong type": {doc: "<!-- type: task.Heartbeat -->\n```json\n{\"schemaVersion\": \"one\"}\n```\n", want: "must be an integer"},
+		"wrong type":                     {doc: "<!-- type: task.Heartbeat -->\n```json\n{\"schemaVersion\": \"one\"}\n```\n", want: "must be an integer"},
+		"a rerun's step by another name": {doc: "<!-- type: api.RerunRequest -->\n```json\n{\"fromStep\": \"ship\"}\n```\n", want: "fromStep"},
+		"a bulk filter's status as a string": {doc: "<!-- type: api.BulkRequest -->\n```json\n" +
+			`{"bulkId": "b", "action": "CANCEL", "filter": {"status": "RUNNING"}}` + "\n```\n", want: "filter.status"},
+		"a bulk job's filter by another name": {doc: "<!-- type: api.BulkJob -->\n```json\n" +
+			`{"bulkId": "b", "action": "CANCEL", "filter": {"label": {"team": "data"}}, "matched": 1}` + "\n```\n", want: "filter.label"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -11,16 +11,19 @@ import (
 	"github.com/weftrun/weft/pkg/client"
 )
 
-const rerunSynopsis = "weft run rerun RUN_ID --from STEP [--input JSON] [--wait [--timeout D]] [--request-id ID] [-o json]"
+const rerunSynopsis = "weft run rerun RUN_ID --from STEP [--input JSON] [--wait [--timeout D]] [--run-request-id ID] [-o json]"
 
 // runRerun is `weft run rerun`: a new run of RUN_ID's plan version from
 // step --from (client.Rerun), followed to its end with --wait as `run
-// start --wait` follows a start.
+// start --wait` follows a start. --run-request-id is the request's
+// runRequestId, named as `run start` names it; --request-id is its
+// deprecated name.
 func runRerun(ctx context.Context, env *Env, args []string) error {
 	cmd := newAPICommand(env, "run rerun", rerunSynopsis, exitCodesHelp)
 	from := cmd.String("from", "", "the step to run anew, with the steps that depend on it; every other step's outcome is copied from RUN_ID (required)")
 	input := cmd.String("input", "", "the new run's input, a JSON document, @FILE, or - for stdin (default: RUN_ID's input)")
-	requestID := cmd.String("request-id", "", "your id for this rerun: repeating it starts no second run (default: a fresh id)")
+	requestID := cmd.String("run-request-id", "", "your id for this rerun: repeating it starts no second run (default: a fresh id)")
+	cmd.deprecatedAlias("request-id", "run-request-id", rerunSynopsis, exitCodesHelp)
 	wait := cmd.Bool("wait", false, "follow the new run's progress until it ends, and exit with its outcome")
 	timeout := cmd.Duration("timeout", 0, "with --wait: stop waiting after this long and exit 4 (default: wait as long as the run takes)")
 	pos, err := cmd.parse(args, "RUN_ID")
