@@ -106,8 +106,8 @@ func (h applyHandler) Handle(ctx context.Context, items [][]events.Event, msgs [
 // applyRuns projects each run's events (nil for a resync with no new
 // event) and stores the changed snapshots, their watermarks and their gap
 // alerts in one transaction of two round trips (internal/store/pipetx): BEGIN
-// with the creation and locking of the runs' rows, then the writes with
-// COMMIT. A resync that reads the log adds its reads. After the commit it
+// with the locking of the runs' rows (rowsLock), then the writes with
+// COMMIT, a new run's row inserted whole. A resync that reads the log adds its reads. After the commit it
 // tells the other projectors which runs changed (notifyChanged), reports
 // alerts, records lag and wakes the readers waiting on the runs.
 // It returns what it did to each run.

@@ -72,8 +72,9 @@ func fingerprintOf(e events.Event) fingerprint {
 // busCheckSQL returns, for each (run, runSeq) of the bus past the run's
 // watermark, the log's event there (empty strings when there is none),
 // through run_events' primary key. It runs after rowsLockSQL in the same
-// batch, so it sees the rows that batch created and the watermarks it
-// locked; an event at or below a watermark is a duplicate the reducer
+// batch, so it sees the placeholders that batch created and the
+// watermarks it locked (a run without a row yet is checked by
+// freshCheckSQL instead); an event at or below a watermark is a duplicate the reducer
 // skips, and is not looked up.
 const busCheckSQL = `
 SELECT b.run_id::text, b.run_seq, coalesce(e.event_id::text, ''), coalesce(e.idempotency_key, ''),
