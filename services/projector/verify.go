@@ -86,17 +86,7 @@ LEFT JOIN run_events e ON e.run_id = b.run_id AND e.run_seq = b.run_seq`
 // queueBusCheck queues busCheckSQL for the distinct places of byRun's
 // events; false when there are none (a resync or a rebuild).
 func queueBusCheck(b *pgx.Batch, runIDs []string, byRun map[string][]events.Event) bool {
-	var ids []string
-	var seqs []int64
-	for _, id := range runIDs {
-		var seen []int64
-		for _, e := range byRun[id] {
-			if !slices.Contains(seen, e.RunSeq) {
-				seen = append(seen, e.RunSeq)
-				ids, seqs = append(ids, id), append(seqs, e.RunSeq)
-			}
-		}
-	}
+	ids, seqs := busPlaces(runIDs, byRun)
 	if len(ids) == 0 {
 		return false
 	}
