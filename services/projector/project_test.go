@@ -131,7 +131,9 @@ func TestNoMetricsOnTheAPIListener(t *testing.T) {
 	s.serve(t, projector.Config{})
 	runID := s.approve(t, "metrics")
 	s.waitRun(t, runID, atSeq(1), "approved")
-	require.Positive(t, s.counter(t, "weft.projector.events.applied"), "the metrics are recorded")
+	// The counter is recorded after the commit that makes the run readable.
+	require.Eventually(t, func() bool { return s.counter(t, "weft.projector.events.applied") > 0 },
+		waitFor, 10*time.Millisecond, "the metrics are recorded")
 
 	for _, path := range []string{"/metrics", "/metrics/"} {
 		resp, err := http.Get(s.url + path)
