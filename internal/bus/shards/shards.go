@@ -292,10 +292,10 @@ func drain(first delivery, shard <-chan delivery, limit int) []delivery {
 	return batch
 }
 
-// gather adds to batch the deliveries that reach shard within d, up to
-// limit, and returns early when shard closes or hard ends.
-func gather(hard context.Context, batch []delivery, shard <-chan delivery, limit int, d time.Duration) []delivery {
-	t := time.NewTimer(d)
+// gather adds to batch the deliveries that reach shard within wait, up
+// to limit, and returns early when shard closes or hard ends.
+func gather(hard context.Context, batch []delivery, shard <-chan delivery, limit int, wait time.Duration) []delivery {
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	for len(batch) < limit {
 		select {
