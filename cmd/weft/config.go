@@ -63,6 +63,12 @@ func (f *flags) int(name, envKey, usage string) *int {
 	return p
 }
 
+func (f *flags) duration(name, envKey string, def time.Duration, usage string) *time.Duration {
+	p := new(time.Duration)
+	f.durationVar(p, name, envKey, def, usage)
+	return p
+}
+
 func (f *flags) bool(name, envKey string, def bool, usage string) *bool {
 	p := new(bool)
 	f.boolVar(p, name, envKey, def, usage)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
@@ -14,9 +15,10 @@ import (
 
 // relayOptions are the flags of `weft relay`.
 type relayOptions struct {
-	urls    backendURLs
-	streams *streamOptions
-	ops     *string
+	urls      backendURLs
+	streams   *streamOptions
+	ops       *string
+	idleGrace *time.Duration
 }
 
 // relayFlags defines the flags of `weft relay`; docs/configuration.md
@@ -27,6 +29,9 @@ func relayFlags(env *environment) (*flags, relayOptions) {
 		urls:    backendFlags(f),
 		streams: streamFlags(f),
 		ops:     opsFlag(f, "WEFT_RELAY_OPS_ADDR", relayOpsAddr),
+		idleGrace: f.duration("idle-grace", "WEFT_RELAY_IDLE_GRACE", 0,
+			"how long the relay waits after a claim that found few rows before it claims again, so rows written "+
+				"meanwhile share a claim; each row waits at most this long (0: 5ms, negative: off, at most 100ms)"),
 	}
 }
 
@@ -37,6 +42,9 @@ func runRelay(ctx context.Context, env *environment, args []string) error {
 	f, opt := relayFlags(env)
 	if err := f.parse(args); err != nil {
 		return err
+	}
+	if err := (outbox.RelayConfig{IdleGrace: *opt.idleGrace}).Validate(); err != nil {
+		return fmt.Errorf("weft relay --idle-grace: %w", err)
 	}
 	o, err := newOps(ctx, env, "weft-relay", *opt.ops, opsHint(f))
 	if err != nil {
@@ -52,7 +60,8 @@ func runRelay(ctx context.Context, env *environment, args []string) error {
 		if err := b.streams(ctx, opt.streams, env.logger, uses...); err != nil {
 			return err
 		}
-		stop, err := startRelay(ctx, b.pool, b.nc, outbox.RelayConfig{Logger: env.logger, MeterProvider: o.meters, TracerProvider: o.tracer})
+		stop, err := startRelay(ctx, b.pool, b.nc, outbox.RelayConfig{Logger: env.logger, MeterProvider: o.meters,
+			TracerProvider: o.tracer, IdleGrace: *opt.idleGrace})
 		if err != nil {
 			return err
 		}

@@ -39,12 +39,15 @@ var ErrInvalidConfig = errors.New("outbox: invalid relay config")
 // RelayConfig tunes a Relay. The zero value of each field means its
 // default; NewRelay validates the result.
 type RelayConfig struct {
-	// BatchSize is the most rows one claim of a partition reads. A full
-	// batch is followed by the next claim at once. Default 256.
+	// BatchSize is the most rows one claim reads of each partition. A
+	// claim that took BatchSize rows of some partition is followed by the
+	// next claim at once. Default 256.
 	BatchSize int
-	// MaxInFlight bounds the unacknowledged publishes of one partition
-	// worker. Default 256. Keep Partitions*MaxInFlight under the JetStream
-	// context's PublishAsyncMaxPending (4000 by default).
+	// MaxInFlight bounds the unacknowledged publishes of one relay worker
+	// (a worker serves the partitions its relay won together). Default 256.
+	// Keep Partitions*MaxInFlight under the JetStream context's
+	// PublishAsyncMaxPending (4000 by default): a relay that won its
+	// partitions one at a time has a worker for each.
 	MaxInFlight int
 	// MaxAttempts is how many failures a row may be charged before it is
 	// moved to outbox_dead. Default 10.
@@ -61,15 +64,16 @@ type RelayConfig struct {
 	// JetStream context with jetstream.WithPublishAsyncTimeout of at most
 	// this value lets the client forget such publishes too.
 	AckTimeout time.Duration
-	// PollInterval is the fallback wake-up of an idle partition worker, a
+	// PollInterval is the fallback wake-up of an idle relay worker, a
 	// backstop for notifications lost while the relay's session was down.
 	// Work normally arrives by NOTIFY. Default 2s.
 	PollInterval time.Duration
-	// IdleGrace is how long a partition worker waits, after a claim that
-	// found fewer than BatchSize rows, before it claims again, so rows
-	// written meanwhile share one claim and one settlement instead of one
-	// each; and how long it waits once more after an empty claim before it
-	// arms the partition (see docs/outbox.md, "Waking the relay"). A row
+	// IdleGrace is how long a relay worker waits, after a claim that
+	// took fewer than BatchSize rows of each partition, before it claims
+	// again, so rows written meanwhile share one claim and one settlement
+	// instead of one each; and how long it waits once more after an empty
+	// claim before it arms its partitions (see docs/outbox.md, "Waking the
+	// relay"). A row
 	// written during the grace waits for it, up to IdleGrace. Default 5ms;
 	// a negative value turns the grace off (claim again at once); at most
 	// MaxIdleGrace.

@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -32,13 +33,48 @@ func TestWorkerLingers(t *testing.T) {
 	w := &worker{r: &Relay{cfg: RelayConfig{BatchSize: 4}.WithDefaults()}}
 	for i, s := range steps {
 		w.armed = s.armed
-		require.Equal(t, s.want, w.lingers(s.rows), "claim %d found %d rows", i, s.rows)
+		require.Equal(t, s.want, w.lingers(s.rows, s.rows >= 4), "claim %d found %d rows", i, s.rows)
 	}
 
 	off := &worker{r: &Relay{cfg: RelayConfig{BatchSize: 4, IdleGrace: -1}.WithDefaults()}}
 	for i, s := range steps {
-		require.False(t, off.lingers(s.rows), "grace off: claim %d", i)
+		require.False(t, off.lingers(s.rows, s.rows >= 4), "grace off: claim %d", i)
 	}
+}
+
+// TestClaimFills: a claim is full when one partition gave its whole
+// share, however many rows the claim holds in all.
+func TestClaimFills(t *testing.T) {
+	t.Parallel()
+	keys := keysInPartitions(t, 3)
+	rowsOf := func(ks ...string) []row {
+		out := make([]row, len(ks))
+		for i, k := range ks {
+			out[i] = row{orderKey: k}
+		}
+		return out
+	}
+	a, b, c := keys[0], keys[1], keys[2]
+	require.False(t, fills(rowsOf(a, a), 3), "fewer rows than one share")
+	require.False(t, fills(rowsOf(a, a, b, b, c, c), 3), "no partition gave 3")
+	require.True(t, fills(rowsOf(a, b, b, b), 3), "b's partition gave its share")
+	require.True(t, fills(rowsOf(a, a, a), 3))
+}
+
+// keysInPartitions returns n order keys, each in another partition.
+func keysInPartitions(t *testing.T, n int) []string {
+	t.Helper()
+	seen := map[int]bool{}
+	var keys []string
+	for i := 0; len(keys) < n; i++ {
+		require.Less(t, i, 10000, "no key found for %d partitions", n)
+		k := "key-" + strconv.Itoa(i)
+		if p := PartitionOf(k); !seen[p] {
+			seen[p] = true
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 func TestIdleGraceEdges(t *testing.T) {

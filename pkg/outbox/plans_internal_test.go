@@ -12,7 +12,7 @@ import (
 // An outbox that once held a large backlog keeps its size with a few live
 // rows in it, and Postgres caches the plans it makes from those
 // statistics. On such plans the relay's statements still walk the primary
-// key of one partition in id order and stop at their limit (queuePlans):
+// key of each partition in id order and stop at their limit (queuePlans):
 // no scan of the heap, no bitmap of a partition's rows to sort, no key on
 // id alone to filter every partition's rows through, and a settlement
 // stops at the last of its ids. Without the prelude
@@ -32,11 +32,11 @@ func TestRelayWalksThePartitionKeyOfABloatedOutbox(t *testing.T) {
 		require.NoError(t, err)
 	}
 	statements := []weftest.Statement{
-		{SQL: claimSQL, Types: "int, int", Args: "0, 100"},
-		{SQL: nextDueSQL, Types: "int", Args: "0"},
-		{SQL: deleteSQL, Types: "int, bigint, bigint, bigint[]", Args: "0, 20001, 20002, '{20001,20002}'"},
-		{SQL: retrySQL, Types: "int, bigint, bigint, bigint[], text[], bigint[]", Args: "0, 20001, 20001, '{20001}', '{x}', '{1}'"},
-		{SQL: deadSQL, Types: "int, bigint, bigint, bigint[], text[]", Args: "0, 20001, 20001, '{20001}', '{x}'"},
+		{SQL: claimSQL, Types: "int[], int", Args: "'{0,1,2,3,4,5,6,7}', 100"},
+		{SQL: nextDueSQL, Types: "int[]", Args: "'{0,1}'"},
+		{SQL: deleteSQL, Types: "int[], bigint, bigint, bigint[]", Args: "'{0,1}', 20001, 20002, '{20001,20002}'"},
+		{SQL: retrySQL, Types: "int[], bigint, bigint, bigint[], text[], bigint[]", Args: "'{0}', 20001, 20001, '{20001}', '{x}', '{1}'"},
+		{SQL: deadSQL, Types: "int[], bigint, bigint, bigint[], text[]", Args: "'{0}', 20001, 20001, '{20001}', '{x}'"},
 	}
 
 	text := db.GenericPlans(t, queuePlans, statements...)

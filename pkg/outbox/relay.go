@@ -152,8 +152,9 @@ func (r *Relay) run(ctx, soft context.Context, sess *session) {
 	}
 }
 
-// serve takes the partitions it can, starts a worker per partition, wakes
-// workers on notifications and retries the other partitions every
+// serve takes the partitions it can, starts a worker for each set of
+// partitions won together (workers maps each partition to its worker),
+// wakes workers on notifications and retries the other partitions every
 // LockRetryInterval. It returns when the session fails (workers are
 // cancelled at once: their locks are gone) or on Stop (workers finish
 // their batch first).
@@ -183,8 +184,8 @@ func (r *Relay) sessionFailed(soft context.Context, err error) bool {
 	return true
 }
 
-// acquire tries the locks of the partitions without a worker and starts a
-// worker for each lock won. With every partition held it still runs a
+// acquire tries the locks of the partitions without a worker and starts
+// one worker for the locks won. With every partition held it still runs a
 // query: the session's heartbeat.
 func (r *Relay) acquire(ctx, soft context.Context, sess *session, workers map[int]*worker) error {
 	var want []int32
@@ -197,8 +198,11 @@ func (r *Relay) acquire(ctx, soft context.Context, sess *session, workers map[in
 	if err != nil {
 		return err
 	}
-	for _, p := range won {
-		workers[int(p)] = startWorker(ctx, soft, r, int(p))
+	if len(won) > 0 {
+		w := startWorker(ctx, soft, r, won)
+		for _, p := range won {
+			workers[int(p)] = w
+		}
 	}
 	r.held.Store(int32(len(workers)))
 	if len(won) > 0 {
@@ -225,7 +229,7 @@ func (r *Relay) listen(soft context.Context, sess *session, workers map[int]*wor
 func (r *Relay) stopWorkers(workers map[int]*worker, lost bool) {
 	for _, w := range workers {
 		if lost {
-			w.cancel()
+			w.cancel() // idempotent: a worker of many partitions is met once per partition
 		}
 	}
 	for _, w := range workers {

@@ -24,38 +24,46 @@ type row struct {
 	createdAt time.Time
 }
 
-// claimSQL reads the next rows of a partition in id order. It is not a
-// high-water mark: ids are drawn before commit, so a row with a smaller id
-// may become visible after a larger one was published, and it is picked up
-// by the next claim. A row is held back while an earlier-or-same row of
-// its order key waits out a backoff (next_attempt_at in the future), so a
-// later row never overtakes a failing one. Only the partition's owner (the
-// advisory lock holder) runs it, so no row locks are needed.
+// claimSQL reads the next rows of each of the partitions $1, up to $2 a
+// partition, each partition's in id order: a worker serves the partitions
+// its relay holds with one claim, and every key lives in one partition, so
+// per-key order needs nothing across partitions. It is not a high-water
+// mark: ids are drawn before commit, so a row with a smaller id may become
+// visible after a larger one was published, and it is picked up by the
+// next claim. A row is held back while an earlier-or-same row of its order
+// key waits out a backoff (next_attempt_at in the future), so a later row
+// never overtakes a failing one. Only the partitions' owner (the advisory
+// lock holder) runs it, so no row locks are needed.
 //
 // The order keys in backoff (held, usually none) are read once, through
 // outbox_backoff, before the rows: asked per row, as a correlated
 // NOT EXISTS, the planner could answer each row with a scan of every
 // earlier id, as it does on a plan cached while the outbox looked empty.
+// Each partition is walked on its own (LATERAL), so a partition with a
+// backlog does not starve the others of their share of a claim.
 const claimSQL = `
 WITH held AS MATERIALIZED (
 	SELECT order_key, min(id) AS from_id FROM outbox
-	WHERE partition = $1 AND next_attempt_at > now()
-	GROUP BY order_key)
+	WHERE partition = ANY ($1::int[]) AND next_attempt_at > now()
+	GROUP BY partition, order_key)
 SELECT o.id, o.order_key, o.subject, o.headers, o.payload, o.dedupe_id, o.attempts, o.created_at
-FROM outbox AS o
-WHERE o.partition = $1
-  AND NOT EXISTS (SELECT 1 FROM held AS h WHERE h.order_key = o.order_key AND h.from_id <= o.id)
-ORDER BY o.id
-LIMIT $2`
+FROM unnest($1::int[]) AS p(partition),
+LATERAL (
+	SELECT o.* FROM outbox AS o
+	WHERE o.partition = p.partition
+	  AND NOT EXISTS (SELECT 1 FROM held AS h WHERE h.order_key = o.order_key AND h.from_id <= o.id)
+	ORDER BY o.id
+	LIMIT $2) AS o`
 
-// outboxClaim returns up to limit publishable rows of partition, in id
-// order, in a transaction of one round trip (BEGIN, the prelude, the
-// claim, COMMIT) that probes the indexes only (queuePlans).
-func outboxClaim(ctx context.Context, pool *pgxpool.Pool, partition, limit int) ([]row, error) {
+// outboxClaim returns up to limit publishable rows of each of partitions,
+// partition by partition, each in id order, in a transaction of one round
+// trip (BEGIN, the prelude, the claim, COMMIT) that probes the indexes
+// only (queuePlans).
+func outboxClaim(ctx context.Context, pool *pgxpool.Pool, partitions []int32, limit int) ([]row, error) {
 	var out []row
 	err := pipetx.BeginFunc(ctx, pool, queuePlans, func(tx *pipetx.Tx) error {
 		b := &pgx.Batch{}
-		b.Queue(claimSQL, partition, limit).Query(func(rows pgx.Rows) error {
+		b.Queue(claimSQL, partitions, limit).Query(func(rows pgx.Rows) error {
 			var err error
 			out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
 				var x row
@@ -67,7 +75,7 @@ func outboxClaim(ctx context.Context, pool *pgxpool.Pool, partition, limit int) 
 		return tx.CommitBatch(ctx, b)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("outbox: claim partition %d: %w", partition, err)
+		return nil, fmt.Errorf("outbox: claim partitions %v: %w", partitions, err)
 	}
 	return out, nil
 }
@@ -85,23 +93,23 @@ const queuePlansSQL = pipetx.KeyPlansSQL + `,
 
 var queuePlans = []string{queuePlansSQL}
 
-// nextDueSQL reads the earliest backoff of a partition through
+// nextDueSQL reads the earliest backoff of the partitions $1 through
 // outbox_backoff, in microseconds from now on the database clock.
 const nextDueSQL = `
 SELECT (extract(epoch FROM min(next_attempt_at) - clock_timestamp()) * 1e6)::bigint
-FROM outbox WHERE partition = $1 AND next_attempt_at > now()`
+FROM outbox WHERE partition = ANY ($1::int[]) AND next_attempt_at > now()`
 
-// outboxNextDue returns how long until the earliest backoff in partition
+// outboxNextDue returns how long until the earliest backoff in partitions
 // expires, measured on the database clock, or ok=false when no row waits.
-func outboxNextDue(ctx context.Context, pool *pgxpool.Pool, partition int) (wait time.Duration, ok bool, err error) {
+func outboxNextDue(ctx context.Context, pool *pgxpool.Pool, partitions []int32) (wait time.Duration, ok bool, err error) {
 	var us *int64
 	err = pipetx.BeginFunc(ctx, pool, queuePlans, func(tx *pipetx.Tx) error {
 		b := &pgx.Batch{}
-		b.Queue(nextDueSQL, partition).QueryRow(func(r pgx.Row) error { return r.Scan(&us) })
+		b.Queue(nextDueSQL, partitions).QueryRow(func(r pgx.Row) error { return r.Scan(&us) })
 		return tx.CommitBatch(ctx, b)
 	})
 	if err != nil {
-		return 0, false, fmt.Errorf("outbox: next due in partition %d: %w", partition, err)
+		return 0, false, fmt.Errorf("outbox: next due in partitions %v: %w", partitions, err)
 	}
 	if us == nil {
 		return 0, false, nil
@@ -126,24 +134,24 @@ func (s settlement) empty() bool {
 	return len(s.published) == 0 && len(s.retries) == 0 && len(s.dead) == 0
 }
 
-// The settlements take the partition and the first and last id of their
-// rows ($1 to $3), so that each walks the key (partition, id) between its
-// ids: on a cached generic plan, id = ANY($4) alone was a filter over the
-// partition's every row, not a bound.
+// The settlements take the worker's partitions and the first and last id
+// of their rows ($1 to $3), so that each walks the key (partition, id)
+// between its ids: on a cached generic plan, id = ANY($4) alone was a
+// filter over the partition's every row, not a bound.
 const (
 	deleteSQL = `
-DELETE FROM outbox WHERE partition = $1 AND id BETWEEN $2 AND $3 AND id = ANY($4)`
+DELETE FROM outbox WHERE partition = ANY ($1::int[]) AND id BETWEEN $2 AND $3 AND id = ANY($4)`
 	retrySQL = `
 UPDATE outbox AS o
 SET attempts = o.attempts + 1, last_error = u.err,
     next_attempt_at = clock_timestamp() + u.delay_us * interval '1 microsecond'
 FROM unnest($4::bigint[], $5::text[], $6::bigint[]) AS u(id, err, delay_us)
-WHERE o.partition = $1 AND o.id BETWEEN $2 AND $3 AND o.id = u.id`
+WHERE o.partition = ANY ($1::int[]) AND o.id BETWEEN $2 AND $3 AND o.id = u.id`
 	deadSQL = `
 WITH u AS (SELECT * FROM unnest($4::bigint[], $5::text[]) AS u(id, err)),
 moved AS (
 	DELETE FROM outbox AS o USING u
-	WHERE o.partition = $1 AND o.id BETWEEN $2 AND $3 AND o.id = u.id
+	WHERE o.partition = ANY ($1::int[]) AND o.id BETWEEN $2 AND $3 AND o.id = u.id
 	RETURNING o.id, o.partition, o.order_key, o.subject, o.headers, o.payload, o.dedupe_id,
 	          o.attempts, o.next_attempt_at, o.created_at, o.version, u.err)
 INSERT INTO outbox_dead (id, partition, order_key, subject, headers, payload, dedupe_id,
@@ -159,30 +167,30 @@ ON CONFLICT (id) DO UPDATE SET
 	failed_at = clock_timestamp()`
 )
 
-// outboxSettle applies s, a batch of partition's rows, in one transaction
+// outboxSettle applies s, a batch of rows of partitions, in one transaction
 // of one round trip (BEGIN, the prelude, the batch, COMMIT): published
 // rows are deleted, failed rows charged, dead rows moved to outbox_dead.
-func outboxSettle(ctx context.Context, pool *pgxpool.Pool, partition int, s settlement) error {
+func outboxSettle(ctx context.Context, pool *pgxpool.Pool, partitions []int32, s settlement) error {
 	if s.empty() {
 		return nil
 	}
 	b := &pgx.Batch{}
 	if len(s.published) > 0 {
-		b.Queue(deleteSQL, partition, slices.Min(s.published), slices.Max(s.published), s.published)
+		b.Queue(deleteSQL, partitions, slices.Min(s.published), slices.Max(s.published), s.published)
 	}
 	if len(s.retries) > 0 {
 		ids, errs, delays := make([]int64, len(s.retries)), make([]string, len(s.retries)), make([]int64, len(s.retries))
 		for i, r := range s.retries {
 			ids[i], errs[i], delays[i] = r.id, r.err, r.delay.Microseconds()
 		}
-		b.Queue(retrySQL, partition, slices.Min(ids), slices.Max(ids), ids, errs, delays)
+		b.Queue(retrySQL, partitions, slices.Min(ids), slices.Max(ids), ids, errs, delays)
 	}
 	if len(s.dead) > 0 {
 		ids, errs := make([]int64, len(s.dead)), make([]string, len(s.dead))
 		for i, r := range s.dead {
 			ids[i], errs[i] = r.id, r.err
 		}
-		b.Queue(deadSQL, partition, slices.Min(ids), slices.Max(ids), ids, errs)
+		b.Queue(deadSQL, partitions, slices.Min(ids), slices.Max(ids), ids, errs)
 	}
 	err := pipetx.BeginFunc(ctx, pool, queuePlans, func(tx *pipetx.Tx) error {
 		return tx.CommitBatch(ctx, b)

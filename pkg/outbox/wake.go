@@ -11,7 +11,8 @@ import (
 // waits again, until the writer has committed or rolled back.
 const barrierWaitMillis = 100
 
-// setArmed records whether the worker's partition waits for notifications.
+// setArmed records whether the worker's partitions wait for notifications,
+// all of them in one statement, and their barriers in one more.
 //
 // Disarming tells writers that the relay is claiming and needs no NOTIFY,
 // which spares their commits Postgres's database-wide notify lock, held
@@ -26,10 +27,10 @@ const barrierWaitMillis = 100
 func (w *worker) setArmed(ctx context.Context, armed bool) error {
 	if !w.armKnown || w.armed != armed {
 		_, err := w.r.pool.Exec(ctx, `
-			INSERT INTO outbox_wake (partition, armed) VALUES ($1, $2)
-			ON CONFLICT (partition) DO UPDATE SET armed = EXCLUDED.armed`, w.partition, armed)
+			INSERT INTO outbox_wake (partition, armed) SELECT p, $2 FROM unnest($1::int[]) AS p
+			ON CONFLICT (partition) DO UPDATE SET armed = EXCLUDED.armed`, w.partitions, armed)
 		if err != nil {
-			return fmt.Errorf("outbox: set partition %d armed=%t: %w", w.partition, armed, err)
+			return fmt.Errorf("outbox: set partitions %v armed=%t: %w", w.partitions, armed, err)
 		}
 		w.armed, w.armKnown, w.settled = armed, true, false
 	}
@@ -37,9 +38,12 @@ func (w *worker) setArmed(ctx context.Context, armed bool) error {
 		return nil
 	}
 	// In a statement of its own, so the arming above is visible first.
-	err := w.r.pool.QueryRow(ctx, `SELECT weft_outbox_barrier($1, $2)`, w.partition, barrierWaitMillis).Scan(&w.settled)
+	// Every barrier is tried (bool_and does not stop at the first false),
+	// each bounded by barrierWaitMillis.
+	err := w.r.pool.QueryRow(ctx, `SELECT bool_and(weft_outbox_barrier(p, $2)) FROM unnest($1::int[]) AS p`,
+		w.partitions, barrierWaitMillis).Scan(&w.settled)
 	if err != nil {
-		return fmt.Errorf("outbox: arm partition %d: wait for writers: %w", w.partition, err)
+		return fmt.Errorf("outbox: arm partitions %v: wait for writers: %w", w.partitions, err)
 	}
 	return nil
 }

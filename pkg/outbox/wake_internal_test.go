@@ -12,19 +12,22 @@ import (
 	"github.com/weftrun/weft/pkg/weftest"
 )
 
-// TestWakeProtocol steps one partition worker by hand through the race the
-// wake protocol exists for: a writer checks the partition while the relay
-// is busy (so it does not notify), and commits only after the relay has
-// gone idle. The relay's arming must wait for that writer and claim its
-// row; no row may be left for PollInterval.
+// TestWakeProtocol steps a worker of two partitions by hand through the
+// race the wake protocol exists for: a writer checks its partition, the
+// worker's second, while the relay is busy (so it does not notify), and
+// commits only after the relay has gone idle. The relay's arming must
+// wait for that writer and claim its row; no row may be left for
+// PollInterval.
 func TestWakeProtocol(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	db := weftest.NewDB(t)
-	key := "wake"
+	keys := keysInPartitions(t, 2)
+	key := keys[1]
 	p := PartitionOf(key)
-	w := &worker{r: &Relay{pool: db.Pool, cfg: RelayConfig{}.WithDefaults()}, partition: p}
+	parts := []int32{int32(PartitionOf(keys[0])), int32(p)}
+	w := &worker{r: &Relay{pool: db.Pool, cfg: RelayConfig{}.WithDefaults()}, partitions: parts}
 	listener := listen(ctx, t, db.URL)
 	m := Message{Subject: "weft.events." + key, Payload: []byte("x"), OrderKey: key}
 
@@ -39,14 +42,14 @@ func TestWakeProtocol(t *testing.T) {
 	// may not sleep; its claim cannot see the uncommitted row yet.
 	require.NoError(t, w.setArmed(ctx, true))
 	require.False(t, w.settled, "the barrier waited for the open writer and gave up")
-	rows, err := outboxClaim(ctx, db.Pool, p, 10)
+	rows, err := outboxClaim(ctx, db.Pool, parts, 10)
 	require.NoError(t, err)
 	require.Empty(t, rows)
 
 	require.NoError(t, straggler.Commit(ctx))
 	require.NoError(t, w.setArmed(ctx, true))
 	require.True(t, w.settled, "the barrier passes once the writer has committed")
-	rows, err = outboxClaim(ctx, db.Pool, p, 10)
+	rows, err = outboxClaim(ctx, db.Pool, parts, 10)
 	require.NoError(t, err)
 	require.Len(t, rows, 1, "the claim after the barrier sees the straggler's row")
 	require.Equal(t, "straggler", rows[0].dedupeID)

@@ -4,36 +4,41 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 )
 
-// worker serves one partition for as long as the relay holds its lock:
-// claim the next rows in id order, publish them, settle the outcome, and
-// claim again while claims find rows: at once after a full batch, after
-// IdleGrace after a partial one. When a claim finds none, the worker waits
-// IdleGrace once more, then arms the partition (writers notify from then
-// on) and claims once more; only an empty claim while armed lets it sleep
-// until a wake-up. Any rows found disarm it again, so writers of a busy
-// partition never notify.
+// worker serves a set of partitions, those its relay won together, for as
+// long as the relay holds their locks: claim the next rows of each in id
+// order (one statement for all), publish them, settle the outcome, and
+// claim again while claims find rows: at once after a claim that filled a
+// partition's BatchSize, after IdleGrace after any other. When a claim
+// finds none, the worker waits IdleGrace once more, then arms its
+// partitions (writers notify from then on) and claims once more; only an
+// empty claim while armed lets it sleep until a wake-up. Any rows found
+// disarm them again, so writers of a busy relay never notify. One worker
+// for many partitions wakes, claims and settles once where a worker per
+// partition would each do it, which is most of a relay's cost at low load.
 type worker struct {
-	r         *Relay
-	partition int
-	wake      chan struct{}      // a pending wake-up; capacity 1
-	cancel    context.CancelFunc // stops the worker at once
-	done      chan struct{}      // closed when run returns
-	pauses    int                // consecutive batches cut short by the bus or the database
-	armed     bool               // writers notify this partition (see setArmed)
-	armKnown  bool               // armed matches outbox_wake (false until the first setArmed)
-	settled   bool               // armed, and no writer that missed the arming is still open
-	lingered  bool               // the last claim was followed by an IdleGrace wait
+	r          *Relay
+	partitions []int32            // sorted
+	wake       chan struct{}      // a pending wake-up; capacity 1
+	cancel     context.CancelFunc // stops the worker at once
+	done       chan struct{}      // closed when run returns
+	pauses     int                // consecutive batches cut short by the bus or the database
+	armed      bool               // writers notify these partitions (see setArmed)
+	armKnown   bool               // armed matches outbox_wake (false until the first setArmed)
+	settled    bool               // armed, and no writer that missed the arming is still open
+	lingered   bool               // the last claim was followed by an IdleGrace wait
 }
 
-// startWorker runs a worker for partition until soft ends (after the batch
-// in hand), ctx ends or its cancel is called (at once).
-func startWorker(ctx, soft context.Context, r *Relay, partition int) *worker {
+// startWorker runs a worker for partitions until soft ends (after the
+// batch in hand), ctx ends or its cancel is called (at once).
+func startWorker(ctx, soft context.Context, r *Relay, partitions []int32) *worker {
 	wctx, cancel := context.WithCancel(ctx)
-	w := &worker{r: r, partition: partition, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	partitions = slices.Sorted(slices.Values(partitions))
+	w := &worker{r: r, partitions: partitions, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
 	go w.run(wctx, soft)
 	return w
 }
@@ -55,7 +60,7 @@ func (w *worker) run(ctx, soft context.Context) {
 		if err == nil && res.transport == nil {
 			// Busy after rows, idle (arm, then claim once more) after none
 			// and the grace.
-			linger = w.lingers(res.claimed)
+			linger = w.lingers(res.claimed, res.full)
 			err = w.setArmed(ctx, res.claimed == 0 && !linger)
 		}
 		switch {
@@ -85,15 +90,16 @@ func (w *worker) run(ctx, soft context.Context) {
 }
 
 // lingers reports whether the worker waits IdleGrace before its next
-// claim, given the rows the last claim found: not after a full batch (more
-// rows are waiting); after a partial one, so the rows written meanwhile
-// share the next claim and settlement; after an empty one, once, unless
-// the claim before it lingered too or the partition is armed (the worker
-// is on its way to sleep). With the grace off it never does.
-func (w *worker) lingers(claimed int) bool {
+// claim, given the rows the last claim found and whether it filled some
+// partition's BatchSize: not after a full claim (more rows are waiting);
+// after a partial one, so the rows written meanwhile share the next claim
+// and settlement; after an empty one, once, unless the claim before it
+// lingered too or the partitions are armed (the worker is on its way to
+// sleep). With the grace off it never does.
+func (w *worker) lingers(claimed int, full bool) bool {
 	grace := w.r.cfg.IdleGrace > 0
 	switch {
-	case claimed >= w.r.cfg.BatchSize:
+	case full:
 		w.lingered = false
 	case claimed > 0:
 		w.lingered = grace
@@ -112,11 +118,11 @@ func (w *worker) lingers(claimed int) bool {
 func (w *worker) logPause(ctx context.Context, d time.Duration, err error) {
 	if errors.Is(err, errStreamFull) {
 		w.r.logger.ErrorContext(ctx, "outbox: stream full; publishing paused, rows kept",
-			"alert", "OUTBOX_STREAM_FULL", "partition", w.partition, "pause", d, "err", err)
+			"alert", "OUTBOX_STREAM_FULL", "partitions", w.partitions, "pause", d, "err", err)
 		return
 	}
 	w.r.logger.WarnContext(ctx, "outbox: batch cut short; pausing",
-		"partition", w.partition, "pause", d, "err", err)
+		"partitions", w.partitions, "pause", d, "err", err)
 }
 
 // sleep waits d, or less when the relay stops or, if wakeable, a wake-up
@@ -137,7 +143,8 @@ func (w *worker) sleep(ctx, soft context.Context, d time.Duration, wakeable bool
 }
 
 type stepResult struct {
-	claimed   int           // rows claimed: when some, claim again at once
+	claimed   int           // rows claimed
+	full      bool          // some partition gave BatchSize rows: claim again at once
 	sleep     bool          // nothing claimed while armed: the worker may sleep
 	transport error         // the batch was cut short by the bus
 	nextDue   time.Duration // until the earliest backoff expires, if hasDue
@@ -147,11 +154,12 @@ type stepResult struct {
 // step claims, publishes and settles one batch.
 func (w *worker) step(ctx context.Context) (stepResult, error) {
 	cfg := w.r.cfg
-	rows, err := outboxClaim(ctx, w.r.pool, w.partition, cfg.BatchSize)
+	rows, err := outboxClaim(ctx, w.r.pool, w.partitions, cfg.BatchSize)
 	if err != nil {
 		return stepResult{}, err
 	}
-	res := stepResult{claimed: len(rows), sleep: len(rows) == 0 && w.armed && w.settled}
+	res := stepResult{claimed: len(rows), full: fills(rows, cfg.BatchSize),
+		sleep: len(rows) == 0 && w.armed && w.settled}
 	if len(rows) > 0 {
 		if cfg.TestingKnobs.BeforePublish != nil {
 			cfg.TestingKnobs.BeforePublish()
@@ -165,15 +173,31 @@ func (w *worker) step(ctx context.Context) (stepResult, error) {
 			cfg.TestingKnobs.AfterPublish()
 		}
 		acts, s := w.plan(rows, out)
-		if err := outboxSettle(ctx, w.r.pool, w.partition, s); err != nil {
+		if err := outboxSettle(ctx, w.r.pool, w.partitions, s); err != nil {
 			return stepResult{}, err
 		}
 		res.transport = w.report(ctx, rows, out, acts)
 	}
 	if res.sleep {
-		res.nextDue, res.hasDue, err = outboxNextDue(ctx, w.r.pool, w.partition)
+		res.nextDue, res.hasDue, err = outboxNextDue(ctx, w.r.pool, w.partitions)
 	}
 	return res, err
+}
+
+// fills reports whether a claim's rows, partition by partition, hold
+// limit rows of one order key's partition: that partition has more waiting.
+func fills(rows []row, limit int) bool {
+	if len(rows) < limit {
+		return false
+	}
+	n := map[int]int{}
+	for _, r := range rows {
+		p := PartitionOf(r.orderKey)
+		if n[p]++; n[p] >= limit {
+			return true
+		}
+	}
+	return false
 }
 
 // action is what settling does to one row of a batch.
@@ -236,7 +260,7 @@ func (w *worker) report(ctx context.Context, rows []row, out []outcome, acts []a
 			failedKeys[r.orderKey] = true
 		} else if o.kind == acked && failedKeys[r.orderKey] {
 			w.r.logger.WarnContext(ctx, "outbox: a later message of an order key reached the bus before an earlier one that failed",
-				"partition", w.partition, "order_key", r.orderKey, "dedupe_id", r.dedupeID)
+				"partition", PartitionOf(r.orderKey), "order_key", r.orderKey, "dedupe_id", r.dedupeID)
 		}
 		w.reportRow(ctx, r, o, acts[i])
 	}
@@ -262,13 +286,13 @@ func (w *worker) reportRow(ctx context.Context, r row, o outcome, a action) {
 	case retried:
 		st.failures.Add(1)
 		w.r.logger.WarnContext(ctx, "outbox: publish failed; will retry",
-			"partition", w.partition, "subject", r.subject, "dedupe_id", r.dedupeID,
+			"partition", PartitionOf(r.orderKey), "subject", r.subject, "dedupe_id", r.dedupeID,
 			"attempts", r.attempts+1, "err", o.err)
 	case dead:
 		st.failures.Add(1)
 		st.dead.Add(1)
 		w.r.logger.ErrorContext(ctx, "outbox: message moved to outbox_dead after repeated publish failures",
-			"alert", "OUTBOX_DLQ", "partition", w.partition, "subject", r.subject,
+			"alert", "OUTBOX_DLQ", "partition", PartitionOf(r.orderKey), "subject", r.subject,
 			"dedupe_id", r.dedupeID, "order_key", r.orderKey, "outbox_id", r.id,
 			"attempts", r.attempts+1, "last_error", o.err.Error())
 	case keep:
