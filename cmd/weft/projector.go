@@ -52,6 +52,9 @@ func projectorFlags(env *environment) (*flags, *projectorOptions) {
 	f.fromEnv("key-rate", "WEFT_PROJECTOR_KEY_RATE")
 	f.intVar(&cfg.KeyRate.Burst, "key-burst", "WEFT_PROJECTOR_KEY_BURST", 0, "read API requests one API key may make at once (0: 200)")
 	f.intVar(&cfg.Concurrency, "concurrency", "WEFT_PROJECTOR_CONCURRENCY", 0, "batches applied in parallel (0: 1)")
+	f.durationVar(&cfg.BatchLinger, "batch-linger", "WEFT_PROJECTOR_BATCH_LINGER", 0,
+		"how long a batch of fewer than 256 messages waits for more before it is applied, one snapshot write a run; "+
+			"adds to projection lag only (0: 20ms, negative: off, at most 1s)")
 	f.intVar(&cfg.StepsPerToken, "steps-per-token", "WEFT_PROJECTOR_STEPS_PER_TOKEN", 0,
 		"steps a read answers per token of its key's rate: a larger answer takes more (0: 100)")
 	f.intVar(&cfg.MaxChildrenPage, "max-children-page", "WEFT_PROJECTOR_MAX_CHILDREN_PAGE", 0,
@@ -71,6 +74,9 @@ func runProjector(ctx context.Context, env *environment, args []string) error {
 	f, opt := projectorFlags(env)
 	if err := f.parse(args); err != nil {
 		return err
+	}
+	if d := opt.cfg.BatchLinger; d > projector.MaxBatchLinger {
+		return fmt.Errorf("weft projector --batch-linger: %v is above the most allowed, %v", d, projector.MaxBatchLinger)
 	}
 	keys, err := opt.loadKeys()
 	if err != nil {

@@ -54,3 +54,23 @@ func TestProjectorRebuild(t *testing.T) {
 	require.NoError(t, r.err, r.errOut)
 	require.True(t, strings.HasPrefix(r.out, "rebuilt 0 of the log's 2 runs in "), r.out)
 }
+
+// The batching waits of `weft relay` and `weft projector` are refused
+// above their limits before anything is opened, by flag and by variable.
+func TestBatchingWaitsRefuseValuesAboveTheirLimits(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"relay", "--idle-grace", "101ms"}, nil, "weft relay --idle-grace: outbox: invalid relay config: IdleGrace"},
+		{[]string{"relay"}, map[string]string{"WEFT_RELAY_IDLE_GRACE": "1s"}, "weft relay --idle-grace"},
+		{[]string{"projector", "--batch-linger", "1001ms"}, nil, "weft projector --batch-linger: 1.001s is above the most allowed, 1s"},
+		{[]string{"projector"}, map[string]string{"WEFT_PROJECTOR_BATCH_LINGER": "2s"}, "weft projector --batch-linger"},
+	} {
+		var out, errOut weftest.Buffer
+		err := run(t.Context(), c.args, &out, &errOut, envOf(c.env))
+		require.ErrorContains(t, err, c.want, "weft %v %v", c.args, c.env)
+	}
+}
