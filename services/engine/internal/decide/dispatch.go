@@ -142,14 +142,24 @@ func (d *decider) afterFailure(ps *plan.Step) bool {
 // blockingFailure returns the first FAILED step, in topological order,
 // that no step handles: one listed in the Handles of an anyFailed step
 // that has not failed or been skipped is handled, or being handled. ""
-// when there is none.
+// when there is none. A subPlan step whose child was cancelled
+// (CodeChildRunCancelled) comes after every other such failure: a failing
+// run cancels its children in flight, and the failure that set it
+// failing, not the steps of the children it cancelled, is the one its
+// RunFailed names.
 func (d *decider) blockingFailure() string {
+	cancelled := ""
 	for _, id := range d.order {
-		if d.s.Steps[id].Status == events.StepStatusFailed && !d.handled(id) {
+		st := d.s.Steps[id]
+		switch {
+		case st.Status != events.StepStatusFailed || d.handled(id):
+		case st.Error.Code != CodeChildRunCancelled:
 			return id
+		case cancelled == "":
+			cancelled = id
 		}
 	}
-	return ""
+	return cancelled
 }
 
 // handled reports whether a step that handles id's failure has not failed

@@ -155,6 +155,19 @@ func TestFailingParentCancelsItsChildren(t *testing.T) {
 	require.Equal(t, []string{"StepFailed pay 1", "RunFailed 1"}, descs(d.Events))
 	require.Equal(t, CodeChildRunCancelled, b.s.Steps["pay"].Error.Code)
 	require.Empty(t, d.ToOtherRuns, "the child ended: nothing more to cancel")
+	end := d.Events[len(d.Events)-1].Data.(events.RunFailedData)
+	require.Equal(t, "side", end.StepID, "the run failed because side failed; pay failed because the failing run cancelled its child")
+}
+
+// A child cancelled from outside fails its step, and that failure, the
+// only one, fails the run.
+func TestCancelledChildAloneFailsTheRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sub("pay", `{}`))
+	b.decide(approve())
+	d := b.decide(b.childEnd("pay", b.s.Steps["pay"], events.ChildRunEndedData{Status: events.RunStatusCancelled, Reason: "an operator"}))
+	require.Equal(t, []string{"StepFailed pay 1", "RunFailed 1"}, descs(d.Events))
+	require.Equal(t, "pay", d.Events[len(d.Events)-1].Data.(events.RunFailedData).StepID)
 }
 
 // A child the shell could not start fails its step at once, for good.
