@@ -54,7 +54,7 @@ func projectorFlags(env *environment) (*flags, *projectorOptions) {
 	f.intVar(&cfg.Concurrency, "concurrency", "WEFT_PROJECTOR_CONCURRENCY", 0, "batches applied in parallel (0: 1)")
 	f.durationVar(&cfg.BatchLinger, "batch-linger", "WEFT_PROJECTOR_BATCH_LINGER", 0,
 		"how long a batch of fewer than 256 messages waits for more before it is applied, one snapshot write a run; "+
-			"adds to projection lag only (0: 20ms, negative: off, at most 1s)")
+			"adds to projection lag only (0: 100ms, negative: off, at most 1s)")
 	f.intVar(&cfg.StepsPerToken, "steps-per-token", "WEFT_PROJECTOR_STEPS_PER_TOKEN", 0,
 		"steps a read answers per token of its key's rate: a larger answer takes more (0: 100)")
 	f.intVar(&cfg.MaxChildrenPage, "max-children-page", "WEFT_PROJECTOR_MAX_CHILDREN_PAGE", 0,
