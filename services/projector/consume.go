@@ -141,6 +141,7 @@ func (s *Service) applyTx(ctx context.Context, tx *pipetx.Tx, runIDs []string, b
 	now := time.Now().UTC()
 	changes := make(map[string]runChange, len(runIDs))
 	b := &pgx.Batch{}
+	var saves []*runRow
 	for _, id := range runIDs {
 		r := rows[id]
 		slices.SortFunc(byRun[id], func(a, b events.Event) int { return cmp.Compare(a.RunSeq, b.RunSeq) })
@@ -156,12 +157,13 @@ func (s *Service) applyTx(ctx context.Context, tx *pipetx.Tx, runIDs []string, b
 		ch.tenantID, ch.lastSeq, ch.gapSeen, ch.forged = r.ident.TenantID, r.snap.LastEventSeq, r.gapSeen, forged
 		changes[id] = ch
 		if ch.changed {
-			if err := queueSave(b, r); err != nil {
-				return nil, err
-			}
+			saves = append(saves, r)
 		}
 		queueGapAlert(b, r, ch)
 		queueForgedAlert(b, r, ch)
+	}
+	if err := queueSaves(b, saves); err != nil {
+		return nil, err
 	}
 	if k := s.cfg.TestingKnobs.BeforeCommit; k != nil {
 		k(b.Len())

@@ -43,8 +43,15 @@ func TestNewRunRowIsOneInsert(t *testing.T) {
 		"the new run's bus events, each place once")
 
 	w := &pgx.Batch{}
-	require.NoError(t, queueSave(w, freshRow(fresh)))
+	require.NoError(t, queueSaves(w, []*runRow{freshRow(fresh)}))
 	require.Equal(t, []string{rowInsertSQL}, queuedSQL(w), "the new run's writes: one INSERT, no UPDATE")
+	w = &pgx.Batch{}
+	require.NoError(t, queueSaves(w, []*runRow{{snap: events.RunSnapshot{RunID: known}}, freshRow(fresh),
+		{snap: events.RunSnapshot{RunID: events.NewRunID()}}}))
+	require.Equal(t, []string{rowInsertSQL, rowSaveSQL}, queuedSQL(w), "a batch's writes: two statements however many runs")
+	require.Len(t, w.QueuedQueries[1].Arguments[0], 2, "both known runs in the one UPDATE")
+	require.NoError(t, queueSaves(w, nil))
+	require.Len(t, w.QueuedQueries, 2, "no rows queue nothing")
 
 	resync := map[string][]events.Event{fresh: nil, known: nil}
 	b = &pgx.Batch{}
@@ -55,8 +62,8 @@ func TestNewRunRowIsOneInsert(t *testing.T) {
 
 // writeRow stores r in a transaction of its own that it rolls back: after
 // a placeholder (rowsEnsureSQL) when placeholder is set, as rowsLock and
-// queueSave do. It returns the row as stored (but updated_at, the time of
-// the write), as jsonb text, and the arguments queueSave gave.
+// queueSaves do. It returns the row as stored (but updated_at, the time of
+// the write), as jsonb text, and the arguments queueSaves gave.
 func writeRow(t *testing.T, db *weftest.DB, r runRow, placeholder bool) (string, []any) {
 	t.Helper()
 	ctx := t.Context()
@@ -68,7 +75,7 @@ func writeRow(t *testing.T, db *weftest.DB, r runRow, placeholder bool) (string,
 		require.NoError(t, err)
 	}
 	b := &pgx.Batch{}
-	require.NoError(t, queueSave(b, &r))
+	require.NoError(t, queueSaves(b, []*runRow{&r}))
 	require.NoError(t, tx.SendBatch(ctx, b).Close())
 	var row string
 	require.NoError(t, tx.QueryRow(ctx, `SELECT (to_jsonb(s) - 'updated_at')::text FROM run_snapshots s WHERE run_id = $1`,
@@ -116,15 +123,12 @@ func TestFreshRowDefaultsAndGuard(t *testing.T) {
 	_, err := db.Pool.Exec(ctx, `INSERT INTO run_heads (run_id, head_seq) VALUES ($1, 1)`, id)
 	require.NoError(t, err)
 	b := &pgx.Batch{}
-	require.NoError(t, queueSave(b, freshRow(id)))
-	require.NoError(t, queueSave(b, freshRow(ghost)))
+	require.NoError(t, queueSaves(b, []*runRow{freshRow(id), freshRow(ghost)}))
+	require.Len(t, b.QueuedQueries, 1, "one INSERT for both")
 	br := db.Pool.SendBatch(ctx, b)
 	tag, err := br.Exec()
 	require.NoError(t, err)
-	require.Equal(t, int64(1), tag.RowsAffected())
-	tag, err = br.Exec()
-	require.NoError(t, err)
-	require.Zero(t, tag.RowsAffected(), "no row for a run the log does not have")
+	require.Equal(t, int64(1), tag.RowsAffected(), "no row for a run the log does not have")
 	require.NoError(t, br.Close())
 
 	var createdAt time.Time
@@ -144,12 +148,21 @@ func TestFreshRowStatementsProbeKeysOnCachedPlans(t *testing.T) {
 	ids := "'{" + id + "," + events.NewRunID() + "}'"
 	text := db.GenericPlans(t, []string{pipetx.KeyPlansSQL},
 		weftest.Statement{SQL: freshCheckSQL, Types: "uuid[], bigint[]", Args: ids + ", '{1,2}'"},
-		weftest.Statement{SQL: rowInsertSQL,
-			Types: "uuid, text, text, text, text, text, text, bigint, integer, integer, jsonb, jsonb, bigint, " +
-				"timestamptz, timestamptz, timestamptz, bigint, text, uuid, jsonb, uuid, timestamptz",
-			Args: "'" + id + "', '', '', '', '', '', '', 1, 0, 0, '{}', NULL, 0, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL"})
-	for _, scan := range []string{"Seq Scan on run_heads", "Seq Scan on run_events", "Hash"} {
+		weftest.Statement{SQL: rowInsertSQL, Types: saveTypes, Args: saveArgs(id)},
+		weftest.Statement{SQL: rowSaveSQL, Types: saveTypes, Args: saveArgs(id)})
+	for _, scan := range []string{"Seq Scan on run_heads", "Seq Scan on run_events", "Seq Scan on run_snapshots", "Hash"} {
 		require.NotContains(t, text, scan, text)
 	}
 	require.Contains(t, text, "run_heads_pkey", text)
+	require.Contains(t, text, "run_snapshots_pkey", text, "the update finds each row by its key")
+}
+
+// saveTypes are the parameter types of rowSaveSQL and rowInsertSQL.
+const saveTypes = "text[], text[], text[], text[], text[], text[], text[], bigint[], integer[], integer[], text[], " +
+	"text[], bigint[], timestamptz[], timestamptz[], timestamptz[], bigint[], text[], text[], text[], text[], timestamptz[]"
+
+// saveArgs are arguments of rowSaveSQL and rowInsertSQL: one row, of run id.
+func saveArgs(id string) string {
+	return "'{" + id + "}', '{\"\"}', '{\"\"}', '{\"\"}', '{\"\"}', '{\"\"}', '{\"\"}', '{1}', '{0}', '{0}', " +
+		"'{\"{}\"}', '{NULL}', '{0}', '{NULL}', '{NULL}', '{NULL}', '{0}', '{NULL}', '{NULL}', '{NULL}', '{NULL}', '{NULL}'"
 }

@@ -319,77 +319,6 @@ func readRows(br pgx.BatchResults) (map[string]*runRow, error) {
 	return out, nil
 }
 
-const rowSaveSQL = `
-UPDATE run_snapshots SET
-    tenant_id = $2, project_id = $3, environment_id = $4, plan_id = $5, plan_version = $6,
-    status = $7, last_event_seq = $8, steps_total = $9, steps_done = $10, snapshot = $11,
-    plan_steps = coalesce($12, plan_steps), gap_seen_seq = nullif($13, 0), gap_since = $14, created_at = $15,
-    updated_at = clock_timestamp(), last_persisted_at = $16, lag_ms = $17,
-    run_request_id = coalesce($18, run_request_id), parent_run_id = coalesce($19::uuid, parent_run_id),
-    labels = $20, rerun_of = $21::uuid, ended_at = $22
-WHERE run_id = $1`
-
-// rowInsertSQL inserts a fresh row (freshRow) whole: the columns
-// rowSaveSQL sets, from the same arguments, and run_id, so that it holds
-// what the update of a placeholder would have left (queueSave). created_at
-// is the column's default when $15 is NULL (no RunApproved applied), as a
-// placeholder's is. A run the log does not have gets no row, as with
-// rowsEnsureSQL. It is a plain INSERT: a row someone created meanwhile
-// fails it with a unique violation, and with it the batch (rowsLock).
-const rowInsertSQL = `
-INSERT INTO run_snapshots (run_id, tenant_id, project_id, environment_id, plan_id, plan_version,
-    status, last_event_seq, steps_total, steps_done, snapshot, plan_steps, gap_seen_seq, gap_since, created_at,
-    updated_at, last_persisted_at, lag_ms, run_request_id, parent_run_id, labels, rerun_of, ended_at)
-SELECT $1::uuid, $2::text, $3::text, $4::text, $5::text, $6::text,
-    $7::text, $8::bigint, $9::integer, $10::integer, $11::jsonb, $12::jsonb, nullif($13::bigint, 0), $14::timestamptz,
-    coalesce($15::timestamptz, clock_timestamp()),
-    clock_timestamp(), $16::timestamptz, $17::bigint, $18::text, $19::uuid, $20::jsonb, $21::uuid, $22::timestamptz
-WHERE EXISTS (SELECT 1 FROM run_heads h WHERE h.run_id = $1::uuid)`
-
-// queueSave queues the write that stores r, its watermark included, and
-// the columns the runs list filters by that the snapshot gives: its
-// labels, the source of a rerun and when it ended (completedAt). It is
-// the UPDATE of r's row (rowSaveSQL), or for a fresh row its INSERT
-// (rowInsertSQL), with the same arguments (but created_at NULL rather
-// than zero): a new run's row is written once, and holds byte for byte
-// what the update of its placeholder would have written.
-func queueSave(b *pgx.Batch, r *runRow) error {
-	snap, err := json.Marshal(r.snap)
-	if err != nil {
-		return fmt.Errorf("projector: encode snapshot of run %s: %w", r.snap.RunID, err)
-	}
-	sql, createdAt := rowSaveSQL, any(r.createdAt)
-	if r.fresh {
-		sql, createdAt = rowInsertSQL, nullTime(r.createdAt)
-	}
-	b.Queue(sql, r.snap.RunID, r.ident.TenantID, r.ident.ProjectID, r.ident.EnvironmentID,
-		r.ident.PlanID, r.ident.PlanVersion, string(r.snap.Status), r.snap.LastEventSeq,
-		max(r.stepsTotal, len(r.snap.TopSteps())), r.snap.StepsDone(),
-		snap, nullJSON(r.planSteps), r.gapSeen, nullTime(r.gapSince), createdAt,
-		nullTime(r.lastPersisted), r.lagMs, r.requestID, r.parentRunID,
-		nullLabels(r.snap.Labels), rerunOf(r.snap.RerunOf), r.snap.CompletedAt)
-	return nil
-}
-
-// nullLabels is a run's labels as the labels column holds them: NULL
-// when it has none.
-func nullLabels(labels map[string]string) any {
-	if len(labels) == 0 {
-		return nil
-	}
-	return labels
-}
-
-// rerunOf is the run id of a rerun's source, canonical, as the rerun_of
-// column holds it; nil for a run that is not a rerun, or whose source's id
-// is not a UUID (as parentRunID).
-func rerunOf(r *events.RunRerun) *string {
-	if r == nil {
-		return nil
-	}
-	return canonicalRunID(r.RunID)
-}
-
 // sortedKeys returns m's keys in order.
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
@@ -405,18 +334,4 @@ func deref(t *time.Time) time.Time {
 		return time.Time{}
 	}
 	return *t
-}
-
-func nullTime(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t
-}
-
-func nullJSON(b json.RawMessage) any {
-	if len(b) == 0 {
-		return nil
-	}
-	return []byte(b)
 }
