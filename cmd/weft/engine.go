@@ -21,6 +21,7 @@ type engineOptions struct {
 	streams     *streamOptions
 	ops         *string
 	concurrency *int
+	roundLinger *time.Duration
 	checkpoints checkpointOptions
 	sweep       *sweepOptions
 	taskKeyFile *string
@@ -67,7 +68,7 @@ func (o sweepOptions) apply(cfg engine.Config) (engine.Config, error) {
 	var le *engine.LimitError
 	if errors.As(err, &le) {
 		flag := map[string]string{"SweepInterval": "--sweep-interval", "StallAfter": "--stall-after", "TaskGrace": "--task-grace",
-			"PartitionLease": "--partition-lease"}[le.Field]
+			"PartitionLease": "--partition-lease", "RoundLinger": "--round-linger"}[le.Field]
 		return cfg, fmt.Errorf("%s %s: %w", o.command, flag, err)
 	}
 	return cfg, err
@@ -127,6 +128,9 @@ func engineFlags(env *environment) (*flags, engineOptions) {
 		streams:     streamFlags(f),
 		ops:         opsFlag(f, "WEFT_ENGINE_OPS_ADDR", engineOpsAddr),
 		concurrency: f.int("concurrency", "WEFT_ENGINE_CONCURRENCY", "rounds in flight per consumer (0: default)"),
+		roundLinger: f.duration("round-linger", "WEFT_ENGINE_ROUND_LINGER", 0,
+			fmt.Sprintf("how long a batch of fewer rounds than a full one waits for more, so the rounds of several runs share a transaction; "+
+				"each round waits at most this long (0: %s, negative: off, at most %s)", engine.DefaultRoundLinger, engine.MaxRoundLinger)),
 		checkpoints: checkpointFlags(f),
 		sweep:       sweepFlags(f),
 		taskKeyFile: taskKeyFileFlag(f),
@@ -167,7 +171,7 @@ func runEngine(ctx context.Context, env *environment, args []string) error {
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	cfg, err := opt.sweep.apply(opt.checkpoints.apply(engine.Config{Concurrency: *opt.concurrency}))
+	cfg, err := opt.sweep.apply(opt.checkpoints.apply(engine.Config{Concurrency: *opt.concurrency, RoundLinger: *opt.roundLinger}))
 	if err != nil {
 		return err
 	}

@@ -38,6 +38,7 @@ func TestEngineSweepFlags(t *testing.T) {
 		{[]string{"engine", "--stall-after", "1ms"}, nil, "weft engine --stall-after: engine: StallAfter 1ms is outside its limits: at least 100ms"},
 		{[]string{"engine", "--sweep-interval", "2h"}, nil, "--sweep-interval: engine: SweepInterval 2h0m0s is outside its limits"},
 		{[]string{"engine"}, map[string]string{"WEFT_ENGINE_TASK_GRACE": "-1s"}, "--task-grace: engine: TaskGrace -1s"},
+		{[]string{"engine", "--round-linger", "51ms"}, nil, "weft engine --round-linger: engine: RoundLinger 51ms is outside its limits"},
 		{[]string{"engine"}, map[string]string{"WEFT_ENGINE_STALL_AFTER": "soon"}, `WEFT_ENGINE_STALL_AFTER="soon"`},
 	} {
 		var out, errOut weftest.Buffer

@@ -23,12 +23,15 @@ const (
 	// engine's runs wait about a lease. MinPartitionLease is in
 	// partitions.go.
 	MaxPartitionLease = 5 * time.Minute
+	// MaxRoundLinger bounds Config.RoundLinger: it delays each round by up
+	// to that much.
+	MaxRoundLinger = 50 * time.Millisecond
 )
 
 // LimitError reports a Config duration outside its limits.
 type LimitError struct {
 	// Field is the Config field: "SweepInterval", "StallAfter",
-	// "TaskGrace" or "PartitionLease".
+	// "TaskGrace", "PartitionLease" or "RoundLinger".
 	Field string
 	// Value is the value given; Min and Max are the limits, inclusive, and
 	// Default what zero means.
@@ -42,7 +45,7 @@ func (e *LimitError) Error() string {
 
 // Validate reports every duration of c outside its limits, each as a
 // *LimitError (errors.As finds the first). A zero field is valid: it means
-// the default.
+// the default; so is a negative RoundLinger, which turns the linger off.
 func (c Config) Validate() error {
 	var errs []error
 	for _, l := range []LimitError{
@@ -54,6 +57,9 @@ func (c Config) Validate() error {
 		if l.Value != 0 && (l.Value < l.Min || l.Value > l.Max) {
 			errs = append(errs, &l)
 		}
+	}
+	if c.RoundLinger > MaxRoundLinger {
+		errs = append(errs, &LimitError{Field: "RoundLinger", Value: c.RoundLinger, Max: MaxRoundLinger, Default: DefaultRoundLinger})
 	}
 	return errors.Join(errs...)
 }

@@ -9,13 +9,15 @@ import (
 	"github.com/weftrun/weft/services/engine"
 )
 
-// The sweep's timings are refused outside their limits, each with its
-// field and limits named; zero means the default and the limits are valid.
+// The sweep's timings and the rounds' linger are refused outside their
+// limits, each with its field and limits named; zero means the default and
+// the limits are valid.
 func TestSweepTimingLimits(t *testing.T) {
 	t.Parallel()
 	require.NoError(t, engine.Config{}.Validate())
 	require.NoError(t, engine.Config{SweepInterval: engine.MinSweepInterval, StallAfter: engine.MaxStallAfter,
-		TaskGrace: engine.MinTaskGrace}.Validate())
+		TaskGrace: engine.MinTaskGrace, RoundLinger: engine.MaxRoundLinger}.Validate())
+	require.NoError(t, engine.Config{RoundLinger: -1}.Validate(), "a negative linger turns it off")
 	for _, tc := range []struct {
 		cfg   engine.Config
 		field string
@@ -26,6 +28,7 @@ func TestSweepTimingLimits(t *testing.T) {
 		{engine.Config{StallAfter: engine.MaxStallAfter + 1}, "StallAfter"},
 		{engine.Config{TaskGrace: time.Millisecond}, "TaskGrace"},
 		{engine.Config{TaskGrace: engine.MaxTaskGrace + time.Second}, "TaskGrace"},
+		{engine.Config{RoundLinger: engine.MaxRoundLinger + 1}, "RoundLinger"},
 	} {
 		err := tc.cfg.Validate()
 		var le *engine.LimitError

@@ -86,7 +86,7 @@ func (s *Service) startConsumers(ctx context.Context) (*partitionConsumers, erro
 	} {
 		l := shards.NewShared(s.cfg.Concurrency, s.cfg.MaxBatch, func(msgs []jetstream.Msg) {
 			s.handleBatch(ctx, msgs, f.toRound)
-		})
+		}, shards.Linger(s.cfg.RoundLinger))
 		// The shards outlive ctx by their drain (the engine's run loop
 		// stops them once ctx ends): ending Start's context would be a
 		// hard stop.

@@ -51,6 +51,7 @@ import (
 const (
 	DefaultConcurrency       = 2
 	DefaultMaxBatch          = 32
+	DefaultRoundLinger       = 3 * time.Millisecond
 	DefaultAckWait           = 30 * time.Second
 	DefaultRetryDelay        = time.Second
 	DefaultTimerPollInterval = time.Second
@@ -73,6 +74,14 @@ type Config struct {
 	// MaxBatch is how many waiting messages of one shard run as one batch
 	// of rounds, in one transaction.
 	MaxBatch int
+	// RoundLinger is how long a shard with fewer than MaxBatch messages
+	// waiting waits for more before it runs them as one batch of rounds
+	// (shards.Linger): under a light load the rounds of several runs then
+	// share a transaction, its round trips and its commit. Each round waits
+	// up to it, so a run's latency grows by up to RoundLinger a round; under
+	// load batches fill and nothing waits. Default 3ms; a negative value
+	// runs what is waiting at once; at most MaxRoundLinger.
+	RoundLinger time.Duration
 	// AckWait is how long JetStream waits for a round's ack before it
 	// redelivers the message; it bounds a round's duration.
 	AckWait time.Duration
@@ -211,6 +220,7 @@ type TestingKnobs struct {
 func (c Config) withDefaults() Config {
 	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
 	c.MaxBatch = cmp.Or(c.MaxBatch, DefaultMaxBatch)
+	c.RoundLinger = cmp.Or(c.RoundLinger, DefaultRoundLinger) // a negative value (off) is kept
 	c.AckWait = cmp.Or(c.AckWait, DefaultAckWait)
 	c.RetryDelay = cmp.Or(c.RetryDelay, DefaultRetryDelay)
 	c.TimerPollInterval = cmp.Or(c.TimerPollInterval, DefaultTimerPollInterval)
