@@ -29,7 +29,7 @@ const (
 )
 
 // openLoopRates are the fixed start rates of the open loop, runs/s.
-var openLoopRates = []int{100, 200, 500}
+var openLoopRates = []int{100, 200, 300, 500}
 
 // benchPlan is a plan the system benchmarks start runs of: carried in
 // every start, or, with ref set, registered and named by ref.
