@@ -50,7 +50,7 @@ func TestClaimFills(t *testing.T) {
 	rowsOf := func(ks ...string) []row {
 		out := make([]row, len(ks))
 		for i, k := range ks {
-			out[i] = row{orderKey: k}
+			out[i] = row{orderKey: k, partition: PartitionOf(k)}
 		}
 		return out
 	}

@@ -15,6 +15,7 @@ import (
 // row is one claimed outbox row.
 type row struct {
 	id        int64
+	partition int
 	orderKey  string
 	subject   string
 	headers   map[string]string
@@ -46,7 +47,7 @@ WITH held AS MATERIALIZED (
 	SELECT order_key, min(id) AS from_id FROM outbox
 	WHERE partition = ANY ($1::int[]) AND next_attempt_at > now()
 	GROUP BY partition, order_key)
-SELECT o.id, o.order_key, o.subject, o.headers, o.payload, o.dedupe_id, o.attempts, o.created_at
+SELECT o.id, o.partition, o.order_key, o.subject, o.headers, o.payload, o.dedupe_id, o.attempts, o.created_at
 FROM unnest($1::int[]) AS p(partition),
 LATERAL (
 	SELECT o.* FROM outbox AS o
@@ -67,7 +68,7 @@ func outboxClaim(ctx context.Context, pool *pgxpool.Pool, partitions []int32, li
 			var err error
 			out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
 				var x row
-				err := r.Scan(&x.id, &x.orderKey, &x.subject, &x.headers, &x.payload, &x.dedupeID, &x.attempts, &x.createdAt)
+				err := r.Scan(&x.id, &x.partition, &x.orderKey, &x.subject, &x.headers, &x.payload, &x.dedupeID, &x.attempts, &x.createdAt)
 				return x, err
 			})
 			return err

@@ -53,6 +53,7 @@ func TestWakeProtocol(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rows, 1, "the claim after the barrier sees the straggler's row")
 	require.Equal(t, "straggler", rows[0].dedupeID)
+	require.Equal(t, p, rows[0].partition, "the claim carries each row's stored partition")
 	requireNoNotification(ctx, t, listener, "the straggler saw a busy relay")
 
 	// Armed and settled: the next writer notifies.

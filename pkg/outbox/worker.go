@@ -184,16 +184,15 @@ func (w *worker) step(ctx context.Context) (stepResult, error) {
 	return res, err
 }
 
-// fills reports whether a claim's rows, partition by partition, hold
-// limit rows of one order key's partition: that partition has more waiting.
+// fills reports whether a claim's rows, which come partition by partition,
+// hold limit rows of one partition: that partition has more waiting.
 func fills(rows []row, limit int) bool {
-	if len(rows) < limit {
-		return false
-	}
-	n := map[int]int{}
-	for _, r := range rows {
-		p := PartitionOf(r.orderKey)
-		if n[p]++; n[p] >= limit {
+	n := 0
+	for i, r := range rows {
+		if i == 0 || r.partition != rows[i-1].partition {
+			n = 0
+		}
+		if n++; n >= limit {
 			return true
 		}
 	}
@@ -260,7 +259,7 @@ func (w *worker) report(ctx context.Context, rows []row, out []outcome, acts []a
 			failedKeys[r.orderKey] = true
 		} else if o.kind == acked && failedKeys[r.orderKey] {
 			w.r.logger.WarnContext(ctx, "outbox: a later message of an order key reached the bus before an earlier one that failed",
-				"partition", PartitionOf(r.orderKey), "order_key", r.orderKey, "dedupe_id", r.dedupeID)
+				"partition", r.partition, "order_key", r.orderKey, "dedupe_id", r.dedupeID)
 		}
 		w.reportRow(ctx, r, o, acts[i])
 	}
@@ -286,13 +285,13 @@ func (w *worker) reportRow(ctx context.Context, r row, o outcome, a action) {
 	case retried:
 		st.failures.Add(1)
 		w.r.logger.WarnContext(ctx, "outbox: publish failed; will retry",
-			"partition", PartitionOf(r.orderKey), "subject", r.subject, "dedupe_id", r.dedupeID,
+			"partition", r.partition, "subject", r.subject, "dedupe_id", r.dedupeID,
 			"attempts", r.attempts+1, "err", o.err)
 	case dead:
 		st.failures.Add(1)
 		st.dead.Add(1)
 		w.r.logger.ErrorContext(ctx, "outbox: message moved to outbox_dead after repeated publish failures",
-			"alert", "OUTBOX_DLQ", "partition", PartitionOf(r.orderKey), "subject", r.subject,
+			"alert", "OUTBOX_DLQ", "partition", r.partition, "subject", r.subject,
 			"dedupe_id", r.dedupeID, "order_key", r.orderKey, "outbox_id", r.id,
 			"attempts", r.attempts+1, "last_error", o.err.Error())
 	case keep:
