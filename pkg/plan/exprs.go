@@ -55,6 +55,9 @@ func (p *Plan) Expressive() bool {
 // schemaVersionFor returns the version ApplyDefaults gives a plan that
 // does not state one: the first version with what it uses.
 func (p *Plan) schemaVersionFor() int {
+	if len(p.Concurrency) > 0 {
+		return SchemaVersionFlowControl
+	}
 	if p.UsesSubPlans() {
 		return SchemaVersionSubPlans
 	}

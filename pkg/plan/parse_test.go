@@ -164,7 +164,7 @@ func TestParseStrict(t *testing.T) {
 		{"object for an array", `{"planId":"p","planVersion":"1","steps":{"id":"a"}}`, CodeMalformed, "", "steps", "must be an array"},
 		{"string for an array", `{"planId":"p","planVersion":"1","steps":[{"id":"a","activity":"echo","dependsOn":"b"}]}`, CodeMalformed, "a", "dependsOn", "must be an array"},
 		{"null array element", `{"planId":"p","planVersion":"1","steps":[null]}`, CodeMalformed, "", "steps[0]", "not null"},
-		{"newer schema version", `{"schemaVersion":5,"planId":"p","planVersion":"1","triggers":[],` + steps + `}`, CodeUnsupportedSchemaVersion, "", "schemaVersion", "upgrade"},
+		{"newer schema version", `{"schemaVersion":6,"planId":"p","planVersion":"1","triggers":[],` + steps + `}`, CodeUnsupportedSchemaVersion, "", "schemaVersion", "upgrade"},
 		{"schema version as a string", `{"schemaVersion":"1","planId":"p","planVersion":"1",` + steps + `}`, CodeMalformed, "", "schemaVersion", "integer"},
 		{"negative schema version", `{"schemaVersion":-1,"planId":"p","planVersion":"1",` + steps + `}`, CodeUnsupportedSchemaVersion, "", "schemaVersion", ""},
 	}

@@ -10,8 +10,9 @@ import (
 // expressions of step inputs (SchemaVersionExpressions); version 3 holds
 // an input schema, which types the expressions' input
 // (SchemaVersionInputSchema); version 4 holds subPlan steps, which start
-// child runs (SchemaVersionSubPlans).
-const SchemaVersion = 4
+// child runs (SchemaVersionSubPlans); version 5 holds run concurrency
+// limits (SchemaVersionFlowControl).
+const SchemaVersion = 5
 
 // Defaults applied by ApplyDefaults (and so by Parse) to activity steps.
 const (
@@ -54,6 +55,11 @@ type Plan struct {
 	// the expressions read the types it declares for the input's
 	// properties. Empty: any input.
 	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+	// Concurrency lists the plan's run concurrency limits, at most
+	// MaxConcurrencyLimits: a run starts only when every one of them has
+	// room for it (docs/flow-control.md). Schema version 5
+	// (SchemaVersionFlowControl).
+	Concurrency []Concurrency `json:"concurrency,omitempty"`
 }
 
 // Kind is the kind of a step.
@@ -221,6 +227,7 @@ func (p *Plan) ApplyDefaults() {
 		p.SchemaVersion = p.schemaVersionFor()
 	}
 	p.InputSchema = compactInput(p.InputSchema)
+	p.applyConcurrencyDefaults()
 	for i := range p.Steps {
 		p.Steps[i].applyDefaults()
 	}

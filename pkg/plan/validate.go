@@ -82,6 +82,7 @@ func (p *Plan) validateAt(l Limits, depth int) (checked, error) {
 	}
 	p.timeouts(&ps)
 	p.subPlanVersion(&ps)
+	p.concurrencies(&ps, l)
 	if len(p.Steps) <= l.MaxSteps {
 		cycles := newGraph(p).cycles()
 		for _, c := range cycles {

@@ -26,6 +26,10 @@ type Validated struct {
 	// schema is the plan's input schema compiled, nil for none, which
 	// CheckInputSchema checks.
 	schema *jsonschema.Schema
+	// concurrency and inputTypes are the plan's concurrency limits and
+	// the types its input schema declares, which RunKeys evaluates.
+	concurrency []Concurrency
+	inputTypes  map[string]string
 }
 
 // Validated applies p's defaults (ApplyDefaults, in place, as Parse does)
@@ -41,7 +45,8 @@ func (p *Plan) Validated(limits Limits) (Validated, error) {
 	if c.encErr != nil {
 		return Validated{}, fmt.Errorf("plan: encode: %w", c.encErr)
 	}
-	return Validated{id: p.PlanID, version: p.PlanVersion, doc: c.doc, lists: p.inputLists(limits.withDefaults()), schema: c.schema}, nil
+	return Validated{id: p.PlanID, version: p.PlanVersion, doc: c.doc, lists: p.inputLists(limits.withDefaults()), schema: c.schema,
+		concurrency: p.Concurrency, inputTypes: p.inputTypes()}, nil
 }
 
 // IsZero reports whether v is the zero Validated, which holds no plan.
