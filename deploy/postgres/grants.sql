@@ -38,6 +38,7 @@ GRANT EXECUTE ON FUNCTION weft_outbox_barrier TO weft_relay;
 -- the engines' membership, by which they divide the runs' partitions.
 GRANT SELECT, INSERT ON engine_runs TO weft_gateway;
 GRANT SELECT, INSERT, UPDATE, DELETE ON engine_runs, engine_timers TO weft_engine;
+GRANT SELECT, INSERT, UPDATE, DELETE ON engine_run_keys, engine_key_wakes, engine_key_turns TO weft_engine;
 GRANT SELECT, INSERT, UPDATE, DELETE ON engine_members TO weft_engine;
 
 -- Activity reconciliation records: the engine writes them in its rounds and

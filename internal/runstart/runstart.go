@@ -55,6 +55,9 @@ type Request struct {
 	// Labels are the run's labels, which its RunApproved carries; the
 	// caller has checked them (api.CheckLabels).
 	Labels map[string]string
+	// Priority is the run's admission priority (api.StartRunRequest's),
+	// checked by the caller; zero means the default.
+	Priority int
 }
 
 // Approver approves runs. The zero Admission means no limit of concurrent
@@ -96,7 +99,7 @@ func (a Approver) QueueChild(ctx context.Context, w *journal.Write, req Request)
 			TenantID: req.TenantID, ProjectID: req.ProjectID, EnvironmentID: req.EnvironmentID,
 			PlanID: req.Plan.PlanID(), PlanVersion: req.Plan.PlanVersion(), RunRequestID: req.RunRequestID,
 			Input: req.Input, Plan: req.Plan.JSON(), Parent: req.Parent, RerunOf: req.RerunOf,
-			Labels: req.Labels,
+			Labels: req.Labels, Priority: req.Priority,
 		},
 	})
 	if err != nil {

@@ -47,6 +47,26 @@ type StartRunRequest struct {
 	// (MaxLabels, MaxLabelKeyBytes, MaxLabelValueBytes); the runs list
 	// filters by them (GET /v1/runs?label=KEY=VALUE).
 	Labels map[string]string `json:"labels,omitempty"`
+	// Priority is the run's admission priority, MinPriority to
+	// MaxPriority; zero means DefaultPriority. Where a concurrency or
+	// environment limit queues runs, higher priorities start first, first
+	// come first served within one (docs/flow-control.md).
+	Priority int `json:"priority,omitempty"`
+}
+
+// The admission priorities of a start (StartRunRequest.Priority).
+const (
+	MinPriority     = 1
+	MaxPriority     = 5
+	DefaultPriority = 3
+)
+
+// EffectivePriority is p, or DefaultPriority for zero.
+func EffectivePriority(p int) int {
+	if p == 0 {
+		return DefaultPriority
+	}
+	return p
 }
 
 // StartRunResult answers a start: 201 for a new run, 200 with Duplicate

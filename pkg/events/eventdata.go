@@ -74,6 +74,10 @@ type RunApprovedData struct {
 	// limits of api.CheckLabels, which the gateway checked; absent when
 	// the run has none.
 	Labels map[string]string `json:"labels,omitempty"`
+	// Priority is the run's admission priority, 1 (lowest) to 5; absent
+	// means 3 (api.DefaultPriority). A queued run of a higher priority
+	// starts before those of a lower one (docs/flow-control.md).
+	Priority int `json:"priority,omitempty"`
 }
 
 // RunStartedData is the payload of RunStarted. EngineRunRef duplicates the
@@ -215,6 +219,21 @@ type RunQueuedData struct {
 	// Reason says the same in words, e.g. "2 of 2 running in environment
 	// cust-1" (RunQueuedReason).
 	Reason string `json:"reason,omitempty"`
+	// Key, when a plan's concurrency limit holds the run rather than its
+	// environment's, names the limit's key and the run's value of it
+	// (`input.customerId = "42"`); Running, Limit and Ahead are then the
+	// key's (RunQueuedKeyReason).
+	Key string `json:"key,omitempty"`
+}
+
+// RunQueuedKeyReason is the Reason of a RunQueued held by a concurrency
+// key with these counts.
+func RunQueuedKeyReason(key string, running, limit, ahead int) string {
+	r := fmt.Sprintf("%d of %d running for %s", running, limit, key)
+	if ahead > 0 {
+		r += fmt.Sprintf(", %d queued ahead", ahead)
+	}
+	return r
 }
 
 // RunQueuedReason is the Reason of a RunQueued with these counts.

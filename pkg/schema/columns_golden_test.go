@@ -52,9 +52,12 @@ func TestSchemaColumnsGolden(t *testing.T) {
 
 // unversioned are the tables without a format version column, and why.
 var unversioned = map[string]string{
-	"run_heads":      "a counter (the run's head runSeq), derived from run_events and rebuilt by nothing but appends",
-	"outbox_wake":    "the relay's wake-up state, rewritten on every wake-up; it holds no record",
-	"engine_members": "the running engines' heartbeats, rewritten every second; a row lives as long as its engine",
+	"run_heads":        "a counter (the run's head runSeq), derived from run_events and rebuilt by nothing but appends",
+	"outbox_wake":      "the relay's wake-up state, rewritten on every wake-up; it holds no record",
+	"engine_members":   "the running engines' heartbeats, rewritten every second; a row lives as long as its engine",
+	"engine_run_keys":  "the concurrency slots a started run holds: a pair of ids that lives as long as the run, rebuilt by nothing but its start",
+	"engine_key_wakes": "a slot's wake-up, deleted once its queue is served; it holds no record",
+	"engine_key_turns": "a GROUP_ROUND_ROBIN queue's last group, rewritten at each of its starts",
 }
 
 // Every other table carries its rows' format version (version, or

@@ -281,7 +281,10 @@ type Service struct {
 	// loop starts (heartbeats.go).
 	heartbeats jetstream.KeyValue
 	held       atomic.Int64 // partitions held (partitions.go)
-	life       startstop.Base
+	// keyWake wakes the key queue (keyqueue.go) when a round gave
+	// concurrency slots back.
+	keyWake chan struct{}
+	life    startstop.Base
 }
 
 // New returns the engine over pool and nc. The Weft streams must exist
@@ -313,7 +316,15 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config) (*Service, error) {
 		}
 		logger.Warn("engine: no task key configured; using a random key of this process, which refuses the results of tasks other engines dispatched")
 	}
-	runner, err := newTimedRunner(pool, cfg, roundConfig(js, cfg))
+	keyWake := make(chan struct{}, 1)
+	rc := roundConfig(js, cfg)
+	rc.Released = func() {
+		select {
+		case keyWake <- struct{}{}:
+		default:
+		}
+	}
+	runner, err := newTimedRunner(pool, cfg, rc)
 	if err != nil {
 		return nil, err
 	}
@@ -326,7 +337,7 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	return &Service{pool: pool, nc: nc, js: js, cfg: cfg, logger: logger, runner: runner, forged: forged,
-		replyRefused: replyRefused, tracer: tracing.Tracer(cfg.TracerProvider, tracerName)}, nil
+		replyRefused: replyRefused, tracer: tracing.Tracer(cfg.TracerProvider, tracerName), keyWake: keyWake}, nil
 }
 
 // Start starts the engine: it answers workers' reconciliation lookups,
@@ -372,6 +383,7 @@ func (s *Service) start(hard, soft context.Context) (func(), error) {
 		wg.Go(func() { s.timerLoop(soft) })
 		wg.Go(func() { s.sweepLoop(soft) })
 		wg.Go(func() { s.runQueueLoop(soft) })
+		wg.Go(func() { s.keyQueueLoop(soft) })
 		<-soft.Done()
 		consumers.stop(hard)
 		wg.Wait()

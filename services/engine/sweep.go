@@ -42,12 +42,14 @@ func (s *Service) sweepLoop(ctx context.Context) {
 // within the passes it takes to sweep each once. The order is
 // engine_runs_sweep's: the scan walks that index and stops at the
 // SweepBatch-th stalled run, so its cost follows the runs in flight, not
-// the runs parked (migration 0014).
+// the runs parked (migration 0014). A run waiting on a concurrency key is
+// not swept: its key's wake offers it a start (keyqueue.go), and the
+// index leaves it out (migration 0025).
 func (s *Service) stalledRuns(ctx context.Context) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT r.run_id::text
 		FROM engine_runs r JOIN run_heads h ON h.run_id = r.run_id
-		WHERE h.updated_at < now() - $1::interval
+		WHERE h.updated_at < now() - $1::interval AND r.key_slot IS NULL
 		  AND (r.swept_at IS NULL OR r.swept_at < now() - $1::interval)
 		ORDER BY r.swept_at NULLS FIRST, r.run_id
 		LIMIT $2`, s.cfg.StallAfter, s.cfg.SweepBatch)

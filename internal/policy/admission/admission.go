@@ -127,26 +127,37 @@ func (e *RejectedError) Error() string {
 // Is makes errors.Is(err, ErrRejected) true.
 func (e *RejectedError) Is(target error) bool { return target == ErrRejected }
 
-// lockSQL takes an environment's admission lock until the transaction
+// lockSQL takes the admission lock of a name (an environment's,
+// environmentLockName; a key's slot's, keyLockName) until the transaction
 // ends. Advisory locks are re-entrant: taking one again is free.
-const lockSQL = `SELECT pg_advisory_xact_lock(hashtext('weft-admission:' || $1))`
+const lockSQL = `SELECT pg_advisory_xact_lock(hashtext($1))`
 
-// QueueLocks queues on b the admission locks of environments, in the one
-// order every caller shares (sorted, each once), for a transaction that
-// will check several environments: taking them all first, in that order,
-// means two such transactions cannot deadlock, whatever order their
-// checks come in. RoomTx and CheckRejectTx then find their lock held.
-func QueueLocks(b *pgx.Batch, environments []string) {
-	envs := slices.Clone(environments)
-	slices.Sort(envs)
-	for _, env := range slices.Compact(envs) {
-		b.Queue(lockSQL, env)
+// environmentLockName is the name of an environment's admission lock.
+func environmentLockName(environment string) string { return "weft-admission:" + environment }
+
+// QueueLocks queues on b the admission locks of environments and of the
+// slots of keys (Key.Slot), in the one order every caller shares (sorted
+// by name, each once), for a transaction that will check several: taking
+// them all first, in that order, means two such transactions cannot
+// deadlock, whatever order their checks come in. RoomTx, CheckRejectTx
+// and KeysRoomTx then find their locks held.
+func QueueLocks(b *pgx.Batch, environments, slots []string) {
+	names := make([]string, 0, len(environments)+len(slots))
+	for _, env := range environments {
+		names = append(names, environmentLockName(env))
+	}
+	for _, slot := range slots {
+		names = append(names, keyLockName(slot))
+	}
+	slices.Sort(names)
+	for _, name := range slices.Compact(names) {
+		b.Queue(lockSQL, name)
 	}
 }
 
 // lockEnvironmentTx takes environment's admission lock until tx ends.
 func lockEnvironmentTx(ctx context.Context, tx pgx.Tx, environment string) error {
-	_, err := tx.Exec(ctx, lockSQL, environment)
+	_, err := tx.Exec(ctx, lockSQL, environmentLockName(environment))
 	if err != nil {
 		return fmt.Errorf("admission: lock environment %q: %w", environment, err)
 	}

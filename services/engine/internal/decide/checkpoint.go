@@ -63,6 +63,7 @@ type checkpointRun struct {
 	ProjectID     string    `json:"projectId,omitempty"`
 	EnvironmentID string    `json:"environmentId,omitempty"`
 	PlanID        string    `json:"planId,omitempty"`
+	Priority      int       `json:"priority,omitempty"`
 	Input         string    `json:"input,omitempty"`
 	StartedAt     time.Time `json:"startedAt,omitzero"`
 	// Parent is a child run's link to its parent's subPlan step.

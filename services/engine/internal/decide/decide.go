@@ -42,7 +42,7 @@ func decideWith(p *Prepared, s State, in Input) (Decision, State) {
 	d := &decider{p: p, s: s.clone(), now: in.now(), order: p.TopoOrder()}
 	switch in := in.(type) {
 	case RunApproved:
-		d.start(in.Full, in.Hold, in.DelayUntil, in.Rerun)
+		d.start(in.Full, in.Hold, in.DelayUntil, in.Refuse, in.Rerun)
 		d.applyPending()
 	case ResultStarted:
 		d.applyPending()
@@ -105,10 +105,15 @@ func (d *decider) record(e events.Spec, attempt int) {
 
 // start handles RunApproved: an APPROVED run starts with its roots, or,
 // when its environment is full, is queued (once), or, under DELAY, starts
-// with its first dispatch held until delayUntil by a delay timer. A
+// with its first dispatch held until delayUntil by a delay timer, or,
+// refused by a concurrency limit (refuse, the reason), is cancelled. A
 // rerun copies its source's outcomes right after RunStarted (rerun.go).
-func (d *decider) start(full bool, hold events.RunQueuedData, delayUntil time.Time, rerun Rerun) {
+func (d *decider) start(full bool, hold events.RunQueuedData, delayUntil time.Time, refuse string, rerun Rerun) {
 	if d.s.Status != events.RunStatusApproved {
+		return
+	}
+	if refuse != "" {
+		d.emit("", 0, events.RunCancelled, events.RunCancelledData{Reason: refuse}, "")
 		return
 	}
 	if full {

@@ -109,7 +109,7 @@ func (s *State) apply(f fact) {
 		}
 		if d, ok := f.data.(runApprovedData); ok && s.Status == events.RunStatusPending {
 			s.Run = RunInfo{TenantID: d.TenantID, ProjectID: d.ProjectID, EnvironmentID: d.EnvironmentID,
-				PlanID: d.PlanID, Input: compactJSON(d.Input)}
+				PlanID: d.PlanID, Priority: d.Priority, Input: compactJSON(d.Input)}
 			if d.Parent != nil {
 				s.Run.Parent = *d.Parent
 			}

@@ -32,6 +32,10 @@ type RunApproved struct {
 	// DelayUntil, when set, starts the run at once but dispatches nothing
 	// before it (admission, DELAY policy, into a full environment).
 	DelayUntil time.Time
+	// Refuse, when set, cancels the run instead of starting it, with
+	// Refuse as RunCancelled's reason: a concurrency limit under
+	// CANCEL_NEWEST that has no room for it.
+	Refuse string
 	// Rerun is what a rerun's start copies from its source (rerun.go).
 	Rerun Rerun
 	Now   time.Time
@@ -131,11 +135,12 @@ type TimerFired struct {
 // more than its timeout plus TaskGrace ago and has no outcome.
 type Resync struct {
 	TaskGrace time.Duration
-	// Full, Hold and DelayUntil are RunApproved's, for an approved run the
-	// resync would start.
+	// Full, Hold, DelayUntil and Refuse are RunApproved's, for an
+	// approved run the resync would start.
 	Full       bool
 	Hold       events.RunQueuedData
 	DelayUntil time.Time
+	Refuse     string
 	Rerun      Rerun
 	Now        time.Time
 }

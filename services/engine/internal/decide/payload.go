@@ -57,6 +57,7 @@ type runApprovedData struct {
 	ProjectID     string            `json:"projectId"`
 	EnvironmentID string            `json:"environmentId"`
 	PlanID        string            `json:"planId"`
+	Priority      int               `json:"priority,omitempty"`
 	Input         json.RawMessage   `json:"input,omitempty"`
 	Parent        *events.RunParent `json:"parent,omitempty"`
 	RerunOf       *events.RerunOf   `json:"rerunOf,omitempty"`

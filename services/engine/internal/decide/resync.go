@@ -12,7 +12,7 @@ func (d *decider) resync(in Resync) {
 	if d.s.Status.Terminal() {
 		return
 	}
-	d.start(in.Full, in.Hold, in.DelayUntil, in.Rerun)
+	d.start(in.Full, in.Hold, in.DelayUntil, in.Refuse, in.Rerun)
 	d.applyPending()
 	d.s.activities(d.p.Plan, func(ps *plan.Step, st StepState) {
 		if !d.lost(st, ps, in) {

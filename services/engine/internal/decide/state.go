@@ -70,6 +70,9 @@ type State struct {
 // RunInfo is the identity and input of a run, from its RunApproved.
 type RunInfo struct {
 	TenantID, ProjectID, EnvironmentID, PlanID string
+	// Priority is the run's admission priority (zero:
+	// api.DefaultPriority): its place in a queue.
+	Priority int
 	// Input is the run's input, as compact JSON text; empty for none.
 	Input string
 	// StartedAt is when the run started (RunStarted's emittedAt), or was

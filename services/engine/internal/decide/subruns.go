@@ -245,17 +245,25 @@ func ParentClosedSignalID(parentRunID string) string { return "parent-closed-" +
 
 // cancelChild appends a CANCEL signal to child's log.
 func (d *decider) cancelChild(child string) {
-	id := ParentClosedSignalID(d.s.RunID)
 	reason := fmt.Sprintf("parent run %s %s", d.s.RunID, parentCloseReason(d.s.Status))
+	d.out.ToOtherRuns = append(d.out.ToOtherRuns, CancelSignal(child, ParentClosedSignalID(d.s.RunID), reason, d.now))
+}
+
+// CancelSignal is the SignalAccepted of a CANCEL, signalID, with reason,
+// for the log of run: what a round appends to another run's log to
+// cancel it (Decision.ToOtherRuns). Its storage key has the gateway's
+// form (sig:<run>:<name>:<id>:<n>), so one signalID sent again by a
+// later round is kept once.
+func CancelSignal(run, signalID, reason string, now time.Time) events.Spec {
 	payload, _ := json.Marshal(map[string]string{"reason": reason})
-	// The storage key has the gateway's form (sig:<run>:<name>:<id>:<n>),
-	// whose components need no escaping here: a run id and CANCEL.
-	key := "sig:" + child + ":" + plan.SignalCancel + ":" + id + ":1"
-	d.out.ToOtherRuns = append(d.out.ToOtherRuns, events.Spec{
-		RunID: child, LogicalAttemptID: key, Type: events.SignalAccepted,
-		Data:      events.SignalAcceptedData{SignalName: plan.SignalCancel, SignalID: id, Payload: payload},
-		EmittedAt: d.now,
-	})
+	// The key's components need no escaping here: a run id, CANCEL and
+	// ids the engine makes.
+	key := "sig:" + run + ":" + plan.SignalCancel + ":" + signalID + ":1"
+	return events.Spec{
+		RunID: run, LogicalAttemptID: key, Type: events.SignalAccepted,
+		Data:      events.SignalAcceptedData{SignalName: plan.SignalCancel, SignalID: signalID, Payload: payload},
+		EmittedAt: now,
+	}
 }
 
 // parentCloseReason says why a parent cancels its children.

@@ -41,7 +41,7 @@ func TestBatchTakesAdmissionLocksInOrder(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { _ = holder.Rollback(context.WithoutCancel(ctx)) }()
 	lock := &pgx.Batch{}
-	admission.QueueLocks(lock, []string{"env-a"})
+	admission.QueueLocks(lock, []string{"env-a"}, nil)
 	require.NoError(t, holder.SendBatch(ctx, lock).Close())
 
 	x := newRunner(db.Pool, round.Config{Admission: admission.Limits{Default: admission.Limit{MaxConcurrentRuns: 10}}})

@@ -48,6 +48,7 @@ func (x *Runner) RunBatch(ctx context.Context, rounds []Round) ([]Result, error)
 	})
 	if err == nil {
 		x.keepWarm(runs)
+		x.released(rounds, results, runs)
 		return results, nil
 	}
 	for _, r := range rounds {
@@ -88,6 +89,12 @@ type runView struct {
 	state       decide.State
 	err         error
 	cp          *checkpointView
+	// keys are the run's concurrency keys (keysOf), or keysWhy why they
+	// cannot be evaluated; victims are the runs its last admission asked
+	// to cancel (CANCEL_OLDEST, keyRoom).
+	keys    []admission.Key
+	keysWhy string
+	victims []string
 }
 
 // batch loads the rounds' runs in w's transaction, decides every round
@@ -112,7 +119,7 @@ func (x *Runner) batch(ctx context.Context, w *journal.Write, rounds []Round) ([
 	if x.cfg.AfterLoad != nil {
 		x.cfg.AfterLoad()
 	}
-	admission.QueueLocks(w.Batch(), x.admissions(rounds, runs))
+	admission.QueueLocks(w.Batch(), x.admissions(rounds, runs), keySlots(rounds, runs))
 	results, err := x.decideAll(ctx, w, rounds, runs)
 	if err != nil {
 		return nil, nil, err
@@ -163,6 +170,7 @@ func (x *Runner) decideAll(ctx context.Context, w *journal.Write, rounds []Round
 		cancels = append(cancels, d.Cancels...)
 		others = append(others, d.ToOtherRuns...)
 	}
+	admission.QueueReleaseKeys(w.Batch(), endedKeyed(rounds, results, runs))
 	up, down := upAndDown(others)
 	if err := tellOthers(ctx, w, up); err != nil {
 		return nil, err
@@ -243,6 +251,7 @@ func (x *Runner) step(ctx context.Context, w *journal.Write, r Round, run *runVi
 	if err != nil {
 		return Outcome{}, eventlog.RunAppend{}, err
 	}
+	d = cancelVictims(d, run, decide.Now(in))
 	out := Outcome{Decision: d, Plan: run.plan.Plan, State: run.state}
 	if d.Empty() {
 		return out, eventlog.RunAppend{}, nil
@@ -262,30 +271,25 @@ func (x *Runner) step(ctx context.Context, w *journal.Write, r Round, run *runVi
 	return out, eventlog.RunAppend{ExpectedHead: &head, Events: evs}, queueTrackRun(w.Batch(), r.RunID, run.environment, d)
 }
 
-// admit applies the environment's backpressure policy to a start: when
-// the environment has no room, QUEUE marks the start Full, with the
-// limit that holds it (the run is queued), and DELAY gives it a
-// DelayUntil (the run starts, its dispatch waits). It checks only rounds that could start an approved run, and then
-// holds the environment's admission lock until tx ends, so the check and
-// the start commit together. A child run starts at once (isChild).
+// admit applies the environment's backpressure policy and the plan's
+// concurrency limits to a start: when the environment has no room, QUEUE
+// marks the start Full, with the limit that holds it (the run is
+// queued), and DELAY gives it a DelayUntil (the run starts, its dispatch
+// waits); a concurrency limit without room queues it too, or refuses it
+// (keyRoom). It checks only rounds that could start an approved run, and
+// then holds the admission locks until tx ends, so the check and the
+// start commit together. A child run starts at once (isChild).
 func (x *Runner) admit(ctx context.Context, w *journal.Write, in decide.Input, run *runView) (decide.Input, error) {
 	if !mayStart(in, run) || isChild(run) {
 		return in, nil
 	}
+	a, err := x.room(ctx, w, run, decide.Now(in))
 	switch v := in.(type) {
 	case decide.RunApproved:
-		hold, until, err := x.room(ctx, w, run, v.Now)
-		v.Full, v.DelayUntil = hold != nil, until
-		if v.Full {
-			v.Hold = *hold
-		}
+		a.apply(&v.Full, &v.Hold, &v.DelayUntil, &v.Refuse)
 		return v, err
 	case decide.Resync:
-		hold, until, err := x.room(ctx, w, run, v.Now)
-		v.Full, v.DelayUntil = hold != nil, until
-		if v.Full {
-			v.Hold = *hold
-		}
+		a.apply(&v.Full, &v.Hold, &v.DelayUntil, &v.Refuse)
 		return v, err
 	}
 	return in, nil
@@ -324,28 +328,35 @@ func mayStart(in decide.Input, run *runView) bool {
 	return false
 }
 
-// room checks the run's environment and returns what its policy makes of
-// a start now: queue it (hold, the limit that holds it), delay its
-// dispatch until a time, or neither. With a limit to check, it first sends
-// the writes queued so far, so that it counts the runs the batch's earlier
-// rounds started.
-func (x *Runner) room(ctx context.Context, w *journal.Write, run *runView, now time.Time) (hold *events.RunQueuedData, delayUntil time.Time, err error) {
+// room checks the run's environment and then its concurrency limits
+// (keyRoom) and returns what they make of a start now. With an
+// environment limit to check, it first sends the writes queued so far,
+// so that it counts the runs the batch's earlier rounds started.
+func (x *Runner) room(ctx context.Context, w *journal.Write, run *runView, now time.Time) (admitted, error) {
 	lim := x.cfg.Admission.For(run.environment)
 	if lim.MaxConcurrentRuns > 0 {
 		if err := w.Flush(ctx); err != nil {
-			return nil, time.Time{}, err
+			return admitted{}, err
 		}
 	}
 	r, err := admission.RoomTx(ctx, w.Tx(), run.environment, lim, run.state.RunID)
+	var a admitted
 	switch {
-	case err != nil || r.Free():
-		return nil, time.Time{}, err
+	case err != nil:
+		return admitted{}, err
+	case r.Free():
 	case lim.Policy == admission.Delay:
-		return nil, now.Add(lim.DelayBy), nil
+		a.delayUntil = now.Add(lim.DelayBy)
 	default:
-		return &events.RunQueuedData{EnvironmentID: run.environment, Running: r.Started, Limit: r.Limit, Ahead: r.Ahead,
-			Reason: events.RunQueuedReason(run.environment, r.Started, r.Limit, r.Ahead)}, time.Time{}, nil
+		admission.QueueWaitOnEnvironment(w.Batch(), run.state.RunID)
+		return admitted{hold: &events.RunQueuedData{EnvironmentID: run.environment, Running: r.Started, Limit: r.Limit, Ahead: r.Ahead,
+			Reason: events.RunQueuedReason(run.environment, r.Started, r.Limit, r.Ahead)}}, nil
 	}
+	k, err := x.keyRoom(ctx, w, run)
+	if k.hold == nil && k.refuse == "" {
+		k.delayUntil = a.delayUntil
+	}
+	return k, err
 }
 
 // buildEvents makes d's events appendable.

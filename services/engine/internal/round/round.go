@@ -45,6 +45,10 @@ type Config struct {
 	// Admission is each environment's limit of concurrent runs; a round
 	// that would start a run of a full environment queues it instead.
 	Admission admission.Limits
+	// Released, if set, is called after a commit that gave concurrency
+	// slots back (a run of a plan with concurrency limits ended): the
+	// engine's key queue then serves their wakes at once.
+	Released func()
 	// BeforeCommit, if set, runs after a round wrote its decision and
 	// before its transaction commits. Crash tests kill the process there.
 	BeforeCommit func()
@@ -176,6 +180,7 @@ func (x *Runner) Run(ctx context.Context, r Round) (Outcome, error) {
 		})
 		if err == nil {
 			x.keepWarm(runs)
+			x.released([]Round{r}, []Result{{Outcome: out}}, runs)
 		} else {
 			x.forget(r.RunID)
 		}

@@ -19,8 +19,7 @@ import (
 )
 
 // queueTrackRun queues on b what keeps the run's row in engine_runs in
-// step with d: started (it holds a place in its environment), queued (the
-// run queue's), ended (gone: nothing more to sweep, its place freed), or
+// step with d: started (it holds a place in its environment), ended (gone: nothing more to sweep, its place freed), or
 // reopened by RETRY_STEP (back, started). It also queues d's
 // reconciliation records.
 func queueTrackRun(b *pgx.Batch, runID, environment string, d decide.Decision) error {
@@ -34,8 +33,6 @@ func queueTrackRun(b *pgx.Batch, runID, environment string, d decide.Decision) e
 				ON CONFLICT (run_id) DO NOTHING`, runID, environment)
 		case events.RunStarted:
 			b.Queue(`UPDATE engine_runs SET started_at = now() WHERE run_id = $1`, runID)
-		case events.RunQueued:
-			b.Queue(`UPDATE engine_runs SET queued_at = now() WHERE run_id = $1`, runID)
 		case events.RunCompleted, events.RunFailed, events.RunCancelled:
 			b.Queue(`DELETE FROM engine_runs WHERE run_id = $1`, runID)
 		default: // no change to the run's place

@@ -58,8 +58,12 @@ func (in *Intake) startProblems(req api.StartRunRequest, refFromPlan bool) (plan
 	}
 	ps = appendPlanRef(ps, "planId", req.PlanID, pl.PlanID())
 	ps = appendPlanRef(ps, "planVersion", req.PlanVersion, pl.PlanVersion())
+	ps = append(ps, priorityProblems(req.Priority)...)
 	if len(req.Input) > 0 || !refFromPlan {
 		ps = append(ps, inputProblems(pl, req.Input)...)
+		if len(ps) == 0 {
+			ps = runKeyProblems(pl, req)
+		}
 	}
 	return pl, ps
 }

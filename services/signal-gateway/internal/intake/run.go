@@ -160,7 +160,7 @@ func (in *Intake) checkStart(req api.StartRunRequest, refFromPlan bool) (runstar
 		return runstart.Request{}, Problems(ps)
 	}
 	return runstart.Request{TenantID: req.TenantID, ProjectID: req.ProjectID, EnvironmentID: req.EnvironmentID,
-		RunRequestID: req.RunRequestID, Plan: pl, Input: req.Input, Labels: req.Labels}, nil
+		RunRequestID: req.RunRequestID, Plan: pl, Input: req.Input, Labels: req.Labels, Priority: req.Priority}, nil
 }
 
 // startTx claims the run request of start (newRunRequest) and, with

@@ -1,0 +1,207 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/weftrun/weft/pkg/plan"
+)
+
+// A Key is one slot of a plan's run concurrency limits that a run needs
+// (plan.RunKey, placed): at most Limit runs hold a slot at once, counted
+// across every engine (engine_run_keys, migration 0025).
+type Key struct {
+	// Slot names what is counted: the run's environment, its plan, the
+	// limit's place in the plan and, but under GROUP_ROUND_ROBIN, the
+	// key's value (SlotOf).
+	Slot string
+	// Group is the key's value under GROUP_ROUND_ROBIN, whose slot every
+	// value shares and whose queue takes the values in turn; empty under
+	// the other strategies.
+	Group    string
+	Limit    int
+	Strategy plan.ConcurrencyStrategy
+	// Label names the key for people: the key's expression and value
+	// (`input.customerId = "42"`).
+	Label string
+}
+
+// KeysOf places a run's evaluated keys (plan.Validated.RunKeys) in
+// their slots: those of environment, of plan planID, whose limits cs
+// are (plan.Plan.Concurrency).
+func KeysOf(environment, planID string, cs []plan.Concurrency, keys []plan.RunKey) []Key {
+	out := make([]Key, len(keys))
+	for i, k := range keys {
+		slot := strings.Join([]string{environment, planID, strconv.Itoa(k.Index)}, "\x1f")
+		group := k.Value
+		if k.Strategy != plan.StrategyGroupRoundRobin {
+			slot, group = slot+"\x1f"+k.Value, ""
+		}
+		out[i] = Key{Slot: slot, Group: group, Limit: k.Limit, Strategy: k.Strategy,
+			Label: cs[k.Index].Key + " = " + strconv.Quote(k.Value)}
+	}
+	return out
+}
+
+// keyLockName is the name of a slot's admission lock, which every check
+// of the slot's room and every scan of its queue takes first.
+func keyLockName(slot string) string { return "weft-key:" + slot }
+
+// Waiter is the run whose room KeysRoomTx checks: its id and its
+// admission priority (api.MinPriority to api.MaxPriority).
+type Waiter struct {
+	RunID    string
+	Priority int
+}
+
+// KeyRoom is what KeysRoomTx found of a run's keys.
+type KeyRoom struct {
+	// Blocked is the index of the first key without room for the run, -1
+	// when every key has room.
+	Blocked int
+	// Held is how many runs hold the blocked key's slot, and Ahead how
+	// many of its waiters come before the run (higher priorities, then,
+	// within the run's own and in its group, those approved first),
+	// counted up to MaxAheadCounted.
+	Held, Ahead int
+}
+
+// MaxAheadCounted bounds how many waiters ahead of a run KeysRoomTx
+// counts: a reason says "1000 queued ahead" of a longer queue.
+const MaxAheadCounted = 1000
+
+// keyRoomSQL counts, for each slot $2[i] (group $3[i]), its holders other
+// than run $1 and its waiters ahead of that run at priority $4.
+const keyRoomSQL = `
+	SELECT (SELECT count(*) FROM engine_run_keys h WHERE h.slot = k.slot AND h.run_id <> $1),
+	       (SELECT count(*) FROM (
+	           SELECT 1 FROM engine_runs w
+	           WHERE w.key_slot = k.slot AND w.run_id <> $1
+	             AND (w.priority > $4 OR w.priority = $4 AND w.key_group = k.grp
+	                  AND (w.approved_at, w.run_id) < (me.approved_at, me.run_id))
+	           LIMIT $5) a)
+	FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS k(slot, grp, i)
+	CROSS JOIN (SELECT run_id, approved_at FROM engine_runs WHERE run_id = $1) me
+	ORDER BY k.i`
+
+// KeysRoomTx returns the room run has in each of keys' slots, in order,
+// stopping at the first without: a slot has room for the run when its
+// holders are fewer than the key's limit and no waiter comes before the
+// run. The caller holds every slot's lock (QueueLocks) until tx ends, so
+// the check and the take (TakeKeys) or the wait (WaitOnKey) it decides
+// commit together.
+func KeysRoomTx(ctx context.Context, tx pgx.Tx, run Waiter, keys []Key) (KeyRoom, error) {
+	room := KeyRoom{Blocked: -1}
+	if len(keys) == 0 {
+		return room, nil
+	}
+	slots, groups := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		slots[i], groups[i] = k.Slot, k.Group
+	}
+	rows, err := tx.Query(ctx, keyRoomSQL, run.RunID, slots, groups, run.Priority, MaxAheadCounted)
+	if err != nil {
+		return room, fmt.Errorf("admission: count the keys of run %s: %w", run.RunID, err)
+	}
+	defer rows.Close()
+	for i := 0; rows.Next(); i++ {
+		var held, ahead int
+		if err := rows.Scan(&held, &ahead); err != nil {
+			return room, err
+		}
+		if held >= keys[i].Limit || ahead > 0 {
+			room = KeyRoom{Blocked: i, Held: held, Ahead: ahead}
+			break
+		}
+	}
+	return room, rows.Err()
+}
+
+// QueueTakeKeys queues on b what makes run a holder of every slot of
+// keys, out of any queue it waited in.
+func QueueTakeKeys(b *pgx.Batch, runID string, keys []Key) {
+	slots := make([]string, len(keys))
+	for i, k := range keys {
+		slots[i] = k.Slot
+	}
+	b.Queue(`INSERT INTO engine_run_keys (run_id, slot) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING`, runID, slots)
+	queueLeaveQueue(b, runID, "")
+	for _, k := range keys {
+		if k.Strategy == plan.StrategyGroupRoundRobin { // the queue's next turn is the group after this one
+			b.Queue(`INSERT INTO engine_key_turns (slot, key_group) VALUES ($1, $2)
+				ON CONFLICT (slot) DO UPDATE SET key_group = excluded.key_group`, k.Slot, k.Group)
+		}
+	}
+}
+
+// QueueWaitOnKey queues on b what puts run in the queue of k's slot, out
+// of any other it waited in; that one is woken, since the run may have
+// been the head of a queue with room (QueueWakes).
+func QueueWaitOnKey(b *pgx.Batch, run Waiter, k Key) {
+	queueLeaveQueue(b, run.RunID, k.Slot)
+	b.Queue(`UPDATE engine_runs SET key_slot = $2, key_group = $3, key_limit = $4, priority = $5, queued_at = NULL WHERE run_id = $1`,
+		run.RunID, k.Slot, k.Group, k.Limit, run.Priority)
+	if k.Strategy == plan.StrategyGroupRoundRobin { // its turn row marks the slot's queue as one taken in turns
+		b.Queue(`INSERT INTO engine_key_turns (slot, key_group) VALUES ($1, '') ON CONFLICT DO NOTHING`, k.Slot)
+	}
+}
+
+// QueueWaitOnEnvironment queues on b what puts run in its environment's
+// queue (the run-queue reconciler's), out of any key's queue it waited
+// in, which is woken.
+func QueueWaitOnEnvironment(b *pgx.Batch, runID string) {
+	queueLeaveQueue(b, runID, "")
+	b.Queue(`UPDATE engine_runs SET queued_at = coalesce(queued_at, now()) WHERE run_id = $1`, runID)
+}
+
+// queueLeaveQueue queues the wake of the slot run waits on, unless it is
+// keep or none, and takes run out of its queue.
+func queueLeaveQueue(b *pgx.Batch, runID, keep string) {
+	b.Queue(`
+		WITH old AS (SELECT key_slot AS slot FROM engine_runs WHERE run_id = $1 AND key_slot <> $2),
+		     gone AS (UPDATE engine_runs SET key_slot = NULL, key_group = '', key_limit = 0
+		              WHERE run_id = $1 AND key_slot <> $2)
+		`+wakeSQL("SELECT slot FROM old"), runID, keep)
+}
+
+// wakeSQL inserts, or renews, the wakes of the slots src selects, in
+// slot order (so that two transactions that wake the same slots lock
+// their rows in one order).
+func wakeSQL(src string) string {
+	return `INSERT INTO engine_key_wakes (slot) SELECT DISTINCT slot FROM (` + src + `) s WHERE slot IS NOT NULL ORDER BY slot
+		ON CONFLICT (slot) DO UPDATE SET woken_at = clock_timestamp()`
+}
+
+// QueueReleaseKeys queues on b, for runs that end, the release of every
+// slot they hold and the wake of each (KeyWakes), so that the slot's
+// waiters are offered the room.
+func QueueReleaseKeys(b *pgx.Batch, runIDs []string) {
+	if len(runIDs) == 0 {
+		return
+	}
+	b.Queue(`WITH gone AS (DELETE FROM engine_run_keys WHERE run_id = ANY($1::uuid[]) RETURNING slot) `+wakeSQL("SELECT slot FROM gone"), runIDs)
+}
+
+// CancelOldestTx returns the runs that CANCEL_OLDEST cancels so that run
+// fits in k's slot: the slot's oldest runs, holders or waiters, by
+// approval, as many as put the slot over its limit with run counted.
+func CancelOldestTx(ctx context.Context, tx pgx.Tx, runID string, k Key, room KeyRoom) ([]string, error) {
+	n := room.Held + room.Ahead + 1 - k.Limit
+	if n <= 0 {
+		return nil, nil
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT run_id::text FROM (
+		    SELECT r.run_id, r.approved_at FROM engine_run_keys h JOIN engine_runs r USING (run_id) WHERE h.slot = $1
+		    UNION ALL
+		    SELECT run_id, approved_at FROM engine_runs WHERE key_slot = $1 AND run_id <> $2
+		) v ORDER BY approved_at, run_id LIMIT $3`, k.Slot, runID, n)
+	if err != nil {
+		return nil, fmt.Errorf("admission: oldest runs of %s: %w", k.Label, err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}

@@ -1,0 +1,252 @@
+package engine_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weftrun/weft/internal/runstart"
+	"github.com/weftrun/weft/pkg/events"
+	"github.com/weftrun/weft/pkg/plan"
+	"github.com/weftrun/weft/services/engine"
+)
+
+// keyedGate is a plan whose one step waits for the signal "go", under the
+// concurrency limit limit (a JSON object).
+func keyedGate(t *testing.T, limit string) *plan.Plan {
+	t.Helper()
+	return parsePlan(t, `{"planId":"keyed","planVersion":"1","concurrency":[`+limit+`],
+		"steps":[{"id":"g","kind":"waitSignal","signal":"go"}]}`)
+}
+
+// keyConfig serves key queues quickly: a wake another engine wrote is
+// read within QueueInterval.
+var keyConfig = engine.Config{QueueInterval: 20 * time.Millisecond}
+
+// startKeyed approves a run of p with input and priority.
+func (s *stack) startKeyed(t *testing.T, p *plan.Plan, input string, priority int) string {
+	t.Helper()
+	return s.approve(t, runstart.Request{Plan: validated(t, p), Input: json.RawMessage(input), Priority: priority})
+}
+
+// running returns those of runs started and not ended.
+func (s *stack) running(t *testing.T, runs []string) []string {
+	t.Helper()
+	var out []string
+	for _, id := range runs {
+		evs, err := s.log.EventsFetchAfter(t.Context(), id, 0, 0)
+		require.NoError(t, err)
+		if slices.ContainsFunc(evs, func(e events.Event) bool { return e.EventType == events.RunStarted }) && terminal(evs) == "" {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// waitRunningSet waits until exactly want of runs run, and returns them.
+func (s *stack) waitRunningSet(t *testing.T, runs []string, want int) []string {
+	t.Helper()
+	var got []string
+	require.Eventually(t, func() bool {
+		got = s.running(t, runs)
+		return len(got) == want
+	}, waitFor, 10*time.Millisecond, "%d of the runs run", want)
+	return got
+}
+
+// waitAnyRunning waits until one of runs or more run, and returns one.
+func (s *stack) waitAnyRunning(t *testing.T, runs []string) string {
+	t.Helper()
+	var got []string
+	require.Eventually(t, func() bool {
+		got = s.running(t, runs)
+		return len(got) > 0
+	}, waitFor, 10*time.Millisecond, "one of the runs runs")
+	return got[0]
+}
+
+// finish signals run to end and waits for its completion.
+func (s *stack) finish(t *testing.T, run string) {
+	t.Helper()
+	s.signal(t, run, "go", "go-"+run, `{}`)
+	require.Equal(t, events.RunCompleted, terminal(s.waitTerminal(t, run)))
+}
+
+// queuedData returns run's RunQueued payload.
+func (s *stack) queuedData(t *testing.T, run string) events.RunQueuedData {
+	t.Helper()
+	var d events.RunQueuedData
+	for _, e := range s.waitEvent(t, run, events.RunQueued) {
+		if e.EventType == events.RunQueued {
+			require.NoError(t, e.Data(&d))
+		}
+	}
+	return d
+}
+
+// A limit of 2 per customer: a third run of one customer waits, with a
+// reason that names its key, while another customer's run starts; it
+// starts when one of the two ends. Two engines serve the key's queue.
+func TestConcurrencyQueueHoldsEachKeyToItsLimit(t *testing.T) {
+	t.Parallel()
+	s := setup(t, keyConfig)
+	s.runEngine(t, keyConfig)
+	p := keyedGate(t, `{"key":"input.customerId","limit":2}`)
+	a := []string{s.startKeyed(t, p, `{"customerId":"a"}`, 0), s.startKeyed(t, p, `{"customerId":"a"}`, 0)}
+	s.waitRunningSet(t, a, 2)
+	third := s.startKeyed(t, p, `{"customerId":"a"}`, 0)
+	b := s.startKeyed(t, p, `{"customerId":"b"}`, 0)
+	s.waitRunningSet(t, []string{b}, 1)
+
+	hold := s.queuedData(t, third)
+	require.Equal(t, `input.customerId = "a"`, hold.Key)
+	require.Equal(t, 2, hold.Running)
+	require.Equal(t, 2, hold.Limit)
+	require.Equal(t, `2 of 2 running for input.customerId = "a"`, hold.Reason)
+	require.Empty(t, s.running(t, []string{third}), "the third run of a waits")
+
+	s.finish(t, a[0])
+	require.ElementsMatch(t, []string{a[1], third}, s.waitRunningSet(t, append(a, third), 2))
+	for _, id := range []string{a[1], third, b} {
+		s.finish(t, id)
+	}
+	s.requireNoSlotsHeld(t)
+}
+
+// requireNoSlotsHeld asserts that every run's slots and wakes are gone
+// once every run has ended: none leaked.
+func (s *stack) requireNoSlotsHeld(t *testing.T) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		var held, waiting, wakes int
+		err := s.db.Pool.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM engine_run_keys),
+			(SELECT count(*) FROM engine_runs WHERE key_slot IS NOT NULL), (SELECT count(*) FROM engine_key_wakes)`).Scan(&held, &waiting, &wakes)
+		return err == nil && held == 0 && waiting == 0 && wakes == 0
+	}, waitFor, 10*time.Millisecond, "no slot held, no run waiting, no wake left")
+}
+
+// A limit an expression gives: a premium customer runs two at once, any
+// other one.
+func TestConcurrencyDynamicLimit(t *testing.T) {
+	t.Parallel()
+	s := setup(t, keyConfig)
+	p := keyedGate(t, `{"key":"input.customerId","limit":"input.tier == 'premium' ? 2 : 1"}`)
+	var premium, basic []string
+	for range 3 {
+		premium = append(premium, s.startKeyed(t, p, `{"customerId":"p","tier":"premium"}`, 0))
+		basic = append(basic, s.startKeyed(t, p, `{"customerId":"q","tier":"basic"}`, 0))
+	}
+	for group, limit := range map[*[]string]int{&premium: 2, &basic: 1} {
+		running := s.waitRunningSet(t, *group, limit)
+		for _, id := range *group {
+			if !slices.Contains(running, id) {
+				require.Equal(t, limit, s.queuedData(t, id).Limit)
+			}
+		}
+	}
+	for _, group := range [][]string{premium, basic} {
+		for range group {
+			s.finish(t, s.waitAnyRunning(t, group))
+		}
+	}
+	s.requireNoSlotsHeld(t)
+}
+
+// CANCEL_NEWEST cancels the run that finds its key full; the running one
+// goes on.
+func TestConcurrencyCancelNewest(t *testing.T) {
+	t.Parallel()
+	s := setup(t, keyConfig)
+	p := keyedGate(t, `{"key":"input.id","limit":1,"strategy":"CANCEL_NEWEST"}`)
+	first := s.startKeyed(t, p, `{"id":"x"}`, 0)
+	s.waitRunningSet(t, []string{first}, 1)
+	second := s.startKeyed(t, p, `{"id":"x"}`, 0)
+	evs := s.waitTerminal(t, second)
+	require.Equal(t, events.RunCancelled, terminal(evs))
+	require.False(t, slices.ContainsFunc(evs, func(e events.Event) bool { return e.EventType == events.RunStarted }))
+	var d events.RunCancelledData
+	require.NoError(t, evs[len(evs)-1].Data(&d))
+	require.Contains(t, d.Reason, "CANCEL_NEWEST")
+	require.Equal(t, []string{first}, s.running(t, []string{first}))
+	s.finish(t, first)
+	s.requireNoSlotsHeld(t)
+}
+
+// CANCEL_OLDEST cancels the key's oldest run to make room: the new run
+// starts once it has ended.
+func TestConcurrencyCancelOldest(t *testing.T) {
+	t.Parallel()
+	s := setup(t, keyConfig)
+	p := keyedGate(t, `{"key":"input.id","limit":1,"strategy":"CANCEL_OLDEST"}`)
+	first := s.startKeyed(t, p, `{"id":"x"}`, 0)
+	s.waitRunningSet(t, []string{first}, 1)
+	second := s.startKeyed(t, p, `{"id":"x"}`, 0)
+	require.Equal(t, events.RunCancelled, terminal(s.waitTerminal(t, first)))
+	s.waitRunningSet(t, []string{second}, 1)
+	s.finish(t, second)
+	s.requireNoSlotsHeld(t)
+}
+
+// GROUP_ROUND_ROBIN shares one place across every tenant and takes the
+// queued tenants in turn: a's backlog does not hold b's and c's runs
+// back.
+func TestConcurrencyGroupRoundRobin(t *testing.T) {
+	t.Parallel()
+	s := setup(t, keyConfig)
+	p := keyedGate(t, `{"key":"input.tenant","limit":1,"strategy":"GROUP_ROUND_ROBIN"}`)
+	byID := map[string]string{}
+	var runs []string
+	for _, tenant := range []string{"a", "a", "a", "b", "b", "c"} {
+		id := s.startKeyed(t, p, fmt.Sprintf(`{"tenant":%q}`, tenant), 0)
+		byID[id] = tenant
+		runs = append(runs, id)
+		if len(runs) == 1 {
+			s.waitRunningSet(t, runs, 1)
+		}
+	}
+	for _, id := range runs[1:] {
+		s.queuedData(t, id)
+	}
+	var order []string
+	for range runs {
+		r := s.waitRunningSet(t, runs, 1)[0]
+		order = append(order, byID[r])
+		s.finish(t, r)
+	}
+	require.Equal(t, []string{"a", "b", "c", "a", "b", "a"}, order)
+	s.requireNoSlotsHeld(t)
+}
+
+// Queued runs start higher priorities first, first come, first served
+// within one.
+func TestConcurrencyPriorityOrder(t *testing.T) {
+	t.Parallel()
+	s := setup(t, keyConfig)
+	p := keyedGate(t, `{"key":"'all'","limit":1}`)
+	head := s.startKeyed(t, p, `{}`, 0)
+	s.waitRunningSet(t, []string{head}, 1)
+	names := map[string]string{}
+	runs := []string{head}
+	for _, q := range []struct {
+		name     string
+		priority int
+	}{{"p3", 3}, {"p5-first", 5}, {"p1", 1}, {"p5-second", 5}, {"default", 0}} {
+		id := s.startKeyed(t, p, `{}`, q.priority)
+		names[id] = q.name
+		runs = append(runs, id)
+		s.queuedData(t, id)
+	}
+	s.finish(t, head)
+	var order []string
+	for range runs[1:] {
+		r := s.waitRunningSet(t, runs[1:], 1)[0]
+		order = append(order, names[r])
+		s.finish(t, r)
+	}
+	require.Equal(t, []string{"p5-first", "p5-second", "p3", "default", "p1"}, order)
+	s.requireNoSlotsHeld(t)
+}
