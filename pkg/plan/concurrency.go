@@ -26,7 +26,7 @@ const (
 	MaxConcurrencyKeyBytes = 256
 )
 
-// CodeInvalidConcurrency: a concurrency limit out of its bounds (no key, a
+// CodeInvalidConcurrency is a concurrency limit out of its bounds (no key, a
 // limit of 0 or over MaxConcurrencyLimit, an unknown strategy, more than
 // MaxConcurrencyLimits limits), or, for a run's input, a key that does not
 // yield a string or a limit that does not yield an integer in bounds

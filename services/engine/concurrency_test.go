@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/internal/policy/admission"
 	"github.com/weftrun/weft/internal/runstart"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/plan"
@@ -129,6 +130,37 @@ func (s *stack) requireNoSlotsHeld(t *testing.T) {
 	}, waitFor, 10*time.Millisecond, "no slot held, no run waiting, no wake left")
 }
 
+// A key's limit and its environment's hold runs together: a run waits for
+// whichever is full, and moves from one queue to the other as the first
+// frees and the second is found full; each starts in turn and no place is
+// left over.
+func TestConcurrencyUnderAnEnvironmentLimit(t *testing.T) {
+	t.Parallel()
+	cfg := keyConfig
+	cfg.Admission = admission.Limits{PerEnvironment: map[string]admission.Limit{"e": {MaxConcurrentRuns: 2, Policy: admission.Queue}}}
+	s := setup(t, cfg)
+	p := keyedGate(t, `{"key":"input.customerId","limit":1}`)
+	start := func(customer string) string {
+		return s.approve(t, runstart.Request{Plan: validated(t, p), EnvironmentID: "e", Input: json.RawMessage(`{"customerId":"` + customer + `"}`)})
+	}
+	a1 := start("a")
+	s.waitRunningSet(t, []string{a1}, 1)
+	a2, b1 := start("a"), start("b")
+	s.waitRunningSet(t, []string{b1}, 1)
+	require.NotEmpty(t, s.queuedData(t, a2).Key, "a2 waits on its key")
+	c1 := start("c")
+	require.Empty(t, s.queuedData(t, c1).Key, "c1 waits on its environment")
+
+	s.finish(t, a1)
+	s.waitRunningSet(t, []string{a2}, 1)
+	require.Empty(t, s.running(t, []string{c1}), "the environment is full again")
+	s.finish(t, b1)
+	s.waitRunningSet(t, []string{c1}, 1)
+	s.finish(t, a2)
+	s.finish(t, c1)
+	s.requireNoSlotsHeld(t)
+}
+
 // A limit an expression gives: a premium customer runs two at once, any
 // other one.
 func TestConcurrencyDynamicLimit(t *testing.T) {
@@ -156,39 +188,37 @@ func TestConcurrencyDynamicLimit(t *testing.T) {
 	s.requireNoSlotsHeld(t)
 }
 
-// CANCEL_NEWEST cancels the run that finds its key full; the running one
-// goes on.
-func TestConcurrencyCancelNewest(t *testing.T) {
+// CANCEL_NEWEST cancels the run that finds its key full, and the running
+// one goes on; CANCEL_OLDEST cancels the key's oldest run to make room,
+// and the new run starts once it has ended. The cancelled run's reason
+// names its strategy.
+func TestConcurrencyCancelStrategies(t *testing.T) {
 	t.Parallel()
-	s := setup(t, keyConfig)
-	p := keyedGate(t, `{"key":"input.id","limit":1,"strategy":"CANCEL_NEWEST"}`)
-	first := s.startKeyed(t, p, `{"id":"x"}`, 0)
-	s.waitRunningSet(t, []string{first}, 1)
-	second := s.startKeyed(t, p, `{"id":"x"}`, 0)
-	evs := s.waitTerminal(t, second)
-	require.Equal(t, events.RunCancelled, terminal(evs))
-	require.False(t, slices.ContainsFunc(evs, func(e events.Event) bool { return e.EventType == events.RunStarted }))
-	var d events.RunCancelledData
-	require.NoError(t, evs[len(evs)-1].Data(&d))
-	require.Contains(t, d.Reason, "CANCEL_NEWEST")
-	require.Equal(t, []string{first}, s.running(t, []string{first}))
-	s.finish(t, first)
-	s.requireNoSlotsHeld(t)
-}
-
-// CANCEL_OLDEST cancels the key's oldest run to make room: the new run
-// starts once it has ended.
-func TestConcurrencyCancelOldest(t *testing.T) {
-	t.Parallel()
-	s := setup(t, keyConfig)
-	p := keyedGate(t, `{"key":"input.id","limit":1,"strategy":"CANCEL_OLDEST"}`)
-	first := s.startKeyed(t, p, `{"id":"x"}`, 0)
-	s.waitRunningSet(t, []string{first}, 1)
-	second := s.startKeyed(t, p, `{"id":"x"}`, 0)
-	require.Equal(t, events.RunCancelled, terminal(s.waitTerminal(t, first)))
-	s.waitRunningSet(t, []string{second}, 1)
-	s.finish(t, second)
-	s.requireNoSlotsHeld(t)
+	for _, strategy := range []plan.ConcurrencyStrategy{plan.StrategyCancelNewest, plan.StrategyCancelOldest} {
+		t.Run(string(strategy), func(t *testing.T) {
+			t.Parallel()
+			s := setup(t, keyConfig)
+			p := keyedGate(t, `{"key":"input.id","limit":1,"strategy":"`+string(strategy)+`"}`)
+			first := s.startKeyed(t, p, `{"id":"x"}`, 0)
+			s.waitRunningSet(t, []string{first}, 1)
+			second := s.startKeyed(t, p, `{"id":"x"}`, 0)
+			cancelled, kept := second, first
+			if strategy == plan.StrategyCancelOldest {
+				cancelled, kept = first, second
+			}
+			evs := s.waitTerminal(t, cancelled)
+			require.Equal(t, events.RunCancelled, terminal(evs))
+			var d events.RunCancelledData
+			require.NoError(t, evs[slices.IndexFunc(evs, func(e events.Event) bool { return e.EventType == events.RunCancelled })].Data(&d))
+			require.Contains(t, d.Reason, string(strategy))
+			if strategy == plan.StrategyCancelNewest {
+				require.False(t, slices.ContainsFunc(evs, func(e events.Event) bool { return e.EventType == events.RunStarted }), "never started")
+			}
+			s.waitRunningSet(t, []string{kept}, 1)
+			s.finish(t, kept)
+			s.requireNoSlotsHeld(t)
+		})
+	}
 }
 
 // GROUP_ROUND_ROBIN shares one place across every tenant and takes the
@@ -248,5 +278,53 @@ func TestConcurrencyPriorityOrder(t *testing.T) {
 		s.finish(t, r)
 	}
 	require.Equal(t, []string{"p5-first", "p5-second", "p3", "default", "p1"}, order)
+	s.requireNoSlotsHeld(t)
+}
+
+// An engine dies holding an admission: before the commit of the n-th
+// round or batch that writes, or after it, for several n, so the crash
+// lands on a start that takes the key's one place, on a run's end that
+// gives it back and wakes its queue, and on a queued run's start. A
+// fresh engine then drives every run to its end: each started once, none
+// while another held the place, and no place or wake is left over.
+func TestConcurrencyEngineCrashes(t *testing.T) {
+	t.Parallel()
+	for _, point := range []string{"before-commit", "after-commit"} {
+		for _, n := range []int{1, 3, 6} {
+			t.Run(fmt.Sprintf("%s/%d", point, n), func(t *testing.T) {
+				t.Parallel()
+				testConcurrencyCrash(t, point, n)
+			})
+		}
+	}
+}
+
+func testConcurrencyCrash(t *testing.T, point string, n int) {
+	s := newStack(t)
+	rawWorker(t, s.js, "default", echo)
+	p := parsePlan(t, `{"planId":"keyed-crash","planVersion":"1","concurrency":[{"key":"'all'","limit":1}],
+		"steps":[{"id":"a","activity":"echo"},{"id":"b","activity":"echo","dependsOn":["a"]}]}`)
+	var runs []string
+	for range 3 {
+		runs = append(runs, s.startKeyed(t, p, `{}`, 0))
+	}
+	runCrashChild(t, s, point, n)
+
+	cfg := crashConfig
+	cfg.QueueInterval = 20 * time.Millisecond
+	s.runEngine(t, cfg)
+	started := map[string]time.Time{}
+	for _, id := range runs {
+		evs := s.waitTerminal(t, id)
+		require.Equal(t, events.RunCompleted, terminal(evs))
+		requireOncePerAttempt(t, evs)
+		for _, e := range evs {
+			if e.EventType == events.RunStarted {
+				started[id] = e.PersistedAt
+			}
+		}
+	}
+	slices.SortFunc(runs, func(a, b string) int { return started[a].Compare(started[b]) })
+	requireNeverConcurrent(t, s, runs)
 	s.requireNoSlotsHeld(t)
 }

@@ -56,6 +56,18 @@ func testEngineCrash(t *testing.T, point string, n int) {
 		{"id":"c","activity":"echo","dependsOn":["a"]},
 		{"id":"d","activity":"echo","dependsOn":["b","c"]}]}`))
 
+	runCrashChild(t, s, point, n)
+
+	s.runEngine(t, crashConfig)
+	evs := s.waitTerminal(t, runID)
+	require.Equal(t, events.RunCompleted, terminal(evs))
+	requireOncePerAttempt(t, evs)
+}
+
+// runCrashChild runs an engine in a child process until it dies at
+// point, the n-th time it gets there (crashChild).
+func runCrashChild(t *testing.T, s *stack, point string, n int) {
+	t.Helper()
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childDBEnv+"="+s.db.URL, childNATSEnv+"="+s.nats.URL(),
 		childCrashEnv+"="+point+":"+strconv.Itoa(n))
@@ -63,11 +75,6 @@ func testEngineCrash(t *testing.T, point string, n int) {
 	var exitErr *exec.ExitError
 	require.ErrorAs(t, err, &exitErr, "child output:\n%s", out)
 	require.Equal(t, childExit, exitErr.ExitCode(), "the engine died at %s #%d; output:\n%s", point, n, out)
-
-	s.runEngine(t, crashConfig)
-	evs := s.waitTerminal(t, runID)
-	require.Equal(t, events.RunCompleted, terminal(evs))
-	requireOncePerAttempt(t, evs)
 }
 
 // requireOncePerAttempt asserts the log's invariants: runSeq gap-free from

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -98,10 +99,10 @@ func inTurnTx(ctx context.Context, tx pgx.Tx, slot, turn string, room int) ([]st
 	for len(picked) < room {
 		var id, group string
 		err := tx.QueryRow(ctx, nextInTurnSQL, slot, turn, picked, false).Scan(&id, &group)
-		if err == pgx.ErrNoRows {
+		if errors.Is(err, pgx.ErrNoRows) {
 			err = tx.QueryRow(ctx, nextInTurnSQL, slot, turn, picked, true).Scan(&id, &group)
 		}
-		if err == pgx.ErrNoRows {
+		if errors.Is(err, pgx.ErrNoRows) {
 			break
 		}
 		if err != nil {

@@ -28,7 +28,7 @@ func RunCommands() map[string]Command {
 	}
 }
 
-const startSynopsis = "weft run start (-f PLAN_FILE | --plan PLAN_ID[@VERSION]) [--input JSON] [--label K=V…] [--wait [--timeout D]] [--run-request-id ID] [-o json]"
+const startSynopsis = "weft run start (-f PLAN_FILE | --plan PLAN_ID[@VERSION]) [--input JSON] [--label K=V…] [--priority 1-5] [--wait [--timeout D]] [--run-request-id ID] [-o json]"
 
 // runStart is `weft run start`.
 func runStart(ctx context.Context, env *Env, args []string) error {
@@ -40,6 +40,7 @@ func runStart(ctx context.Context, env *Env, args []string) error {
 	cmd.StringVar(&sf.input, "input", "", "the run's input, a JSON document, @FILE, or - for stdin")
 	cmd.StringVar(&sf.runRequestID, "run-request-id", "", "your id for this start: repeating it starts no second run (default: a fresh id)")
 	cmd.Var(&sf.labels, "label", "a label of the run, KEY=VALUE; repeatable")
+	cmd.IntVar(&sf.priority, "priority", 0, "the run's admission priority, 1 (lowest) to 5: queued runs start higher ones first (default 3)")
 	wait := cmd.Bool("wait", false, "follow the run's progress until it ends, and exit with its outcome")
 	timeout := cmd.Duration("timeout", 0, "with --wait: stop waiting after this long and exit 4 (default: wait as long as the run takes)")
 	sf.where = addWhereFlags(cmd.flags, " of the run")
@@ -82,6 +83,7 @@ const (
 type startFlags struct {
 	file, planRef, input, runRequestID string
 	labels                             labelFlags
+	priority                           int
 	where                              whereFlags
 }
 
@@ -116,7 +118,7 @@ func (sf startFlags) request() (api.StartRunRequest, error) {
 	if err != nil {
 		return req, err
 	}
-	req.Input, req.Labels = input, sf.labels
+	req.Input, req.Labels, req.Priority = input, sf.labels, sf.priority
 	req.TenantID, req.ProjectID, req.EnvironmentID = sf.where.ids()
 	return req, nil
 }

@@ -107,8 +107,9 @@ func (x *Runner) keyRoom(ctx context.Context, w *journal.Write, run *runView) (a
 }
 
 // cancelVictims adds to d the CANCEL that CANCEL_OLDEST owes each of
-// run's victims, one signal id per run that needs the room, so a round
-// that asks again is kept once in each victim's log.
+// run's victims, one signal id per run that needs the room
+// ("CANCEL_OLDEST-for-<run>", which the victim's RunCancelled reason
+// names), so a round that asks again is kept once in each victim's log.
 func cancelVictims(d decide.Decision, run *runView, now time.Time) decide.Decision {
 	if len(run.victims) == 0 {
 		return d
@@ -116,7 +117,7 @@ func cancelVictims(d decide.Decision, run *runView, now time.Time) decide.Decisi
 	reason := fmt.Sprintf("cancelled by a concurrency limit under CANCEL_OLDEST: newer run %s needs its place", run.state.RunID)
 	d.ToOtherRuns = slices.Clip(d.ToOtherRuns)
 	for _, v := range run.victims {
-		d.ToOtherRuns = append(d.ToOtherRuns, decide.CancelSignal(v, "concurrency-"+run.state.RunID, reason, now))
+		d.ToOtherRuns = append(d.ToOtherRuns, decide.CancelSignal(v, "CANCEL_OLDEST-for-"+run.state.RunID, reason, now))
 	}
 	return d
 }
