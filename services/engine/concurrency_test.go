@@ -131,9 +131,9 @@ func (s *stack) requireNoSlotsHeld(t *testing.T) {
 }
 
 // A key's limit and its environment's hold runs together: a run waits for
-// whichever is full, and moves from one queue to the other as the first
-// frees and the second is found full; each starts in turn and no place is
-// left over.
+// whichever it finds full first; the environment's queue does not wait
+// for a run held by its key, and that run starts once both have room. No
+// place is left over.
 func TestConcurrencyUnderAnEnvironmentLimit(t *testing.T) {
 	t.Parallel()
 	cfg := keyConfig
@@ -145,17 +145,18 @@ func TestConcurrencyUnderAnEnvironmentLimit(t *testing.T) {
 	}
 	a1 := start("a")
 	s.waitRunningSet(t, []string{a1}, 1)
-	a2, b1 := start("a"), start("b")
-	s.waitRunningSet(t, []string{b1}, 1)
+	a2 := start("a")
 	require.NotEmpty(t, s.queuedData(t, a2).Key, "a2 waits on its key")
+	b1 := start("b")
+	s.waitRunningSet(t, []string{b1}, 1)
 	c1 := start("c")
 	require.Empty(t, s.queuedData(t, c1).Key, "c1 waits on its environment")
 
-	s.finish(t, a1)
-	s.waitRunningSet(t, []string{a2}, 1)
-	require.Empty(t, s.running(t, []string{c1}), "the environment is full again")
 	s.finish(t, b1)
 	s.waitRunningSet(t, []string{c1}, 1)
+	require.Empty(t, s.running(t, []string{a2}), "a2 still waits on its key")
+	s.finish(t, a1)
+	s.waitRunningSet(t, []string{a2}, 1)
 	s.finish(t, a2)
 	s.finish(t, c1)
 	s.requireNoSlotsHeld(t)

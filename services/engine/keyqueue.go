@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -39,47 +40,47 @@ func (s *Service) keyQueueLoop(ctx context.Context) {
 }
 
 // serveKeyWakes serves up to QueueBatch wakes and reports whether there
-// may be more.
+// may be more: it reads the offers they make (admission.OffersTx), runs
+// the start rounds of every waiter offered, in batches of QueueBatch,
+// and then deletes their wakes. A failure leaves the wakes for the next
+// pass.
 func (s *Service) serveKeyWakes(ctx context.Context) bool {
 	wakes, err := admission.Wakes(ctx, s.pool, s.cfg.QueueBatch)
+	if err == nil && len(wakes) > 0 {
+		err = s.serve(ctx, wakes)
+	}
 	if err != nil {
 		if ctx.Err() == nil {
-			s.logger.WarnContext(ctx, "engine: key queue scan failed", "err", err)
+			s.logger.WarnContext(ctx, "engine: serving the key queues failed; their wakes stay", "err", err)
 		}
 		return false
-	}
-	for _, w := range wakes {
-		if err := s.serveKeyWake(ctx, w); err != nil {
-			if ctx.Err() == nil {
-				s.logger.WarnContext(ctx, "engine: serving a key's queue failed; its wake stays", "err", err)
-			}
-			return false
-		}
 	}
 	return len(wakes) == s.cfg.QueueBatch
 }
 
-// serveKeyWake offers w's slot's next waiters a start, in one batch of
-// rounds, and then deletes the wake.
-func (s *Service) serveKeyWake(ctx context.Context, w admission.Wake) error {
-	var ids []string
+func (s *Service) serve(ctx context.Context, wakes []admission.Wake) error {
+	var offers []admission.Offer
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		ids, err = admission.NextWaitersTx(ctx, tx, w.Slot, s.cfg.QueueBatch)
+		offers, err = admission.OffersTx(ctx, tx, wakes, s.cfg.QueueBatch)
 		return err
 	})
-	if err != nil {
+	if err != nil || len(offers) == 0 {
 		return err
 	}
-	if len(ids) > 0 {
-		now := time.Now().UTC()
-		rounds := make([]round.Round, len(ids))
-		for i, id := range ids {
-			rounds[i] = round.Round{RunID: id, Input: decide.RunApproved{Now: now}}
+	now := time.Now().UTC()
+	var rounds []round.Round
+	served := make([]admission.Wake, len(offers))
+	for i, o := range offers {
+		served[i] = o.Wake
+		for _, id := range o.RunIDs {
+			rounds = append(rounds, round.Round{RunID: id, Input: decide.RunApproved{Now: now}})
 		}
-		if _, err := s.runner.RunBatch(ctx, rounds); err != nil {
+	}
+	for chunk := range slices.Chunk(rounds, s.cfg.QueueBatch) {
+		if _, err := s.runner.RunBatch(ctx, chunk); err != nil {
 			return err
 		}
 	}
-	return admission.DoneWake(ctx, s.pool, w)
+	return admission.DoneWakes(ctx, s.pool, served)
 }

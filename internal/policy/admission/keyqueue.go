@@ -18,8 +18,8 @@ type DB interface {
 }
 
 // Wake is a slot a run left (engine_key_wakes): its waiters are offered
-// a start, as many as it has room for (NextWaitersTx), and the wake is
-// then done (DoneWake).
+// a start, as many as it has room for (OffersTx), and the wake is then
+// done (DoneWakes).
 type Wake struct {
 	Slot    string
 	WokenAt time.Time
@@ -37,31 +37,72 @@ func Wakes(ctx context.Context, db DB, n int) ([]Wake, error) {
 	})
 }
 
-// DoneWake deletes w, unless a run left its slot again since w was read:
-// that wake is served next.
-func DoneWake(ctx context.Context, db DB, w Wake) error {
-	_, err := db.Exec(ctx, `DELETE FROM engine_key_wakes WHERE slot = $1 AND woken_at <= $2`, w.Slot, w.WokenAt)
+// DoneWakes deletes wakes, each unless a run left its slot again since
+// it was read: that wake is served next.
+func DoneWakes(ctx context.Context, db DB, wakes []Wake) error {
+	if len(wakes) == 0 {
+		return nil
+	}
+	slots, at := make([]string, len(wakes)), make([]time.Time, len(wakes))
+	for i, w := range wakes {
+		slots[i], at[i] = w.Slot, w.WokenAt
+	}
+	_, err := db.Exec(ctx, `DELETE FROM engine_key_wakes w USING unnest($1::text[], $2::timestamptz[]) AS d(slot, at)
+		WHERE w.slot = d.slot AND w.woken_at <= d.at`, slots, at)
 	if err != nil {
-		return fmt.Errorf("admission: delete key wake: %w", err)
+		return fmt.Errorf("admission: delete key wakes: %w", err)
 	}
 	return nil
 }
 
-// NextWaitersTx returns, holding slot's lock until tx ends, the waiters
-// of slot its room admits, at most max, in its queue's order: higher
-// priorities first; within one, first come, first served, or, for a
-// GROUP_ROUND_ROBIN slot, one run of each group in turn, from the group
-// after the one it last started (engine_key_turns), which it records.
-// The room is the limit the queue's head evaluated less the slot's
-// holders. Each waiter's own start round checks its room again.
+// Offer is a wake whose slot has room and waiters: the waiters to offer
+// a start, in its queue's order.
+type Offer struct {
+	Wake   Wake
+	RunIDs []string
+}
+
+// OffersTx returns, holding the locks of every slot of wakes until tx
+// ends, the offers the wakes make: for each slot, the waiters its room
+// admits, at most max, in its queue's order (higher priorities first;
+// within one, first come, first served, or, for a GROUP_ROUND_ROBIN
+// slot, one run of each group in turn, from the group after the one it
+// last started, engine_key_turns, which it records). A slot's room is the
+// limit its queue's head evaluated less its holders. The wakes that
+// offer nothing (no waiter, or no room: the next run to leave wakes the
+// slot again) are deleted in tx; the caller deletes the others
+// (DoneWakes) once it has offered their runs a start, whose rounds each
+// check the run's room again.
 //
-// Holding the lock orders the scan after any admission that counted the
-// slot full before the wake's run left it: that run's wait has
-// committed when the scan reads the queue, so no waiter is missed.
-func NextWaitersTx(ctx context.Context, tx pgx.Tx, slot string, max int) ([]string, error) {
-	if _, err := tx.Exec(ctx, lockSQL, keyLockName(slot)); err != nil {
-		return nil, fmt.Errorf("admission: lock slot: %w", err)
+// Holding the locks orders the scan after any admission that counted a
+// slot full before the wake's run left it: that run's wait has committed
+// when the scan reads the queue, so no waiter is missed.
+func OffersTx(ctx context.Context, tx pgx.Tx, wakes []Wake, max int) ([]Offer, error) {
+	names := make([]string, len(wakes))
+	for i, w := range wakes {
+		names[i] = keyLockName(w.Slot)
 	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext(n)) FROM (SELECT n FROM unnest($1::text[]) n ORDER BY n) s`, names); err != nil {
+		return nil, fmt.Errorf("admission: lock slots: %w", err)
+	}
+	var offers []Offer
+	var idle []Wake
+	for _, w := range wakes {
+		ids, err := nextWaitersTx(ctx, tx, w.Slot, max)
+		if err != nil {
+			return nil, err
+		}
+		if len(ids) == 0 {
+			idle = append(idle, w)
+			continue
+		}
+		offers = append(offers, Offer{Wake: w, RunIDs: ids})
+	}
+	return offers, DoneWakes(ctx, tx, idle)
+}
+
+// nextWaitersTx is the offer of one slot, whose lock the caller holds.
+func nextWaitersTx(ctx context.Context, tx pgx.Tx, slot string, max int) ([]string, error) {
 	var room int
 	var turn *string
 	err := tx.QueryRow(ctx, `
