@@ -21,9 +21,11 @@ const (
 	// MaxConcurrencyLimit bounds a limit's number of runs, as written or
 	// as its expression yields it for a run.
 	MaxConcurrencyLimit = 10_000
-	// MaxConcurrencyKeyBytes bounds the value a limit's key yields for a
-	// run.
+	// MaxConcurrencyKeyBytes bounds the value a limit's key, or a
+	// fairness key, yields for a run.
 	MaxConcurrencyKeyBytes = 256
+	// MaxFairnessWeight bounds a fairness weight.
+	MaxFairnessWeight = 100
 )
 
 // CodeInvalidConcurrency is a concurrency limit out of its bounds (no key, a
@@ -69,6 +71,19 @@ type Concurrency struct {
 	// Strategy is what a run that finds the limit full gets; empty is
 	// StrategyQueue (ApplyDefaults fills it in).
 	Strategy ConcurrencyStrategy `json:"strategy,omitempty"`
+}
+
+// Fairness is how a plan's queues take turns: within a priority, one
+// visit to each value of Key in turn, each visit starting as many of its
+// runs as its Weight, the runs of one value first come, first served. A
+// tenant's backlog of 50,000 then delays another's run by one visit.
+type Fairness struct {
+	// Key is a CEL expression over the input and run.* that yields a
+	// string; empty: run.tenantId.
+	Key string `json:"key,omitempty"`
+	// Weight is how many runs of the key's value a visit starts, 1 to
+	// MaxFairnessWeight, or an expression that yields it; zero: 1.
+	Weight Count `json:"weight,omitzero"`
 }
 
 // Count is a number of runs, written as a JSON number or as a string
@@ -130,6 +145,9 @@ func (p *Plan) concurrencyScope() expr.Scope { return expr.Scope{InputTypes: p.i
 // concurrencies checks p's concurrency limits and adds their problems.
 func (p *Plan) concurrencies(ps *problems, l Limits) {
 	if len(p.Concurrency) == 0 {
+		if p.Fairness != nil {
+			ps.add("", "fairness", CodeFieldNotAllowed, "fairness orders the queues of concurrency limits, and the plan has none")
+		}
 		return
 	}
 	if p.SchemaVersion != 0 && p.SchemaVersion < SchemaVersionFlowControl {
@@ -140,6 +158,7 @@ func (p *Plan) concurrencies(ps *problems, l Limits) {
 		ps.add("", "concurrency", CodeInvalidConcurrency, "%d limits, more than the limit of %d", len(p.Concurrency), MaxConcurrencyLimits)
 	}
 	lim := expr.Limits{MaxExpressionBytes: l.MaxExpressionBytes}
+	p.fairness(ps, lim)
 	for i, c := range p.Concurrency {
 		at := fmt.Sprintf("concurrency[%d]", i)
 		if c.Key == "" {
@@ -164,6 +183,25 @@ func (p *Plan) concurrencies(ps *problems, l Limits) {
 	}
 }
 
+// fairness checks p's Fairness, of a plan with concurrency limits.
+func (p *Plan) fairness(ps *problems, lim expr.Limits) {
+	f := p.Fairness
+	if f == nil {
+		return
+	}
+	if f.Key != "" {
+		_, found := expr.CompileValue(f.Key, "fairness.key", p.concurrencyScope(), lim)
+		addExpressionProblems(ps, "", found)
+	}
+	switch {
+	case f.Weight.Expr != "":
+		_, found := expr.CompileValue(f.Weight.Expr, "fairness.weight", p.concurrencyScope(), lim)
+		addExpressionProblems(ps, "", found)
+	case f.Weight.N < 0 || f.Weight.N > MaxFairnessWeight:
+		ps.add("", "fairness.weight", CodeInvalidConcurrency, "%d; a weight is 1 to %d", f.Weight.N, MaxFairnessWeight)
+	}
+}
+
 // RunKey is one of a plan's concurrency limits as it applies to one run:
 // the value its key yields for the run and the limit it yields.
 type RunKey struct {
@@ -172,6 +210,12 @@ type RunKey struct {
 	Value    string
 	Limit    int
 	Strategy ConcurrencyStrategy
+	// Group is the run's turn in the limit's queue: its value of the
+	// plan's fairness key (its tenant by default) or, under
+	// GROUP_ROUND_ROBIN, of the limit's key; Weight is the plan's
+	// fairness weight for it (1 by default).
+	Group  string
+	Weight int
 }
 
 // RunKeys evaluates the plan's concurrency limits for a run that reads
@@ -181,30 +225,34 @@ type RunKey struct {
 // CodeInvalidConcurrency at the limit's field ("concurrency[0].key"); so
 // is an expression that fails. The zero Validated has none.
 func (v Validated) RunKeys(vars expr.Vars) ([]RunKey, []Problem) {
-	return runKeys(v.concurrency, v.inputTypes, vars)
+	return runKeys(v.concurrency, v.fairness, v.inputTypes, vars)
 }
 
 // RunKeys is Validated.RunKeys of a plan that has passed Validate.
 func (p *Plan) RunKeys(vars expr.Vars) ([]RunKey, []Problem) {
-	return runKeys(p.Concurrency, p.inputTypes(), vars)
+	return runKeys(p.Concurrency, p.Fairness, p.inputTypes(), vars)
 }
 
-func runKeys(cs []Concurrency, types map[string]string, vars expr.Vars) ([]RunKey, []Problem) {
+func runKeys(cs []Concurrency, f *Fairness, types map[string]string, vars expr.Vars) ([]RunKey, []Problem) {
 	if len(cs) == 0 {
 		return nil, nil
 	}
 	scope := expr.Scope{InputTypes: types}
-	keys := make([]RunKey, 0, len(cs))
 	var ps problems
+	group, weight := fairnessOf(f, scope, vars, &ps)
+	keys := make([]RunKey, 0, len(cs))
 	for i, c := range cs {
 		at := fmt.Sprintf("concurrency[%d]", i)
-		k := RunKey{Index: i, Limit: c.Limit.N, Strategy: c.EffectiveStrategy()}
+		k := RunKey{Index: i, Limit: c.Limit.N, Strategy: c.EffectiveStrategy(), Group: group, Weight: weight}
 		var why string
 		if k.Value, why = evalKey(c.Key, at+".key", scope, vars); why != "" {
 			ps.add("", at+".key", CodeInvalidConcurrency, "%s", why)
 		}
+		if k.Strategy == StrategyGroupRoundRobin {
+			k.Group = k.Value
+		}
 		if c.Limit.Expr != "" {
-			if k.Limit, why = evalLimit(c.Limit.Expr, at+".limit", scope, vars); why != "" {
+			if k.Limit, why = evalCount(c.Limit.Expr, at+".limit", scope, vars, MaxConcurrencyLimit); why != "" {
 				ps.add("", at+".limit", CodeInvalidConcurrency, "%s", why)
 			}
 		}
@@ -214,6 +262,27 @@ func runKeys(cs []Concurrency, types map[string]string, vars expr.Vars) ([]RunKe
 		return nil, ps
 	}
 	return keys, nil
+}
+
+// fairnessOf evaluates f for a run: its group (its tenant when f has no
+// key) and its weight (1 when f has none), adding to ps the problems.
+func fairnessOf(f *Fairness, scope expr.Scope, vars expr.Vars, ps *problems) (string, int) {
+	if f == nil {
+		return vars.Run.TenantID, 1
+	}
+	group, weight := vars.Run.TenantID, max(f.Weight.N, 1)
+	var why string
+	if f.Key != "" {
+		if group, why = evalKey(f.Key, "fairness.key", scope, vars); why != "" {
+			ps.add("", "fairness.key", CodeInvalidConcurrency, "%s", why)
+		}
+	}
+	if f.Weight.Expr != "" {
+		if weight, why = evalCount(f.Weight.Expr, "fairness.weight", scope, vars, MaxFairnessWeight); why != "" {
+			ps.add("", "fairness.weight", CodeInvalidConcurrency, "%s", why)
+		}
+	}
+	return group, weight
 }
 
 // evalValue evaluates src, a limit's expression at path, and returns its
@@ -245,17 +314,19 @@ func evalKey(src, path string, scope expr.Scope, vars expr.Vars) (string, string
 	return s, ""
 }
 
-func evalLimit(src, path string, scope expr.Scope, vars expr.Vars) (int, string) {
+// evalCount evaluates src, a limit's or a weight's expression at path,
+// which must yield a whole number from 1 to most.
+func evalCount(src, path string, scope expr.Scope, vars expr.Vars, most int) (int, string) {
 	doc, why := evalValue(src, path, scope, vars)
 	if why != "" {
 		return 0, why
 	}
 	n, err := strconv.ParseInt(string(doc), 10, 32)
 	if err != nil {
-		return 0, fmt.Sprintf("the limit must yield a whole number; for this run it yields %s", kindOf(doc))
+		return 0, fmt.Sprintf("it must yield a whole number; for this run it yields %s", kindOf(doc))
 	}
-	if n < 1 || n > MaxConcurrencyLimit {
-		return 0, fmt.Sprintf("the limit yields %d runs; a limit is 1 to %d", n, MaxConcurrencyLimit)
+	if n < 1 || n > int64(most) {
+		return 0, fmt.Sprintf("it yields %d; it must be 1 to %d", n, most)
 	}
 	return int(n), ""
 }

@@ -36,8 +36,8 @@ func TestConcurrencyParsesWithDefaults(t *testing.T) {
 	keys, problems := v.RunKeys(expr.Vars{Input: json.RawMessage(`{"customerId":"42","tier":"premium"}`)})
 	require.Empty(t, problems)
 	require.Equal(t, []RunKey{
-		{Index: 0, Value: "42", Limit: 2, Strategy: StrategyQueue},
-		{Index: 1, Value: "all", Limit: 10, Strategy: StrategyGroupRoundRobin},
+		{Index: 0, Value: "42", Limit: 2, Strategy: StrategyQueue, Weight: 1},
+		{Index: 1, Value: "all", Limit: 10, Strategy: StrategyGroupRoundRobin, Group: "all", Weight: 1},
 	}, keys)
 }
 
@@ -108,4 +108,36 @@ func TestRunKeysRefuseWhatTheInputMakesOfThem(t *testing.T) {
 	keys, problems := v.RunKeys(expr.Vars{Input: json.RawMessage(`{"customerId":"a","n":10000}`)})
 	require.Empty(t, problems)
 	require.Equal(t, 10000, keys[0].Limit)
+}
+
+func TestFairness(t *testing.T) {
+	doc := `{"planId":"orders","planVersion":"1","steps":[{"id":"a","activity":"x"}],
+		"concurrency":[{"key":"'all'","limit":2}],"fairness":{"key":"input.customer","weight":"input.tier == 'gold' ? 3 : 1"}}`
+	v, err := ParseValidated([]byte(doc), Limits{})
+	require.NoError(t, err)
+	keys, problems := v.RunKeys(expr.Vars{Input: json.RawMessage(`{"customer":"c1","tier":"gold"}`), Run: expr.RunVars{TenantID: "acme"}})
+	require.Empty(t, problems)
+	require.Equal(t, "c1", keys[0].Group)
+	require.Equal(t, 3, keys[0].Weight)
+
+	_, problems = v.RunKeys(expr.Vars{Input: json.RawMessage(`{"customer":7}`)})
+	require.Equal(t, "fairness.key", problems[0].Field)
+
+	plain, err := ParseValidated([]byte(concurrencyPlan(`{"key":"'all'","limit":2}`)), Limits{})
+	require.NoError(t, err)
+	keys, _ = plain.RunKeys(expr.Vars{Run: expr.RunVars{TenantID: "acme"}})
+	require.Equal(t, "acme", keys[0].Group, "the tenant by default")
+	require.Equal(t, 1, keys[0].Weight)
+
+	for weight, ok := range map[string]bool{"0": true, "1": true, "100": true, "101": false, "-1": false} {
+		_, err := ParseValidated([]byte(`{"planId":"o","planVersion":"1","steps":[{"id":"a","activity":"x"}],
+			"concurrency":[{"key":"'all'","limit":2}],"fairness":{"weight":`+weight+`}}`), Limits{})
+		if ok {
+			require.NoError(t, err, weight)
+		} else {
+			require.Equal(t, "fairness.weight", requireProblem(t, err, CodeInvalidConcurrency, "").Field, weight)
+		}
+	}
+	_, err = ParseValidated([]byte(`{"planId":"o","planVersion":"1","steps":[{"id":"a","activity":"x"}],"fairness":{"key":"input.c"}}`), Limits{})
+	require.Equal(t, "fairness", requireProblem(t, err, CodeFieldNotAllowed, "").Field, "fairness without a limit")
 }

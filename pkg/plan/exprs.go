@@ -55,7 +55,7 @@ func (p *Plan) Expressive() bool {
 // schemaVersionFor returns the version ApplyDefaults gives a plan that
 // does not state one: the first version with what it uses.
 func (p *Plan) schemaVersionFor() int {
-	if len(p.Concurrency) > 0 {
+	if len(p.Concurrency) > 0 || p.Fairness != nil {
 		return SchemaVersionFlowControl
 	}
 	if p.UsesSubPlans() {

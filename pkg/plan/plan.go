@@ -60,6 +60,11 @@ type Plan struct {
 	// room for it (docs/flow-control.md). Schema version 5
 	// (SchemaVersionFlowControl).
 	Concurrency []Concurrency `json:"concurrency,omitempty"`
+	// Fairness says how the queues of the plan's concurrency limits take
+	// turns across the runs that wait in them; nil: across tenants, each
+	// of weight 1 (docs/flow-control.md). Only with Concurrency. Schema
+	// version 5.
+	Fairness *Fairness `json:"fairness,omitempty"`
 }
 
 // Kind is the kind of a step.

@@ -29,6 +29,7 @@ type Validated struct {
 	// concurrency and inputTypes are the plan's concurrency limits and
 	// the types its input schema declares, which RunKeys evaluates.
 	concurrency []Concurrency
+	fairness    *Fairness
 	inputTypes  map[string]string
 }
 
@@ -46,7 +47,7 @@ func (p *Plan) Validated(limits Limits) (Validated, error) {
 		return Validated{}, fmt.Errorf("plan: encode: %w", c.encErr)
 	}
 	return Validated{id: p.PlanID, version: p.PlanVersion, doc: c.doc, lists: p.inputLists(limits.withDefaults()), schema: c.schema,
-		concurrency: p.Concurrency, inputTypes: p.inputTypes()}, nil
+		concurrency: p.Concurrency, fairness: p.Fairness, inputTypes: p.inputTypes()}, nil
 }
 
 // IsZero reports whether v is the zero Validated, which holds no plan.

@@ -329,3 +329,62 @@ func testConcurrencyCrash(t *testing.T, point string, n int) {
 	requireNeverConcurrent(t, s, runs)
 	s.requireNoSlotsHeld(t)
 }
+
+// Fair admission: one tenant's backlog does not hold another's run back
+// by more than one turn, and a weight gives a group that many starts per
+// visit. Under one place for every run of the plan, the tenant "noisy"
+// queues 20 runs behind its own running one, then "quiet" queues one:
+// quiet's starts next. With weights (gold 2, silver 1), the queue visits
+// the groups in turn, two gold runs per visit.
+func TestConcurrencyFairness(t *testing.T) {
+	t.Parallel()
+	s := setup(t, keyConfig)
+	t.Run("noisy tenant", func(t *testing.T) {
+		p := keyedGate(t, `{"key":"'all'","limit":1}`)
+		start := func(tenant string) string {
+			return s.approve(t, runstart.Request{TenantID: tenant, Plan: validated(t, p), Input: json.RawMessage(`{}`)})
+		}
+		head := start("noisy")
+		s.waitRunningSet(t, []string{head}, 1)
+		var backlog []string
+		for range 20 {
+			backlog = append(backlog, start("noisy"))
+		}
+		s.queuedData(t, backlog[len(backlog)-1])
+		quiet := start("quiet")
+		s.queuedData(t, quiet)
+		s.finish(t, head)
+		all := append([]string{quiet}, backlog...)
+		require.Equal(t, quiet, s.waitRunningSet(t, all, 1)[0], "quiet's run starts within one turn")
+		for range all {
+			s.finish(t, s.waitRunningSet(t, all, 1)[0])
+		}
+	})
+	t.Run("weights", func(t *testing.T) {
+		p := parsePlan(t, `{"planId":"weighted","planVersion":"1","concurrency":[{"key":"'all'","limit":1}],
+			"fairness":{"key":"input.tier","weight":"input.tier == 'gold' ? 2 : 1"},
+			"steps":[{"id":"g","kind":"waitSignal","signal":"go"}]}`)
+		tier := map[string]string{}
+		start := func(t *testing.T, tr string) string {
+			id := s.startKeyed(t, p, `{"tier":"`+tr+`"}`, 0)
+			tier[id] = tr
+			return id
+		}
+		head := start(t, "zinc")
+		s.waitRunningSet(t, []string{head}, 1)
+		runs := []string{}
+		for range 4 {
+			runs = append(runs, start(t, "gold"), start(t, "silver"))
+		}
+		s.queuedData(t, runs[len(runs)-1])
+		s.finish(t, head)
+		var order []string
+		for range runs {
+			r := s.waitRunningSet(t, runs, 1)[0]
+			order = append(order, tier[r])
+			s.finish(t, r)
+		}
+		require.Equal(t, []string{"gold", "gold", "silver", "gold", "gold", "silver", "silver", "silver"}, order)
+	})
+	s.requireNoSlotsHeld(t)
+}

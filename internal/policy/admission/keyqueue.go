@@ -102,59 +102,133 @@ func OffersTx(ctx context.Context, tx pgx.Tx, wakes []Wake, max int) ([]Offer, e
 }
 
 // nextWaitersTx is the offer of one slot, whose lock the caller holds.
+// A queue without waiters forgets its turn.
 func nextWaitersTx(ctx context.Context, tx pgx.Tx, slot string, max int) ([]string, error) {
-	var room int
-	var turn *string
+	var limit *int
+	var held int
+	var t turn
 	err := tx.QueryRow(ctx, `
-		SELECT coalesce((SELECT key_limit FROM engine_runs WHERE key_slot = $1
-		                 ORDER BY priority DESC, key_group, approved_at, run_id LIMIT 1), 0)
-		       - (SELECT count(*) FROM engine_run_keys WHERE slot = $1),
-		       (SELECT key_group FROM engine_key_turns WHERE slot = $1)`, slot).Scan(&room, &turn)
-	if err != nil || room <= 0 {
+		SELECT (SELECT key_limit FROM engine_runs WHERE key_slot = $1
+		        ORDER BY priority DESC, key_group, approved_at, run_id LIMIT 1),
+		       (SELECT count(*) FROM engine_run_keys WHERE slot = $1),
+		       coalesce((SELECT key_group FROM engine_key_turns WHERE slot = $1), ''),
+		       coalesce((SELECT used FROM engine_key_turns WHERE slot = $1), 0)`, slot).Scan(&limit, &held, &t.group, &t.used)
+	switch {
+	case err != nil:
 		return nil, err
+	case limit == nil:
+		_, err := tx.Exec(ctx, `DELETE FROM engine_key_turns WHERE slot = $1`, slot)
+		return nil, err
+	case *limit-held <= 0:
+		return nil, nil
 	}
-	room = min(room, max)
-	if turn == nil {
-		rows, err := tx.Query(ctx, `SELECT run_id::text FROM engine_runs WHERE key_slot = $1
-			ORDER BY priority DESC, key_group, approved_at, run_id LIMIT $2`, slot, room)
-		if err != nil {
-			return nil, err
-		}
-		return pgx.CollectRows(rows, pgx.RowTo[string])
-	}
-	return inTurnTx(ctx, tx, slot, *turn, room)
+	q := queue{tx: tx, slot: slot, turn: t, picked: []string{}}
+	return q.pick(ctx, min(*limit-held, max))
 }
 
-// nextInTurnSQL is the head of the next group after $2 (any group with
-// $4) at the queue's top priority, leaving out the runs of $3.
-const nextInTurnSQL = `
-	WITH top AS (SELECT max(priority) AS p FROM engine_runs WHERE key_slot = $1 AND run_id <> ALL($3::uuid[]))
-	SELECT run_id::text, key_group FROM engine_runs, top
-	WHERE key_slot = $1 AND priority = top.p AND ($4 OR key_group > $2) AND run_id <> ALL($3::uuid[])
-	ORDER BY key_group, approved_at, run_id LIMIT 1`
+// turn is where a queue is in its visits: the group it visits and how
+// many of its runs the visit started.
+type turn struct {
+	group string
+	used  int
+}
 
-// inTurnTx picks room waiters of slot in turn across their groups, from
-// the group after turn, and records the last group picked.
-func inTurnTx(ctx context.Context, tx pgx.Tx, slot, turn string, room int) ([]string, error) {
-	picked := []string{}
-	for len(picked) < room {
-		var id, group string
-		err := tx.QueryRow(ctx, nextInTurnSQL, slot, turn, picked, false).Scan(&id, &group)
-		if errors.Is(err, pgx.ErrNoRows) {
-			err = tx.QueryRow(ctx, nextInTurnSQL, slot, turn, picked, true).Scan(&id, &group)
-		}
-		if errors.Is(err, pgx.ErrNoRows) {
-			break
-		}
-		if err != nil {
+// queue picks the next waiters of a slot whose lock its transaction
+// holds.
+type queue struct {
+	tx     pgx.Tx
+	slot   string
+	turn   turn
+	picked []string
+}
+
+// headSQL is the head of slot $1's group $2 at the queue's top priority,
+// leaving out the runs of $3: its weight and the priority. It has none
+// when the group has no waiter of that priority.
+const headSQL = `
+	WITH top AS (SELECT max(priority) AS p FROM engine_runs WHERE key_slot = $1 AND run_id <> ALL($3::uuid[]))
+	SELECT key_weight, priority FROM engine_runs, top
+	WHERE key_slot = $1 AND key_group = $2 AND priority = top.p AND run_id <> ALL($3::uuid[])
+	ORDER BY approved_at, run_id LIMIT 1`
+
+// nextGroupSQL is the group after $2 (from the first, with $4) that has
+// a waiter of slot $1 at the queue's top priority, leaving out the runs
+// of $3, and the priority.
+const nextGroupSQL = `
+	WITH top AS (SELECT max(priority) AS p FROM engine_runs WHERE key_slot = $1 AND run_id <> ALL($3::uuid[]))
+	SELECT key_group, priority FROM engine_runs, top
+	WHERE key_slot = $1 AND priority = top.p AND ($4 OR key_group > $2) AND run_id <> ALL($3::uuid[])
+	ORDER BY key_group LIMIT 1`
+
+// pick picks up to room waiters: the visit of the turn's group goes on
+// while the group has waiters at the top priority and has started fewer
+// than its head's weight; then the next group's visit begins, from the
+// first group after the last. It records where it stopped.
+func (q *queue) pick(ctx context.Context, room int) ([]string, error) {
+	for len(q.picked) < room {
+		var weight, priority int
+		err := q.tx.QueryRow(ctx, headSQL, q.slot, q.turn.group, q.picked).Scan(&weight, &priority)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return nil, err
 		}
-		picked, turn = append(picked, id), group
-	}
-	if len(picked) > 0 {
-		if _, err := tx.Exec(ctx, `UPDATE engine_key_turns SET key_group = $2 WHERE slot = $1`, slot, turn); err != nil {
-			return nil, err
+		if err == nil && q.turn.used < weight {
+			n, err := q.take(ctx, priority, min(weight-q.turn.used, room-len(q.picked)))
+			if err != nil || n == 0 {
+				return q.picked, err
+			}
+			continue
 		}
+		next, priority, err := q.nextGroup(ctx)
+		if err != nil || next == nil {
+			return q.picked, q.save(ctx, err)
+		}
+		if *next == q.turn.group { // the only group: its visit takes all the room
+			q.turn.used = 0
+			if n, err := q.take(ctx, priority, room-len(q.picked)); err != nil || n == 0 {
+				return q.picked, q.save(ctx, err)
+			}
+			continue
+		}
+		q.turn = turn{group: *next}
 	}
-	return picked, nil
+	return q.picked, q.save(ctx, nil)
+}
+
+// nextGroup returns the group after the turn's, wrapping around, and its
+// priority; nil when none has a waiter.
+func (q *queue) nextGroup(ctx context.Context) (*string, int, error) {
+	var g string
+	var priority int
+	err := q.tx.QueryRow(ctx, nextGroupSQL, q.slot, q.turn.group, q.picked, false).Scan(&g, &priority)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = q.tx.QueryRow(ctx, nextGroupSQL, q.slot, q.turn.group, q.picked, true).Scan(&g, &priority)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, 0, nil
+	}
+	return &g, priority, err
+}
+
+// take picks up to n waiters of the turn's group at priority, first come,
+// first served, and returns how many.
+func (q *queue) take(ctx context.Context, priority, n int) (int, error) {
+	rows, err := q.tx.Query(ctx, `SELECT run_id::text FROM engine_runs
+		WHERE key_slot = $1 AND priority = $2 AND key_group = $3 AND run_id <> ALL($4::uuid[])
+		ORDER BY approved_at, run_id LIMIT $5`, q.slot, priority, q.turn.group, q.picked, n)
+	if err != nil {
+		return 0, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	q.picked = append(q.picked, ids...)
+	q.turn.used += len(ids)
+	return len(ids), err
+}
+
+// save records the queue's turn, unless err.
+func (q *queue) save(ctx context.Context, err error) error {
+	if err != nil || len(q.picked) == 0 {
+		return err
+	}
+	_, err = q.tx.Exec(ctx, `UPDATE engine_key_turns SET key_group = $2, used = $3 WHERE slot = $1`, q.slot, q.turn.group, q.turn.used)
+	return err
 }

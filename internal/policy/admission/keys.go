@@ -19,10 +19,12 @@ type Key struct {
 	// limit's place in the plan and, but under GROUP_ROUND_ROBIN, the
 	// key's value (SlotOf).
 	Slot string
-	// Group is the key's value under GROUP_ROUND_ROBIN, whose slot every
-	// value shares and whose queue takes the values in turn; empty under
-	// the other strategies.
+	// Group is the run's turn in the slot's queue, which takes the groups
+	// in turn (plan.RunKey.Group): its fairness value, or its key's value
+	// under GROUP_ROUND_ROBIN, whose slot every value shares. Weight is
+	// how many of a group's runs a visit starts.
 	Group    string
+	Weight   int
 	Limit    int
 	Strategy plan.ConcurrencyStrategy
 	// Label names the key for people: the key's expression and value
@@ -37,11 +39,10 @@ func KeysOf(environment, planID string, cs []plan.Concurrency, keys []plan.RunKe
 	out := make([]Key, len(keys))
 	for i, k := range keys {
 		slot := strings.Join([]string{environment, planID, strconv.Itoa(k.Index)}, "\x1f")
-		group := k.Value
 		if k.Strategy != plan.StrategyGroupRoundRobin {
-			slot, group = slot+"\x1f"+k.Value, ""
+			slot += "\x1f" + k.Value
 		}
-		out[i] = Key{Slot: slot, Group: group, Limit: k.Limit, Strategy: k.Strategy,
+		out[i] = Key{Slot: slot, Group: k.Group, Weight: max(k.Weight, 1), Limit: k.Limit, Strategy: k.Strategy,
 			Label: cs[k.Index].Key + " = " + strconv.Quote(k.Value)}
 	}
 	return out
@@ -122,20 +123,28 @@ func KeysRoomTx(ctx context.Context, tx pgx.Tx, run Waiter, keys []Key) (KeyRoom
 }
 
 // QueueTakeKeys queues on b what makes run a holder of every slot of
-// keys, out of any queue it waited in.
+// keys, out of any queue it waited in. A take that no queue offered (the
+// run did not wait in the slot's) counts in the queue's turn.
 func QueueTakeKeys(b *pgx.Batch, runID string, keys []Key) {
-	slots := make([]string, len(keys))
+	slots, groups := make([]string, len(keys)), make([]string, len(keys))
 	for i, k := range keys {
-		slots[i] = k.Slot
-	}
-	b.Queue(`INSERT INTO engine_run_keys (run_id, slot) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING`, runID, slots)
-	queueLeaveQueue(b, runID, "")
-	for _, k := range keys {
-		if k.Strategy == plan.StrategyGroupRoundRobin { // the queue's next turn is the group after this one
-			b.Queue(`INSERT INTO engine_key_turns (slot, key_group) VALUES ($1, $2)
-				ON CONFLICT (slot) DO UPDATE SET key_group = excluded.key_group`, k.Slot, k.Group)
+		slots[i], groups[i] = k.Slot, k.Group
+		// The queue's next turn is the group after this one. A
+		// GROUP_ROUND_ROBIN slot keeps its turn while its runs start; any
+		// other keeps one while runs wait in it.
+		if k.Strategy == plan.StrategyGroupRoundRobin {
+			b.Queue(`INSERT INTO engine_key_turns AS t (slot, key_group, used) SELECT $1, $2, 1
+				WHERE NOT EXISTS (SELECT 1 FROM engine_runs WHERE run_id = $3 AND key_slot = $1)
+				ON CONFLICT (slot) DO UPDATE SET used = CASE WHEN t.key_group = $2 THEN t.used + 1 ELSE 1 END, key_group = $2`,
+				k.Slot, k.Group, runID)
+		} else {
+			b.Queue(`UPDATE engine_key_turns SET used = CASE WHEN key_group = $2 THEN used + 1 ELSE 1 END, key_group = $2
+				WHERE slot = $1 AND NOT EXISTS (SELECT 1 FROM engine_runs WHERE run_id = $3 AND key_slot = $1)`, k.Slot, k.Group, runID)
 		}
 	}
+	b.Queue(`INSERT INTO engine_run_keys (run_id, slot, key_group) SELECT $1, unnest($2::text[]), unnest($3::text[])
+		ON CONFLICT DO NOTHING`, runID, slots, groups)
+	queueLeaveQueue(b, runID, "")
 }
 
 // QueueWaitOnKey queues on b what puts run in the queue of k's slot, out
@@ -143,11 +152,12 @@ func QueueTakeKeys(b *pgx.Batch, runID string, keys []Key) {
 // been the head of a queue with room (QueueWakes).
 func QueueWaitOnKey(b *pgx.Batch, run Waiter, k Key) {
 	queueLeaveQueue(b, run.RunID, k.Slot)
-	b.Queue(`UPDATE engine_runs SET key_slot = $2, key_group = $3, key_limit = $4, priority = $5, queued_at = NULL WHERE run_id = $1`,
-		run.RunID, k.Slot, k.Group, k.Limit, run.Priority)
-	if k.Strategy == plan.StrategyGroupRoundRobin { // its turn row marks the slot's queue as one taken in turns
-		b.Queue(`INSERT INTO engine_key_turns (slot, key_group) VALUES ($1, '') ON CONFLICT DO NOTHING`, k.Slot)
-	}
+	b.Queue(`UPDATE engine_runs SET key_slot = $2, key_group = $3, key_weight = $4, key_limit = $5, priority = $6, queued_at = NULL
+		WHERE run_id = $1`, run.RunID, k.Slot, k.Group, k.Weight, k.Limit, run.Priority)
+	// A queue's first waiter starts its turns after the group of a run
+	// that holds the slot.
+	b.Queue(`INSERT INTO engine_key_turns (slot, key_group, used)
+		VALUES ($1, coalesce((SELECT key_group FROM engine_run_keys WHERE slot = $1 LIMIT 1), ''), 1) ON CONFLICT DO NOTHING`, k.Slot)
 }
 
 // QueueWaitOnEnvironment queues on b what puts run in its environment's
@@ -163,7 +173,7 @@ func QueueWaitOnEnvironment(b *pgx.Batch, runID string) {
 func queueLeaveQueue(b *pgx.Batch, runID, keep string) {
 	b.Queue(`
 		WITH old AS (SELECT key_slot AS slot FROM engine_runs WHERE run_id = $1 AND key_slot <> $2),
-		     gone AS (UPDATE engine_runs SET key_slot = NULL, key_group = '', key_limit = 0
+		     gone AS (UPDATE engine_runs SET key_slot = NULL, key_group = '', key_weight = 1, key_limit = 0
 		              WHERE run_id = $1 AND key_slot <> $2)
 		`+wakeSQL("SELECT slot FROM old"), runID, keep)
 }

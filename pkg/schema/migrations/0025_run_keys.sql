@@ -2,25 +2,29 @@
 -- internal/policy/admission keys.go). A slot is one limit of one plan in
 -- one environment and, but under GROUP_ROUND_ROBIN, one value of its key.
 --
--- engine_run_keys holds the slots each started run holds, with the limit
--- its start evaluated: admission counts a slot's holders here, and a
--- run's end deletes its rows and wakes its slots.
+-- engine_run_keys holds the slots each started run holds, with its group
+-- (below): admission counts a slot's holders here, and a run's end
+-- deletes its rows and wakes its slots.
 CREATE TABLE engine_run_keys (
-    run_id uuid    NOT NULL,
-    slot   text    NOT NULL,
+    run_id    uuid NOT NULL,
+    slot      text NOT NULL,
+    key_group text NOT NULL DEFAULT '',
     PRIMARY KEY (run_id, slot)
 );
 CREATE INDEX engine_run_keys_slot ON engine_run_keys (slot);
 
 -- A run that found a slot full waits on that one slot, in engine_runs:
--- key_slot names it, key_group is its GROUP_ROUND_ROBIN value ('' under
--- the other strategies), key_limit the limit it evaluated, priority its
--- start's. The queue of a slot is its waiters in this index's order:
--- higher priorities first, then (within one) in turn across groups, then
--- first come, first served.
+-- key_slot names it, key_group is its turn in the queue (its value of the
+-- plan's fairness key, its tenant by default, or of the limit's key under
+-- GROUP_ROUND_ROBIN) and key_weight how many runs of its group a visit
+-- starts, key_limit the limit it evaluated, priority its start's. The
+-- queue of a slot is its waiters in this index's order: higher priorities
+-- first, then (within one) in turn across groups, then first come, first
+-- served.
 ALTER TABLE engine_runs
     ADD COLUMN key_slot  text,
     ADD COLUMN key_group text NOT NULL DEFAULT '',
+    ADD COLUMN key_weight integer NOT NULL DEFAULT 1,
     ADD COLUMN key_limit integer NOT NULL DEFAULT 0,
     ADD COLUMN priority  smallint NOT NULL DEFAULT 3;
 CREATE INDEX engine_runs_key_queue ON engine_runs (key_slot, priority DESC, key_group, approved_at, run_id)
@@ -36,13 +40,16 @@ CREATE INDEX engine_runs_sweep ON engine_runs (swept_at NULLS FIRST, run_id) WHE
 -- writes it in the transaction that ends the run; an engine deletes it
 -- once it has offered the slot's room (so a wake outlives the crash of
 -- the engine that was serving it), or keeps it, with a newer woken_at,
--- when another run left meanwhile. GROUP_ROUND_ROBIN's turn is the group
--- its slot last started a run of.
+-- when another run left meanwhile. A queue's turn is the group it last
+-- started runs of and how many of them in that visit (a visit starts as
+-- many as the group's weight); the row lives while the queue has waiters, and, under
+-- GROUP_ROUND_ROBIN, while its slot's runs start.
 CREATE TABLE engine_key_wakes (
     slot     text        PRIMARY KEY,
     woken_at timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 CREATE TABLE engine_key_turns (
-    slot      text PRIMARY KEY,
-    key_group text NOT NULL
+    slot      text    PRIMARY KEY,
+    key_group text    NOT NULL,
+    used      integer NOT NULL DEFAULT 0
 );
