@@ -388,3 +388,38 @@ func TestConcurrencyFairness(t *testing.T) {
 	})
 	s.requireNoSlotsHeld(t)
 }
+
+// Runs waiting on a key are left to its wake: the sweep, which re-drives
+// every other still run once per StallAfter, never visits them, while it
+// does visit the run that holds the key.
+func TestConcurrencyQueuedRunsAreNotSwept(t *testing.T) {
+	t.Parallel()
+	cfg := keyConfig
+	cfg.SweepInterval, cfg.StallAfter = 20*time.Millisecond, engine.MinStallAfter
+	s := setup(t, cfg)
+	p := keyedGate(t, `{"key":"'all'","limit":1}`)
+	holder := s.startKeyed(t, p, `{}`, 0)
+	s.waitRunningSet(t, []string{holder}, 1)
+	var queued []string
+	for range 3 {
+		queued = append(queued, s.startKeyed(t, p, `{}`, 0))
+	}
+	for _, id := range queued {
+		s.queuedData(t, id)
+	}
+	require.Eventually(t, func() bool {
+		var swept bool
+		err := s.db.Pool.QueryRow(t.Context(), `SELECT swept_at IS NOT NULL FROM engine_runs WHERE run_id = $1`, holder).Scan(&swept)
+		return err == nil && swept
+	}, waitFor, 10*time.Millisecond, "the sweep visits the holder")
+	time.Sleep(3 * engine.MinStallAfter) // the queued runs have been still for longer than StallAfter, and swept as long
+	var swept int
+	require.NoError(t, s.db.Pool.QueryRow(t.Context(),
+		`SELECT count(*) FROM engine_runs WHERE run_id = ANY($1::uuid[]) AND swept_at IS NOT NULL`, queued).Scan(&swept))
+	require.Zero(t, swept, "no queued run was swept")
+	s.finish(t, holder)
+	for range queued {
+		s.finish(t, s.waitAnyRunning(t, queued))
+	}
+	s.requireNoSlotsHeld(t)
+}

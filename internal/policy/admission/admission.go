@@ -140,7 +140,7 @@ func environmentLockName(environment string) string { return "weft-admission:" +
 // by name, each once), for a transaction that will check several: taking
 // them all first, in that order, means two such transactions cannot
 // deadlock, whatever order their checks come in. RoomTx, CheckRejectTx
-// and KeysRoomTx then find their locks held.
+// and CountKeysTx then find their locks held.
 func QueueLocks(b *pgx.Batch, environments, slots []string) {
 	names := make([]string, 0, len(environments)+len(slots))
 	for _, env := range environments {

@@ -78,53 +78,59 @@ type Offer struct {
 // slot full before the wake's run left it: that run's wait has committed
 // when the scan reads the queue, so no waiter is missed.
 func OffersTx(ctx context.Context, tx pgx.Tx, wakes []Wake, max int) ([]Offer, error) {
-	names := make([]string, len(wakes))
+	names, slots, at := make([]string, len(wakes)), make([]string, len(wakes)), make([]time.Time, len(wakes))
 	for i, w := range wakes {
-		names[i] = keyLockName(w.Slot)
+		names[i], slots[i], at[i] = keyLockName(w.Slot), w.Slot, w.WokenAt
 	}
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext(n)) FROM (SELECT n FROM unnest($1::text[]) n ORDER BY n) s`, names); err != nil {
 		return nil, fmt.Errorf("admission: lock slots: %w", err)
 	}
+	rows, err := tx.Query(ctx, roomsSQL, slots, at)
+	if err != nil {
+		return nil, fmt.Errorf("admission: read the room of %d slots: %w", len(wakes), err)
+	}
+	type roomy struct {
+		wake Wake
+		room int
+		turn turn
+	}
+	found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (roomy, error) {
+		var o roomy
+		return o, r.Scan(&o.wake.Slot, &o.wake.WokenAt, &o.room, &o.turn.group, &o.turn.used)
+	})
+	if err != nil {
+		return nil, err
+	}
 	var offers []Offer
-	var idle []Wake
-	for _, w := range wakes {
-		ids, err := nextWaitersTx(ctx, tx, w.Slot, max)
+	for _, o := range found {
+		q := queue{tx: tx, slot: o.wake.Slot, turn: o.turn, picked: []string{}}
+		ids, err := q.pick(ctx, min(o.room, max))
 		if err != nil {
 			return nil, err
 		}
-		if len(ids) == 0 {
-			idle = append(idle, w)
-			continue
-		}
-		offers = append(offers, Offer{Wake: w, RunIDs: ids})
+		offers = append(offers, Offer{Wake: o.wake, RunIDs: ids})
 	}
-	return offers, DoneWakes(ctx, tx, idle)
+	return offers, nil
 }
 
-// nextWaitersTx is the offer of one slot, whose lock the caller holds.
-// A queue without waiters forgets its turn.
-func nextWaitersTx(ctx context.Context, tx pgx.Tx, slot string, max int) ([]string, error) {
-	var limit *int
-	var held int
-	var t turn
-	err := tx.QueryRow(ctx, `
-		SELECT (SELECT key_limit FROM engine_runs WHERE key_slot = $1
-		        ORDER BY priority DESC, key_group, approved_at, run_id LIMIT 1),
-		       (SELECT count(*) FROM engine_run_keys WHERE slot = $1),
-		       coalesce((SELECT key_group FROM engine_key_turns WHERE slot = $1), ''),
-		       coalesce((SELECT used FROM engine_key_turns WHERE slot = $1), 0)`, slot).Scan(&limit, &held, &t.group, &t.used)
-	switch {
-	case err != nil:
-		return nil, err
-	case limit == nil:
-		_, err := tx.Exec(ctx, `DELETE FROM engine_key_turns WHERE slot = $1`, slot)
-		return nil, err
-	case *limit-held <= 0:
-		return nil, nil
-	}
-	q := queue{tx: tx, slot: slot, turn: t, picked: []string{}}
-	return q.pick(ctx, min(*limit-held, max))
-}
+// roomsSQL reads the room of each slot $1[i], woken at $2[i]: the limit
+// its queue's head evaluated less its holders, and its turn. In the same
+// statement it forgets the turns of the queues without a waiter, and
+// deletes the wakes of the slots without room or without a waiter (the
+// next run to leave such a slot wakes it again); it returns the others.
+const roomsSQL = `
+	WITH room AS (
+	    SELECT s.slot, s.at,
+	           (SELECT key_limit FROM engine_runs WHERE key_slot = s.slot
+	            ORDER BY priority DESC, key_group, approved_at, run_id LIMIT 1) AS lim,
+	           (SELECT count(*) FROM engine_run_keys WHERE slot = s.slot) AS held
+	    FROM unnest($1::text[], $2::timestamptz[]) AS s(slot, at)),
+	forget AS (DELETE FROM engine_key_turns t USING room WHERE t.slot = room.slot AND room.lim IS NULL),
+	idle AS (DELETE FROM engine_key_wakes w USING room
+	         WHERE w.slot = room.slot AND w.woken_at <= room.at AND (room.lim IS NULL OR room.lim <= room.held))
+	SELECT room.slot, room.at, room.lim - room.held, coalesce(t.key_group, ''), coalesce(t.used, 0)
+	FROM room LEFT JOIN engine_key_turns t ON t.slot = room.slot
+	WHERE room.lim > room.held`
 
 // turn is where a queue is in its visits: the group it visits and how
 // many of its runs the visit started.

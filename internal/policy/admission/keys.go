@@ -52,14 +52,14 @@ func KeysOf(environment, planID string, cs []plan.Concurrency, keys []plan.RunKe
 // of the slot's room and every scan of its queue takes first.
 func keyLockName(slot string) string { return "weft-key:" + slot }
 
-// Waiter is the run whose room KeysRoomTx checks: its id and its
-// admission priority (api.MinPriority to api.MaxPriority).
+// Waiter is a run whose room a Ledger checks: its id and its admission
+// priority (api.MinPriority to api.MaxPriority).
 type Waiter struct {
 	RunID    string
 	Priority int
 }
 
-// KeyRoom is what KeysRoomTx found of a run's keys.
+// KeyRoom is what a Ledger found of a run's keys.
 type KeyRoom struct {
 	// Blocked is the index of the first key without room for the run, -1
 	// when every key has room.
@@ -71,56 +71,106 @@ type KeyRoom struct {
 	Held, Ahead int
 }
 
-// MaxAheadCounted bounds how many waiters ahead of a run KeysRoomTx
+// MaxAheadCounted bounds how many waiters ahead of a run a Ledger
 // counts: a reason says "1000 queued ahead" of a longer queue.
 const MaxAheadCounted = 1000
 
-// keyRoomSQL counts, for each slot $2[i] (group $3[i]), its holders other
-// than run $1 and its waiters ahead of that run at priority $4.
-const keyRoomSQL = `
-	SELECT (SELECT count(*) FROM engine_run_keys h WHERE h.slot = k.slot AND h.run_id <> $1),
-	       (SELECT count(*) FROM (
-	           SELECT 1 FROM engine_runs w
-	           WHERE w.key_slot = k.slot AND w.run_id <> $1
-	             AND (w.priority > $4 OR w.priority = $4 AND w.key_group = k.grp
-	                  AND (w.approved_at, w.run_id) < (me.approved_at, me.run_id))
-	           LIMIT $5) a)
-	FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS k(slot, grp, i)
-	CROSS JOIN (SELECT run_id, approved_at FROM engine_runs WHERE run_id = $1) me
-	ORDER BY k.i`
+// A Ledger holds the room of the slots a batch of rounds may start runs
+// in: counted once, under the batch's locks of them (QueueLocks), by
+// CountKeysTx, then kept by the batch's own takes and waits. Holding the
+// locks, no other transaction takes a place in those slots or queues a
+// run in them until the batch ends; a run that ends meanwhile only frees
+// a place, and its wake offers the place once the batch has committed,
+// so a ledger's counts err only on the side of waiting.
+type Ledger struct {
+	held  map[string]int            // slot → its holders, and the batch's takes
+	ahead map[string]map[string]int // run → slot → the waiters ahead of it
+	// queued counts, by slot, the runs the batch put in the slot's queue:
+	// every later run of the batch waits behind them; left counts those it
+	// started out of the slot's queue, the ones a later run's count had
+	// ahead of it when the queue offered them in order.
+	queued, left map[string]int
+	// waiting holds the runs counted that waited in a slot's queue, by
+	// run and slot.
+	waiting map[string]string
+}
 
-// KeysRoomTx returns the room run has in each of keys' slots, in order,
-// stopping at the first without: a slot has room for the run when its
-// holders are fewer than the key's limit and no waiter comes before the
-// run. The caller holds every slot's lock (QueueLocks) until tx ends, so
-// the check and the take (TakeKeys) or the wait (WaitOnKey) it decides
-// commit together.
-func KeysRoomTx(ctx context.Context, tx pgx.Tx, run Waiter, keys []Key) (KeyRoom, error) {
-	room := KeyRoom{Blocked: -1}
-	if len(keys) == 0 {
-		return room, nil
+// countKeysSQL counts, for each run $1[i] and its slot $2[i] (its group
+// $3[i], its priority $4[i]), the slot's holders other than the run and
+// the waiters ahead of it, as two ranges of engine_runs_key_queue.
+const countKeysSQL = `
+	SELECT k.run_id::text, k.slot, coalesce((SELECT key_slot FROM engine_runs WHERE run_id = k.run_id), ''),
+	       (SELECT count(*) FROM engine_run_keys h WHERE h.slot = k.slot AND h.run_id <> k.run_id),
+	       (SELECT count(*) FROM engine_runs w WHERE w.key_slot = k.slot AND w.priority > k.priority AND w.run_id <> k.run_id)
+	       + (SELECT count(*) FROM (
+	           SELECT 1 FROM engine_runs w, engine_runs me
+	           WHERE me.run_id = k.run_id AND w.key_slot = k.slot AND w.priority = k.priority AND w.key_group = k.grp
+	             AND (w.approved_at, w.run_id) < (me.approved_at, me.run_id) AND w.run_id <> k.run_id
+	           LIMIT $5) a)
+	FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[]) AS k(run_id, slot, grp, priority)`
+
+// CountKeysTx counts, in one statement, the room of every run of runs in
+// each slot of its keys (keys[i] are runs[i]'s), for a batch that holds
+// the locks of them all.
+func CountKeysTx(ctx context.Context, tx pgx.Tx, runs []Waiter, keys [][]Key) (*Ledger, error) {
+	l := &Ledger{held: map[string]int{}, ahead: map[string]map[string]int{}, queued: map[string]int{}, left: map[string]int{},
+		waiting: map[string]string{}}
+	var ids, slots, groups []string
+	var priorities []int
+	for i, r := range runs {
+		for _, k := range keys[i] {
+			ids, slots, groups, priorities = append(ids, r.RunID), append(slots, k.Slot), append(groups, k.Group), append(priorities, r.Priority)
+		}
 	}
-	slots, groups := make([]string, len(keys)), make([]string, len(keys))
-	for i, k := range keys {
-		slots[i], groups[i] = k.Slot, k.Group
+	if len(ids) == 0 {
+		return l, nil
 	}
-	rows, err := tx.Query(ctx, keyRoomSQL, run.RunID, slots, groups, run.Priority, MaxAheadCounted)
+	rows, err := tx.Query(ctx, countKeysSQL, ids, slots, groups, priorities, MaxAheadCounted)
 	if err != nil {
-		return room, fmt.Errorf("admission: count the keys of run %s: %w", run.RunID, err)
+		return nil, fmt.Errorf("admission: count the keys of %d runs: %w", len(runs), err)
 	}
 	defer rows.Close()
-	for i := 0; rows.Next(); i++ {
+	for rows.Next() {
+		var id, slot, waits string
 		var held, ahead int
-		if err := rows.Scan(&held, &ahead); err != nil {
-			return room, err
+		if err := rows.Scan(&id, &slot, &waits, &held, &ahead); err != nil {
+			return nil, err
 		}
-		if held >= keys[i].Limit || ahead > 0 {
-			room = KeyRoom{Blocked: i, Held: held, Ahead: ahead}
-			break
+		l.held[slot], l.waiting[id] = held, waits
+		if l.ahead[id] == nil {
+			l.ahead[id] = map[string]int{}
+		}
+		l.ahead[id][slot] = ahead
+	}
+	return l, rows.Err()
+}
+
+// Room returns the room run has in each of keys' slots, in order,
+// stopping at the first without: a slot has room for the run when its
+// holders are fewer than the key's limit and no waiter comes before the
+// run. The run's keys must be among those the ledger counted.
+func (l *Ledger) Room(run Waiter, keys []Key) KeyRoom {
+	for i, k := range keys {
+		held, ahead := l.held[k.Slot], max(l.ahead[run.RunID][k.Slot]-l.left[k.Slot], 0)+l.queued[k.Slot]
+		if held >= k.Limit || ahead > 0 {
+			return KeyRoom{Blocked: i, Held: held, Ahead: min(ahead, MaxAheadCounted)}
 		}
 	}
-	return room, rows.Err()
+	return KeyRoom{Blocked: -1}
 }
+
+// Took records that run took every slot of keys.
+func (l *Ledger) Took(run Waiter, keys []Key) {
+	for _, k := range keys {
+		l.held[k.Slot]++
+	}
+	if slot := l.waiting[run.RunID]; slot != "" {
+		l.left[slot]++
+	}
+}
+
+// Queued records that a run of the batch waits in k's slot's queue.
+func (l *Ledger) Queued(k Key) { l.queued[k.Slot]++ }
 
 // QueueTakeKeys queues on b what makes run a holder of every slot of
 // keys, out of any queue it waited in. A take that no queue offered (the
@@ -144,7 +194,10 @@ func QueueTakeKeys(b *pgx.Batch, runID string, keys []Key) {
 	}
 	b.Queue(`INSERT INTO engine_run_keys (run_id, slot, key_group) SELECT $1, unnest($2::text[]), unnest($3::text[])
 		ON CONFLICT DO NOTHING`, runID, slots, groups)
-	queueLeaveQueue(b, runID, "")
+	// The queue it leaves is one of its slots', which it takes: the pass
+	// that offered it the place counted the room; no wake is owed.
+	b.Queue(`UPDATE engine_runs SET key_slot = NULL, key_group = '', key_weight = 1, key_limit = 0
+		WHERE run_id = $1 AND key_slot IS NOT NULL`, runID)
 }
 
 // QueueWaitOnKey queues on b what puts run in the queue of k's slot, out

@@ -90,10 +90,12 @@ type runView struct {
 	err         error
 	cp          *checkpointView
 	// keys are the run's concurrency keys (keysOf), or keysWhy why they
-	// cannot be evaluated; victims are the runs its last admission asked
+	// cannot be evaluated; ledger is the room of their slots its batch
+	// counted (countKeys); victims are the runs its last admission asked
 	// to cancel (CANCEL_OLDEST, keyRoom).
 	keys    []admission.Key
 	keysWhy string
+	ledger  *admission.Ledger
 	victims []string
 }
 
@@ -119,7 +121,11 @@ func (x *Runner) batch(ctx context.Context, w *journal.Write, rounds []Round) ([
 	if x.cfg.AfterLoad != nil {
 		x.cfg.AfterLoad()
 	}
-	admission.QueueLocks(w.Batch(), x.admissions(rounds, runs), keySlots(rounds, runs))
+	keyed := startable(rounds, runs)
+	admission.QueueLocks(w.Batch(), x.admissions(rounds, runs), keySlots(keyed))
+	if err := countKeys(ctx, w, keyed); err != nil {
+		return nil, nil, err
+	}
 	results, err := x.decideAll(ctx, w, rounds, runs)
 	if err != nil {
 		return nil, nil, err

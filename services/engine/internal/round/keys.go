@@ -47,15 +47,25 @@ func keysOf(run *runView) ([]admission.Key, string) {
 	return run.keys, ""
 }
 
-// keySlots returns the slots of the keys of the runs a round of the batch
-// may start, whose locks the batch takes first (admission.QueueLocks).
-func keySlots(rounds []Round, runs map[string]*runView) []string {
-	var slots []string
+// startable returns the runs of the batch's rounds that a round may
+// start and whose plans' limits apply to them, each once.
+func startable(rounds []Round, runs map[string]*runView) []*runView {
+	var out []*runView
 	for _, r := range rounds {
 		run := runs[r.RunID]
-		if run.err != nil || !mayStart(r.Input, run) || !keyed(run) {
+		if run.err != nil || !mayStart(r.Input, run) || !keyed(run) || slices.Contains(out, run) {
 			continue
 		}
+		out = append(out, run)
+	}
+	return out
+}
+
+// keySlots returns the slots of the keys of runs, whose locks the batch
+// takes first (admission.QueueLocks).
+func keySlots(runs []*runView) []string {
+	var slots []string
+	for _, run := range runs {
 		keys, _ := keysOf(run)
 		for _, k := range keys {
 			slots = append(slots, k.Slot)
@@ -64,12 +74,39 @@ func keySlots(rounds []Round, runs map[string]*runView) []string {
 	return slots
 }
 
+// countKeys counts, once for the batch and with its locks taken (the
+// writes queued on w so far, which the count sends first), the room of
+// runs in their slots, and gives each the batch's ledger (keyRoom).
+func countKeys(ctx context.Context, w *journal.Write, runs []*runView) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	waiters, keys := make([]admission.Waiter, len(runs)), make([][]admission.Key, len(runs))
+	for i, run := range runs {
+		waiters[i] = waiterOf(run)
+		keys[i], _ = keysOf(run)
+	}
+	if err := w.Flush(ctx); err != nil {
+		return err
+	}
+	ledger, err := admission.CountKeysTx(ctx, w.Tx(), waiters, keys)
+	for _, run := range runs {
+		run.ledger = ledger
+	}
+	return err
+}
+
+func waiterOf(run *runView) admission.Waiter {
+	return admission.Waiter{RunID: run.state.RunID, Priority: api.EffectivePriority(run.state.Run.Priority)}
+}
+
 // keyRoom applies run's concurrency limits to a start, after its
-// environment admitted it: it queues on w the run's take of every slot
-// when all have room, and otherwise its wait in the queue of the first
-// full one (QUEUE, GROUP_ROUND_ROBIN and CANCEL_OLDEST, which also asks
-// the slot's oldest runs to cancel: run.victims) or its refusal
-// (CANCEL_NEWEST). It returns what holds the run, if anything.
+// environment admitted it: from the batch's ledger (countKeys), it
+// queues on w the run's take of every slot when all have room, and
+// otherwise its wait in the queue of the first full one (QUEUE,
+// GROUP_ROUND_ROBIN and CANCEL_OLDEST, which also asks the slot's oldest
+// runs to cancel: run.victims) or its refusal (CANCEL_NEWEST). It
+// returns what holds the run, if anything.
 func (x *Runner) keyRoom(ctx context.Context, w *journal.Write, run *runView) (admitted, error) {
 	run.victims = nil
 	if !keyed(run) {
@@ -79,16 +116,15 @@ func (x *Runner) keyRoom(ctx context.Context, w *journal.Write, run *runView) (a
 	if why != "" {
 		return admitted{refuse: why}, nil
 	}
-	if err := w.Flush(ctx); err != nil { // count the slots the batch's earlier rounds took
-		return admitted{}, err
+	if run.ledger == nil {
+		return admitted{}, fmt.Errorf("round: run %s: its keys were not counted", run.state.RunID)
 	}
-	me := admission.Waiter{RunID: run.state.RunID, Priority: api.EffectivePriority(run.state.Run.Priority)}
-	room, err := admission.KeysRoomTx(ctx, w.Tx(), me, keys)
-	if err != nil || room.Blocked < 0 {
-		if err == nil {
-			admission.QueueTakeKeys(w.Batch(), me.RunID, keys)
-		}
-		return admitted{}, err
+	me := waiterOf(run)
+	room := run.ledger.Room(me, keys)
+	if room.Blocked < 0 {
+		run.ledger.Took(me, keys)
+		admission.QueueTakeKeys(w.Batch(), me.RunID, keys)
+		return admitted{}, nil
 	}
 	k := keys[room.Blocked]
 	if k.Strategy == plan.StrategyCancelNewest {
@@ -96,10 +132,15 @@ func (x *Runner) keyRoom(ctx context.Context, w *journal.Write, run *runView) (a
 			room.Held, k.Limit, k.Label)}, nil
 	}
 	if k.Strategy == plan.StrategyCancelOldest {
+		if err := w.Flush(ctx); err != nil {
+			return admitted{}, err
+		}
+		var err error
 		if run.victims, err = admission.CancelOldestTx(ctx, w.Tx(), me.RunID, k, room); err != nil {
 			return admitted{}, err
 		}
 	}
+	run.ledger.Queued(k)
 	admission.QueueWaitOnKey(w.Batch(), me, k)
 	return admitted{hold: &events.RunQueuedData{EnvironmentID: run.environment, Key: k.Label,
 		Running: room.Held, Limit: k.Limit, Ahead: room.Ahead,
