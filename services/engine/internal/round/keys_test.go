@@ -65,7 +65,9 @@ func TestKeyQueueFillsEveryPlaceThatFrees(t *testing.T) {
 	approved := func(string) decide.Input { return decide.RunApproved{Now: now} }
 	require.Equal(t, []bool{true, true, false, false}, startedEach(batch(approved, runs...)))
 
-	cancel := func(id string) decide.Input { return decide.SignalAccepted{SignalID: "c-" + id, Name: plan.SignalCancel, Now: now} }
+	cancel := func(id string) decide.Input {
+		return decide.SignalAccepted{SignalID: "c-" + id, Name: plan.SignalCancel, Now: now}
+	}
 	batch(cancel, runs[0], runs[1])
 	wakes, err := admission.Wakes(ctx, db.Pool, 10)
 	require.NoError(t, err)
