@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/weftrun/weft/internal/boot/metrics"
+	"github.com/weftrun/weft/internal/boot/metrics/metricstest"
 	"github.com/weftrun/weft/internal/policy/admission"
 	"github.com/weftrun/weft/internal/runstart"
 	"github.com/weftrun/weft/pkg/events"
@@ -422,4 +424,48 @@ func TestConcurrencyQueuedRunsAreNotSwept(t *testing.T) {
 		s.finish(t, s.waitAnyRunning(t, queued))
 	}
 	s.requireNoSlotsHeld(t)
+}
+
+// The limits' metrics: starts admitted, runs queued, their wait, the
+// runs a CANCEL_NEWEST limit cancelled, by plan and limit; and the depth
+// of the key's queue by key value.
+func TestConcurrencyMetrics(t *testing.T) {
+	t.Parallel()
+	mp, h, err := metrics.New()
+	require.NoError(t, err)
+	cfg := keyConfig
+	cfg.MeterProvider = mp
+	s := setup(t, cfg)
+	p := keyedGate(t, `{"key":"input.customerId","limit":1}`)
+	first := s.startKeyed(t, p, `{"customerId":"a"}`, 0)
+	s.waitRunningSet(t, []string{first}, 1)
+	second := s.startKeyed(t, p, `{"customerId":"a"}`, 0)
+	s.queuedData(t, second)
+	limit := map[string]string{"plan": "keyed", "limit": "0: input.customerId"}
+	sc := metricstest.WaitFor(t, h, waitFor, func(sc metricstest.Scrape) bool {
+		depth, _ := sc.Sum("weft_admission_key_depth", map[string]string{"key": "keyed 0 a"})
+		return depth == 1
+	})
+	require.Equal(t, int64(1), sc.Count(t, "weft_admission_key_admitted_total", limit))
+	require.Equal(t, int64(1), sc.Count(t, "weft_admission_key_queued_total", limit))
+
+	s.finish(t, first)
+	s.waitRunningSet(t, []string{second}, 1)
+	sc = metricstest.WaitFor(t, h, waitFor, func(sc metricstest.Scrape) bool {
+		n, _ := sc.Sum("weft_admission_key_wait_seconds_count", limit)
+		return n == 1
+	})
+	require.Equal(t, int64(2), sc.Count(t, "weft_admission_key_admitted_total", limit))
+	require.Positive(t, sc.Value(t, "weft_admission_key_wait_seconds_sum", limit))
+	s.finish(t, second)
+
+	newest := keyedGate(t, `{"key":"'one'","limit":1,"strategy":"CANCEL_NEWEST"}`)
+	held := s.startKeyed(t, newest, `{}`, 0)
+	s.waitRunningSet(t, []string{held}, 1)
+	require.Equal(t, events.RunCancelled, terminal(s.waitTerminal(t, s.startKeyed(t, newest, `{}`, 0))))
+	metricstest.WaitFor(t, h, waitFor, func(sc metricstest.Scrape) bool {
+		n, _ := sc.Sum("weft_admission_key_cancelled_total", map[string]string{"plan": "keyed", "limit": "0: 'one'"})
+		return n == 1
+	})
+	s.finish(t, held)
 }

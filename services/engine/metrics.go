@@ -75,7 +75,8 @@ func newRoundMetrics(mp metric.MeterProvider) (*roundMetrics, error) {
 // Without them it adds nothing to a round but a nil check.
 type timedRunner struct {
 	*round.Runner
-	m *roundMetrics
+	m    *roundMetrics
+	keys *keyMetrics
 }
 
 // newTimedRunner returns the round runner of rc, its rounds timed and
@@ -94,7 +95,11 @@ func newTimedRunner(pool *pgxpool.Pool, cfg Config, rc round.Config) (timedRunne
 	}
 	log := eventlog.New(pool)
 	j := journal.New(log, journal.WithMetrics(appended), journal.WithEventForm(cfg.EventForm))
-	return timedRunner{Runner: round.New(pool, log, j, rc), m: m}, nil
+	keys, err := newKeyMetrics(cfg.MeterProvider, pool)
+	if err != nil {
+		return timedRunner{}, err
+	}
+	return timedRunner{Runner: round.New(pool, log, j, rc), m: m, keys: keys}, nil
 }
 
 // Run is round.Runner.Run, timed.
@@ -105,6 +110,9 @@ func (r timedRunner) Run(ctx context.Context, rd round.Round) (round.Outcome, er
 	start := time.Now()
 	out, err := r.Runner.Run(ctx, rd)
 	r.m.record(ctx, time.Since(start), outcomeOf(out, err))
+	if err == nil {
+		r.keys.record(ctx, out.Keys)
+	}
 	return out, err
 }
 
@@ -124,6 +132,9 @@ func (r timedRunner) RunBatch(ctx context.Context, rounds []round.Round) ([]roun
 	}
 	for _, res := range results {
 		r.m.record(ctx, d, outcomeOf(res.Outcome, res.Err))
+		if res.Err == nil {
+			r.keys.record(ctx, res.Outcome.Keys)
+		}
 	}
 	return results, nil
 }

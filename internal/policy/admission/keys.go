@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -30,6 +31,10 @@ type Key struct {
 	// Label names the key for people: the key's expression and value
 	// (`input.customerId = "42"`).
 	Label string
+	// Plan and Rule name the limit the key is of, bounded in number as
+	// plans are (a metric's attributes): the plan's id and the limit's
+	// place and expression in it ("0: input.customerId").
+	Plan, Rule string
 }
 
 // KeysOf places a run's evaluated keys (plan.Validated.RunKeys) in
@@ -43,7 +48,7 @@ func KeysOf(environment, planID string, cs []plan.Concurrency, keys []plan.RunKe
 			slot += "\x1f" + k.Value
 		}
 		out[i] = Key{Slot: slot, Group: k.Group, Weight: max(k.Weight, 1), Limit: k.Limit, Strategy: k.Strategy,
-			Label: cs[k.Index].Key + " = " + strconv.Quote(k.Value)}
+			Label: cs[k.Index].Key + " = " + strconv.Quote(k.Value), Plan: planID, Rule: strconv.Itoa(k.Index) + ": " + cs[k.Index].Key}
 	}
 	return out
 }
@@ -90,9 +95,10 @@ type Ledger struct {
 	// started out of the slot's queue, the ones a later run's count had
 	// ahead of it when the queue offered them in order.
 	queued, left map[string]int
-	// waiting holds the runs counted that waited in a slot's queue, by
-	// run and slot.
-	waiting map[string]string
+	// waiting holds the slot whose queue each run counted waited in, and
+	// approved when it was approved.
+	waiting  map[string]string
+	approved map[string]time.Time
 }
 
 // countKeysSQL counts, for each run $1[i] and its slot $2[i] (its group
@@ -100,6 +106,7 @@ type Ledger struct {
 // the waiters ahead of it, as two ranges of engine_runs_key_queue.
 const countKeysSQL = `
 	SELECT k.run_id::text, k.slot, coalesce((SELECT key_slot FROM engine_runs WHERE run_id = k.run_id), ''),
+	       coalesce((SELECT approved_at FROM engine_runs WHERE run_id = k.run_id), now()),
 	       (SELECT count(*) FROM engine_run_keys h WHERE h.slot = k.slot AND h.run_id <> k.run_id),
 	       (SELECT count(*) FROM engine_runs w WHERE w.key_slot = k.slot AND w.priority > k.priority AND w.run_id <> k.run_id)
 	       + (SELECT count(*) FROM (
@@ -114,7 +121,7 @@ const countKeysSQL = `
 // the locks of them all.
 func CountKeysTx(ctx context.Context, tx pgx.Tx, runs []Waiter, keys [][]Key) (*Ledger, error) {
 	l := &Ledger{held: map[string]int{}, ahead: map[string]map[string]int{}, queued: map[string]int{}, left: map[string]int{},
-		waiting: map[string]string{}}
+		waiting: map[string]string{}, approved: map[string]time.Time{}}
 	var ids, slots, groups []string
 	var priorities []int
 	for i, r := range runs {
@@ -132,11 +139,12 @@ func CountKeysTx(ctx context.Context, tx pgx.Tx, runs []Waiter, keys [][]Key) (*
 	defer rows.Close()
 	for rows.Next() {
 		var id, slot, waits string
+		var approved time.Time
 		var held, ahead int
-		if err := rows.Scan(&id, &slot, &waits, &held, &ahead); err != nil {
+		if err := rows.Scan(&id, &slot, &waits, &approved, &held, &ahead); err != nil {
 			return nil, err
 		}
-		l.held[slot], l.waiting[id] = held, waits
+		l.held[slot], l.waiting[id], l.approved[id] = held, waits, approved
 		if l.ahead[id] == nil {
 			l.ahead[id] = map[string]int{}
 		}
@@ -159,14 +167,19 @@ func (l *Ledger) Room(run Waiter, keys []Key) KeyRoom {
 	return KeyRoom{Blocked: -1}
 }
 
-// Took records that run took every slot of keys.
-func (l *Ledger) Took(run Waiter, keys []Key) {
+// Took records that run took every slot of keys, and returns how long
+// it waited in a queue: since its approval, or zero when it waited in
+// none.
+func (l *Ledger) Took(run Waiter, keys []Key, now time.Time) time.Duration {
 	for _, k := range keys {
 		l.held[k.Slot]++
 	}
-	if slot := l.waiting[run.RunID]; slot != "" {
-		l.left[slot]++
+	slot := l.waiting[run.RunID]
+	if slot == "" {
+		return 0
 	}
+	l.left[slot]++
+	return now.Sub(l.approved[run.RunID])
 }
 
 // Queued records that a run of the batch waits in k's slot's queue.

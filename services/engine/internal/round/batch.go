@@ -93,10 +93,11 @@ type runView struct {
 	// cannot be evaluated; ledger is the room of their slots its batch
 	// counted (countKeys); victims are the runs its last admission asked
 	// to cancel (CANCEL_OLDEST, keyRoom).
-	keys    []admission.Key
-	keysWhy string
-	ledger  *admission.Ledger
-	victims []string
+	keys      []admission.Key
+	keysWhy   string
+	ledger    *admission.Ledger
+	victims   []string
+	keyEvents []KeyEvent
 }
 
 // batch loads the rounds' runs in w's transaction, decides every round
@@ -246,6 +247,7 @@ func (x *Runner) ensureLanes(ctx context.Context, tasks []decide.Task) error {
 // payloads, without decoding what buildEvents just encoded
 // (decide.State.ApplyDecided). Tasks and timers are the caller's.
 func (x *Runner) step(ctx context.Context, w *journal.Write, r Round, run *runView) (Outcome, eventlog.RunAppend, error) {
+	run.victims, run.keyEvents = nil, nil
 	in, err := x.admit(ctx, w, r.Input, run)
 	if err == nil {
 		in, err = x.withRerun(ctx, w, in, run)
@@ -258,7 +260,7 @@ func (x *Runner) step(ctx context.Context, w *journal.Write, r Round, run *runVi
 		return Outcome{}, eventlog.RunAppend{}, err
 	}
 	d = cancelVictims(d, run, decide.Now(in))
-	out := Outcome{Decision: d, Plan: run.plan.Plan, State: run.state}
+	out := Outcome{Decision: d, Plan: run.plan.Plan, State: run.state, Keys: run.keyEvents}
 	if d.Empty() {
 		return out, eventlog.RunAppend{}, nil
 	}

@@ -108,7 +108,6 @@ func waiterOf(run *runView) admission.Waiter {
 // runs to cancel: run.victims) or its refusal (CANCEL_NEWEST). It
 // returns what holds the run, if anything.
 func (x *Runner) keyRoom(ctx context.Context, w *journal.Write, run *runView) (admitted, error) {
-	run.victims = nil
 	if !keyed(run) {
 		return admitted{}, nil
 	}
@@ -122,12 +121,16 @@ func (x *Runner) keyRoom(ctx context.Context, w *journal.Write, run *runView) (a
 	me := waiterOf(run)
 	room := run.ledger.Room(me, keys)
 	if room.Blocked < 0 {
-		run.ledger.Took(me, keys)
+		waited := run.ledger.Took(me, keys, time.Now())
+		for _, k := range keys {
+			run.keyEvents = append(run.keyEvents, KeyEvent{Key: k, Outcome: KeyAdmitted, Waited: waited})
+		}
 		admission.QueueTakeKeys(w.Batch(), me.RunID, keys)
 		return admitted{}, nil
 	}
 	k := keys[room.Blocked]
 	if k.Strategy == plan.StrategyCancelNewest {
+		run.keyEvents = append(run.keyEvents, KeyEvent{Key: k, Outcome: KeyCancelled, Count: 1})
 		return admitted{refuse: fmt.Sprintf("cancelled by its concurrency limit: %d of %d running for %s (CANCEL_NEWEST)",
 			room.Held, k.Limit, k.Label)}, nil
 	}
@@ -139,6 +142,10 @@ func (x *Runner) keyRoom(ctx context.Context, w *journal.Write, run *runView) (a
 		if run.victims, err = admission.CancelOldestTx(ctx, w.Tx(), me.RunID, k, room); err != nil {
 			return admitted{}, err
 		}
+		run.keyEvents = append(run.keyEvents, KeyEvent{Key: k, Outcome: KeyCancelled, Count: len(run.victims)})
+	}
+	if !run.state.Queued {
+		run.keyEvents = append(run.keyEvents, KeyEvent{Key: k, Outcome: KeyQueued})
 	}
 	run.ledger.Queued(k)
 	admission.QueueWaitOnKey(w.Batch(), me, k)
@@ -191,6 +198,28 @@ func endsRun(d decide.Decision) bool {
 		return e.Type == events.RunCompleted || e.Type == events.RunFailed || e.Type == events.RunCancelled
 	})
 }
+
+// KeyEvent is what a round's admission did under one of a plan's
+// concurrency limits, which the engine counts (weft.admission.key.*).
+type KeyEvent struct {
+	Key     admission.Key
+	Outcome KeyOutcome
+	// Waited is, for KeyAdmitted, how long the run waited in the key's
+	// queue (zero: it did not); Count is, for KeyCancelled, how many runs
+	// the limit cancelled.
+	Waited time.Duration
+	Count  int
+}
+
+// KeyOutcome is a KeyEvent's outcome.
+type KeyOutcome string
+
+// The outcomes.
+const (
+	KeyAdmitted  KeyOutcome = "admitted"  // the run took the key's place
+	KeyQueued    KeyOutcome = "queued"    // the run began waiting in the key's queue
+	KeyCancelled KeyOutcome = "cancelled" // CANCEL_NEWEST cancelled the run, or CANCEL_OLDEST asked Count runs to cancel
+)
 
 // admitted is what admission makes of a start: queue it (hold, the limit
 // that holds it), delay its dispatch until a time, refuse it (cancel it,

@@ -164,6 +164,9 @@ type Outcome struct {
 	State decide.State
 	// Checkpoint says how the round used the run's checkpoint.
 	Checkpoint CheckpointUse
+	// Keys is what the round's admission did under the plan's
+	// concurrency limits (keys.go), for the engine's metrics.
+	Keys []KeyEvent
 }
 
 // Run executes r, retrying on a head conflict, and returns once its
