@@ -133,7 +133,7 @@ func (r timedRunner) RunBatch(ctx context.Context, rounds []round.Round) ([]roun
 	for _, res := range results {
 		r.m.record(ctx, d, outcomeOf(res.Outcome, res.Err))
 		if res.Err == nil {
-			r.keys.record(ctx, res.Outcome.Keys)
+			r.keys.record(ctx, res.Keys)
 		}
 	}
 	return results, nil
