@@ -109,6 +109,9 @@ type ScheduleRequest struct {
 	// Labels are the labels of every run the schedule starts (CheckLabels
 	// holds them to its limits); on update they replace the old ones.
 	Labels map[string]string `json:"labels,omitempty"`
+	// Priority is the admission priority of every run the schedule starts
+	// (StartRunRequest.Priority); zero means DefaultPriority.
+	Priority int `json:"priority,omitempty"`
 }
 
 // Schedule is a schedule as the gateway holds it: its definition and what
@@ -130,8 +133,10 @@ type Schedule struct {
 	// Plan and Input are left out of lists.
 	Plan  json.RawMessage `json:"plan,omitempty"`
 	Input json.RawMessage `json:"input,omitempty"`
-	// Labels are the labels of every run the schedule starts.
+	// Labels are the labels of every run the schedule starts, and
+	// Priority their admission priority (zero: DefaultPriority).
 	Labels        map[string]string `json:"labels,omitempty"`
+	Priority      int               `json:"priority,omitempty"`
 	MisfirePolicy string            `json:"misfirePolicy"`
 	MaxCatchup    int               `json:"maxCatchup"`
 	OverlapPolicy string            `json:"overlapPolicy"`
@@ -254,6 +259,9 @@ type TriggerRequest struct {
 	// Labels are the labels of every run the trigger starts (CheckLabels
 	// holds them to its limits).
 	Labels map[string]string `json:"labels,omitempty"`
+	// Priority is the admission priority of every run the trigger starts
+	// (StartRunRequest.Priority); zero means DefaultPriority.
+	Priority int `json:"priority,omitempty"`
 }
 
 // Trigger is a trigger as the gateway holds it.
@@ -273,8 +281,10 @@ type Trigger struct {
 	Plan json.RawMessage `json:"plan,omitempty"`
 	// Input is the trigger's input expression, if it has one.
 	Input string `json:"input,omitempty"`
-	// Labels are the labels of every run the trigger starts.
+	// Labels are the labels of every run the trigger starts, and
+	// Priority their admission priority (zero: DefaultPriority).
 	Labels    map[string]string `json:"labels,omitempty"`
+	Priority  int               `json:"priority,omitempty"`
 	CreatedAt time.Time         `json:"createdAt"`
 	// RefusedEvents counts the events the trigger refused, and
 	// RecentRefusals are the last MaxTriggerRefusals of them, newest

@@ -1,14 +1,20 @@
 package gateway_test
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/pkg/api"
+	"github.com/weftrun/weft/pkg/eventlog"
+	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/plan"
 	gateway "github.com/weftrun/weft/services/signal-gateway"
+	"github.com/weftrun/weft/services/signal-gateway/internal/intaketest"
 	"github.com/weftrun/weft/services/signal-gateway/internal/jsonrpc"
 )
 
@@ -58,4 +64,64 @@ func TestStartRefusesBadFlowControl(t *testing.T) {
 	edges := keyedStart(`{"key":"input.customerId","limit":10000}`, `{"customerId":"a"}`, `,"priority":5`)
 	a := s.post(t, "/v1/runs", []byte(edges))
 	require.Equal(t, http.StatusCreated, a.status, "%s", a.body)
+}
+
+// approvedPriority returns the priority run's RunApproved records.
+func (s *stack) approvedPriority(t *testing.T, runID string) int {
+	t.Helper()
+	evs, err := eventlog.New(s.db.Pool).EventsFetchAfter(context.Background(), runID, 0, 1)
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	var d events.RunApprovedData
+	require.NoError(t, evs[0].Data(&d))
+	return d.Priority
+}
+
+// A start's priority is recorded on its RunApproved; a schedule's and a
+// trigger's are checked as a start's (a 400 at priority, nothing
+// stored), answered, part of the definition a repeated create compares,
+// and carried by the runs they start.
+func TestPriorityOfStartsSchedulesAndTriggers(t *testing.T) {
+	t.Parallel()
+	clk := intaketest.NewClock(time.Date(2026, 3, 2, 8, 59, 30, 0, time.UTC))
+	s := setup(t, gateway.Config{Intake: gateway.IntakeConfig{Now: clk.Now},
+		Schedules: gateway.ScheduleConfig{PollInterval: 10 * time.Millisecond}})
+	a := s.post(t, "/v1/runs", []byte(keyedStart(`{"key":"input.customerId","limit":1}`, `{"customerId":"a"}`, `,"priority":1`)))
+	require.Equal(t, http.StatusCreated, a.status, "%s", a.body)
+	require.Equal(t, 1, s.approvedPriority(t, decodeAs[api.StartRunResult](t, a.body).RunID))
+
+	a = s.post(t, "/v1/schedules", scheduleBody("urgent", "cron", "* * * * *", "priority", 6))
+	require.Equal(t, http.StatusBadRequest, a.status, "%s", a.body)
+	require.Equal(t, "priority", problemsOf(t, a.errorBody(t))[0].Path)
+	require.Zero(t, s.rows(t, "schedules", ""))
+	body := scheduleBody("urgent", "cron", "* * * * *", "timezone", nil, "priority", 5)
+	a = s.post(t, "/v1/schedules", body)
+	require.Equal(t, http.StatusCreated, a.status, "%s", a.body)
+	require.Equal(t, 5, decodeAs[api.Schedule](t, a.body).Priority)
+	a = s.post(t, "/v1/schedules", scheduleBody("urgent", "cron", "* * * * *", "timezone", nil, "priority", 4))
+	require.Equal(t, http.StatusConflict, a.status, "another priority is another definition: %s", a.body)
+	clk.Set(time.Date(2026, 3, 2, 9, 0, 5, 0, time.UTC))
+	var runID string
+	require.Eventually(t, func() bool {
+		err := s.db.Pool.QueryRow(context.Background(), `SELECT run_id::text FROM run_requests
+			WHERE run_request_id = 'urgent:2026-03-02T09:00:00Z'`).Scan(&runID)
+		return err == nil
+	}, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, 5, s.approvedPriority(t, runID))
+
+	trigger := map[string]any{"triggerId": "orders", "tenantId": "acme", "projectId": "p", "environmentId": "dev",
+		"plan": json.RawMessage(planDoc), "priority": -2}
+	a = s.post(t, "/v1/triggers", trigger)
+	require.Equal(t, http.StatusBadRequest, a.status, "%s", a.body)
+	require.Equal(t, "priority", problemsOf(t, a.errorBody(t))[0].Path)
+	require.Zero(t, s.rows(t, "triggers", ""))
+	trigger["priority"] = 2
+	a = s.post(t, "/v1/triggers", trigger)
+	require.Equal(t, http.StatusCreated, a.status, "%s", a.body)
+	a, err := s.do(t, http.MethodGet, "/v1/triggers/orders", operatorToken, nil)
+	require.NoError(t, err)
+	require.Equal(t, 2, decodeAs[api.Trigger](t, a.body).Priority)
+	a = s.post(t, "/v1/triggers/orders/events", map[string]any{"eventId": "e1", "payload": map[string]any{"n": 1}})
+	require.Equal(t, http.StatusCreated, a.status, "%s", a.body)
+	require.Equal(t, 2, s.approvedPriority(t, decodeAs[api.TriggerEventResult](t, a.body).RunID))
 }

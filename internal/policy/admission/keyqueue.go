@@ -148,23 +148,31 @@ type queue struct {
 	picked []string
 }
 
+// topSQL is the top priority of slot $1's waiters, leaving out the runs
+// of $3: the first of its queue's index that is not one of them.
+const topSQL = `(SELECT priority FROM engine_runs WHERE key_slot = $1 AND run_id <> ALL($3::uuid[]) ORDER BY priority DESC LIMIT 1)`
+
 // headSQL is the head of slot $1's group $2 at the queue's top priority,
 // leaving out the runs of $3: its weight and the priority. It has none
 // when the group has no waiter of that priority.
 const headSQL = `
-	WITH top AS (SELECT max(priority) AS p FROM engine_runs WHERE key_slot = $1 AND run_id <> ALL($3::uuid[]))
-	SELECT key_weight, priority FROM engine_runs, top
-	WHERE key_slot = $1 AND key_group = $2 AND priority = top.p AND run_id <> ALL($3::uuid[])
+	SELECT key_weight, priority FROM engine_runs
+	WHERE key_slot = $1 AND priority = ` + topSQL + ` AND key_group = $2 AND run_id <> ALL($3::uuid[])
 	ORDER BY approved_at, run_id LIMIT 1`
 
-// nextGroupSQL is the group after $2 (from the first, with $4) that has
-// a waiter of slot $1 at the queue's top priority, leaving out the runs
-// of $3, and the priority.
-const nextGroupSQL = `
-	WITH top AS (SELECT max(priority) AS p FROM engine_runs WHERE key_slot = $1 AND run_id <> ALL($3::uuid[]))
-	SELECT key_group, priority FROM engine_runs, top
-	WHERE key_slot = $1 AND priority = top.p AND ($4 OR key_group > $2) AND run_id <> ALL($3::uuid[])
+// nextGroupSQL is the first group after $2 that has a waiter of slot $1
+// at the queue's top priority, leaving out the runs of $3, and the
+// priority; firstGroupSQL is the first group of all.
+const (
+	nextGroupSQL = `
+	SELECT key_group, priority FROM engine_runs
+	WHERE key_slot = $1 AND priority = ` + topSQL + ` AND key_group > $2 AND run_id <> ALL($3::uuid[])
 	ORDER BY key_group LIMIT 1`
+	firstGroupSQL = `
+	SELECT key_group, priority FROM engine_runs
+	WHERE key_slot = $1 AND priority = ` + topSQL + ` AND $2::text IS NOT NULL AND run_id <> ALL($3::uuid[])
+	ORDER BY key_group LIMIT 1`
+)
 
 // pick picks up to room waiters: the visit of the turn's group goes on
 // while the group has waiters at the top priority and has started fewer
@@ -205,9 +213,9 @@ func (q *queue) pick(ctx context.Context, room int) ([]string, error) {
 func (q *queue) nextGroup(ctx context.Context) (*string, int, error) {
 	var g string
 	var priority int
-	err := q.tx.QueryRow(ctx, nextGroupSQL, q.slot, q.turn.group, q.picked, false).Scan(&g, &priority)
+	err := q.tx.QueryRow(ctx, nextGroupSQL, q.slot, q.turn.group, q.picked).Scan(&g, &priority)
 	if errors.Is(err, pgx.ErrNoRows) {
-		err = q.tx.QueryRow(ctx, nextGroupSQL, q.slot, q.turn.group, q.picked, true).Scan(&g, &priority)
+		err = q.tx.QueryRow(ctx, firstGroupSQL, q.slot, q.turn.group, q.picked).Scan(&g, &priority)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, 0, nil

@@ -116,10 +116,11 @@ const countKeysSQL = `
 	           LIMIT $5) a)
 	FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[]) AS k(run_id, slot, grp, priority)`
 
-// CountKeysTx counts, in one statement, the room of every run of runs in
-// each slot of its keys (keys[i] are runs[i]'s), for a batch that holds
-// the locks of them all.
-func CountKeysTx(ctx context.Context, tx pgx.Tx, runs []Waiter, keys [][]Key) (*Ledger, error) {
+// QueueCountKeys queues on b the count, in one statement, of the room of
+// every run of runs in each slot of its keys (keys[i] are runs[i]'s), for
+// a batch that queued the locks of them all before it (QueueLocks); the
+// ledger it returns holds the count once b has been sent.
+func QueueCountKeys(b *pgx.Batch, runs []Waiter, keys [][]Key) *Ledger {
 	l := &Ledger{held: map[string]int{}, ahead: map[string]map[string]int{}, queued: map[string]int{}, left: map[string]int{},
 		waiting: map[string]string{}, approved: map[string]time.Time{}}
 	var ids, slots, groups []string
@@ -130,27 +131,25 @@ func CountKeysTx(ctx context.Context, tx pgx.Tx, runs []Waiter, keys [][]Key) (*
 		}
 	}
 	if len(ids) == 0 {
-		return l, nil
+		return l
 	}
-	rows, err := tx.Query(ctx, countKeysSQL, ids, slots, groups, priorities, MaxAheadCounted)
-	if err != nil {
-		return nil, fmt.Errorf("admission: count the keys of %d runs: %w", len(runs), err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id, slot, waits string
-		var approved time.Time
-		var held, ahead int
-		if err := rows.Scan(&id, &slot, &waits, &approved, &held, &ahead); err != nil {
-			return nil, err
+	b.Queue(countKeysSQL, ids, slots, groups, priorities, MaxAheadCounted).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id, slot, waits string
+			var approved time.Time
+			var held, ahead int
+			if err := rows.Scan(&id, &slot, &waits, &approved, &held, &ahead); err != nil {
+				return fmt.Errorf("admission: count the keys of %d runs: %w", len(runs), err)
+			}
+			l.held[slot], l.waiting[id], l.approved[id] = held, waits, approved
+			if l.ahead[id] == nil {
+				l.ahead[id] = map[string]int{}
+			}
+			l.ahead[id][slot] = ahead
 		}
-		l.held[slot], l.waiting[id], l.approved[id] = held, waits, approved
-		if l.ahead[id] == nil {
-			l.ahead[id] = map[string]int{}
-		}
-		l.ahead[id][slot] = ahead
-	}
-	return l, rows.Err()
+		return rows.Err()
+	})
+	return l
 }
 
 // Room returns the room run has in each of keys' slots, in order,
@@ -185,33 +184,37 @@ func (l *Ledger) Took(run Waiter, keys []Key, now time.Time) time.Duration {
 // Queued records that a run of the batch waits in k's slot's queue.
 func (l *Ledger) Queued(k Key) { l.queued[k.Slot]++ }
 
-// QueueTakeKeys queues on b what makes run a holder of every slot of
-// keys, out of any queue it waited in. A take that no queue offered (the
-// run did not wait in the slot's) counts in the queue's turn.
+// QueueTakeKeys queues on b, in one statement, what makes run a holder
+// of every slot of keys, out of the queue it waited in: its rows in
+// engine_run_keys, and the turn of each slot's queue. A take that no
+// queue offered (the run did not wait in the slot's) counts in the turn:
+// the queue's next visit is to the group after this one. A
+// GROUP_ROUND_ROBIN slot keeps its turn while its runs start; any other
+// keeps one while runs wait in it. The queue the run leaves is one of its
+// slots', which it takes: the pass that offered it the place counted the
+// room, and no wake is owed.
 func QueueTakeKeys(b *pgx.Batch, runID string, keys []Key) {
-	slots, groups := make([]string, len(keys)), make([]string, len(keys))
+	slots, groups, rr := make([]string, len(keys)), make([]string, len(keys)), make([]bool, len(keys))
 	for i, k := range keys {
-		slots[i], groups[i] = k.Slot, k.Group
-		// The queue's next turn is the group after this one. A
-		// GROUP_ROUND_ROBIN slot keeps its turn while its runs start; any
-		// other keeps one while runs wait in it.
-		if k.Strategy == plan.StrategyGroupRoundRobin {
-			b.Queue(`INSERT INTO engine_key_turns AS t (slot, key_group, used) SELECT $1, $2, 1
-				WHERE NOT EXISTS (SELECT 1 FROM engine_runs WHERE run_id = $3 AND key_slot = $1)
-				ON CONFLICT (slot) DO UPDATE SET used = CASE WHEN t.key_group = $2 THEN t.used + 1 ELSE 1 END, key_group = $2`,
-				k.Slot, k.Group, runID)
-		} else {
-			b.Queue(`UPDATE engine_key_turns SET used = CASE WHEN key_group = $2 THEN used + 1 ELSE 1 END, key_group = $2
-				WHERE slot = $1 AND NOT EXISTS (SELECT 1 FROM engine_runs WHERE run_id = $3 AND key_slot = $1)`, k.Slot, k.Group, runID)
-		}
+		slots[i], groups[i], rr[i] = k.Slot, k.Group, k.Strategy == plan.StrategyGroupRoundRobin
 	}
-	b.Queue(`INSERT INTO engine_run_keys (run_id, slot, key_group) SELECT $1, unnest($2::text[]), unnest($3::text[])
-		ON CONFLICT DO NOTHING`, runID, slots, groups)
-	// The queue it leaves is one of its slots', which it takes: the pass
-	// that offered it the place counted the room; no wake is owed.
-	b.Queue(`UPDATE engine_runs SET key_slot = NULL, key_group = '', key_weight = 1, key_limit = 0
-		WHERE run_id = $1 AND key_slot IS NOT NULL`, runID)
+	b.Queue(takeSQL, runID, slots, groups, rr)
 }
+
+// takeSQL is QueueTakeKeys's statement: run $1 takes slots $2 (its
+// groups $3; $4: GROUP_ROUND_ROBIN's).
+const takeSQL = `
+	WITH k AS (SELECT * FROM unnest($2::text[], $3::text[], $4::bool[]) AS k(slot, grp, rr)),
+	     me AS (SELECT key_slot FROM engine_runs WHERE run_id = $1),
+	     held AS (INSERT INTO engine_run_keys (run_id, slot, key_group) SELECT $1, slot, grp FROM k ON CONFLICT DO NOTHING),
+	     turn AS (INSERT INTO engine_key_turns AS t (slot, key_group, used)
+	              SELECT k.slot, k.grp, 1 FROM k, me WHERE k.rr AND me.key_slot IS DISTINCT FROM k.slot
+	              ON CONFLICT (slot) DO UPDATE SET used = CASE WHEN t.key_group = excluded.key_group THEN t.used + 1 ELSE 1 END,
+	                  key_group = excluded.key_group),
+	     other AS (UPDATE engine_key_turns t SET used = CASE WHEN t.key_group = k.grp THEN t.used + 1 ELSE 1 END, key_group = k.grp
+	               FROM k, me WHERE t.slot = k.slot AND NOT k.rr AND me.key_slot IS DISTINCT FROM k.slot)
+	UPDATE engine_runs SET key_slot = NULL, key_group = '', key_weight = 1, key_limit = 0
+	WHERE run_id = $1 AND key_slot IS NOT NULL`
 
 // QueueWaitOnKey queues on b what puts run in the queue of k's slot, out
 // of any other it waited in; that one is woken, since the run may have

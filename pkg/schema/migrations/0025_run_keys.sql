@@ -48,6 +48,11 @@ CREATE TABLE engine_key_wakes (
     slot     text        PRIMARY KEY,
     woken_at timestamptz NOT NULL DEFAULT clock_timestamp()
 );
+-- A schedule's or a trigger's runs start with its priority (0: the
+-- default, 3).
+ALTER TABLE schedules ADD COLUMN priority smallint NOT NULL DEFAULT 0;
+ALTER TABLE triggers ADD COLUMN priority smallint NOT NULL DEFAULT 0;
+
 CREATE TABLE engine_key_turns (
     slot      text    PRIMARY KEY,
     key_group text    NOT NULL,

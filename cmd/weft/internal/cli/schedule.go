@@ -25,7 +25,7 @@ func ScheduleCommands() map[string]Command {
 }
 
 const scheduleCreateSynopsis = "weft schedule create -f PLAN_FILE --cron EXPR [--timezone TZ] [--id ID] [--input JSON] " +
-	"[--misfire skip|catchup|compress] [--max-catchup N] [--overlap skip|buffer-one|allow|cancel-previous] [--paused] [-o json]"
+	"[--misfire skip|catchup|compress] [--max-catchup N] [--overlap skip|buffer-one|allow|cancel-previous] [--priority 1-5] [--paused] [-o json]"
 
 // scheduleHelp explains the policies.
 const scheduleHelp = `EXPR has five fields: minute hour day-of-month month day-of-week, in TZ
@@ -61,6 +61,7 @@ func addScheduleForm(cmd *apiCommand) *scheduleForm {
 	cmd.StringVar(&f.req.MisfirePolicy, "misfire", "", "misfire policy: skip, catchup or compress (default skip)")
 	cmd.IntVar(&f.req.MaxCatchup, "max-catchup", 0, "with --misfire catchup: the most missed fire times replayed (default 10)")
 	cmd.StringVar(&f.req.OverlapPolicy, "overlap", "", "overlap policy: skip, buffer-one, allow or cancel-previous (default skip)")
+	cmd.IntVar(&f.req.Priority, "priority", 0, "the admission priority of every run it starts, 1 (lowest) to 5 (default 3)")
 	f.where = addWhereFlags(cmd.flags, "")
 	return f
 }

@@ -19,7 +19,7 @@ func TriggerCommands() map[string]Command {
 	}
 }
 
-const triggerCreateSynopsis = "weft trigger create -f PLAN_FILE [--id ID] [--input EXPR] [-o json]"
+const triggerCreateSynopsis = "weft trigger create -f PLAN_FILE [--id ID] [--input EXPR] [--priority 1-5] [-o json]"
 
 // triggerHelp explains what a run's input is.
 const triggerHelp = `Each event starts a run whose input is the event's payload. With --input,
@@ -37,6 +37,7 @@ func triggerCreate(ctx context.Context, env *Env, args []string) error {
 	addPlanFileFlag(cmd.flags, &file)
 	cmd.StringVar(&req.TriggerID, "id", "", "the trigger's id, also its NATS subject token (default: a fresh id)")
 	cmd.StringVar(&req.Input, "input", "", "a CEL expression over event whose value is each run's input (default: the event's payload)")
+	cmd.IntVar(&req.Priority, "priority", 0, "the admission priority of every run it starts, 1 (lowest) to 5 (default 3)")
 	where := addWhereFlags(cmd.flags, "")
 	_, err := cmd.parse(args)
 	if err != nil {

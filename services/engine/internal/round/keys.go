@@ -74,9 +74,9 @@ func keySlots(runs []*runView) []string {
 	return slots
 }
 
-// countKeys counts, once for the batch and with its locks taken (the
-// writes queued on w so far, which the count sends first), the room of
-// runs in their slots, and gives each the batch's ledger (keyRoom).
+// countKeys counts, once for the batch, in the round trip that takes its
+// locks (queued on w before it), the room of runs in their slots, and
+// gives each the batch's ledger (keyRoom).
 func countKeys(ctx context.Context, w *journal.Write, runs []*runView) error {
 	if len(runs) == 0 {
 		return nil
@@ -86,14 +86,11 @@ func countKeys(ctx context.Context, w *journal.Write, runs []*runView) error {
 		waiters[i] = waiterOf(run)
 		keys[i], _ = keysOf(run)
 	}
-	if err := w.Flush(ctx); err != nil {
-		return err
-	}
-	ledger, err := admission.CountKeysTx(ctx, w.Tx(), waiters, keys)
+	ledger := admission.QueueCountKeys(w.Batch(), waiters, keys)
 	for _, run := range runs {
 		run.ledger = ledger
 	}
-	return err
+	return w.Flush(ctx)
 }
 
 func waiterOf(run *runView) admission.Waiter {

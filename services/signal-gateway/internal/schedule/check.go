@@ -24,7 +24,7 @@ func (s *Service) check(ctx context.Context, p auth.Principal, req api.ScheduleR
 	sch := api.Schedule{
 		ScheduleID: req.ScheduleID, TenantID: req.TenantID, ProjectID: req.ProjectID, EnvironmentID: req.EnvironmentID,
 		Cron: req.Cron, Timezone: cmp.Or(req.Timezone, api.DefaultTimezone), Plan: req.Plan, PlanRef: req.PlanRef, Input: req.Input,
-		Labels: req.Labels, MisfirePolicy: cmp.Or(req.MisfirePolicy, api.MisfireSkip), MaxCatchup: cmp.Or(req.MaxCatchup, api.DefaultMaxCatchup),
+		Labels: req.Labels, Priority: req.Priority, MisfirePolicy: cmp.Or(req.MisfirePolicy, api.MisfireSkip), MaxCatchup: cmp.Or(req.MaxCatchup, api.DefaultMaxCatchup),
 		OverlapPolicy: cmp.Or(req.OverlapPolicy, api.OverlapSkip),
 	}
 	if sch.PlanRef != nil && bytes.Equal(bytes.TrimSpace(sch.Plan), []byte("null")) {
@@ -133,7 +133,7 @@ func runRequestID(scheduleID string, scheduledFor time.Time) string {
 // the resolved version's.
 func startRequest(sch api.Schedule, requestID string, input json.RawMessage) api.StartRunRequest {
 	start := api.StartRunRequest{TenantID: sch.TenantID, ProjectID: sch.ProjectID, EnvironmentID: sch.EnvironmentID,
-		RunRequestID: requestID, Plan: sch.Plan, PlanRef: sch.PlanRef, Input: input, Labels: sch.Labels}
+		RunRequestID: requestID, Plan: sch.Plan, PlanRef: sch.PlanRef, Input: input, Labels: sch.Labels, Priority: sch.Priority}
 	if sch.PlanRef == nil {
 		start.PlanID, start.PlanVersion = sch.PlanID, sch.PlanVersion
 	}

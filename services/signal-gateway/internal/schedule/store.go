@@ -42,13 +42,13 @@ type record struct {
 const columns = `tenant_id, schedule_id, project_id, environment_id, cron, timezone, plan_id, plan_version,
 	plan, plan_ref_id, plan_ref_version, input, misfire_policy, max_catchup, overlap_policy, paused, next_fire_at, last_fire_at,
 	last_run_id::text, buffered_for, buffered_window, skipped_misfire, skipped_overlap,
-	skipped_catchup_limit, skipped_refused, recent_skips, created_at, updated_at, labels`
+	skipped_catchup_limit, skipped_refused, recent_skips, created_at, updated_at, labels, priority`
 
 // summaryColumns are columns with the plan and input left out, for lists.
 const summaryColumns = `tenant_id, schedule_id, project_id, environment_id, cron, timezone, plan_id, plan_version,
 	NULL::jsonb, plan_ref_id, plan_ref_version, NULL::jsonb, misfire_policy, max_catchup, overlap_policy, paused, next_fire_at, last_fire_at,
 	last_run_id::text, buffered_for, buffered_window, skipped_misfire, skipped_overlap,
-	skipped_catchup_limit, skipped_refused, recent_skips, created_at, updated_at, labels`
+	skipped_catchup_limit, skipped_refused, recent_skips, created_at, updated_at, labels, priority`
 
 func scanRecord(row pgx.Row) (*record, error) {
 	var r record
@@ -58,7 +58,7 @@ func scanRecord(row pgx.Row) (*record, error) {
 	err := row.Scan(&s.TenantID, &s.ScheduleID, &s.ProjectID, &s.EnvironmentID, &s.Cron, &s.Timezone, &s.PlanID,
 		&s.PlanVersion, &s.Plan, &refID, &refVersion, &s.Input, &s.MisfirePolicy, &s.MaxCatchup, &s.OverlapPolicy, &s.Paused,
 		&s.NextFireAt, &s.LastFireAt, &lastRun, &s.BufferedFireAt, &window, &s.Skipped.Misfire,
-		&s.Skipped.Overlap, &s.Skipped.CatchupLimit, &s.Skipped.Refused, &skips, &s.CreatedAt, &s.UpdatedAt, &s.Labels)
+		&s.Skipped.Overlap, &s.Skipped.CatchupLimit, &s.Skipped.Refused, &skips, &s.CreatedAt, &s.UpdatedAt, &s.Labels, &s.Priority)
 	if err != nil {
 		return nil, err
 	}
@@ -117,12 +117,12 @@ func recordInsertTx(ctx context.Context, tx pgx.Tx, s api.Schedule) (bool, error
 	tag, err := tx.Exec(ctx, `
 		INSERT INTO schedules (tenant_id, schedule_id, version, project_id, environment_id, cron, timezone,
 		    plan_id, plan_version, plan, plan_ref_id, plan_ref_version, input, misfire_policy, max_catchup,
-		    overlap_policy, paused, next_fire_at, created_at, updated_at, labels)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $19, $20)
+		    overlap_policy, paused, next_fire_at, created_at, updated_at, labels, priority)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $19, $20, $21)
 		ON CONFLICT (tenant_id, schedule_id) DO NOTHING`,
 		s.TenantID, s.ScheduleID, rowVersion, s.ProjectID, s.EnvironmentID, s.Cron, s.Timezone, s.PlanID,
 		s.PlanVersion, intake.NullJSON(s.Plan), intake.RefID(s.PlanRef), intake.RefVersion(s.PlanRef), intake.NullJSON(s.Input),
-		s.MisfirePolicy, s.MaxCatchup, s.OverlapPolicy, s.Paused, s.NextFireAt, s.CreatedAt, intake.NullLabels(s.Labels))
+		s.MisfirePolicy, s.MaxCatchup, s.OverlapPolicy, s.Paused, s.NextFireAt, s.CreatedAt, intake.NullLabels(s.Labels), s.Priority)
 	if err != nil {
 		return false, fmt.Errorf("schedule: insert: %w", err)
 	}
@@ -139,11 +139,11 @@ func sameDefinitionTx(ctx context.Context, tx pgx.Tx, k Key, s api.Schedule) (bo
 		   AND plan IS NOT DISTINCT FROM $7::jsonb AND input IS NOT DISTINCT FROM $8::jsonb AND misfire_policy = $9
 		   AND max_catchup = $10 AND overlap_policy = $11
 		   AND plan_ref_id IS NOT DISTINCT FROM $12 AND plan_ref_version IS NOT DISTINCT FROM $13
-		   AND labels IS NOT DISTINCT FROM $14::jsonb
+		   AND labels IS NOT DISTINCT FROM $14::jsonb AND priority = $15
 		FROM schedules WHERE tenant_id = $1 AND schedule_id = $2`,
 		k.TenantID, k.ScheduleID, s.ProjectID, s.EnvironmentID, s.Cron, s.Timezone, intake.NullJSON(s.Plan), intake.NullJSON(s.Input),
 		s.MisfirePolicy, s.MaxCatchup, s.OverlapPolicy, intake.RefID(s.PlanRef), intake.RefVersion(s.PlanRef),
-		intake.NullLabels(s.Labels)).Scan(&same)
+		intake.NullLabels(s.Labels), s.Priority).Scan(&same)
 	if err != nil {
 		return false, fmt.Errorf("schedule: compare: %w", err)
 	}
@@ -157,11 +157,11 @@ func recordUpdateTx(ctx context.Context, tx pgx.Tx, s api.Schedule) error {
 		UPDATE schedules SET project_id = $3, environment_id = $4, cron = $5, timezone = $6, plan_id = $7,
 		    plan_version = $8, plan = $9, input = $10, misfire_policy = $11, max_catchup = $12,
 		    overlap_policy = $13, paused = $14, next_fire_at = $15, updated_at = $16, plan_ref_id = $17,
-		    plan_ref_version = $18, labels = $19
+		    plan_ref_version = $18, labels = $19, priority = $20
 		WHERE tenant_id = $1 AND schedule_id = $2`,
 		s.TenantID, s.ScheduleID, s.ProjectID, s.EnvironmentID, s.Cron, s.Timezone, s.PlanID, s.PlanVersion,
 		intake.NullJSON(s.Plan), intake.NullJSON(s.Input), s.MisfirePolicy, s.MaxCatchup, s.OverlapPolicy, s.Paused, s.NextFireAt,
-		s.UpdatedAt, intake.RefID(s.PlanRef), intake.RefVersion(s.PlanRef), intake.NullLabels(s.Labels))
+		s.UpdatedAt, intake.RefID(s.PlanRef), intake.RefVersion(s.PlanRef), intake.NullLabels(s.Labels), s.Priority)
 	if err != nil {
 		return fmt.Errorf("schedule: update: %w", err)
 	}

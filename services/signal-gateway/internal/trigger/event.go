@@ -152,14 +152,14 @@ func triggerColumns(withPlan bool) string {
 		plan = "plan"
 	}
 	return `trigger_id, tenant_id, project_id, environment_id, plan_id, plan_version, ` + plan +
-		`, plan_ref_id, plan_ref_version, coalesce(input_expr, ''), created_at, labels, refused_events, recent_refusals`
+		`, plan_ref_id, plan_ref_version, coalesce(input_expr, ''), created_at, labels, refused_events, recent_refusals, priority`
 }
 
 func scanTrigger(row pgx.Row) (api.Trigger, error) {
 	var tr api.Trigger
 	var refID, refVersion *string
 	err := row.Scan(&tr.TriggerID, &tr.TenantID, &tr.ProjectID, &tr.EnvironmentID, &tr.PlanID, &tr.PlanVersion,
-		&tr.Plan, &refID, &refVersion, &tr.Input, &tr.CreatedAt, &tr.Labels, &tr.RefusedEvents, &tr.RecentRefusals)
+		&tr.Plan, &refID, &refVersion, &tr.Input, &tr.CreatedAt, &tr.Labels, &tr.RefusedEvents, &tr.RecentRefusals, &tr.Priority)
 	tr.CreatedAt = tr.CreatedAt.UTC()
 	if refID != nil && refVersion != nil {
 		tr.PlanRef = &api.PlanRef{PlanID: *refID, PlanVersion: *refVersion}

@@ -98,11 +98,11 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req api.TriggerR
 		}
 		tag, err := tx.Exec(ctx, `
 			INSERT INTO triggers (tenant_id, trigger_id, version, project_id, environment_id, plan_id, plan_version, plan,
-			                      plan_ref_id, plan_ref_version, input_expr, created_at, labels)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULLIF($11, ''), $12, $13)
+			                      plan_ref_id, plan_ref_version, input_expr, created_at, labels, priority)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULLIF($11, ''), $12, $13, $14)
 			ON CONFLICT (tenant_id, trigger_id) DO NOTHING`,
 			req.TenantID, req.TriggerID, rowVersion, req.ProjectID, req.EnvironmentID, id, version, intake.NullJSON(req.Plan),
-			intake.RefID(req.PlanRef), intake.RefVersion(req.PlanRef), req.Input, now, intake.NullLabels(req.Labels))
+			intake.RefID(req.PlanRef), intake.RefVersion(req.PlanRef), req.Input, now, intake.NullLabels(req.Labels), req.Priority)
 		if err != nil {
 			return fmt.Errorf("trigger: insert: %w", err)
 		}
@@ -152,7 +152,7 @@ func (s *Service) checkRun(ctx context.Context, p auth.Principal, req *api.Trigg
 	id, version := planOf(*req)
 	start, err := intake.ResolvePlan(ctx, s.plans, p, startRequest(api.Trigger{TenantID: req.TenantID, ProjectID: req.ProjectID,
 		EnvironmentID: req.EnvironmentID, PlanID: id, PlanVersion: version, Plan: req.Plan, PlanRef: req.PlanRef,
-		Labels: req.Labels}))
+		Labels: req.Labels, Priority: req.Priority}))
 	if err != nil {
 		return err
 	}
@@ -173,7 +173,7 @@ func planOf(req api.TriggerRequest) (id, version string) {
 // planVersion, which resolve sets to the resolved version's.
 func startRequest(tr api.Trigger) api.StartRunRequest {
 	start := api.StartRunRequest{TenantID: tr.TenantID, ProjectID: tr.ProjectID, EnvironmentID: tr.EnvironmentID,
-		Plan: tr.Plan, PlanRef: tr.PlanRef, Labels: tr.Labels}
+		Plan: tr.Plan, PlanRef: tr.PlanRef, Labels: tr.Labels, Priority: tr.Priority}
 	if tr.PlanRef == nil {
 		start.PlanID, start.PlanVersion = tr.PlanID, tr.PlanVersion
 	}
@@ -187,10 +187,10 @@ func sameDefinitionTx(ctx context.Context, tx pgx.Tx, req api.TriggerRequest) er
 	err := tx.QueryRow(ctx, `SELECT project_id = $3 AND environment_id = $4 AND plan IS NOT DISTINCT FROM $5::jsonb
 			AND input_expr IS NOT DISTINCT FROM NULLIF($6, '')
 			AND plan_ref_id IS NOT DISTINCT FROM $7 AND plan_ref_version IS NOT DISTINCT FROM $8
-			AND labels IS NOT DISTINCT FROM $9::jsonb
+			AND labels IS NOT DISTINCT FROM $9::jsonb AND priority = $10
 		FROM triggers WHERE tenant_id = $1 AND trigger_id = $2`,
 		req.TenantID, req.TriggerID, req.ProjectID, req.EnvironmentID, intake.NullJSON(req.Plan), req.Input,
-		intake.RefID(req.PlanRef), intake.RefVersion(req.PlanRef), intake.NullLabels(req.Labels)).Scan(&same)
+		intake.RefID(req.PlanRef), intake.RefVersion(req.PlanRef), intake.NullLabels(req.Labels), req.Priority).Scan(&same)
 	if err != nil {
 		return fmt.Errorf("trigger: compare: %w", err)
 	}
