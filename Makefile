@@ -24,7 +24,7 @@ test: browser ## Run every test with -race against real Postgres and embedded NA
 browser: ## Install headless Chromium for the browser tests when missing
 	.ci/ensure-chromium
 
-bench: ## Run every benchmark of ./bench for about 18 minutes (real Postgres and JetStream) and print the figures BENCHMARKS.md records
+bench: ## Run every benchmark of ./bench for about 23 minutes (real Postgres and JetStream) and print the figures BENCHMARKS.md records
 	go test -run '^$$' -bench . -benchtime 4s ./bench
 
 .PHONY: bench-peers

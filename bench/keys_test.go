@@ -74,10 +74,13 @@ var releasePlan = benchPlan{id: "release", doc: json.RawMessage(fmt.Sprintf(`{"p
 //   - released_runs/s: how fast a key's queue drains when places free:
 //     WEFT_BENCH_KEYS_RELEASED runs (default 20,000) queued behind
 //     releaseLimit parked holders, each ending as soon as it starts, from
-//     the holders' release to the last one's end.
+//     the holders' release to the last one's end; and as a share of the
+//     server's ceiling of single-row commits, measured first
+//     (released_ceiling_%).
 func BenchmarkSystemKeys(b *testing.B) {
 	_, db := privateDB(b, "shared_preload_libraries=pg_stat_statements")
 	s := startDevStack(b, db)
+	ceiling := insertCeiling(b, db, 3*time.Second)
 	if _, err := db.Pool.Exec(context.Background(), "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
 		b.Fatal(err)
 	}
@@ -102,6 +105,8 @@ func BenchmarkSystemKeys(b *testing.B) {
 		b.ReportMetric(idle, "stmts/s_idle")
 		b.ReportMetric(queued, "stmts/s_queued")
 		b.ReportMetric(released, "released_runs/s")
+		b.ReportMetric(ceiling, "ceiling_commits/s")
+		b.ReportMetric(100*released/ceiling, "released_ceiling_%")
 		b.ReportMetric(0, "ns/op")
 	}
 }

@@ -65,5 +65,5 @@ func TestMakefileRunAndBenchHelp(t *testing.T) {
 
 	help, err := exec.CommandContext(t.Context(), "make", "-s", "-C", root, "help").CombinedOutput()
 	require.NoError(t, err, "%s", help)
-	require.Contains(t, string(help), "  bench    Run every benchmark of ./bench for about 18 minutes")
+	require.Contains(t, string(help), "  bench    Run every benchmark of ./bench for about 23 minutes")
 }
