@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -41,7 +42,8 @@ type sqlCheck struct {
 	name, query string
 }
 
-// sqlChecks read the log alone.
+// sqlChecks read the log alone (and, for the concurrency limit's places,
+// the engine's tables).
 var sqlChecks = []sqlCheck{
 	{"every run ended", `
 		SELECT a.run_id::text, coalesce(a.event_data->>'planId', '') FROM run_events a
@@ -92,6 +94,20 @@ var sqlChecks = []sqlCheck{
 		SELECT 'outbox', format('%s rows, oldest %s', count(*), min(created_at)) FROM outbox HAVING count(*) > 0
 		UNION ALL
 		SELECT 'outbox_dead', format('%s rows: %s', count(*), min(last_error)) FROM outbox_dead HAVING count(*) > 0`},
+	{"a concurrency limit never exceeded", `
+		WITH iv AS (
+			SELECT s.run_id, s.persisted_at AS started, coalesce(e.persisted_at, 'infinity') AS ended
+			FROM run_events a JOIN run_events s ON s.run_id = a.run_id AND s.event_type = 'RunStarted'
+			LEFT JOIN run_events e ON e.run_id = a.run_id AND e.event_type IN ('RunCompleted', 'RunFailed', 'RunCancelled')
+			WHERE a.event_type = 'RunApproved' AND a.event_data->>'planId' = 'soak-limited')
+		SELECT x.run_id::text, format('%s other runs of soak-limited running when it started (limit ` + strconv.Itoa(limitedRuns) + `)', count(*))
+		FROM iv x JOIN iv y ON y.run_id <> x.run_id AND y.started <= x.started AND y.ended > x.started
+		GROUP BY x.run_id HAVING count(*) >= ` + strconv.Itoa(limitedRuns)},
+	{"no place of a concurrency limit held or queued once its runs ended", `
+		SELECT k.run_id::text, 'holds ' || k.slot FROM engine_run_keys k
+		WHERE EXISTS (SELECT 1 FROM run_events e WHERE e.run_id = k.run_id AND e.event_type IN ('RunCompleted', 'RunFailed', 'RunCancelled'))
+		UNION ALL
+		SELECT 'engine_key_wakes', format('%s wakes left', count(*)) FROM engine_key_wakes HAVING count(*) > 0`},
 	{"no stuck timers", `
 		SELECT run_id::text, format('%s timer of step %s attempt %s due %s', kind, step_id, logical_attempt, due_at)
 		FROM engine_timers WHERE due_at < now() - interval '30 seconds'`},
@@ -116,8 +132,8 @@ func runSQLCheck(ctx context.Context, top *topology, c sqlCheck) (checkResult, e
 	return res, rows.Err()
 }
 
-// quiesce waits, up to bound, until every run has ended and the outbox is
-// empty, finalizing left-waiting runs every 10 s, and returns how long it
+// quiesce waits, up to bound, until every run has ended and the outbox and
+// the key queue's wakes are empty, finalizing left-waiting runs every 10 s, and returns how long it
 // waited.
 func quiesce(ctx context.Context, top *topology, c *client.Client, bound time.Duration, logger *slog.Logger) time.Duration {
 	began := time.Now()
@@ -129,13 +145,14 @@ func quiesce(ctx context.Context, top *topology, c *client.Client, bound time.Du
 			}
 			lastFinal = time.Now()
 		}
-		var open, outbox, timers int
+		var open, outbox, timers, wakes int
 		err := top.admin.QueryRow(ctx, `SELECT
 			(SELECT count(*) FROM run_events a WHERE a.event_type = 'RunApproved' AND NOT EXISTS (
 				SELECT 1 FROM run_events e WHERE e.run_id = a.run_id AND e.event_type IN ('RunCompleted', 'RunFailed', 'RunCancelled'))),
 			(SELECT count(*) FROM outbox),
-			(SELECT count(*) FROM engine_timers WHERE due_at < now() - interval '30 seconds')`).Scan(&open, &outbox, &timers)
-		return err == nil && open == 0 && outbox == 0 && timers == 0, nil
+			(SELECT count(*) FROM engine_timers WHERE due_at < now() - interval '30 seconds'),
+			(SELECT count(*) FROM engine_key_wakes)`).Scan(&open, &outbox, &timers, &wakes)
+		return err == nil && open == 0 && outbox == 0 && timers == 0 && wakes == 0, nil
 	})
 	return time.Since(began)
 }

@@ -18,7 +18,12 @@ const (
 	kindWait    = "wait"    // a waitSignal step completed by the signal "go"
 	kindPause   = "pause"   // sleep 2 s; the driver sends PAUSE, then RESUME
 	kindCancel  = "cancel"  // sleep 5 s; the driver sends CANCEL
+	kindLimited = "limited" // sleep 300 ms, then echo, under one concurrency limit of limitedRuns places
 )
+
+// limitedRuns is how many runs of kindLimited run at once, across every
+// engine: the limit the checker holds the log to.
+const limitedRuns = 2
 
 // kinds is every plan kind with its weight in the mix.
 var kinds = []struct {
@@ -26,7 +31,7 @@ var kinds = []struct {
 	weight int
 }{
 	{kindLinear, 3}, {kindFanout, 2}, {kindRetried, 2}, {kindFailing, 1}, {kindLong, 1},
-	{kindKeyed, 2}, {kindWait, 2}, {kindPause, 2}, {kindCancel, 1},
+	{kindKeyed, 2}, {kindWait, 2}, {kindPause, 2}, {kindCancel, 1}, {kindLimited, 2},
 }
 
 // keyedSteps are the steps of kindKeyed that carry an idempotencyKey.
@@ -94,6 +99,10 @@ func planJSON(kind, key string) string {
 		steps = sleep("nap", 2000) + "," + echo("after", "nap")
 	case kindCancel:
 		steps = sleep("nap", 5000) + "," + echo("after", "nap")
+	case kindLimited:
+		steps = sleep("nap", 300) + "," + echo("after", "nap")
+		return fmt.Sprintf(`{"planId":%q,"planVersion":"1","concurrency":[{"key":"'all'","limit":%d}],"steps":[%s]}`,
+			planID(kind), limitedRuns, steps)
 	}
 	return fmt.Sprintf(`{"planId":%q,"planVersion":"1","steps":[%s]}`, planID(kind), steps)
 }
