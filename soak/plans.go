@@ -100,7 +100,7 @@ func planJSON(kind, key string) string {
 	case kindCancel:
 		steps = sleep("nap", 5000) + "," + echo("after", "nap")
 	case kindLimited:
-		steps = sleep("nap", 300) + "," + echo("after", "nap")
+		steps = sleep("hold", 300) + "," + echo("after", "hold")
 		return fmt.Sprintf(`{"planId":%q,"planVersion":"1","concurrency":[{"key":"'all'","limit":%d}],"steps":[%s]}`,
 			planID(kind), limitedRuns, steps)
 	}
