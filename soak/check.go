@@ -103,7 +103,7 @@ var sqlChecks = []sqlCheck{
 		SELECT x.run_id::text, format('%s other runs of soak-limited running when it started (limit ` + strconv.Itoa(limitedRuns) + `)', count(*))
 		FROM iv x JOIN iv y ON y.run_id <> x.run_id AND y.started <= x.started AND y.ended > x.started
 		GROUP BY x.run_id HAVING count(*) >= ` + strconv.Itoa(limitedRuns)},
-	{"no place of a concurrency limit held or queued once its runs ended", `
+	{"no place of a concurrency limit held, nor a wake left, once its runs ended", `
 		SELECT k.run_id::text, 'holds ' || k.slot FROM engine_run_keys k
 		WHERE EXISTS (SELECT 1 FROM run_events e WHERE e.run_id = k.run_id AND e.event_type IN ('RunCompleted', 'RunFailed', 'RunCancelled'))
 		UNION ALL

@@ -18,12 +18,12 @@ const (
 	kindWait    = "wait"    // a waitSignal step completed by the signal "go"
 	kindPause   = "pause"   // sleep 2 s; the driver sends PAUSE, then RESUME
 	kindCancel  = "cancel"  // sleep 5 s; the driver sends CANCEL
-	kindLimited = "limited" // sleep 300 ms, then echo, under one concurrency limit of limitedRuns places
+	kindLimited = "limited" // sleep 1 s, then echo, under one concurrency limit of limitedRuns places
 )
 
 // limitedRuns is how many runs of kindLimited run at once, across every
 // engine: the limit the checker holds the log to.
-const limitedRuns = 2
+const limitedRuns = 1
 
 // kinds is every plan kind with its weight in the mix.
 var kinds = []struct {
@@ -100,7 +100,7 @@ func planJSON(kind, key string) string {
 	case kindCancel:
 		steps = sleep("nap", 5000) + "," + echo("after", "nap")
 	case kindLimited:
-		steps = sleep("hold", 300) + "," + echo("after", "hold")
+		steps = sleep("hold", 1000) + "," + echo("after", "hold")
 		return fmt.Sprintf(`{"planId":%q,"planVersion":"1","concurrency":[{"key":"'all'","limit":%d}],"steps":[%s]}`,
 			planID(kind), limitedRuns, steps)
 	}

@@ -48,6 +48,10 @@ type RunFilter struct {
 	// RerunOf keeps the reruns of this run; it must be a run id. Empty:
 	// any run.
 	RerunOf string
+	// QueuedKey keeps the QUEUED runs that a plan's concurrency key of
+	// this name holds, as their queued.key says (`input.customerId =
+	// "42"`; docs/flow-control.md). Empty: any run.
+	QueuedKey string
 	// CreatedAfter and CreatedBefore keep the runs created in
 	// [CreatedAfter, CreatedBefore); EndedAfter and EndedBefore those that
 	// ended (COMPLETED, FAILED or CANCELLED) in [EndedAfter, EndedBefore).
@@ -67,7 +71,7 @@ func (f RunFilter) query() url.Values {
 	}
 	for _, p := range [...]struct{ name, value string }{
 		{"plan", f.PlanID}, {"planVersion", f.PlanVersion}, {"trigger", f.TriggerID}, {"schedule", f.ScheduleID},
-		{"parent", f.ParentRunID}, {"rerunOf", f.RerunOf}, {"projectId", f.ProjectID}, {"environmentId", f.EnvironmentID},
+		{"parent", f.ParentRunID}, {"rerunOf", f.RerunOf}, {"queuedKey", f.QueuedKey}, {"projectId", f.ProjectID}, {"environmentId", f.EnvironmentID},
 		{"cursor", f.Cursor},
 	} {
 		if p.value != "" {

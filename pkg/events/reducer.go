@@ -244,7 +244,7 @@ func (p *projection) queue(e Event) error {
 	}
 	if p.s.Status == RunStatusApproved {
 		p.s.Status = RunStatusQueued
-		p.s.Queued = &QueueHold{Reason: d.Reason, Since: eventTime(e)}
+		p.s.Queued = &QueueHold{Reason: d.Reason, Key: d.Key, Since: eventTime(e)}
 	}
 	return nil
 }

@@ -119,6 +119,11 @@ type QueueHold struct {
 	// Reason says which limit holds the run, e.g. "2 of 2 running in
 	// environment cust-1"; empty for a RunQueued written without one.
 	Reason string `json:"reason,omitempty"`
+	// Key names the plan's concurrency key that holds the run
+	// (RunQueuedData.Key, `input.customerId = "42"`); empty when its
+	// environment's limit does. The runs list filters QUEUED runs by it
+	// (queuedKey).
+	Key string `json:"key,omitempty"`
 	// Since is when the run was queued.
 	Since time.Time `json:"since"`
 }

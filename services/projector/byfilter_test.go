@@ -198,3 +198,37 @@ func TestRebuildRecordsFilterColumns(t *testing.T) {
 	s.waitRun(t, m.f, atSeq(6), "completes")
 	require.Equal(t, []string{m.f, m.c}, runIDs(s.list(t, readerToken, "rerunOf="+m.a).Runs), "f's next save records it")
 }
+
+// GET /v1/runs?queuedKey=KEY keeps the QUEUED runs the concurrency key
+// KEY holds (their snapshot's queued.key), newest first, with any other
+// filter; a run queued by its environment's limit has none, and a run
+// that started leaves the filter. An empty key is a 400.
+func TestRunsListByQueuedKey(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	s.serve(t, projector.Config{})
+	queue := func(key string) string {
+		id := s.approve(t, "keyed")
+		s.appendBus(t, step(t, id, "", events.RunQueued, events.RunQueuedData{Key: key, Running: 1, Limit: 1,
+			Reason: events.RunQueuedKeyReason(key, 1, 1, 0)}))
+		s.waitRun(t, id, atSeq(2), "queued")
+		return id
+	}
+	a := queue(`input.customerId = "a"`)
+	env := queue("")
+	b := queue(`input.customerId = "b"`)
+	a2 := queue(`input.customerId = "a"`)
+	v, _ := s.run(t, a)
+	require.Equal(t, `input.customerId = "a"`, v.Queued.Key)
+
+	byKey := func(query string) []string { return runIDs(s.list(t, readerToken, query).Runs) }
+	require.Equal(t, []string{a2, a}, byKey("queuedKey="+url.QueryEscape(`input.customerId = "a"`)))
+	require.Equal(t, []string{b}, byKey("queuedKey="+url.QueryEscape(`input.customerId = "b"`)+"&plan=keyed"))
+	require.Empty(t, byKey("queuedKey="+url.QueryEscape(`input.customerId = "b"`)+"&plan=other"))
+	require.Len(t, byKey("status=QUEUED"), 4, "env's run is QUEUED too: %s", env)
+
+	s.appendBus(t, step(t, a, "", events.RunStarted, nil))
+	s.waitRun(t, a, atSeq(3), "started")
+	require.Equal(t, []string{a2}, byKey("queuedKey="+url.QueryEscape(`input.customerId = "a"`)), "a started")
+	requireError(t, s.fetch(t, readerToken, "/v1/runs?queuedKey="), http.StatusBadRequest, api.CodeInvalidArgument, "queuedKey")
+}

@@ -24,7 +24,7 @@ func RunsCommands() map[string]Command {
 }
 
 const lsSynopsis = "weft runs ls [--status S[,S…]] [--plan PLAN_ID [--plan-version V]] [--label K=V…] [--trigger ID] [--schedule ID] " +
-	"[--parent RUN_ID] [--rerun-of RUN_ID] [--created-after T] [--created-before T] [--ended-after T] [--ended-before T] " +
+	"[--parent RUN_ID] [--rerun-of RUN_ID] [--queued-key KEY] [--created-after T] [--created-before T] [--ended-after T] [--ended-before T] " +
 	"[--project ID] [--environment ID] [--limit N] [--cursor C] [-o json]"
 
 // statusList is a flag that may be repeated and holds comma-separated
@@ -78,7 +78,7 @@ func nextPageCommand(f client.RunFilter, cursor string) string {
 		next = append(next, "--status", strings.Join(f.Status, ","))
 	}
 	for _, kv := range [][2]string{{"--plan", f.PlanID}, {"--plan-version", f.PlanVersion}, {"--trigger", f.TriggerID},
-		{"--schedule", f.ScheduleID}, {"--parent", f.ParentRunID}, {"--rerun-of", f.RerunOf}, {"--project", f.ProjectID},
+		{"--schedule", f.ScheduleID}, {"--parent", f.ParentRunID}, {"--rerun-of", f.RerunOf}, {"--queued-key", f.QueuedKey}, {"--project", f.ProjectID},
 		{"--environment", f.EnvironmentID}} {
 		if kv[1] != "" {
 			next = append(next, kv[0], kv[1])
@@ -107,6 +107,7 @@ func addListFilterFlags(cmd *apiCommand, f *client.RunFilter, labels *labelFlags
 	cmd.StringVar(&f.TriggerID, "trigger", "", "keep the runs this trigger's events started")
 	cmd.StringVar(&f.ScheduleID, "schedule", "", "keep the runs this schedule's fires started")
 	cmd.StringVar(&f.RerunOf, "rerun-of", "", "keep the reruns of this run")
+	cmd.StringVar(&f.QueuedKey, "queued-key", "", `keep the QUEUED runs this concurrency key holds, as weft run get names it: 'input.customerId = "42"'`)
 	for _, t := range []struct {
 		name, usage string
 		at          *time.Time

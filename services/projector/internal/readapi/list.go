@@ -33,6 +33,7 @@ type listQuery struct {
 	schedule string            // "": any run; else the runs schedule's fires started
 	parent   string            // "": any run; else the child runs of run parent
 	rerunOf  string            // "": any run; else the reruns of run rerunOf
+	key      string            // "": any run; else the QUEUED runs a concurrency key of this name holds
 	labels   map[string]string // nil: any run; else the runs that carry every one of them
 	// created and ended bound the runs' creation and end times.
 	created, ended timeRange
@@ -99,10 +100,13 @@ const scheduleCond = triggerCond + `
 // the ended range by run_snapshots_ended, the created range by the list's
 // own index.
 const (
-	parentCond        = `AND parent_run_id = $%d::uuid`
-	rerunOfCond       = `AND rerun_of = $%d::uuid`
-	versionCond       = `AND plan_version = $%d`
-	labelsCond        = `AND labels @> $%d::jsonb`
+	parentCond  = `AND parent_run_id = $%d::uuid`
+	rerunOfCond = `AND rerun_of = $%d::uuid`
+	versionCond = `AND plan_version = $%d`
+	labelsCond  = `AND labels @> $%d::jsonb`
+	// queuedKeyCond, served by run_snapshots_status: the tenant's QUEUED
+	// runs, newest first, filtered by the key their snapshot names.
+	queuedKeyCond     = `AND status = 'QUEUED' AND snapshot->'queued'->>'key' = $%d`
 	createdFromCond   = `AND created_at >= $%d`
 	createdBeforeCond = `AND created_at < $%d`
 	endedFromCond     = `AND ended_at >= $%d`
@@ -123,7 +127,7 @@ func (q listQuery) listSQL() (string, []any) {
 		conds = append(conds, fmt.Sprintf(cond, len(args)))
 	}
 	for _, f := range [...]struct{ cond, value string }{{triggerCond, q.trigger}, {scheduleCond, q.schedule},
-		{parentCond, q.parent}, {rerunOfCond, q.rerunOf}, {versionCond, q.version}} {
+		{parentCond, q.parent}, {rerunOfCond, q.rerunOf}, {versionCond, q.version}, {queuedKeyCond, q.key}} {
 		if f.value != "" {
 			add(f.cond, f.value)
 		}
@@ -194,7 +198,7 @@ var errOtherTenant = errors.New("tenant: a key reads only its own tenant's runs"
 func parseList(r *http.Request, p auth.Principal) (listQuery, error) {
 	v := r.URL.Query()
 	q := listQuery{tenant: p.TenantID, plan: v.Get("plan"), version: v.Get("planVersion"), trigger: v.Get("trigger"),
-		schedule: v.Get("schedule"), parent: v.Get("parent"), rerunOf: v.Get("rerunOf"),
+		schedule: v.Get("schedule"), parent: v.Get("parent"), rerunOf: v.Get("rerunOf"), key: v.Get("queuedKey"),
 		project: v.Get("projectId"), env: v.Get("environmentId"), limit: DefaultListLimit}
 	if t := v.Get("tenant"); t != "" && t != p.TenantID {
 		return q, errOtherTenant
@@ -246,6 +250,9 @@ func checkFilterIDs(v url.Values) error {
 			return fmt.Errorf("%s %q: want a %s id, which is not empty and holds no ':'", name, id, name)
 		}
 	}
+	if k := v.Get("queuedKey"); v.Has("queuedKey") && (k == "" || len(k) > maxQueuedKeyBytes) {
+		return fmt.Errorf("queuedKey: want a key as a queued run's names it (input.customerId = \"42\"), 1 to %d bytes", maxQueuedKeyBytes)
+	}
 	for _, name := range []string{"parent", "rerunOf"} {
 		if v.Has(name) {
 			if _, err := events.ParseRunID(v.Get(name)); err != nil {
@@ -255,6 +262,10 @@ func checkFilterIDs(v url.Values) error {
 	}
 	return nil
 }
+
+// maxQueuedKeyBytes bounds the queuedKey filter: a key's expression (4
+// KiB at most) and its value (256 bytes), quoted.
+const maxQueuedKeyBytes = 8 << 10
 
 // RunStatuses are the statuses a run may have, in the order of its life:
 // the values of the runs list's status filter, besides STALE.

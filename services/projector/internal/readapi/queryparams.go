@@ -23,7 +23,7 @@ type QueryParam struct {
 // these.
 var (
 	listParams = []QueryParam{{"status", true}, {"tenant", false}, {"plan", false}, {"planVersion", false},
-		{"label", true}, {"trigger", false}, {"schedule", false}, {"parent", false}, {"rerunOf", false},
+		{"label", true}, {"trigger", false}, {"schedule", false}, {"parent", false}, {"rerunOf", false}, {"queuedKey", false},
 		{"createdAfter", false}, {"createdBefore", false}, {"endedAfter", false}, {"endedBefore", false},
 		{"projectId", false}, {"environmentId", false}, {"limit", false}, {"cursor", false}}
 	runParams      = []QueryParam{{"steps", false}, {"waitForSeq", false}, {"timeout", false}}
