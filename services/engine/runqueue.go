@@ -14,7 +14,8 @@ import (
 )
 
 // runQueueLoop is the run-queue reconciler (execution-semantics §3): every
-// QueueInterval it offers the oldest queued runs, up to QueueBatch, a start,
+// QueueInterval it offers the queued runs, higher priorities first and
+// the oldest first within one, up to QueueBatch, a start,
 // and stops offering an environment's runs at the first that cannot start,
 // so each environment's queue is served in order.
 // Each offer is a round that takes the environment's admission lock,
@@ -58,12 +59,13 @@ func startsRun(d decide.Decision) bool {
 
 type queuedRun struct{ runID, environment string }
 
-// queuedRuns returns the oldest queued runs, up to QueueBatch.
+// queuedRuns returns the queued runs in queue order, up to QueueBatch
+// (engine_runs_queued).
 func (s *Service) queuedRuns(ctx context.Context) ([]queuedRun, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT run_id::text, environment_id FROM engine_runs
 		WHERE queued_at IS NOT NULL AND started_at IS NULL
-		ORDER BY approved_at, run_id LIMIT $1`, s.cfg.QueueBatch)
+		ORDER BY priority DESC, approved_at, run_id LIMIT $1`, s.cfg.QueueBatch)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/internal/policy/admission"
+	"github.com/weftrun/weft/internal/runstart"
 	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/services/engine"
 )
@@ -127,4 +128,40 @@ func TestDelayPolicyHoldsDispatch(t *testing.T) {
 	require.False(t, scheduledAt.Before(until), "nothing dispatched before the delay")
 	s.signal(t, first, "go", "go-1", `{}`)
 	require.Equal(t, events.RunCompleted, terminal(s.waitTerminal(t, first)))
+}
+
+// An environment's queue starts higher priorities first, first come,
+// first served within one, as a key's queue does.
+func TestQueuePolicyTakesHigherPrioritiesFirst(t *testing.T) {
+	t.Parallel()
+	cfg := engine.Config{
+		Admission:     admission.Limits{PerEnvironment: map[string]admission.Limit{"q": {MaxConcurrentRuns: 1, Policy: admission.Queue}}},
+		QueueInterval: 20 * time.Millisecond,
+	}
+	s := setup(t, cfg)
+	gate := validated(t, parsePlan(t, `{"planId":"gate","planVersion":"1","steps":[{"id":"g","kind":"waitSignal","signal":"go"}]}`))
+	start := func(priority int) string {
+		return s.approve(t, runstart.Request{Plan: gate, EnvironmentID: "q", Priority: priority})
+	}
+	head := start(0)
+	s.waitRunningSet(t, []string{head}, 1)
+	names := map[string]string{}
+	var runs []string
+	for _, q := range []struct {
+		name     string
+		priority int
+	}{{"p3", 3}, {"p5-first", 5}, {"p1", 1}, {"p5-second", 5}} {
+		id := start(q.priority)
+		names[id] = q.name
+		runs = append(runs, id)
+		s.waitEvent(t, id, events.RunQueued)
+	}
+	s.finish(t, head)
+	var order []string
+	for range runs {
+		r := s.waitRunningSet(t, runs, 1)[0]
+		order = append(order, names[r])
+		s.finish(t, r)
+	}
+	require.Equal(t, []string{"p5-first", "p5-second", "p3", "p1"}, order)
 }

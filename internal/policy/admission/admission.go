@@ -169,8 +169,8 @@ type Room struct {
 	// Started is how many of the environment's runs have started and not
 	// ended; Limit is its MaxConcurrentRuns, zero for none.
 	Started, Limit int
-	// Ahead is how many of its runs approved before the run are queued:
-	// queued runs start first come, first served.
+	// Ahead is how many of its queued runs come before the run: those of
+	// a higher priority, then those of its own approved before it.
 	Ahead int
 }
 
@@ -179,10 +179,11 @@ type Room struct {
 func (r Room) Free() bool { return r.Limit == 0 || r.Started < r.Limit && r.Ahead == 0 }
 
 // RoomTx returns, holding the environment's admission lock until tx ends,
-// the room the environment has for run: its started runs, its limit and
-// the runs queued ahead of run, in (approved_at, run_id) order. With no
-// limit it takes no lock and counts nothing.
-func RoomTx(ctx context.Context, tx pgx.Tx, environment string, lim Limit, runID string) (Room, error) {
+// the room the environment has for run (of admission priority priority):
+// its started runs, its limit and the runs queued ahead of run, higher
+// priorities first, then in (approved_at, run_id) order. With no limit it
+// takes no lock and counts nothing.
+func RoomTx(ctx context.Context, tx pgx.Tx, environment string, lim Limit, runID string, priority int) (Room, error) {
 	if lim.MaxConcurrentRuns == 0 {
 		return Room{}, nil
 	}
@@ -192,9 +193,10 @@ func RoomTx(ctx context.Context, tx pgx.Tx, environment string, lim Limit, runID
 	r := Room{Limit: lim.MaxConcurrentRuns}
 	err := tx.QueryRow(ctx, `
 		SELECT count(*) FILTER (WHERE started_at IS NOT NULL),
-		       count(*) FILTER (WHERE queued_at IS NOT NULL AND started_at IS NULL
-		                          AND (approved_at, run_id) < (SELECT approved_at, run_id FROM engine_runs WHERE run_id = $2))
-		FROM engine_runs WHERE environment_id = $1`, environment, runID).Scan(&r.Started, &r.Ahead)
+		       count(*) FILTER (WHERE queued_at IS NOT NULL AND started_at IS NULL AND run_id <> $2
+		                          AND (priority > $3 OR priority = $3
+		                               AND (approved_at, run_id) < (SELECT approved_at, run_id FROM engine_runs WHERE run_id = $2)))
+		FROM engine_runs WHERE environment_id = $1`, environment, runID, priority).Scan(&r.Started, &r.Ahead)
 	if err != nil {
 		return Room{}, fmt.Errorf("admission: count runs of %q: %w", environment, err)
 	}

@@ -54,7 +54,7 @@ func TestRoomCountsStartedRunsOfTheEnvironment(t *testing.T) {
 	lim := admission.Limit{MaxConcurrentRuns: 2}
 	room := func(env string) bool {
 		r, err := inTx(t, db, func(tx pgx.Tx) (admission.Room, error) {
-			return admission.RoomTx(t.Context(), tx, env, lim, events.NewRunID())
+			return admission.RoomTx(t.Context(), tx, env, lim, events.NewRunID(), 3)
 		})
 		require.NoError(t, err)
 		return r.Free()
@@ -66,14 +66,14 @@ func TestRoomCountsStartedRunsOfTheEnvironment(t *testing.T) {
 	require.True(t, room("a"))
 	require.False(t, room("b"), "at the edge: 2 of 2")
 	full, err := inTx(t, db, func(tx pgx.Tx) (admission.Room, error) {
-		return admission.RoomTx(t.Context(), tx, "b", lim, events.NewRunID())
+		return admission.RoomTx(t.Context(), tx, "b", lim, events.NewRunID(), 3)
 	})
 	require.NoError(t, err)
 	require.Equal(t, admission.Room{Started: 2, Limit: 2}, full, "what a RunQueued's reason says")
 	insertRun(t, db, "a", true)
 	require.False(t, room("a"))
 	r, err := inTx(t, db, func(tx pgx.Tx) (admission.Room, error) {
-		return admission.RoomTx(t.Context(), tx, "b", admission.Limit{}, events.NewRunID())
+		return admission.RoomTx(t.Context(), tx, "b", admission.Limit{}, events.NewRunID(), 3)
 	})
 	require.NoError(t, err)
 	require.True(t, r.Free(), "no limit: always room")
@@ -118,7 +118,7 @@ func TestRoomKeepsTheQueueInOrder(t *testing.T) {
 	_, err := db.Pool.Exec(t.Context(), `UPDATE engine_runs SET queued_at = now()`)
 	require.NoError(t, err)
 	roomOf := func(id string) admission.Room {
-		r, err := inTx(t, db, func(tx pgx.Tx) (admission.Room, error) { return admission.RoomTx(t.Context(), tx, "q", lim, id) })
+		r, err := inTx(t, db, func(tx pgx.Tx) (admission.Room, error) { return admission.RoomTx(t.Context(), tx, "q", lim, id, 3) })
 		require.NoError(t, err)
 		return r
 	}

@@ -230,11 +230,11 @@ func QueueWaitOnKey(b *pgx.Batch, run Waiter, k Key) {
 }
 
 // QueueWaitOnEnvironment queues on b what puts run in its environment's
-// queue (the run-queue reconciler's), out of any key's queue it waited
-// in, which is woken.
-func QueueWaitOnEnvironment(b *pgx.Batch, runID string) {
-	queueLeaveQueue(b, runID, "")
-	b.Queue(`UPDATE engine_runs SET queued_at = coalesce(queued_at, now()) WHERE run_id = $1`, runID)
+// queue (the run-queue reconciler's), at its priority, out of any key's
+// queue it waited in, which is woken.
+func QueueWaitOnEnvironment(b *pgx.Batch, run Waiter) {
+	queueLeaveQueue(b, run.RunID, "")
+	b.Queue(`UPDATE engine_runs SET queued_at = coalesce(queued_at, now()), priority = $2 WHERE run_id = $1`, run.RunID, run.Priority)
 }
 
 // queueLeaveQueue queues the wake of the slot run waits on, unless it is

@@ -30,6 +30,12 @@ ALTER TABLE engine_runs
 CREATE INDEX engine_runs_key_queue ON engine_runs (key_slot, priority DESC, key_group, approved_at, run_id)
     WHERE key_slot IS NOT NULL;
 
+-- An environment's queue (the engine's run-queue reconciler) takes higher
+-- priorities first too: its index orders by priority, then approval.
+DROP INDEX engine_runs_queued;
+CREATE INDEX engine_runs_queued ON engine_runs (priority DESC, approved_at, run_id)
+    WHERE queued_at IS NOT NULL AND started_at IS NULL;
+
 -- A run that waits on a slot waits for a wake, not a sweep: leaving the
 -- waiters out of the sweep's index keeps its walk at the runs in flight,
 -- however many runs wait on a key (its scan filters on key_slot IS NULL).

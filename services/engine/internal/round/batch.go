@@ -347,7 +347,8 @@ func (x *Runner) room(ctx context.Context, w *journal.Write, run *runView, now t
 			return admitted{}, err
 		}
 	}
-	r, err := admission.RoomTx(ctx, w.Tx(), run.environment, lim, run.state.RunID)
+	me := waiterOf(run)
+	r, err := admission.RoomTx(ctx, w.Tx(), run.environment, lim, me.RunID, me.Priority)
 	var a admitted
 	switch {
 	case err != nil:
@@ -356,7 +357,7 @@ func (x *Runner) room(ctx context.Context, w *journal.Write, run *runView, now t
 	case lim.Policy == admission.Delay:
 		a.delayUntil = now.Add(lim.DelayBy)
 	default:
-		admission.QueueWaitOnEnvironment(w.Batch(), run.state.RunID)
+		admission.QueueWaitOnEnvironment(w.Batch(), me)
 		return admitted{hold: &events.RunQueuedData{EnvironmentID: run.environment, Running: r.Started, Limit: r.Limit, Ahead: r.Ahead,
 			Reason: events.RunQueuedReason(run.environment, r.Started, r.Limit, r.Ahead)}}, nil
 	}
