@@ -80,6 +80,19 @@ func (s *stack) finish(t *testing.T, run string) {
 	require.Equal(t, events.RunCompleted, terminal(s.waitTerminal(t, run)))
 }
 
+// finishInTurn lets runs, which run one at a time, end each in turn, and
+// returns the name each had in names, in the order they ran.
+func (s *stack) finishInTurn(t *testing.T, runs []string, names map[string]string) []string {
+	t.Helper()
+	var order []string
+	for range runs {
+		r := s.waitRunningSet(t, runs, 1)[0]
+		order = append(order, names[r])
+		s.finish(t, r)
+	}
+	return order
+}
+
 // queuedData returns run's RunQueued payload.
 func (s *stack) queuedData(t *testing.T, run string) events.RunQueuedData {
 	t.Helper()
@@ -245,13 +258,7 @@ func TestConcurrencyGroupRoundRobin(t *testing.T) {
 	for _, id := range runs[1:] {
 		s.queuedData(t, id)
 	}
-	var order []string
-	for range runs {
-		r := s.waitRunningSet(t, runs, 1)[0]
-		order = append(order, byID[r])
-		s.finish(t, r)
-	}
-	require.Equal(t, []string{"a", "b", "c", "a", "b", "a"}, order)
+	require.Equal(t, []string{"a", "b", "c", "a", "b", "a"}, s.finishInTurn(t, runs, byID))
 	s.requireNoSlotsHeld(t)
 }
 
@@ -275,13 +282,7 @@ func TestConcurrencyPriorityOrder(t *testing.T) {
 		s.queuedData(t, id)
 	}
 	s.finish(t, head)
-	var order []string
-	for range runs[1:] {
-		r := s.waitRunningSet(t, runs[1:], 1)[0]
-		order = append(order, names[r])
-		s.finish(t, r)
-	}
-	require.Equal(t, []string{"p5-first", "p5-second", "p3", "default", "p1"}, order)
+	require.Equal(t, []string{"p5-first", "p5-second", "p3", "default", "p1"}, s.finishInTurn(t, runs[1:], names))
 	s.requireNoSlotsHeld(t)
 }
 
@@ -381,13 +382,7 @@ func TestConcurrencyFairness(t *testing.T) {
 		}
 		s.queuedData(t, runs[len(runs)-1])
 		s.finish(t, head)
-		var order []string
-		for range runs {
-			r := s.waitRunningSet(t, runs, 1)[0]
-			order = append(order, tier[r])
-			s.finish(t, r)
-		}
-		require.Equal(t, []string{"gold", "gold", "silver", "gold", "gold", "silver", "silver", "silver"}, order)
+		require.Equal(t, []string{"gold", "gold", "silver", "gold", "gold", "silver", "silver", "silver"}, s.finishInTurn(t, runs, tier))
 	})
 	s.requireNoSlotsHeld(t)
 }

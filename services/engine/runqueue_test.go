@@ -157,11 +157,5 @@ func TestQueuePolicyTakesHigherPrioritiesFirst(t *testing.T) {
 		s.waitEvent(t, id, events.RunQueued)
 	}
 	s.finish(t, head)
-	var order []string
-	for range runs {
-		r := s.waitRunningSet(t, runs, 1)[0]
-		order = append(order, names[r])
-		s.finish(t, r)
-	}
-	require.Equal(t, []string{"p5-first", "p5-second", "p3", "p1"}, order)
+	require.Equal(t, []string{"p5-first", "p5-second", "p3", "p1"}, s.finishInTurn(t, runs, names))
 }

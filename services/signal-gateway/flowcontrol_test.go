@@ -10,8 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weftrun/weft/pkg/api"
-	"github.com/weftrun/weft/pkg/eventlog"
-	"github.com/weftrun/weft/pkg/events"
 	"github.com/weftrun/weft/pkg/plan"
 	gateway "github.com/weftrun/weft/services/signal-gateway"
 	"github.com/weftrun/weft/services/signal-gateway/internal/intaketest"
@@ -69,12 +67,7 @@ func TestStartRefusesBadFlowControl(t *testing.T) {
 // approvedPriority returns the priority run's RunApproved records.
 func (s *stack) approvedPriority(t *testing.T, runID string) int {
 	t.Helper()
-	evs, err := eventlog.New(s.db.Pool).EventsFetchAfter(context.Background(), runID, 0, 1)
-	require.NoError(t, err)
-	require.Len(t, evs, 1)
-	var d events.RunApprovedData
-	require.NoError(t, evs[0].Data(&d))
-	return d.Priority
+	return s.approved(t, runID).Priority
 }
 
 // A start's priority is recorded on its RunApproved; a schedule's and a

@@ -29,13 +29,19 @@ func labeledStart(requestID string, labels map[string]string) map[string]any {
 // approvedLabels reads the labels of run runID's RunApproved.
 func (s *stack) approvedLabels(t *testing.T, runID string) map[string]string {
 	t.Helper()
+	return s.approved(t, runID).Labels
+}
+
+// approved returns the payload of run's RunApproved.
+func (s *stack) approved(t *testing.T, runID string) events.RunApprovedData {
+	t.Helper()
 	evs, err := eventlog.New(s.db.Pool).EventsFetchAfter(context.Background(), runID, 0, 1)
 	require.NoError(t, err)
 	require.Len(t, evs, 1)
 	require.Equal(t, events.RunApproved, evs[0].EventType)
 	var d events.RunApprovedData
 	require.NoError(t, evs[0].Data(&d))
-	return d.Labels
+	return d
 }
 
 // badLabels break each of the label rules (api.CheckLabels); their

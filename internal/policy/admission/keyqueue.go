@@ -148,29 +148,33 @@ type queue struct {
 	picked []string
 }
 
-// topSQL is the top priority of slot $1's waiters, leaving out the runs
-// of $3: the first of its queue's index that is not one of them.
-const topSQL = `(SELECT priority FROM engine_runs WHERE key_slot = $1 AND run_id <> ALL($3::uuid[]) ORDER BY priority DESC LIMIT 1)`
+// topOf is the top priority of slot $1's waiters, leaving out the runs
+// of the array placeholder picked: the first of its queue's index that is
+// not one of them.
+func topOf(picked string) string {
+	return `(SELECT priority FROM engine_runs WHERE key_slot = $1 AND run_id <> ALL(` + picked + `::uuid[]) ORDER BY priority DESC LIMIT 1)`
+}
 
 // headSQL is the head of slot $1's group $2 at the queue's top priority,
 // leaving out the runs of $3: its weight and the priority. It has none
 // when the group has no waiter of that priority.
-const headSQL = `
+var headSQL = `
 	SELECT key_weight, priority FROM engine_runs
-	WHERE key_slot = $1 AND priority = ` + topSQL + ` AND key_group = $2 AND run_id <> ALL($3::uuid[])
+	WHERE key_slot = $1 AND priority = ` + topOf("$3") + ` AND key_group = $2 AND run_id <> ALL($3::uuid[])
 	ORDER BY approved_at, run_id LIMIT 1`
 
 // nextGroupSQL is the first group after $2 that has a waiter of slot $1
 // at the queue's top priority, leaving out the runs of $3, and the
-// priority; firstGroupSQL is the first group of all.
-const (
+// priority; firstGroupSQL is the first group of all, leaving out the
+// runs of $2.
+var (
 	nextGroupSQL = `
 	SELECT key_group, priority FROM engine_runs
-	WHERE key_slot = $1 AND priority = ` + topSQL + ` AND key_group > $2 AND run_id <> ALL($3::uuid[])
+	WHERE key_slot = $1 AND priority = ` + topOf("$3") + ` AND key_group > $2 AND run_id <> ALL($3::uuid[])
 	ORDER BY key_group LIMIT 1`
 	firstGroupSQL = `
 	SELECT key_group, priority FROM engine_runs
-	WHERE key_slot = $1 AND priority = ` + topSQL + ` AND $2::text IS NOT NULL AND run_id <> ALL($3::uuid[])
+	WHERE key_slot = $1 AND priority = ` + topOf("$2") + ` AND run_id <> ALL($2::uuid[])
 	ORDER BY key_group LIMIT 1`
 )
 
@@ -215,7 +219,7 @@ func (q *queue) nextGroup(ctx context.Context) (*string, int, error) {
 	var priority int
 	err := q.tx.QueryRow(ctx, nextGroupSQL, q.slot, q.turn.group, q.picked).Scan(&g, &priority)
 	if errors.Is(err, pgx.ErrNoRows) {
-		err = q.tx.QueryRow(ctx, firstGroupSQL, q.slot, q.turn.group, q.picked).Scan(&g, &priority)
+		err = q.tx.QueryRow(ctx, firstGroupSQL, q.slot, q.picked).Scan(&g, &priority)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, 0, nil

@@ -18,7 +18,7 @@ import (
 type Key struct {
 	// Slot names what is counted: the run's environment, its plan, the
 	// limit's place in the plan and, but under GROUP_ROUND_ROBIN, the
-	// key's value (SlotOf).
+	// key's value (KeysOf).
 	Slot string
 	// Group is the run's turn in the slot's queue, which takes the groups
 	// in turn (plan.RunKey.Group): its fairness value, or its key's value
@@ -218,7 +218,7 @@ const takeSQL = `
 
 // QueueWaitOnKey queues on b what puts run in the queue of k's slot, out
 // of any other it waited in; that one is woken, since the run may have
-// been the head of a queue with room (QueueWakes).
+// been the head of a queue with room (engine_key_wakes).
 func QueueWaitOnKey(b *pgx.Batch, run Waiter, k Key) {
 	queueLeaveQueue(b, run.RunID, k.Slot)
 	b.Queue(`UPDATE engine_runs SET key_slot = $2, key_group = $3, key_weight = $4, key_limit = $5, priority = $6, queued_at = NULL
@@ -230,12 +230,17 @@ func QueueWaitOnKey(b *pgx.Batch, run Waiter, k Key) {
 }
 
 // QueueWaitOnEnvironment queues on b what puts run in its environment's
-// queue (the run-queue reconciler's), at its priority, out of any key's
-// queue it waited in, which is woken.
+// queue (the run-queue reconciler's), at its priority. A run of a plan
+// with concurrency limits first leaves any key's queue it waited in
+// (QueueLeaveKeyQueue).
 func QueueWaitOnEnvironment(b *pgx.Batch, run Waiter) {
-	queueLeaveQueue(b, run.RunID, "")
 	b.Queue(`UPDATE engine_runs SET queued_at = coalesce(queued_at, now()), priority = $2 WHERE run_id = $1`, run.RunID, run.Priority)
 }
+
+// QueueLeaveKeyQueue queues on b what takes run out of the key's queue it
+// waits in, if any, and wakes that slot, since the run may have been the
+// head of a queue with room.
+func QueueLeaveKeyQueue(b *pgx.Batch, runID string) { queueLeaveQueue(b, runID, "") }
 
 // queueLeaveQueue queues the wake of the slot run waits on, unless it is
 // keep or none, and takes run out of its queue.

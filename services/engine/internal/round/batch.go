@@ -357,7 +357,7 @@ func (x *Runner) room(ctx context.Context, w *journal.Write, run *runView, now t
 	case lim.Policy == admission.Delay:
 		a.delayUntil = now.Add(lim.DelayBy)
 	default:
-		admission.QueueWaitOnEnvironment(w.Batch(), me)
+		queueOnEnvironment(w.Batch(), run, me)
 		return admitted{hold: &events.RunQueuedData{EnvironmentID: run.environment, Running: r.Started, Limit: r.Limit, Ahead: r.Ahead,
 			Reason: events.RunQueuedReason(run.environment, r.Started, r.Limit, r.Ahead)}}, nil
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/weftrun/weft/internal/policy/admission"
 	"github.com/weftrun/weft/pkg/api"
 	"github.com/weftrun/weft/pkg/events"
@@ -149,6 +151,20 @@ func (x *Runner) keyRoom(ctx context.Context, w *journal.Write, run *runView) (a
 	return admitted{hold: &events.RunQueuedData{EnvironmentID: run.environment, Key: k.Label,
 		Running: room.Held, Limit: k.Limit, Ahead: room.Ahead,
 		Reason: events.RunQueuedKeyReason(k.Label, room.Held, k.Limit, room.Ahead)}}, nil
+}
+
+// queueOnEnvironment queues on b what puts run, found without room in its
+// environment, in the environment's queue: out of any key's queue first,
+// for a run whose plan has limits. A run without them already in the
+// queue (the run-queue reconciler offers its head every QueueInterval)
+// needs nothing written.
+func queueOnEnvironment(b *pgx.Batch, run *runView, me admission.Waiter) {
+	if keyed(run) {
+		admission.QueueLeaveKeyQueue(b, me.RunID)
+	} else if run.state.Queued {
+		return
+	}
+	admission.QueueWaitOnEnvironment(b, me)
 }
 
 // cancelVictims adds to d the CANCEL that CANCEL_OLDEST owes each of
